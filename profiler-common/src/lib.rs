@@ -1,0 +1,10 @@
+//! Types, map names and pure logic shared by the eBPF programs
+//! (`profiler-ebpf`) and the daemon (`profiler-userspace`).
+//!
+//! Everything that crosses the kernel/user boundary is `#[repr(C)]` and
+//! defined here once, so both sides agree on layout by construction.
+#![no_std]
+
+pub mod maps;
+pub mod sample;
+pub mod stats;

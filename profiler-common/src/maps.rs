@@ -1,0 +1,51 @@
+//! Names and sizes of the kernel maps, and the double-buffer slots.
+//!
+//! Aggregation maps come in two slots. The kernel writes into the slot named
+//! by [`CONTROL`]`[`[`CONTROL_ACTIVE_SLOT`]`]`; userspace flips the slot at
+//! the end of a window, then drains and clears the other one. Stack maps are
+//! double-buffered too, because a stack id is only meaningful in the stack
+//! map of the window that produced it.
+
+/// Number of double-buffer slots.
+pub const SLOTS: u32 = 2;
+
+/// Counts per (thread, stacks, state), slot 0. Key [`crate::sample::SampleKey`].
+pub const SAMPLES_0: &str = "SAMPLES_0";
+/// Counts per (thread, stacks, state), slot 1.
+pub const SAMPLES_1: &str = "SAMPLES_1";
+/// Stack traces referenced by [`SAMPLES_0`].
+pub const STACKS_0: &str = "STACKS_0";
+/// Stack traces referenced by [`SAMPLES_1`].
+pub const STACKS_1: &str = "STACKS_1";
+
+/// Array of `u32` control words written by userspace.
+pub const CONTROL: &str = "CONTROL";
+/// Index in [`CONTROL`] of the slot the kernel currently writes to.
+pub const CONTROL_ACTIVE_SLOT: u32 = 0;
+/// Number of entries in [`CONTROL`].
+pub const CONTROL_LEN: u32 = 1;
+
+/// Set of target process ids (tgid -> 1), used unless profiling everything.
+pub const TARGETS: &str = "TARGETS";
+/// Per-CPU array of `u64` counters indexed by [`crate::stats::Stat`].
+pub const STATS: &str = "STATS";
+
+/// Name of the load-time global that switches target filtering off (`--all`).
+pub const GLOBAL_TARGET_ALL: &str = "TARGET_ALL";
+
+/// Capacity of each [`SAMPLES_0`]/[`SAMPLES_1`] map.
+pub const SAMPLES_MAX_ENTRIES: u32 = 32_768;
+/// Capacity of each stack map.
+pub const STACKS_MAX_ENTRIES: u32 = 16_384;
+/// Capacity of [`TARGETS`].
+pub const TARGETS_MAX_ENTRIES: u32 = 4_096;
+
+/// Returns the samples and stacks map names of `slot`.
+#[must_use]
+pub const fn slot_maps(slot: u32) -> (&'static str, &'static str) {
+    if slot.is_multiple_of(SLOTS) {
+        (SAMPLES_0, STACKS_0)
+    } else {
+        (SAMPLES_1, STACKS_1)
+    }
+}

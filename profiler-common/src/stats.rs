@@ -1,0 +1,47 @@
+//! Counters the kernel keeps so that nothing is dropped silently.
+//!
+//! [`crate::maps::STATS`] is a per-CPU array of `u64`, indexed by [`Stat`].
+//! The counters only ever grow; userspace reports per-window deltas.
+
+/// Index of a counter in [`crate::maps::STATS`].
+#[repr(u32)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Stat {
+    /// perf_event samples that matched the target filter.
+    OnCpuSamples = 0,
+    /// User stacks that could not be captured (errno other than EFAULT,
+    /// which means "no user context", and EEXIST, counted below).
+    UserStackErrors = 1,
+    /// Kernel stacks that could not be captured (same exclusions).
+    KernelStackErrors = 2,
+    /// Stack ids refused because the stack map bucket held another stack.
+    StackCollisions = 3,
+    /// Samples dropped because the samples map was full.
+    MapFull = 4,
+}
+
+impl Stat {
+    /// Every counter, in index order.
+    pub const ALL: [Self; 5] = [
+        Self::OnCpuSamples,
+        Self::UserStackErrors,
+        Self::KernelStackErrors,
+        Self::StackCollisions,
+        Self::MapFull,
+    ];
+
+    /// Name used in logs and profile comments.
+    #[must_use]
+    pub const fn name(self) -> &'static str {
+        match self {
+            Self::OnCpuSamples => "on_cpu_samples",
+            Self::UserStackErrors => "user_stack_errors",
+            Self::KernelStackErrors => "kernel_stack_errors",
+            Self::StackCollisions => "stack_collisions",
+            Self::MapFull => "map_full_drops",
+        }
+    }
+}
+
+/// Number of entries in [`crate::maps::STATS`].
+pub const STATS_LEN: u32 = Stat::ALL.len() as u32;

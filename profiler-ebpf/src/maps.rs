@@ -1,0 +1,88 @@
+//! Every map of the kernel side, in one place. Names and sizes come from
+//! `profiler_common::maps` so userspace looks them up by the same names.
+use aya_ebpf::{
+    Global,
+    macros::map,
+    maps::{Array, HashMap, PerCpuArray, StackTrace},
+};
+use profiler_common::{
+    maps::{
+        CONTROL_ACTIVE_SLOT, CONTROL_LEN, SAMPLES_MAX_ENTRIES, STACKS_MAX_ENTRIES,
+        TARGETS_MAX_ENTRIES,
+    },
+    sample::{SampleKey, SampleValue},
+    stats::{STATS_LEN, Stat},
+};
+
+/// Non-zero: profile every process (`--all`); zero: only tgids in [`TARGETS`].
+#[unsafe(no_mangle)]
+static TARGET_ALL: Global<u8> = Global::new(0);
+
+#[map]
+static CONTROL: Array<u32> = Array::with_max_entries(CONTROL_LEN, 0);
+
+#[map]
+static TARGETS: HashMap<u32, u8> = HashMap::with_max_entries(TARGETS_MAX_ENTRIES, 0);
+
+#[map]
+static STATS: PerCpuArray<u64> = PerCpuArray::with_max_entries(STATS_LEN, 0);
+
+#[map]
+static SAMPLES_0: HashMap<SampleKey, SampleValue> =
+    HashMap::with_max_entries(SAMPLES_MAX_ENTRIES, 0);
+#[map]
+static SAMPLES_1: HashMap<SampleKey, SampleValue> =
+    HashMap::with_max_entries(SAMPLES_MAX_ENTRIES, 0);
+
+#[map]
+static STACKS_0: StackTrace = StackTrace::with_max_entries(STACKS_MAX_ENTRIES, 0);
+#[map]
+static STACKS_1: StackTrace = StackTrace::with_max_entries(STACKS_MAX_ENTRIES, 0);
+
+/// The maps of the slot the kernel writes to in this window.
+pub struct Slot {
+    pub samples: &'static HashMap<SampleKey, SampleValue>,
+    pub stacks: &'static StackTrace,
+}
+
+/// Returns the active double-buffer slot (see `profiler_common::maps`).
+#[inline(always)]
+pub fn active_slot() -> Slot {
+    let slot = CONTROL.get(CONTROL_ACTIVE_SLOT).copied().unwrap_or(0);
+    if slot == 0 {
+        Slot {
+            samples: &SAMPLES_0,
+            stacks: &STACKS_0,
+        }
+    } else {
+        Slot {
+            samples: &SAMPLES_1,
+            stacks: &STACKS_1,
+        }
+    }
+}
+
+/// Whether every process is a target.
+#[inline(always)]
+pub fn target_all() -> bool {
+    TARGET_ALL.load() != 0
+}
+
+/// Whether `pid` (a tgid) is in the target set.
+#[inline(always)]
+pub fn is_target(pid: u32) -> bool {
+    TARGETS.get_ptr(pid).is_some()
+}
+
+/// Adds `by` to the calling CPU's counter `stat`.
+#[inline(always)]
+pub fn count(stat: Stat, by: u64) {
+    if let Some(counter) = STATS.get_ptr_mut(stat as u32) {
+        // SAFETY: the pointer comes from a successful per-CPU array lookup,
+        // so it is valid and only this CPU writes to it; BPF programs are
+        // not preempted by other programs touching the same per-CPU slot
+        // (perf_event programs can nest over others only via NMI, which at
+        // worst loses one increment of a statistic).
+        unsafe { *counter += by };
+    }
+}

@@ -1,0 +1,189 @@
+//! End of a window: flip the kernel to the other slot, then read and clear
+//! the slot it was writing to. What leaves here is plain owned data.
+use std::{collections::HashMap as StdHashMap, sync::Arc};
+
+use aya::maps::{Array, HashMap, Map, MapData, PerCpuArray, StackTraceMap};
+use profiler_common::{
+    maps::{CONTROL, CONTROL_ACTIVE_SLOT, SLOTS, STATS, slot_maps},
+    sample::{SampleKey, SampleValue, ThreadState, comm_str},
+    stats::{STATS_LEN, Stat},
+};
+
+use super::{Kernel, KernelError};
+
+/// A captured stack, or why there is none.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Stack {
+    /// Instruction pointers, leaf first.
+    Frames(Arc<[u64]>),
+    /// No such context: a kernel thread has no user stack, a sample taken
+    /// in user mode has no kernel stack.
+    Absent,
+    /// Capture failed with this errno; the weight is kept under a marker.
+    Lost { errno: i32 },
+}
+
+/// One aggregated kernel entry of a window.
+#[derive(Clone, Debug)]
+pub struct RawSample {
+    pub pid: u32,
+    pub tid: u32,
+    /// The thread's name as the kernel saw it.
+    pub thread: String,
+    pub state: ThreadState,
+    pub user_stack: Stack,
+    pub kernel_stack: Stack,
+    /// Number of on-CPU samples.
+    pub samples: u64,
+}
+
+/// Everything the kernel recorded in one window.
+#[derive(Clone, Debug, Default)]
+pub struct RawWindow {
+    pub samples: Vec<RawSample>,
+    /// Per-window increase of each kernel counter, indexed by [`Stat`].
+    pub stats: [u64; STATS_LEN as usize],
+    /// Entries whose state field this build does not know (skipped).
+    pub unknown_entries: u64,
+}
+
+impl RawWindow {
+    #[must_use]
+    pub fn stat(&self, stat: Stat) -> u64 {
+        self.stats[stat as usize]
+    }
+}
+
+const EFAULT: i32 = libc::EFAULT;
+
+impl Kernel {
+    /// Points the kernel at the other slot and returns the one to drain.
+    ///
+    /// A program that read the slot number just before the flip may still
+    /// be writing to the old slot for a few microseconds: callers wait a
+    /// short grace period before [`Kernel::drain`].
+    ///
+    /// # Errors
+    /// When the control map cannot be written.
+    pub fn flip(&mut self) -> Result<u32, KernelError> {
+        let old = self.active_slot;
+        self.set_active_slot((old + 1) % SLOTS)?;
+        Ok(old)
+    }
+
+    /// Tells the kernel which slot to write to.
+    pub(super) fn set_active_slot(&mut self, slot: u32) -> Result<(), KernelError> {
+        let mut control: Array<&mut MapData, u32> =
+            Array::try_from(self.map_mut(CONTROL)?).map_err(KernelError::map(CONTROL))?;
+        control
+            .set(CONTROL_ACTIVE_SLOT, slot, 0)
+            .map_err(KernelError::map(CONTROL))?;
+        self.active_slot = slot;
+        Ok(())
+    }
+
+    /// Reads and clears `slot`, and the counters since the previous drain.
+    ///
+    /// # Errors
+    /// When a map cannot be read or cleared.
+    pub fn drain(&mut self, slot: u32) -> Result<RawWindow, KernelError> {
+        let (samples_name, stacks_name) = slot_maps(slot);
+        let mut entries: HashMap<&mut MapData, SampleKey, SampleValue> =
+            HashMap::try_from(self.map_mut(samples_name)?)
+                .map_err(KernelError::map(samples_name))?;
+        let mut raw = Vec::new();
+        for entry in entries.iter() {
+            raw.push(entry.map_err(KernelError::map(samples_name))?);
+        }
+        for (key, _) in &raw {
+            entries
+                .remove(key)
+                .map_err(KernelError::map(samples_name))?;
+        }
+
+        let mut stacks: StackTraceMap<&mut MapData> =
+            StackTraceMap::try_from(self.map_mut(stacks_name)?)
+                .map_err(KernelError::map(stacks_name))?;
+        let mut resolved: StdHashMap<i32, Stack> = StdHashMap::new();
+        let mut window = RawWindow::default();
+        for (key, value) in raw {
+            let Some(state) = ThreadState::from_raw(key.state) else {
+                window.unknown_entries += 1;
+                continue;
+            };
+            let user_stack = resolve_stack(&stacks, &mut resolved, key.user_stack_id);
+            let kernel_stack = resolve_stack(&stacks, &mut resolved, key.kernel_stack_id);
+            window.samples.push(RawSample {
+                pid: key.pid,
+                tid: key.tid,
+                thread: String::from_utf8_lossy(comm_str(&value.comm)).into_owned(),
+                state,
+                user_stack,
+                kernel_stack,
+                samples: value.samples,
+            });
+        }
+        let ids: Vec<u32> = stacks.stack_ids().filter_map(Result::ok).collect();
+        for id in ids {
+            stacks.remove(&id).map_err(KernelError::map(stacks_name))?;
+        }
+
+        window.stats = self.stats_delta()?;
+        Ok(window)
+    }
+
+    fn stats_delta(&mut self) -> Result<[u64; STATS_LEN as usize], KernelError> {
+        let map = self.ebpf.map(STATS).ok_or(KernelError::Missing {
+            kind: "map",
+            name: STATS,
+        })?;
+        let stats: PerCpuArray<&MapData, u64> =
+            PerCpuArray::try_from(map).map_err(KernelError::map(STATS))?;
+        let mut delta = [0; STATS_LEN as usize];
+        for stat in Stat::ALL {
+            let index = stat as usize;
+            let total: u64 = stats
+                .get(&(stat as u32), 0)
+                .map_err(KernelError::map(STATS))?
+                .iter()
+                .sum();
+            delta[index] = total.saturating_sub(self.last_stats[index]);
+            self.last_stats[index] = total;
+        }
+        Ok(delta)
+    }
+
+    fn map_mut(&mut self, name: &'static str) -> Result<&mut Map, KernelError> {
+        self.ebpf
+            .map_mut(name)
+            .ok_or(KernelError::Missing { kind: "map", name })
+    }
+}
+
+/// Looks a stack id up once per window; ids repeat across many samples.
+fn resolve_stack(
+    stacks: &StackTraceMap<&mut MapData>,
+    resolved: &mut StdHashMap<i32, Stack>,
+    id: i32,
+) -> Stack {
+    if id < 0 {
+        return if id == -EFAULT {
+            Stack::Absent
+        } else {
+            Stack::Lost { errno: -id }
+        };
+    }
+    resolved
+        .entry(id)
+        .or_insert_with(|| {
+            #[expect(clippy::cast_sign_loss, reason = "id is non-negative here")]
+            match stacks.get(&(id as u32), 0) {
+                Ok(trace) => Stack::Frames(trace.frames().iter().map(|f| f.ip).collect()),
+                // The id was handed out but its bucket is gone: report the loss.
+                Err(_) => Stack::Lost {
+                    errno: libc::ENOENT,
+                },
+            }
+        })
+        .clone()
+}

@@ -1,0 +1,50 @@
+//! The kernel side as seen from userspace: load and attach the eBPF
+//! programs (`load.rs`), then drain their maps window by window
+//! (`drain.rs`). Only this module touches aya types.
+mod drain;
+mod load;
+
+#[cfg(test)]
+pub use drain::RawSample;
+pub use drain::{RawWindow, Stack};
+pub use load::Kernel;
+
+use aya::{EbpfError, maps::MapError, programs::ProgramError};
+
+#[derive(Debug, thiserror::Error)]
+pub enum KernelError {
+    #[error("loading the eBPF object: {0}")]
+    Load(#[from] EbpfError),
+    #[error("eBPF program {name}: {source}")]
+    Program {
+        name: &'static str,
+        source: ProgramError,
+    },
+    #[error("attaching {name} to CPU {cpu}: {source}")]
+    Attach {
+        name: &'static str,
+        cpu: u32,
+        source: ProgramError,
+    },
+    #[error("eBPF map {name}: {source}")]
+    Map {
+        name: &'static str,
+        source: MapError,
+    },
+    #[error("eBPF object has no {kind} named {name}")]
+    Missing {
+        kind: &'static str,
+        name: &'static str,
+    },
+    #[error("listing online CPUs from {path}: {source}")]
+    Cpus {
+        path: &'static str,
+        source: std::io::Error,
+    },
+}
+
+impl KernelError {
+    fn map(name: &'static str) -> impl FnOnce(MapError) -> Self {
+        move |source| Self::Map { name, source }
+    }
+}

@@ -1,0 +1,35 @@
+//! The validated configuration the daemon runs with. Built by `cli.rs`;
+//! nothing past it knows about command-line flags.
+use std::{path::PathBuf, time::Duration};
+
+/// What to profile.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Target {
+    /// These processes (tgids), all of their threads.
+    Pids(Vec<u32>),
+    /// Every process on the system except the idle task.
+    All,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Config {
+    pub target: Target,
+    /// Directory the pprof files are written to.
+    pub output_dir: PathBuf,
+    /// Length of one profile window.
+    pub interval: Duration,
+    /// Stop after this long; `None` runs until signalled.
+    pub duration: Option<Duration>,
+    /// On-CPU sampling frequency per CPU.
+    pub frequency_hz: u64,
+    /// Number of newest profile files to keep.
+    pub retain: usize,
+}
+
+impl Config {
+    /// Nanoseconds of CPU time one on-CPU sample stands for.
+    #[must_use]
+    pub fn sample_period_ns(&self) -> u64 {
+        1_000_000_000 / self.frequency_hz
+    }
+}

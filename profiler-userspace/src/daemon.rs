@@ -1,0 +1,132 @@
+//! The window loop: every interval, at the end of `--duration` and on
+//! SIGINT/SIGTERM, drain the kernel, symbolize, encode and write one file.
+use std::time::{Duration, Instant, SystemTime};
+
+use tokio::{
+    io::unix::AsyncFd,
+    signal::unix::{SignalKind, signal},
+    time::{MissedTickBehavior, interval_at, sleep, sleep_until},
+};
+
+use crate::{
+    bpf::{Kernel, KernelError},
+    config::Config,
+    pprof,
+    sink::{FileSink, SinkError},
+    symbolize::Symbolizer,
+    window::{WindowTimes, assemble},
+};
+
+/// How long to wait after flipping slots before reading the old one: an
+/// eBPF program that read the slot number just before the flip finishes
+/// within microseconds.
+const FLIP_GRACE: Duration = Duration::from_millis(5);
+
+#[derive(Debug, thiserror::Error)]
+pub enum DaemonError {
+    #[error(transparent)]
+    Kernel(#[from] KernelError),
+    #[error("installing signal handlers: {0}")]
+    Signals(std::io::Error),
+    #[error("final profile not written: {0}")]
+    FinalWrite(SinkError),
+}
+
+/// Profiles until `--duration` ends or a signal arrives.
+///
+/// # Errors
+/// When loading or draining the kernel side fails, or the last window
+/// cannot be written.
+pub async fn run(config: Config) -> Result<(), DaemonError> {
+    let mut sigint = signal(SignalKind::interrupt()).map_err(DaemonError::Signals)?;
+    let mut sigterm = signal(SignalKind::terminate()).map_err(DaemonError::Signals)?;
+
+    let mut kernel = Kernel::load(&config.target, config.sample_period_ns())?;
+    if let Some(logger) = kernel.take_logger() {
+        forward_ebpf_logs(logger);
+    }
+    let mut symbolizer = Symbolizer::new();
+    let sink = FileSink::new(config.output_dir.clone(), config.retain);
+    tracing::info!(
+        target = ?config.target,
+        frequency_hz = config.frequency_hz,
+        interval = ?config.interval,
+        output_dir = %config.output_dir.display(),
+        "profiling"
+    );
+
+    let started = Instant::now();
+    let deadline = config
+        .duration
+        .map(|d| tokio::time::Instant::from_std(started + d));
+    let mut ticker = interval_at(
+        tokio::time::Instant::from_std(started + config.interval),
+        config.interval,
+    );
+    ticker.set_missed_tick_behavior(MissedTickBehavior::Delay);
+    let mut window_start = (SystemTime::now(), started);
+
+    loop {
+        let last = tokio::select! {
+            _ = ticker.tick() => false,
+            () = sleep_until(deadline.unwrap_or_else(tokio::time::Instant::now)), if deadline.is_some() => true,
+            _ = sigint.recv() => { tracing::info!("SIGINT: writing the last window"); true }
+            _ = sigterm.recv() => { tracing::info!("SIGTERM: writing the last window"); true }
+        };
+
+        let old_slot = kernel.flip()?;
+        let times = WindowTimes {
+            start: window_start.0,
+            duration_ns: u64::try_from(window_start.1.elapsed().as_nanos()).unwrap_or(u64::MAX),
+        };
+        window_start = (SystemTime::now(), Instant::now());
+        sleep(FLIP_GRACE).await;
+
+        let drain_started = Instant::now();
+        let raw = kernel.drain(old_slot)?;
+        let drained = drain_started.elapsed();
+        let (profile, sym_stats) =
+            assemble(&raw, &mut symbolizer, times, config.sample_period_ns());
+        let bytes = pprof::encode(&profile);
+        match sink.write(&bytes, times.start) {
+            Ok(path) => tracing::info!(
+                path = %path.display(),
+                entries = raw.samples.len(),
+                samples = profile.samples.iter().map(|s| s.samples).sum::<u64>(),
+                symbolization_failures = sym_stats.failed,
+                drain_ms = drained.as_millis(),
+                total_ms = drain_started.elapsed().as_millis(),
+                "wrote profile"
+            ),
+            Err(e) if last => return Err(DaemonError::FinalWrite(e)),
+            Err(e) => tracing::error!("{e}; keeping on sampling"),
+        }
+        if last {
+            return Ok(());
+        }
+    }
+}
+
+/// Copies aya-log records from the eBPF programs into tracing.
+fn forward_ebpf_logs(logger: aya_log::EbpfLogger<&'static dyn log::Log>) {
+    // SAFETY: the EbpfLogger owns its ring buffer's fd, which stays open and
+    // unchanged until the logger (moved into the AsyncFd) is dropped.
+    let registered =
+        unsafe { AsyncFd::register_with_interest(logger, tokio::io::Interest::READABLE) };
+    let mut logger = match registered {
+        Ok(logger) => logger,
+        Err(e) => {
+            tracing::warn!("eBPF log channel: {e}");
+            return;
+        }
+    };
+    tokio::spawn(async move {
+        loop {
+            let Ok(mut guard) = logger.readable_mut().await else {
+                return;
+            };
+            guard.get_inner_mut().flush();
+            guard.clear_ready();
+        }
+    });
+}

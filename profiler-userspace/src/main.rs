@@ -1,0 +1,59 @@
+//! `profiler`: a thin binary over focused modules. Data flows
+//! cli → preflight → bpf (load, drain) → window (symbolize) → pprof → sink,
+//! driven by the window loop in `daemon`.
+mod bpf;
+mod cli;
+mod config;
+mod daemon;
+mod pprof;
+mod preflight;
+mod profile;
+mod sink;
+mod symbolize;
+mod window;
+
+use std::process::ExitCode;
+
+use tracing_subscriber::EnvFilter;
+
+fn main() -> ExitCode {
+    tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_env_filter(
+            EnvFilter::try_from_env("PROFILER_LOG").unwrap_or_else(|_| EnvFilter::new("info")),
+        )
+        .init();
+
+    let config = match cli::parse(std::env::args_os(), cli::KernelLimits::read()) {
+        Ok(config) => config,
+        Err(e) => e.exit(),
+    };
+    if let Err(e) = preflight::check(&config) {
+        eprintln!("profiler: error: {e}");
+        return ExitCode::FAILURE;
+    }
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(e) => {
+            eprintln!("profiler: error: starting the runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match runtime.block_on(daemon::run(config)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!(
+                "profiler: error: {}",
+                anyhow::Error::from(e)
+                    .chain()
+                    .map(ToString::to_string)
+                    .collect::<Vec<_>>()
+                    .join(": ")
+            );
+            ExitCode::FAILURE
+        }
+    }
+}

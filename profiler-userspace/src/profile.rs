@@ -1,0 +1,83 @@
+//! A symbolized window: what the pprof encoder turns into bytes. Plain data,
+//! independent of both the kernel and the pprof wire format.
+use std::{sync::Arc, time::SystemTime};
+
+use profiler_common::sample::ThreadState;
+
+/// A mapped object a location belongs to.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Mapping {
+    pub start: u64,
+    pub limit: u64,
+    pub file_offset: u64,
+    /// Path of the file, or a pseudo name such as `[kernel.kallsyms]`.
+    pub file: String,
+    /// Hex build id, empty when unknown.
+    pub build_id: String,
+}
+
+/// One source-level frame.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Line {
+    /// Demangled function name.
+    pub function: String,
+    /// Source file, empty when unknown.
+    pub file: String,
+    /// Line number, 0 when unknown.
+    pub line: u32,
+}
+
+/// One instruction address and the frames it stands for.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Location {
+    pub mapping: Option<Arc<Mapping>>,
+    /// The runtime address as captured (0 for synthetic markers).
+    pub address: u64,
+    /// Innermost inlined function first, the function that contains the
+    /// address last; empty when the address did not resolve.
+    pub lines: Arc<[Line]>,
+}
+
+impl Location {
+    /// A location with no address, standing for weight whose stack is
+    /// unknown, e.g. `[lost user stack: ...]`.
+    #[must_use]
+    pub fn marker(name: String) -> Self {
+        Self {
+            mapping: None,
+            address: 0,
+            lines: Arc::new([Line {
+                function: name,
+                file: String::new(),
+                line: 0,
+            }]),
+        }
+    }
+}
+
+/// One row of the profile.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Sample {
+    pub pid: u32,
+    pub tid: u32,
+    /// Name of the process.
+    pub comm: Arc<str>,
+    /// Name of the thread.
+    pub thread: String,
+    pub state: ThreadState,
+    /// Leaf first: kernel frames, then user frames.
+    pub stack: Vec<Location>,
+    pub samples: u64,
+}
+
+/// A whole window.
+#[derive(Clone, Debug)]
+pub struct Profile {
+    pub start: SystemTime,
+    pub duration_ns: u64,
+    /// CPU nanoseconds one on-CPU sample stands for.
+    pub period_ns: u64,
+    pub samples: Vec<Sample>,
+    /// Accounting lines: counters, losses, failures.
+    pub comments: Vec<String>,
+}

@@ -1,0 +1,192 @@
+//! Profile files on disk: gzip, write to a temp file in the same
+//! directory, fsync, rename into place, keep the newest N.
+use std::{
+    fs,
+    io::{self, Write as _},
+    os::unix::fs::OpenOptionsExt as _,
+    path::{Path, PathBuf},
+    time::SystemTime,
+};
+
+use flate2::{Compression, write::GzEncoder};
+
+const PREFIX: &str = "profile-";
+const SUFFIX: &str = ".pb.gz";
+
+#[derive(Debug, thiserror::Error)]
+pub enum SinkError {
+    #[error("writing {path}: {source}")]
+    Write { path: PathBuf, source: io::Error },
+}
+
+pub struct FileSink {
+    dir: PathBuf,
+    retain: usize,
+}
+
+impl FileSink {
+    #[must_use]
+    pub fn new(dir: PathBuf, retain: usize) -> Self {
+        Self { dir, retain }
+    }
+
+    /// Writes one profile atomically as `DIR/profile-<UTC time>.pb.gz`
+    /// (mode 0640), then deletes the oldest files beyond `retain`.
+    ///
+    /// # Errors
+    /// When the file cannot be written; no partial file is left behind.
+    pub fn write(&self, pprof: &[u8], window_start: SystemTime) -> Result<PathBuf, SinkError> {
+        let path = self.unused_path(window_start);
+        let tmp = self.dir.join(format!(
+            ".{}.tmp",
+            path.file_name()
+                .map(|n| n.to_string_lossy())
+                .unwrap_or_default()
+        ));
+        let err = |source| SinkError::Write {
+            path: path.clone(),
+            source,
+        };
+        if let Err(e) = write_synced(&tmp, pprof) {
+            let _ = fs::remove_file(&tmp);
+            return Err(err(e));
+        }
+        if let Err(e) = fs::rename(&tmp, &path) {
+            let _ = fs::remove_file(&tmp);
+            return Err(err(e));
+        }
+        // Make the rename itself durable.
+        fs::File::open(&self.dir)
+            .and_then(|d| d.sync_all())
+            .map_err(err)?;
+        self.rotate();
+        Ok(path)
+    }
+
+    /// The file name for a window; suffixed if two windows share a millisecond.
+    fn unused_path(&self, window_start: SystemTime) -> PathBuf {
+        let stamp = file_timestamp(window_start);
+        let mut path = self.dir.join(format!("{PREFIX}{stamp}{SUFFIX}"));
+        let mut n = 1;
+        while path.exists() {
+            path = self.dir.join(format!("{PREFIX}{stamp}-{n}{SUFFIX}"));
+            n += 1;
+        }
+        path
+    }
+
+    fn rotate(&self) {
+        let Ok(entries) = fs::read_dir(&self.dir) else {
+            return;
+        };
+        let mut files: Vec<PathBuf> = entries
+            .filter_map(Result::ok)
+            .map(|e| e.path())
+            .filter(|p| is_profile_file(p))
+            .collect();
+        if files.len() <= self.retain {
+            return;
+        }
+        // Names sort by time: the timestamp is fixed-width UTC.
+        files.sort();
+        for old in &files[..files.len() - self.retain] {
+            if let Err(e) = fs::remove_file(old) {
+                tracing::warn!("removing old profile {}: {e}", old.display());
+            }
+        }
+    }
+}
+
+fn write_synced(path: &Path, pprof: &[u8]) -> io::Result<()> {
+    let file = fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o640)
+        .open(path)?;
+    let mut gz = GzEncoder::new(file, Compression::default());
+    gz.write_all(pprof)?;
+    let file = gz.finish()?;
+    file.sync_all()
+}
+
+fn is_profile_file(path: &Path) -> bool {
+    path.file_name()
+        .and_then(|n| n.to_str())
+        .is_some_and(|n| n.starts_with(PREFIX) && n.ends_with(SUFFIX))
+}
+
+/// `20261122T104512.123Z`: UTC, fixed width, sorts in time order, no colons.
+fn file_timestamp(t: SystemTime) -> String {
+    let rfc = humantime::format_rfc3339_millis(t).to_string(); // 2026-11-22T10:45:12.123Z
+    rfc.chars().filter(|c| *c != '-' && *c != ':').collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use std::{
+        io::Read as _,
+        os::unix::fs::PermissionsExt as _,
+        time::{Duration, UNIX_EPOCH},
+    };
+
+    use super::*;
+
+    fn at(secs: u64) -> SystemTime {
+        UNIX_EPOCH + Duration::from_secs(secs)
+    }
+
+    #[test]
+    fn timestamp_format() {
+        assert_eq!(file_timestamp(at(1_795_350_312)), "20261123T102512.000Z");
+    }
+
+    #[test]
+    fn writes_gzip_with_mode_and_rotates() {
+        let dir = tempfile::tempdir().unwrap();
+        let sink = FileSink::new(dir.path().to_owned(), 2);
+        let mut written = Vec::new();
+        for i in 0..4 {
+            written.push(
+                sink.write(format!("profile {i}").as_bytes(), at(1_000 + i))
+                    .unwrap(),
+            );
+        }
+        let mut left: Vec<_> = fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .collect();
+        left.sort();
+        assert_eq!(
+            left,
+            written[2..],
+            "only the newest two remain, no temp files"
+        );
+        let mut text = String::new();
+        flate2::read::GzDecoder::new(fs::File::open(&left[1]).unwrap())
+            .read_to_string(&mut text)
+            .unwrap();
+        assert_eq!(text, "profile 3");
+        assert_eq!(
+            fs::metadata(&left[1]).unwrap().permissions().mode() & 0o777,
+            0o640
+        );
+    }
+
+    #[test]
+    fn same_millisecond_gets_a_new_name() {
+        let dir = tempfile::tempdir().unwrap();
+        let sink = FileSink::new(dir.path().to_owned(), 10);
+        let a = sink.write(b"a", at(5)).unwrap();
+        let b = sink.write(b"b", at(5)).unwrap();
+        assert_ne!(a, b);
+        assert!(is_profile_file(&b));
+    }
+
+    #[test]
+    fn failure_leaves_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let sink = FileSink::new(dir.path().join("missing"), 10);
+        assert!(sink.write(b"x", at(5)).is_err());
+        assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 0);
+    }
+}

@@ -1,0 +1,480 @@
+//! Addresses → functions, files and lines, with blazesym.
+//!
+//! User addresses are turned into file offsets with the process's mappings
+//! (`procmaps.rs`) and symbolized per binary, so results are cached per
+//! binary (keyed by build id, else path) and shared by every process that
+//! maps it. Kernel addresses are symbolized through kallsyms. An address
+//! that does not resolve keeps its mapping and address, with no lines.
+//!
+//! blazesym's `Symbolizer` is not `Send`: this type lives on one thread.
+mod procmaps;
+
+use std::{
+    collections::{BTreeMap, HashMap, HashSet},
+    path::PathBuf,
+    sync::Arc,
+};
+
+use blazesym::{
+    MaybeDefault,
+    symbolize::{
+        Input, Symbolized,
+        source::{Elf, Kernel, Source},
+    },
+};
+use procmaps::Vma;
+
+use crate::{
+    bpf::{RawWindow, Stack},
+    profile::{Line, Location, Mapping},
+};
+
+/// Windows a process or binary may go unseen before its cache is dropped.
+const EVICT_AFTER_WINDOWS: u64 = 10;
+
+/// Pseudo file name of the kernel mapping, as perf names it.
+pub const KERNEL_MAPPING: &str = "[kernel.kallsyms]";
+
+/// Identity of a binary for the symbol cache.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+enum BinaryKey {
+    BuildId(String),
+    Path(String),
+}
+
+struct ProcessInfo {
+    comm: Arc<str>,
+    /// Executable mappings, sorted, with their pprof mapping.
+    vmas: Vec<(Vma, Arc<Mapping>)>,
+    last_seen: u64,
+}
+
+#[derive(Default)]
+struct BinaryCache {
+    /// Lookup file offset → frames (empty: did not resolve).
+    lines: HashMap<u64, Arc<[Line]>>,
+    last_seen: u64,
+}
+
+/// Per-window symbolization accounting.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SymbolizeStats {
+    /// Distinct addresses looked up for the first time.
+    pub resolved: u64,
+    /// Of those, addresses with no symbol.
+    pub failed: u64,
+    /// Processes whose mappings could not be read (exited before the drain).
+    pub processes_unreadable: u64,
+}
+
+pub struct Symbolizer {
+    blaze: blazesym::symbolize::Symbolizer,
+    processes: HashMap<u32, ProcessInfo>,
+    binaries: HashMap<BinaryKey, BinaryCache>,
+    kernel: HashMap<u64, Arc<[Line]>>,
+    kernel_mapping: Arc<Mapping>,
+    window: u64,
+}
+
+impl Default for Symbolizer {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Symbolizer {
+    #[must_use]
+    pub fn new() -> Self {
+        let blaze = blazesym::symbolize::Symbolizer::builder()
+            .enable_code_info(true)
+            .enable_inlined_fns(true)
+            .enable_demangling(true)
+            .build();
+        Self {
+            blaze,
+            processes: HashMap::new(),
+            binaries: HashMap::new(),
+            kernel: HashMap::new(),
+            kernel_mapping: Arc::new(Mapping {
+                start: 0,
+                limit: u64::MAX,
+                file_offset: 0,
+                file: KERNEL_MAPPING.to_owned(),
+                build_id: String::new(),
+            }),
+            window: 0,
+        }
+    }
+
+    /// Symbolizes every address of `window` that is not cached yet, so the
+    /// lookups that follow are cache hits.
+    pub fn prepare(&mut self, window: &RawWindow) -> SymbolizeStats {
+        self.window += 1;
+        let mut stats = SymbolizeStats::default();
+
+        let mut user: BTreeMap<u32, HashSet<u64>> = BTreeMap::new();
+        let mut kernel: HashSet<u64> = HashSet::new();
+        for sample in &window.samples {
+            if let Stack::Frames(frames) = &sample.user_stack {
+                user.entry(sample.pid)
+                    .or_default()
+                    .extend(lookup_addrs(frames));
+            }
+            if let Stack::Frames(frames) = &sample.kernel_stack {
+                kernel.extend(lookup_addrs(frames));
+            }
+        }
+        for sample in &window.samples {
+            if !self
+                .processes
+                .get(&sample.pid)
+                .is_some_and(|p| p.last_seen == self.window)
+            {
+                stats.processes_unreadable +=
+                    u64::from(!self.refresh_process(sample.pid, &sample.thread));
+            }
+        }
+
+        // Group the new user lookups by binary, remembering a path to read it from.
+        let mut todo: HashMap<BinaryKey, (PathBuf, Vec<u64>)> = HashMap::new();
+        for (pid, addrs) in &user {
+            let Some(process) = self.processes.get(pid) else {
+                continue;
+            };
+            for &addr in addrs {
+                let Some((vma, mapping)) = find_vma(&process.vmas, addr) else {
+                    continue;
+                };
+                if !vma.is_file() {
+                    continue;
+                }
+                let key = binary_key(mapping);
+                let cache = self.binaries.entry(key.clone()).or_default();
+                cache.last_seen = self.window;
+                let offset = vma.file_offset(addr);
+                if !cache.lines.contains_key(&offset) {
+                    todo.entry(key)
+                        .or_insert_with(|| (map_files_path(*pid, vma), Vec::new()))
+                        .1
+                        .push(offset);
+                }
+            }
+        }
+        for (key, (path, offsets)) in todo {
+            let resolved =
+                self.symbolize(&Source::Elf(Elf::new(path)), Input::FileOffset(&offsets));
+            let cache = self.binaries.entry(key).or_default();
+            for (offset, lines) in offsets.into_iter().zip(resolved) {
+                stats.resolved += 1;
+                stats.failed += u64::from(lines.is_empty());
+                cache.lines.insert(offset, lines);
+            }
+        }
+
+        let kernel: Vec<u64> = kernel
+            .into_iter()
+            .filter(|a| !self.kernel.contains_key(a))
+            .collect();
+        if !kernel.is_empty() {
+            let source = Source::Kernel(Kernel {
+                vmlinux: MaybeDefault::None,
+                ..Kernel::default()
+            });
+            let resolved = self.symbolize(&source, Input::AbsAddr(&kernel));
+            for (addr, lines) in kernel.into_iter().zip(resolved) {
+                stats.resolved += 1;
+                stats.failed += u64::from(lines.is_empty());
+                self.kernel.insert(addr, lines);
+            }
+        }
+
+        self.evict();
+        stats
+    }
+
+    /// The process name of `pid`, as read during [`Symbolizer::prepare`].
+    #[must_use]
+    pub fn process_name(&self, pid: u32) -> Arc<str> {
+        self.processes
+            .get(&pid)
+            .map_or_else(|| Arc::from(""), |p| p.comm.clone())
+    }
+
+    /// The locations of a captured user stack, leaf first.
+    #[must_use]
+    pub fn user_locations(&self, pid: u32, stack: &Stack) -> Vec<Location> {
+        let vmas = self.processes.get(&pid).map_or(&[][..], |p| &p.vmas[..]);
+        self.locations(stack, "user", |addr, lookup| {
+            let Some((vma, mapping)) = find_vma(vmas, addr) else {
+                return Location {
+                    mapping: None,
+                    address: addr,
+                    lines: Arc::new([]),
+                };
+            };
+            let lines = self
+                .binaries
+                .get(&binary_key(mapping))
+                .and_then(|cache| cache.lines.get(&vma.file_offset(lookup)))
+                .cloned()
+                .unwrap_or_else(|| Arc::new([]));
+            Location {
+                mapping: Some(mapping.clone()),
+                address: addr,
+                lines,
+            }
+        })
+    }
+
+    /// The locations of a captured kernel stack, leaf first.
+    #[must_use]
+    pub fn kernel_locations(&self, stack: &Stack) -> Vec<Location> {
+        self.locations(stack, "kernel", |addr, lookup| Location {
+            mapping: Some(self.kernel_mapping.clone()),
+            address: addr,
+            lines: self
+                .kernel
+                .get(&lookup)
+                .cloned()
+                .unwrap_or_else(|| Arc::new([])),
+        })
+    }
+
+    fn locations(
+        &self,
+        stack: &Stack,
+        side: &str,
+        mut location: impl FnMut(u64, u64) -> Location,
+    ) -> Vec<Location> {
+        match stack {
+            Stack::Frames(frames) => frames
+                .iter()
+                .zip(lookup_addrs(frames))
+                .map(|(&addr, lookup)| location(addr, lookup))
+                .collect(),
+            Stack::Absent => Vec::new(),
+            Stack::Lost { errno } => {
+                vec![Location::marker(format!(
+                    "[lost {side} stack: {}]",
+                    errno_reason(*errno)
+                ))]
+            }
+        }
+    }
+
+    /// Re-reads a process's mappings and name; keeps the last good copy when
+    /// the process is gone. Returns whether the mappings were read.
+    fn refresh_process(&mut self, pid: u32, thread: &str) -> bool {
+        let window = self.window;
+        let comm = std::fs::read_to_string(format!("/proc/{pid}/comm"))
+            .ok()
+            .map(|c| Arc::<str>::from(c.trim_end_matches('\n')));
+        let vmas = procmaps::read(pid);
+        let readable = vmas.is_ok();
+        let previous = self.processes.remove(&pid);
+        let vmas = match (vmas, &previous) {
+            (Ok(vmas), _) => vmas
+                .into_iter()
+                .map(|vma| {
+                    let reused = previous.as_ref().and_then(|p| {
+                        p.vmas
+                            .iter()
+                            .find(|(old, _)| *old == vma)
+                            .map(|(_, m)| m.clone())
+                    });
+                    let mapping = reused.unwrap_or_else(|| Arc::new(new_mapping(pid, &vma)));
+                    (vma, mapping)
+                })
+                .collect(),
+            (Err(_), Some(previous)) => previous.vmas.clone(),
+            (Err(_), None) => Vec::new(),
+        };
+        let comm = comm
+            .or_else(|| previous.map(|p| p.comm))
+            .unwrap_or_else(|| Arc::from(thread));
+        self.processes.insert(
+            pid,
+            ProcessInfo {
+                comm,
+                vmas,
+                last_seen: window,
+            },
+        );
+        readable
+    }
+
+    fn symbolize(&self, source: &Source<'_>, input: Input<&[u64]>) -> Vec<Arc<[Line]>> {
+        let count = match input {
+            Input::AbsAddr(a) | Input::VirtOffset(a) | Input::FileOffset(a) => a.len(),
+        };
+        match self.blaze.symbolize(source, input) {
+            Ok(results) => results
+                .into_iter()
+                .map(|result| lines_of(&result))
+                .collect(),
+            Err(e) => {
+                tracing::debug!("symbolization failed: {e}");
+                vec![Arc::from([]); count]
+            }
+        }
+    }
+
+    fn evict(&mut self) {
+        let window = self.window;
+        self.processes
+            .retain(|_, p| window - p.last_seen < EVICT_AFTER_WINDOWS);
+        self.binaries
+            .retain(|_, b| window - b.last_seen < EVICT_AFTER_WINDOWS);
+    }
+}
+
+/// The addresses to symbolize for captured frames: every frame but the
+/// leaf is a return address, which points after the call; looking up
+/// `addr - 1` lands on the call itself (what perf and pprof do).
+fn lookup_addrs(frames: &[u64]) -> impl Iterator<Item = u64> + '_ {
+    frames
+        .iter()
+        .enumerate()
+        .map(|(i, &addr)| if i == 0 { addr } else { addr.saturating_sub(1) })
+}
+
+fn find_vma(vmas: &[(Vma, Arc<Mapping>)], addr: u64) -> Option<&(Vma, Arc<Mapping>)> {
+    procmaps::find(vmas, addr, |(vma, _)| vma)
+}
+
+fn binary_key(mapping: &Mapping) -> BinaryKey {
+    if mapping.build_id.is_empty() {
+        BinaryKey::Path(mapping.file.clone())
+    } else {
+        BinaryKey::BuildId(mapping.build_id.clone())
+    }
+}
+
+/// The exact file behind a mapping, even when deleted or in another mount
+/// namespace.
+fn map_files_path(pid: u32, vma: &Vma) -> PathBuf {
+    PathBuf::from(format!(
+        "/proc/{pid}/map_files/{:x}-{:x}",
+        vma.start, vma.end
+    ))
+}
+
+fn new_mapping(pid: u32, vma: &Vma) -> Mapping {
+    let build_id = if vma.is_file() {
+        blazesym::helper::read_elf_build_id(&map_files_path(pid, vma))
+            .ok()
+            .flatten()
+            .map(|id| id.iter().map(|b| format!("{b:02x}")).collect())
+            .unwrap_or_default()
+    } else {
+        String::new()
+    };
+    Mapping {
+        start: vma.start,
+        limit: vma.end,
+        file_offset: vma.offset,
+        file: vma.path.clone(),
+        build_id,
+    }
+}
+
+/// Frames of one symbolized address, innermost inlined function first.
+fn lines_of(result: &Symbolized<'_>) -> Arc<[Line]> {
+    let Symbolized::Sym(sym) = result else {
+        return Arc::new([]);
+    };
+    let code = |info: Option<&blazesym::symbolize::CodeInfo<'_>>| {
+        info.map_or((String::new(), 0), |info| {
+            (
+                info.to_path().to_string_lossy().into_owned(),
+                info.line.unwrap_or(0),
+            )
+        })
+    };
+    let mut lines: Vec<Line> = sym
+        .inlined
+        .iter()
+        .rev()
+        .map(|inlined| {
+            let (file, line) = code(inlined.code_info.as_ref());
+            Line {
+                function: inlined.name.to_string(),
+                file,
+                line,
+            }
+        })
+        .collect();
+    let (file, line) = code(sym.code_info.as_deref());
+    lines.push(Line {
+        function: sym.name.to_string(),
+        file,
+        line,
+    });
+    lines.into()
+}
+
+fn errno_reason(errno: i32) -> String {
+    match errno {
+        libc::EEXIST => "stack map collision".to_owned(),
+        libc::ENOMEM => "stack map full".to_owned(),
+        libc::ENOENT => "stack evicted".to_owned(),
+        other => format!("errno {other}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn return_addresses_are_looked_up_one_byte_back() {
+        let frames = [0x1000, 0x2000, 0x3000];
+        assert_eq!(
+            lookup_addrs(&frames).collect::<Vec<_>>(),
+            vec![0x1000, 0x1fff, 0x2fff]
+        );
+    }
+
+    #[test]
+    fn symbolizes_own_function_with_inlined_lines() {
+        let mut symbolizer = Symbolizer::new();
+        let pid = std::process::id();
+        #[expect(clippy::fn_to_numeric_cast_any, reason = "an address in this binary")]
+        let addr = symbolizes_own_function_with_inlined_lines as usize as u64;
+        let window = RawWindow {
+            samples: vec![crate::bpf::RawSample {
+                pid,
+                tid: pid,
+                thread: "t".into(),
+                state: profiler_common::sample::ThreadState::Running,
+                user_stack: Stack::Frames(Arc::from([addr])),
+                kernel_stack: Stack::Lost {
+                    errno: libc::EEXIST,
+                },
+                samples: 1,
+            }],
+            ..RawWindow::default()
+        };
+        let stats = symbolizer.prepare(&window);
+        assert_eq!(stats.failed, 0, "{stats:?}");
+        let locations = symbolizer.user_locations(pid, &window.samples[0].user_stack);
+        assert_eq!(locations.len(), 1);
+        let location = &locations[0];
+        assert_eq!(location.address, addr);
+        let mapping = location.mapping.as_ref().expect("mapping");
+        assert!(!mapping.build_id.is_empty(), "build id of the test binary");
+        let outer = location.lines.last().expect("resolved");
+        assert!(
+            outer
+                .function
+                .ends_with("symbolizes_own_function_with_inlined_lines"),
+            "{outer:?}"
+        );
+        assert!(outer.file.ends_with("mod.rs"), "{outer:?}");
+        let kernel = symbolizer.kernel_locations(&window.samples[0].kernel_stack);
+        assert_eq!(
+            kernel[0].lines[0].function,
+            "[lost kernel stack: stack map collision]"
+        );
+    }
+}

@@ -1,0 +1,109 @@
+//! Executable mappings of a process, from `/proc/<pid>/maps`.
+use std::io;
+
+/// One executable mapping.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Vma {
+    pub start: u64,
+    pub end: u64,
+    /// Offset in the file of `start`.
+    pub offset: u64,
+    /// File path, or a pseudo name like `[vdso]`; empty for anonymous memory.
+    pub path: String,
+}
+
+impl Vma {
+    /// Whether the mapping is backed by a file we can read symbols from.
+    #[must_use]
+    pub fn is_file(&self) -> bool {
+        self.path.starts_with('/')
+    }
+
+    /// The address as an offset into the mapped file.
+    #[must_use]
+    pub fn file_offset(&self, addr: u64) -> u64 {
+        addr - self.start + self.offset
+    }
+}
+
+/// Reads the executable mappings of `pid`, sorted by address.
+///
+/// # Errors
+/// When the process is gone or its maps are not readable.
+pub fn read(pid: u32) -> io::Result<Vec<Vma>> {
+    std::fs::read_to_string(format!("/proc/{pid}/maps")).map(|text| parse(&text))
+}
+
+/// Parses the text of a maps file, keeping executable mappings only.
+#[must_use]
+pub fn parse(text: &str) -> Vec<Vma> {
+    let mut vmas: Vec<Vma> = text.lines().filter_map(parse_line).collect();
+    vmas.sort_by_key(|vma| vma.start);
+    vmas
+}
+
+fn parse_line(line: &str) -> Option<Vma> {
+    // start-end perms offset dev inode [path]
+    let mut fields = line.splitn(6, ' ');
+    let (start, end) = fields.next()?.split_once('-')?;
+    let perms = fields.next()?;
+    let offset = fields.next()?;
+    let _dev = fields.next()?;
+    let _inode = fields.next()?;
+    let path = fields.next().unwrap_or("").trim_start();
+    if perms.as_bytes().get(2) != Some(&b'x') {
+        return None;
+    }
+    Some(Vma {
+        start: u64::from_str_radix(start, 16).ok()?,
+        end: u64::from_str_radix(end, 16).ok()?,
+        offset: u64::from_str_radix(offset, 16).ok()?,
+        path: path.strip_suffix(" (deleted)").unwrap_or(path).to_owned(),
+    })
+}
+
+/// The entry whose mapping contains `addr`, in `entries` sorted by start.
+pub fn find<T>(entries: &[T], addr: u64, vma: impl Fn(&T) -> &Vma) -> Option<&T> {
+    let i = entries.partition_point(|e| vma(e).start <= addr);
+    entries[..i].last().filter(|e| addr < vma(e).end)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MAPS: &str = "\
+55d0c0a00000-55d0c0a20000 r--p 00000000 fd:00 1234   /usr/bin/spin
+55d0c0a20000-55d0c0a80000 r-xp 00020000 fd:00 1234   /usr/bin/spin
+7f0000000000-7f0000021000 rw-p 00000000 00:00 0
+7f1000000000-7f1000100000 r-xp 00028000 fd:00 99     /lib/x86_64-linux-gnu/libc.so.6 (deleted)
+7ffd00000000-7ffd00002000 r-xp 00000000 00:00 0      [vdso]
+";
+
+    #[test]
+    fn keeps_executable_mappings() {
+        let vmas = parse(MAPS);
+        assert_eq!(vmas.len(), 3);
+        assert_eq!(vmas[0].path, "/usr/bin/spin");
+        assert_eq!(vmas[0].offset, 0x20000);
+        assert_eq!(vmas[1].path, "/lib/x86_64-linux-gnu/libc.so.6");
+        assert_eq!(vmas[2].path, "[vdso]");
+        assert!(!vmas[2].is_file());
+    }
+
+    #[test]
+    fn finds_containing_mapping() {
+        let vmas = parse(MAPS);
+        let vma = find(&vmas, 0x55d0_c0a2_1000, |v| v).unwrap();
+        assert_eq!(vma.file_offset(0x55d0_c0a2_1000), 0x21000);
+        assert!(
+            find(&vmas, 0x55d0_c0a8_0000, |v| v).is_none(),
+            "end is exclusive"
+        );
+        assert!(find(&vmas, 0x1000, |v| v).is_none());
+        assert!(
+            find(&vmas, 0x7f00_0000_0010, |v| v).is_none(),
+            "not executable"
+        );
+    }
+}
