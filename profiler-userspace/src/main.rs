@@ -1,19 +1,7 @@
-//! `profiler`: a thin binary over focused modules. Data flows
-//! cli → preflight → bpf (load, drain) → window (symbolize) → pprof → sink,
-//! driven by the window loop in `daemon`.
-mod bpf;
-mod cli;
-mod config;
-mod daemon;
-mod pprof;
-mod preflight;
-mod profile;
-mod sink;
-mod symbolize;
-mod window;
-
+//! `profiler`: parse flags, check the machine, run the window loop.
 use std::process::ExitCode;
 
+use profiler_userspace::{cli, daemon, preflight};
 use tracing_subscriber::EnvFilter;
 
 fn main() -> ExitCode {

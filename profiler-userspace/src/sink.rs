@@ -137,7 +137,7 @@ mod tests {
 
     #[test]
     fn timestamp_format() {
-        assert_eq!(file_timestamp(at(1_795_350_312)), "20261123T102512.000Z");
+        assert_eq!(file_timestamp(at(1_795_350_312)), "20261122T122512.000Z");
     }
 
     #[test]

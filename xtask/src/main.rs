@@ -1,1 +1,78 @@
-fn main() {}
+//! Project automation: `cargo xtask <setup|build|run|test>`.
+mod setup;
+mod test;
+
+use std::process::Command;
+
+use anyhow::{Context as _, bail};
+use clap::{Parser, Subcommand};
+
+#[derive(Parser)]
+#[command(name = "xtask")]
+struct Cli {
+    #[command(subcommand)]
+    command: Cmd,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Install what building the eBPF programs needs (idempotent).
+    Setup,
+    /// Build the profiler (release).
+    Build,
+    /// Build, then run the profiler as root with these arguments.
+    Run {
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<String>,
+    },
+    /// Every test: lints with warnings fatal, unit tests, real-kernel tests.
+    Test,
+}
+
+fn main() -> anyhow::Result<()> {
+    match Cli::parse().command {
+        Cmd::Setup => setup::run(),
+        Cmd::Build => {
+            setup::run()?;
+            cargo(&["build", "--release", "--package", "profiler-userspace"])
+        }
+        Cmd::Run { args } => {
+            setup::run()?;
+            cargo(&["build", "--release", "--package", "profiler-userspace"])?;
+            let status = Command::new(workspace_root().join("target/release/profiler"))
+                .args(&args)
+                .status()
+                .context("starting target/release/profiler")?;
+            if !status.success() {
+                bail!("profiler exited with {status}");
+            }
+            Ok(())
+        }
+        Cmd::Test => {
+            setup::run()?;
+            test::run_all()
+        }
+    }
+}
+
+/// Runs cargo with `args` in the workspace root, failing on a non-zero exit.
+fn cargo(args: &[&str]) -> anyhow::Result<()> {
+    run(Command::new(env!("CARGO"))
+        .args(args)
+        .current_dir(workspace_root()))
+}
+
+fn run(cmd: &mut Command) -> anyhow::Result<()> {
+    let status = cmd.status().with_context(|| format!("starting {cmd:?}"))?;
+    if !status.success() {
+        bail!("{cmd:?} failed: {status}");
+    }
+    Ok(())
+}
+
+fn workspace_root() -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("xtask lives in the workspace root")
+        .to_owned()
+}

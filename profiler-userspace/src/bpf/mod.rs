@@ -4,9 +4,7 @@
 mod drain;
 mod load;
 
-#[cfg(test)]
-pub use drain::RawSample;
-pub use drain::{RawWindow, Stack};
+pub use drain::{RawSample, RawWindow, Stack};
 pub use load::Kernel;
 
 use aya::{EbpfError, maps::MapError, programs::ProgramError};

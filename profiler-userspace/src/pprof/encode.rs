@@ -320,8 +320,13 @@ mod tests {
                 })
                 .collect()
         };
-        // Samples come out sorted by tid; tid 11's marker sorts after its real stack.
-        let first = &p.sample[0];
+        // Samples come out sorted by tid, then stack; tid 11's marker (no
+        // mapping) sorts before its real stack.
+        assert_eq!(
+            names(p.sample[0].location_id[0]),
+            ["[lost user stack: stack map collision]"]
+        );
+        let first = &p.sample[1];
         assert_eq!(first.value, vec![30, 30 * 10_101_010]);
         assert_eq!(
             names(first.location_id[0]),
@@ -352,10 +357,6 @@ mod tests {
             "unresolved address keeps its address, no lines"
         );
         assert_eq!(loc.mapping_id, 1);
-        assert_eq!(
-            names(p.sample[1].location_id[0]),
-            ["[lost user stack: stack map collision]"]
-        );
     }
 
     #[test]

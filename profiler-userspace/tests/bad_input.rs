@@ -1,0 +1,159 @@
+//! Bad input: a clear message, a non-zero exit and nothing written.
+mod support;
+
+use std::process::{Command, Output};
+
+use support::{require_root, run};
+
+fn assert_refused(out: &Output, needle: &str) {
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "accepted; stderr: {stderr}");
+    assert!(stderr.contains(needle), "expected {needle:?} in: {stderr}");
+}
+
+/// A fresh path under a temp dir that must still not exist afterwards.
+struct OutDir(tempfile::TempDir);
+
+impl OutDir {
+    fn new() -> Self {
+        Self(tempfile::tempdir().unwrap())
+    }
+    fn path(&self) -> String {
+        self.0.path().join("out").to_str().unwrap().to_owned()
+    }
+    fn assert_untouched(&self) {
+        assert!(
+            !self.0.path().join("out").exists(),
+            "output dir was created"
+        );
+    }
+}
+
+fn free_pid() -> u32 {
+    (400_000..)
+        .find(|pid| !std::path::Path::new(&format!("/proc/{pid}")).exists())
+        .unwrap()
+}
+
+#[test]
+fn usage_errors() {
+    let out = OutDir::new();
+    let dir = out.path();
+    for (args, needle) in [
+        (vec!["--output-dir", &dir], "--pid"),
+        (
+            vec!["--pid", "1", "--frequency", "0", "--output-dir", &dir],
+            "at least 1 Hz",
+        ),
+        (
+            vec![
+                "--pid",
+                "1",
+                "--frequency",
+                "100000000",
+                "--output-dir",
+                &dir,
+            ],
+            "perf_event_max_sample_rate",
+        ),
+        (
+            vec!["--pid", "1", "--interval", "0s", "--output-dir", &dir],
+            "--interval",
+        ),
+        (
+            vec!["--pid", "1", "--interval", "soon", "--output-dir", &dir],
+            "expected e.g.",
+        ),
+        (vec!["--pid", "1", "--no-such-flag"], "--no-such-flag"),
+    ] {
+        let result = run(&args);
+        assert_refused(&result, needle);
+        assert_eq!(
+            result.status.code(),
+            Some(2),
+            "usage errors exit 2: {args:?}"
+        );
+    }
+    out.assert_untouched();
+}
+
+#[test]
+fn missing_process() {
+    require_root();
+    let out = OutDir::new();
+    let pid = free_pid().to_string();
+    assert_refused(
+        &run(&["--pid", &pid, "--output-dir", &out.path()]),
+        "no such process",
+    );
+    out.assert_untouched();
+}
+
+#[test]
+fn unwritable_output_dir() {
+    require_root();
+    let tmp = tempfile::tempdir().unwrap();
+    let file = tmp.path().join("a-file");
+    std::fs::write(&file, b"").unwrap();
+    let under_file = file.join("profiles");
+    let pid = std::process::id().to_string();
+    assert_refused(
+        &run(&["--pid", &pid, "--output-dir", under_file.to_str().unwrap()]),
+        "output directory",
+    );
+    // Root can write anywhere on a normal filesystem, but not in procfs.
+    assert_refused(
+        &run(&["--pid", &pid, "--output-dir", "/proc/profiler-test"]),
+        "output directory",
+    );
+}
+
+#[test]
+fn missing_privileges() {
+    require_root();
+    let out = OutDir::new();
+    let pid = std::process::id().to_string();
+    let profiler = env!("CARGO_BIN_EXE_profiler");
+    // An unprivileged user.
+    let result = Command::new("setpriv")
+        .args([
+            "--reuid=65534",
+            "--regid=65534",
+            "--clear-groups",
+            "--inh-caps=-all",
+        ])
+        .args([profiler, "--pid", &pid, "--output-dir", &out.path()])
+        .output()
+        .unwrap();
+    assert_refused(&result, "missing capability CAP_BPF");
+    // Root without CAP_PERFMON (and without CAP_SYS_ADMIN, which implies it).
+    let result = Command::new("setpriv")
+        .args([
+            "--inh-caps=-perfmon,-sys_admin",
+            "--bounding-set=-perfmon,-sys_admin",
+        ])
+        .args([profiler, "--pid", &pid, "--output-dir", &out.path()])
+        .output()
+        .unwrap();
+    assert_refused(&result, "missing capability CAP_PERFMON");
+    out.assert_untouched();
+}
+
+#[test]
+fn missing_btf() {
+    require_root();
+    let out = OutDir::new();
+    let pid = std::process::id().to_string();
+    // Hide the kernel's BTF in a private mount namespace.
+    let script = format!(
+        "mount -t tmpfs none /sys/kernel/btf && exec {} --pid {pid} --output-dir {}",
+        env!("CARGO_BIN_EXE_profiler"),
+        out.path()
+    );
+    let result = Command::new("unshare")
+        .args(["--mount", "sh", "-c", &script])
+        .output()
+        .unwrap();
+    assert_refused(&result, "no kernel BTF");
+    out.assert_untouched();
+}

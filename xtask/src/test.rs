@@ -1,0 +1,44 @@
+//! `cargo xtask test`: formatting, clippy with warnings fatal (userspace
+//! and, separately, the eBPF crate on its own target), then every test.
+//! Real-kernel tests load BPF, so they need root and run one at a time.
+use std::process::Command;
+
+use crate::{cargo, run, workspace_root};
+
+pub fn run_all() -> anyhow::Result<()> {
+    cargo(&["fmt", "--all", "--", "--check"])?;
+    cargo(&[
+        "clippy",
+        "--workspace",
+        "--exclude",
+        "profiler-ebpf",
+        "--all-targets",
+        "--",
+        "-D",
+        "warnings",
+    ])?;
+    run(Command::new("rustup")
+        .env_remove("RUSTUP_TOOLCHAIN")
+        .env_remove("RUSTC")
+        .args(["run", "nightly", "cargo", "clippy", "--release"])
+        .args([
+            "--target",
+            "bpfel-unknown-none",
+            "-Z",
+            "build-std=core",
+            "--",
+            "-D",
+            "warnings",
+        ])
+        .current_dir(workspace_root().join("profiler-ebpf")))?;
+    // The fixture programs the real-kernel tests profile.
+    cargo(&["build", "--package", "profiler-fixtures"])?;
+    cargo(&[
+        "test",
+        "--workspace",
+        "--exclude",
+        "profiler-ebpf",
+        "--",
+        "--test-threads=1",
+    ])
+}
