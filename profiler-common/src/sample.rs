@@ -7,7 +7,7 @@ pub const COMM_LEN: usize = 16;
 #[repr(u32)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum ThreadState {
-    /// On a CPU (perf_event sample).
+    /// On a CPU (`perf_event` sample).
     Running = 0,
 }
 
@@ -65,12 +65,14 @@ pub struct SampleValue {
 
 #[cfg(feature = "user")]
 mod pod {
+    use super::{SampleKey, SampleValue};
+
     // SAFETY: SampleKey is repr(C), has no padding (six u32/i32 fields, pad
     // included) and every bit pattern is valid.
-    unsafe impl aya::Pod for super::SampleKey {}
+    unsafe impl aya::Pod for SampleKey {}
     // SAFETY: SampleValue is repr(C): a u64 followed by 16 bytes, 24 bytes
     // with no padding, and every bit pattern is valid.
-    unsafe impl aya::Pod for super::SampleValue {}
+    unsafe impl aya::Pod for SampleValue {}
 }
 
 /// Name of the thread as a string, up to the first NUL.
@@ -86,8 +88,8 @@ mod tests {
 
     #[test]
     fn key_has_no_padding() {
-        assert_eq!(core::mem::size_of::<SampleKey>(), 24);
-        assert_eq!(core::mem::size_of::<SampleValue>(), 24);
+        assert_eq!(size_of::<SampleKey>(), 24);
+        assert_eq!(size_of::<SampleValue>(), 24);
     }
 
     #[test]

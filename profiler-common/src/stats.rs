@@ -7,7 +7,7 @@
 #[repr(u32)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Stat {
-    /// perf_event samples that matched the target filter.
+    /// `perf_event` samples that matched the target filter.
     OnCpuSamples = 0,
     /// User stacks that could not be captured (errno other than EFAULT,
     /// which means "no user context", and EEXIST, counted below).
@@ -44,4 +44,5 @@ impl Stat {
 }
 
 /// Number of entries in [`crate::maps::STATS`].
+#[expect(clippy::cast_possible_truncation, reason = "a handful of counters")]
 pub const STATS_LEN: u32 = Stat::ALL.len() as u32;

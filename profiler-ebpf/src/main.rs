@@ -8,6 +8,12 @@
 // AtomicU64::fetch_add is not available on this target.
 #![allow(internal_features)]
 #![feature(core_intrinsics)]
+// The verifier and the hot path both prefer straight-line code: helpers are
+// small and meant to be inlined into the program that calls them.
+#![expect(
+    clippy::inline_always,
+    reason = "eBPF helpers inline into their program"
+)]
 
 mod maps;
 mod on_cpu;
@@ -17,6 +23,10 @@ use aya_ebpf::{macros::perf_event, programs::PerfEventContext};
 
 /// Runs on every cpu-clock tick on every CPU.
 #[perf_event]
+#[expect(
+    clippy::needless_pass_by_value,
+    reason = "the macro fixes the signature"
+)]
 pub fn on_cpu_sample(ctx: PerfEventContext) -> u32 {
     on_cpu::record(&ctx);
     0

@@ -23,20 +23,11 @@ pub fn record(ctx: &PerfEventContext) {
     maps::count(Stat::OnCpuSamples, 1);
     let slot = maps::active_slot();
 
-    let user_stack_id = match ctx.get_stackid(slot.stacks, u64::from(BPF_F_USER_STACK)) {
-        Ok(id) => id as i32,
-        Err(err) => {
-            note_stack_error(err, Stat::UserStackErrors);
-            err
-        }
-    };
-    let kernel_stack_id = match ctx.get_stackid(slot.stacks, 0) {
-        Ok(id) => id as i32,
-        Err(err) => {
-            note_stack_error(err, Stat::KernelStackErrors);
-            err
-        }
-    };
+    let user_stack_id = stack_id(
+        ctx.get_stackid(slot.stacks, u64::from(BPF_F_USER_STACK)),
+        Stat::UserStackErrors,
+    );
+    let kernel_stack_id = stack_id(ctx.get_stackid(slot.stacks, 0), Stat::KernelStackErrors);
 
     let key = SampleKey {
         pid,
@@ -49,15 +40,24 @@ pub fn record(ctx: &PerfEventContext) {
     add_sample(slot.samples, &key);
 }
 
-/// Counts a failed `bpf_get_stackid`. EFAULT means there is no such
+/// The stack id for the key: the id, or the negative errno of a failed
+/// `bpf_get_stackid`, which is counted. EFAULT means there is no such
 /// context (a kernel thread has no user stack; a sample taken in user mode
 /// has no kernel stack), which is not a loss.
 #[inline(always)]
-fn note_stack_error(err: i32, stat: Stat) {
-    if err == -EEXIST {
-        maps::count(Stat::StackCollisions, 1);
-    } else if err != -EFAULT {
-        maps::count(stat, 1);
+fn stack_id(result: Result<i64, i32>, stat: Stat) -> i32 {
+    match result {
+        // Ids index a map of at most STACKS_MAX_ENTRIES entries.
+        #[expect(clippy::cast_possible_truncation, reason = "ids are below max_entries")]
+        Ok(id) => id as i32,
+        Err(err) => {
+            if err == -EEXIST {
+                maps::count(Stat::StackCollisions, 1);
+            } else if err != -EFAULT {
+                maps::count(stat, 1);
+            }
+            err
+        }
     }
 }
 
@@ -69,7 +69,7 @@ fn add_sample(samples: &aya_ebpf::maps::HashMap<SampleKey, SampleValue>, key: &S
     }
     let comm = bpf_get_current_comm().unwrap_or([0u8; COMM_LEN]);
     let value = SampleValue { samples: 1, comm };
-    match samples.insert(key, &value, u64::from(BPF_NOEXIST)) {
+    match samples.insert(key, value, u64::from(BPF_NOEXIST)) {
         Ok(()) => {}
         // Another CPU inserted the same key between our lookup and insert.
         Err(err) if err == -EEXIST => {

@@ -10,6 +10,7 @@ use crate::maps;
 pub fn current() -> Option<(u32, u32)> {
     let pid_tgid = bpf_get_current_pid_tgid();
     let pid = (pid_tgid >> 32) as u32;
+    #[expect(clippy::cast_possible_truncation, reason = "the low half is the tid")]
     let tid = pid_tgid as u32;
     if tid == 0 {
         return None;

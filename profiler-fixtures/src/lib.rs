@@ -5,6 +5,9 @@
 use std::time::Duration;
 
 /// CPU time consumed by the calling thread, in nanoseconds.
+///
+/// # Panics
+/// If the kernel refuses the thread CPU clock.
 #[must_use]
 pub fn thread_cpu_ns() -> u64 {
     let mut ts = libc::timespec {
@@ -19,6 +22,9 @@ pub fn thread_cpu_ns() -> u64 {
 }
 
 /// The calling thread's kernel thread id.
+///
+/// # Panics
+/// Never in practice: thread ids are positive.
 #[must_use]
 pub fn gettid() -> u32 {
     // SAFETY: gettid has no preconditions.
@@ -29,7 +35,9 @@ pub fn gettid() -> u32 {
 /// Burns CPU on the calling thread until it has used `budget_ns` more
 /// nanoseconds of CPU time; returns the CPU time actually used. Inlined
 /// into its caller so the caller is the function samples land in.
+#[expect(clippy::inline_always, reason = "the caller must be the leaf function")]
 #[inline(always)]
+#[must_use]
 pub fn burn(budget_ns: u64) -> u64 {
     let start = thread_cpu_ns();
     let mut x: u64 = 1;
@@ -45,6 +53,9 @@ pub fn burn(budget_ns: u64) -> u64 {
 }
 
 /// Parses the first argument as a run time in seconds.
+///
+/// # Panics
+/// With a usage message when the argument is not a number.
 #[must_use]
 pub fn run_time_from_args() -> Duration {
     let secs: f64 = std::env::args()

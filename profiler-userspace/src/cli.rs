@@ -151,7 +151,7 @@ mod tests {
         let config = parse_ok(&["--pid", "42"]);
         assert_eq!(config.target, Target::Pids(vec![42]));
         assert_eq!(config.output_dir, PathBuf::from("/var/lib/profiler"));
-        assert_eq!(config.interval, Duration::from_secs(60));
+        assert_eq!(config.interval, Duration::from_mins(1));
         assert_eq!(config.duration, None);
         assert_eq!(config.frequency_hz, 99);
         assert_eq!(config.retain, 100);
@@ -179,7 +179,7 @@ mod tests {
         ]);
         assert_eq!(config.target, Target::Pids(vec![3, 7]));
         assert_eq!(config.interval, Duration::from_millis(500));
-        assert_eq!(config.duration, Some(Duration::from_secs(60)));
+        assert_eq!(config.duration, Some(Duration::from_mins(1)));
         assert_eq!(config.sample_period_ns(), 1_000_000);
         assert_eq!(config.retain, 3);
     }

@@ -96,7 +96,7 @@ fn parse_cap_eff(status: &str) -> Option<u64> {
 }
 
 /// The first capability loading and attaching needs that `effective` lacks.
-/// CAP_SYS_ADMIN stands in for both on its own.
+/// `CAP_SYS_ADMIN` stands in for both on its own.
 fn missing_capability(effective: u64) -> Option<&'static str> {
     let has = |cap: Capability| effective & (1 << cap.bit) != 0;
     if has(CAP_SYS_ADMIN) {

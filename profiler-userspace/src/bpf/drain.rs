@@ -92,7 +92,7 @@ impl Kernel {
             HashMap::try_from(self.map_mut(samples_name)?)
                 .map_err(KernelError::map(samples_name))?;
         let mut raw = Vec::new();
-        for entry in entries.iter() {
+        for entry in &entries {
             raw.push(entry.map_err(KernelError::map(samples_name))?);
         }
         for (key, _) in &raw {

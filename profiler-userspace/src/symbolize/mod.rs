@@ -11,6 +11,7 @@ mod procmaps;
 
 use std::{
     collections::{BTreeMap, HashMap, HashSet},
+    fmt::Write as _,
     path::PathBuf,
     sync::Arc,
 };
@@ -125,10 +126,10 @@ impl Symbolizer {
             }
         }
         for sample in &window.samples {
-            if !self
+            if self
                 .processes
                 .get(&sample.pid)
-                .is_some_and(|p| p.last_seen == self.window)
+                .is_none_or(|p| p.last_seen != self.window)
             {
                 stats.processes_unreadable +=
                     u64::from(!self.refresh_process(sample.pid, &sample.thread));
@@ -204,7 +205,7 @@ impl Symbolizer {
     #[must_use]
     pub fn user_locations(&self, pid: u32, stack: &Stack) -> Vec<Location> {
         let vmas = self.processes.get(&pid).map_or(&[][..], |p| &p.vmas[..]);
-        self.locations(stack, "user", |addr, lookup| {
+        locations(stack, "user", |addr, lookup| {
             let Some((vma, mapping)) = find_vma(vmas, addr) else {
                 return Location {
                     mapping: None,
@@ -229,7 +230,7 @@ impl Symbolizer {
     /// The locations of a captured kernel stack, leaf first.
     #[must_use]
     pub fn kernel_locations(&self, stack: &Stack) -> Vec<Location> {
-        self.locations(stack, "kernel", |addr, lookup| Location {
+        locations(stack, "kernel", |addr, lookup| Location {
             mapping: Some(self.kernel_mapping.clone()),
             address: addr,
             lines: self
@@ -238,28 +239,6 @@ impl Symbolizer {
                 .cloned()
                 .unwrap_or_else(|| Arc::new([])),
         })
-    }
-
-    fn locations(
-        &self,
-        stack: &Stack,
-        side: &str,
-        mut location: impl FnMut(u64, u64) -> Location,
-    ) -> Vec<Location> {
-        match stack {
-            Stack::Frames(frames) => frames
-                .iter()
-                .zip(lookup_addrs(frames))
-                .map(|(&addr, lookup)| location(addr, lookup))
-                .collect(),
-            Stack::Absent => Vec::new(),
-            Stack::Lost { errno } => {
-                vec![Location::marker(format!(
-                    "[lost {side} stack: {}]",
-                    errno_reason(*errno)
-                ))]
-            }
-        }
     }
 
     /// Re-reads a process's mappings and name; keeps the last good copy when
@@ -328,6 +307,29 @@ impl Symbolizer {
     }
 }
 
+/// Locations of a captured stack, leaf first; `location` maps an address and
+/// its lookup address to a location.
+fn locations(
+    stack: &Stack,
+    side: &str,
+    mut location: impl FnMut(u64, u64) -> Location,
+) -> Vec<Location> {
+    match stack {
+        Stack::Frames(frames) => frames
+            .iter()
+            .zip(lookup_addrs(frames))
+            .map(|(&addr, lookup)| location(addr, lookup))
+            .collect(),
+        Stack::Absent => Vec::new(),
+        Stack::Lost { errno } => {
+            vec![Location::marker(format!(
+                "[lost {side} stack: {}]",
+                errno_reason(*errno)
+            ))]
+        }
+    }
+}
+
 /// The addresses to symbolize for captured frames: every frame but the
 /// leaf is a return address, which points after the call; looking up
 /// `addr - 1` lands on the call itself (what perf and pprof do).
@@ -364,7 +366,12 @@ fn new_mapping(pid: u32, vma: &Vma) -> Mapping {
         blazesym::helper::read_elf_build_id(&map_files_path(pid, vma))
             .ok()
             .flatten()
-            .map(|id| id.iter().map(|b| format!("{b:02x}")).collect())
+            .map(|id| {
+                id.iter().fold(String::new(), |mut hex, b| {
+                    let _ = write!(hex, "{b:02x}");
+                    hex
+                })
+            })
             .unwrap_or_default()
     } else {
         String::new()
@@ -439,8 +446,8 @@ mod tests {
     fn symbolizes_own_function_with_inlined_lines() {
         let mut symbolizer = Symbolizer::new();
         let pid = std::process::id();
-        #[expect(clippy::fn_to_numeric_cast_any, reason = "an address in this binary")]
-        let addr = symbolizes_own_function_with_inlined_lines as usize as u64;
+        let function: fn() = symbolizes_own_function_with_inlined_lines;
+        let addr = function as usize as u64;
         let window = RawWindow {
             samples: vec![crate::bpf::RawSample {
                 pid,
