@@ -4,7 +4,10 @@
 //! Everything that crosses the kernel/user boundary is `#[repr(C)]` and
 //! defined here once, so both sides agree on layout by construction.
 #![no_std]
+#[cfg(test)]
+extern crate std;
 
 pub mod maps;
 pub mod sample;
+pub mod stack;
 pub mod stats;

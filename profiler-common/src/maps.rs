@@ -3,8 +3,7 @@
 //! Aggregation maps come in two slots. The kernel writes into the slot named
 //! by [`CONTROL`]`[`[`CONTROL_ACTIVE_SLOT`]`]`; userspace flips the slot at
 //! the end of a window, then drains and clears the other one. Stack maps are
-//! double-buffered too, because a stack id is only meaningful in the stack
-//! map of the window that produced it.
+//! double-buffered too, so a window's stacks are cleared with its samples.
 
 /// Number of double-buffer slots.
 pub const SLOTS: u32 = 2;
@@ -13,10 +12,12 @@ pub const SLOTS: u32 = 2;
 pub const SAMPLES_0: &str = "SAMPLES_0";
 /// Counts per (thread, stacks, state), slot 1.
 pub const SAMPLES_1: &str = "SAMPLES_1";
-/// Stack traces referenced by [`SAMPLES_0`].
+/// Stack traces referenced by [`SAMPLES_0`], hash -> [`crate::stack::StackTrace`].
 pub const STACKS_0: &str = "STACKS_0";
 /// Stack traces referenced by [`SAMPLES_1`].
 pub const STACKS_1: &str = "STACKS_1";
+/// Per-CPU scratch [`crate::stack::StackTrace`] that stacks are captured into.
+pub const STACK_SCRATCH: &str = "STACK_SCRATCH";
 
 /// Array of `u32` control words written by userspace.
 pub const CONTROL: &str = "CONTROL";

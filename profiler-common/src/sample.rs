@@ -32,10 +32,12 @@ impl ThreadState {
 
 /// Aggregation key: one thread, one pair of stacks, one state.
 ///
-/// Stack ids are the return values of `bpf_get_stackid`: a non-negative id
-/// into the slot's stack map, or a negative errno when capture failed. The
-/// errno is kept in the key so the weight still shows up, under a frame
-/// that says why its stack is missing.
+/// A stack is the content hash under which the slot's stack map holds it
+/// (see [`crate::stack`]), or [`crate::stack::NO_STACK`]. With no stack, the
+/// matching `*_err` field says why: 0 when there is no such context (a
+/// kernel thread has no user stack), else the negative errno of the failed
+/// capture, kept so the weight still shows up under a frame that says why
+/// its stack is missing.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct SampleKey {
@@ -43,10 +45,14 @@ pub struct SampleKey {
     pub pid: u32,
     /// Thread id (kernel pid).
     pub tid: u32,
-    /// User stack id, or a negative errno.
-    pub user_stack_id: i32,
-    /// Kernel stack id, or a negative errno.
-    pub kernel_stack_id: i32,
+    /// Hash of the user stack, or `NO_STACK`.
+    pub user_stack: u64,
+    /// Hash of the kernel stack, or `NO_STACK`.
+    pub kernel_stack: u64,
+    /// 0, or the negative errno of a failed user stack capture.
+    pub user_stack_err: i32,
+    /// 0, or the negative errno of a failed kernel stack capture.
+    pub kernel_stack_err: i32,
     /// A [`ThreadState`] as `u32`.
     pub state: u32,
     /// Explicit padding so the key has no uninitialised bytes.
@@ -67,8 +73,8 @@ pub struct SampleValue {
 mod pod {
     use super::{SampleKey, SampleValue};
 
-    // SAFETY: SampleKey is repr(C), has no padding (six u32/i32 fields, pad
-    // included) and every bit pattern is valid.
+    // SAFETY: SampleKey is repr(C) with no padding (two u32, two u64, four
+    // 32-bit fields, `pad` included: 40 bytes) and every bit pattern is valid.
     unsafe impl aya::Pod for SampleKey {}
     // SAFETY: SampleValue is repr(C): a u64 followed by 16 bytes, 24 bytes
     // with no padding, and every bit pattern is valid.
@@ -88,7 +94,7 @@ mod tests {
 
     #[test]
     fn key_has_no_padding() {
-        assert_eq!(size_of::<SampleKey>(), 24);
+        assert_eq!(size_of::<SampleKey>(), 40);
         assert_eq!(size_of::<SampleValue>(), 24);
     }
 

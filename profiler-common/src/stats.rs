@@ -10,12 +10,12 @@ pub enum Stat {
     /// `perf_event` samples that matched the target filter.
     OnCpuSamples = 0,
     /// User stacks that could not be captured (errno other than EFAULT,
-    /// which means "no user context", and EEXIST, counted below).
+    /// which means "no user context").
     UserStackErrors = 1,
-    /// Kernel stacks that could not be captured (same exclusions).
+    /// Kernel stacks that could not be captured (same exclusion).
     KernelStackErrors = 2,
-    /// Stack ids refused because the stack map bucket held another stack.
-    StackCollisions = 3,
+    /// Stacks not stored because the window's stack map was full.
+    StackMapFull = 3,
     /// Samples dropped because the samples map was full.
     MapFull = 4,
 }
@@ -26,7 +26,7 @@ impl Stat {
         Self::OnCpuSamples,
         Self::UserStackErrors,
         Self::KernelStackErrors,
-        Self::StackCollisions,
+        Self::StackMapFull,
         Self::MapFull,
     ];
 
@@ -37,7 +37,7 @@ impl Stat {
             Self::OnCpuSamples => "on_cpu_samples",
             Self::UserStackErrors => "user_stack_errors",
             Self::KernelStackErrors => "kernel_stack_errors",
-            Self::StackCollisions => "stack_collisions",
+            Self::StackMapFull => "stack_map_full_drops",
             Self::MapFull => "map_full_drops",
         }
     }

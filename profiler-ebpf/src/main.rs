@@ -17,6 +17,7 @@
 
 mod maps;
 mod on_cpu;
+mod stack;
 mod target;
 
 use aya_ebpf::{macros::perf_event, programs::PerfEventContext};

@@ -3,7 +3,7 @@
 use aya_ebpf::{
     Global,
     macros::map,
-    maps::{Array, HashMap, PerCpuArray, StackTrace},
+    maps::{Array, HashMap, PerCpuArray},
 };
 use profiler_common::{
     maps::{
@@ -11,6 +11,7 @@ use profiler_common::{
         TARGETS_MAX_ENTRIES,
     },
     sample::{SampleKey, SampleValue},
+    stack::StackTrace,
     stats::{STATS_LEN, Stat},
 };
 
@@ -35,14 +36,18 @@ static SAMPLES_1: HashMap<SampleKey, SampleValue> =
     HashMap::with_max_entries(SAMPLES_MAX_ENTRIES, 0);
 
 #[map]
-static STACKS_0: StackTrace = StackTrace::with_max_entries(STACKS_MAX_ENTRIES, 0);
+static STACKS_0: HashMap<u64, StackTrace> = HashMap::with_max_entries(STACKS_MAX_ENTRIES, 0);
 #[map]
-static STACKS_1: StackTrace = StackTrace::with_max_entries(STACKS_MAX_ENTRIES, 0);
+static STACKS_1: HashMap<u64, StackTrace> = HashMap::with_max_entries(STACKS_MAX_ENTRIES, 0);
+
+/// Per-CPU buffer stacks are captured into (too big for the BPF stack).
+#[map]
+static STACK_SCRATCH: PerCpuArray<StackTrace> = PerCpuArray::with_max_entries(1, 0);
 
 /// The maps of the slot the kernel writes to in this window.
 pub struct Slot {
     pub samples: &'static HashMap<SampleKey, SampleValue>,
-    pub stacks: &'static StackTrace,
+    pub stacks: &'static HashMap<u64, StackTrace>,
 }
 
 /// Returns the active double-buffer slot (see `profiler_common::maps`).
@@ -60,6 +65,12 @@ pub fn active_slot() -> Slot {
             stacks: &STACKS_1,
         }
     }
+}
+
+/// This CPU's scratch stack trace.
+#[inline(always)]
+pub fn stack_scratch() -> Option<*mut StackTrace> {
+    STACK_SCRATCH.get_ptr_mut(0)
 }
 
 /// Whether every process is a target.

@@ -3,7 +3,7 @@
 use aya_ebpf::{
     bindings::{BPF_F_USER_STACK, BPF_NOEXIST},
     helpers::bpf_get_current_comm,
-    programs::{PerfEventContext, tracing::StackIdContext as _},
+    programs::PerfEventContext,
 };
 use core::intrinsics::{AtomicOrdering, atomic_xadd};
 use profiler_common::{
@@ -11,9 +11,8 @@ use profiler_common::{
     stats::Stat,
 };
 
-use crate::{maps, target};
+use crate::{maps, stack, target};
 
-const EFAULT: i32 = 14;
 const EEXIST: i32 = 17;
 
 pub fn record(ctx: &PerfEventContext) {
@@ -22,43 +21,24 @@ pub fn record(ctx: &PerfEventContext) {
     };
     maps::count(Stat::OnCpuSamples, 1);
     let slot = maps::active_slot();
-
-    let user_stack_id = stack_id(
-        ctx.get_stackid(slot.stacks, u64::from(BPF_F_USER_STACK)),
+    let (user_stack, user_stack_err) = stack::capture(
+        ctx,
+        &slot,
+        u64::from(BPF_F_USER_STACK),
         Stat::UserStackErrors,
     );
-    let kernel_stack_id = stack_id(ctx.get_stackid(slot.stacks, 0), Stat::KernelStackErrors);
-
+    let (kernel_stack, kernel_stack_err) = stack::capture(ctx, &slot, 0, Stat::KernelStackErrors);
     let key = SampleKey {
         pid,
         tid,
-        user_stack_id,
-        kernel_stack_id,
+        user_stack,
+        kernel_stack,
+        user_stack_err,
+        kernel_stack_err,
         state: ThreadState::Running as u32,
         pad: 0,
     };
     add_sample(slot.samples, &key);
-}
-
-/// The stack id for the key: the id, or the negative errno of a failed
-/// `bpf_get_stackid`, which is counted. EFAULT means there is no such
-/// context (a kernel thread has no user stack; a sample taken in user mode
-/// has no kernel stack), which is not a loss.
-#[inline(always)]
-fn stack_id(result: Result<i64, i32>, stat: Stat) -> i32 {
-    match result {
-        // Ids index a map of at most STACKS_MAX_ENTRIES entries.
-        #[expect(clippy::cast_possible_truncation, reason = "ids are below max_entries")]
-        Ok(id) => id as i32,
-        Err(err) => {
-            if err == -EEXIST {
-                maps::count(Stat::StackCollisions, 1);
-            } else if err != -EFAULT {
-                maps::count(stat, 1);
-            }
-            err
-        }
-    }
 }
 
 #[inline(always)]

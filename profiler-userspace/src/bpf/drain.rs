@@ -2,10 +2,11 @@
 //! the slot it was writing to. What leaves here is plain owned data.
 use std::{collections::HashMap as StdHashMap, sync::Arc};
 
-use aya::maps::{Array, HashMap, Map, MapData, PerCpuArray, StackTraceMap};
+use aya::maps::{Array, HashMap, Map, MapData, PerCpuArray};
 use profiler_common::{
     maps::{CONTROL, CONTROL_ACTIVE_SLOT, SLOTS, STATS, slot_maps},
     sample::{SampleKey, SampleValue, ThreadState, comm_str},
+    stack::{NO_STACK, StackTrace},
     stats::{STATS_LEN, Stat},
 };
 
@@ -19,7 +20,8 @@ pub enum Stack {
     /// No such context: a kernel thread has no user stack, a sample taken
     /// in user mode has no kernel stack.
     Absent,
-    /// Capture failed with this errno; the weight is kept under a marker.
+    /// Capture failed with this errno (or the stack was missing from the
+    /// window's stack map: ENOENT); the weight is kept under a marker.
     Lost { errno: i32 },
 }
 
@@ -53,8 +55,6 @@ impl RawWindow {
         self.stats[stat as usize]
     }
 }
-
-const EFAULT: i32 = libc::EFAULT;
 
 impl Kernel {
     /// Points the kernel at the other slot and returns the one to drain.
@@ -101,18 +101,23 @@ impl Kernel {
                 .map_err(KernelError::map(samples_name))?;
         }
 
-        let mut stacks: StackTraceMap<&mut MapData> =
-            StackTraceMap::try_from(self.map_mut(stacks_name)?)
-                .map_err(KernelError::map(stacks_name))?;
-        let mut resolved: StdHashMap<i32, Stack> = StdHashMap::new();
+        let mut stacks: HashMap<&mut MapData, u64, StackTrace> =
+            HashMap::try_from(self.map_mut(stacks_name)?).map_err(KernelError::map(stacks_name))?;
+        let mut resolved: StdHashMap<u64, Stack> = StdHashMap::new();
         let mut window = RawWindow::default();
         for (key, value) in raw {
             let Some(state) = ThreadState::from_raw(key.state) else {
                 window.unknown_entries += 1;
                 continue;
             };
-            let user_stack = resolve_stack(&stacks, &mut resolved, key.user_stack_id);
-            let kernel_stack = resolve_stack(&stacks, &mut resolved, key.kernel_stack_id);
+            let user_stack =
+                resolve_stack(&stacks, &mut resolved, key.user_stack, key.user_stack_err);
+            let kernel_stack = resolve_stack(
+                &stacks,
+                &mut resolved,
+                key.kernel_stack,
+                key.kernel_stack_err,
+            );
             window.samples.push(RawSample {
                 pid: key.pid,
                 tid: key.tid,
@@ -123,9 +128,11 @@ impl Kernel {
                 samples: value.samples,
             });
         }
-        let ids: Vec<u32> = stacks.stack_ids().filter_map(Result::ok).collect();
-        for id in ids {
-            stacks.remove(&id).map_err(KernelError::map(stacks_name))?;
+        let hashes: Vec<u64> = stacks.keys().filter_map(Result::ok).collect();
+        for hash in hashes {
+            stacks
+                .remove(&hash)
+                .map_err(KernelError::map(stacks_name))?;
         }
 
         window.stats = self.stats_delta()?;
@@ -160,30 +167,28 @@ impl Kernel {
     }
 }
 
-/// Looks a stack id up once per window; ids repeat across many samples.
+/// Looks a stack up once per window; stacks repeat across many samples.
 fn resolve_stack(
-    stacks: &StackTraceMap<&mut MapData>,
-    resolved: &mut StdHashMap<i32, Stack>,
-    id: i32,
+    stacks: &HashMap<&mut MapData, u64, StackTrace>,
+    resolved: &mut StdHashMap<u64, Stack>,
+    hash: u64,
+    err: i32,
 ) -> Stack {
-    if id < 0 {
-        return if id == -EFAULT {
+    if hash == NO_STACK {
+        return if err == 0 {
             Stack::Absent
         } else {
-            Stack::Lost { errno: -id }
+            Stack::Lost { errno: -err }
         };
     }
     resolved
-        .entry(id)
-        .or_insert_with(|| {
-            #[expect(clippy::cast_sign_loss, reason = "id is non-negative here")]
-            match stacks.get(&(id as u32), 0) {
-                Ok(trace) => Stack::Frames(trace.frames().iter().map(|f| f.ip).collect()),
-                // The id was handed out but its bucket is gone: report the loss.
-                Err(_) => Stack::Lost {
-                    errno: libc::ENOENT,
-                },
-            }
+        .entry(hash)
+        .or_insert_with(|| match stacks.get(&hash, 0) {
+            Ok(trace) => Stack::Frames(trace.frames().into()),
+            // The key names a stack the map does not hold: report the loss.
+            Err(_) => Stack::Lost {
+                errno: libc::ENOENT,
+            },
         })
         .clone()
 }

@@ -262,13 +262,11 @@ mod tests {
                 sample(11, vec![hot.clone(), main.clone()], 30),
                 sample(
                     11,
-                    vec![Location::marker(
-                        "[lost user stack: stack map collision]".into(),
-                    )],
+                    vec![Location::marker("[lost user stack: stack map full]".into())],
                     2,
                 ),
             ],
-            comments: vec!["stack_collisions=2".into()],
+            comments: vec!["stack_map_full_drops=2".into()],
         }
     }
 
@@ -298,7 +296,7 @@ mod tests {
         assert_eq!(p.period, 10_101_010);
         assert_eq!(p.time_nanos, 1_700_000_000_000_000_000);
         assert_eq!(p.duration_nanos, 10_000_000_000);
-        assert_eq!(string(&p, p.comment[0]), "stack_collisions=2");
+        assert_eq!(string(&p, p.comment[0]), "stack_map_full_drops=2");
 
         assert_eq!(p.mapping.len(), 1);
         assert_eq!(string(&p, p.mapping[0].filename), "/usr/bin/app");
@@ -324,7 +322,7 @@ mod tests {
         // mapping) sorts before its real stack.
         assert_eq!(
             names(p.sample[0].location_id[0]),
-            ["[lost user stack: stack map collision]"]
+            ["[lost user stack: stack map full]"]
         );
         let first = &p.sample[1];
         assert_eq!(first.value, vec![30, 30 * 10_101_010]);

@@ -422,9 +422,8 @@ fn lines_of(result: &Symbolized<'_>) -> Arc<[Line]> {
 
 fn errno_reason(errno: i32) -> String {
     match errno {
-        libc::EEXIST => "stack map collision".to_owned(),
-        libc::ENOMEM => "stack map full".to_owned(),
-        libc::ENOENT => "stack evicted".to_owned(),
+        libc::E2BIG | libc::ENOMEM => "stack map full".to_owned(),
+        libc::ENOENT => "stack missing".to_owned(),
         other => format!("errno {other}"),
     }
 }
@@ -455,9 +454,7 @@ mod tests {
                 thread: "t".into(),
                 state: profiler_common::sample::ThreadState::Running,
                 user_stack: Stack::Frames(Arc::from([addr])),
-                kernel_stack: Stack::Lost {
-                    errno: libc::EEXIST,
-                },
+                kernel_stack: Stack::Lost { errno: libc::E2BIG },
                 samples: 1,
             }],
             ..RawWindow::default()
@@ -481,7 +478,7 @@ mod tests {
         let kernel = symbolizer.kernel_locations(&window.samples[0].kernel_stack);
         assert_eq!(
             kernel[0].lines[0].function,
-            "[lost kernel stack: stack map collision]"
+            "[lost kernel stack: stack map full]"
         );
     }
 }

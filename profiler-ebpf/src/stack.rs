@@ -1,0 +1,74 @@
+//! Stack capture: `bpf_get_stack` into a per-CPU scratch trace, stored in
+//! the slot's stack map under its content hash (see `profiler_common::stack`).
+use aya_ebpf::{EbpfContext, bindings::BPF_NOEXIST, helpers::bpf_get_stack};
+use profiler_common::{
+    stack::{MAX_STACK_DEPTH, NO_STACK, stack_hash},
+    stats::Stat,
+};
+
+use crate::maps::{self, Slot};
+
+const EFAULT: i32 = 14;
+const EEXIST: i32 = 17;
+const ENOMEM: i32 = 12;
+#[expect(clippy::cast_possible_truncation, reason = "1016 bytes")]
+const STACK_BYTES: u32 = (MAX_STACK_DEPTH * 8) as u32;
+
+/// Captures the current stack (`flags` selects user or kernel) into the
+/// slot's stack map. Returns (hash, 0), (`NO_STACK`, 0) when there is no
+/// such context, or (`NO_STACK`, -errno) when capture failed; failures are
+/// counted in `error_stat` (or `StackMapFull`).
+#[inline(always)]
+pub fn capture<C: EbpfContext>(ctx: &C, slot: &Slot, flags: u64, error_stat: Stat) -> (u64, i32) {
+    let Some(trace) = maps::stack_scratch() else {
+        return (NO_STACK, -ENOMEM);
+    };
+    // SAFETY: `trace` points at this CPU's scratch entry, valid for the
+    // program's run; the size passed is exactly the `ips` array's.
+    let bytes = unsafe {
+        bpf_get_stack(
+            ctx.as_ptr(),
+            (&raw mut (*trace).ips).cast(),
+            STACK_BYTES,
+            flags,
+        )
+    };
+    if bytes < 0 {
+        #[expect(clippy::cast_possible_truncation, reason = "errnos are small")]
+        let err = bytes as i32;
+        if err == -EFAULT {
+            return (NO_STACK, 0);
+        }
+        maps::count(error_stat, 1);
+        return (NO_STACK, err);
+    }
+    #[expect(
+        clippy::cast_sign_loss,
+        clippy::cast_possible_truncation,
+        reason = "0..=STACK_BYTES here"
+    )]
+    let len = bytes as usize / 8;
+    if len == 0 {
+        return (NO_STACK, 0);
+    }
+    // SAFETY: as above; the scratch entry is only used by this CPU.
+    let hash = unsafe {
+        (*trace).len = len as u64;
+        stack_hash(&(*trace).ips, len)
+    };
+    if slot.stacks.get_ptr(hash).is_some() {
+        return (hash, 0);
+    }
+    // SAFETY: `trace` is valid (see above) and not written while borrowed.
+    let trace = unsafe { &*trace };
+    // Passed by reference: a 1 KiB copy would not fit the 512-byte BPF stack.
+    match slot.stacks.insert(hash, trace, u64::from(BPF_NOEXIST)) {
+        Ok(()) => (hash, 0),
+        // Another CPU stored the same stack first.
+        Err(err) if err == -EEXIST => (hash, 0),
+        Err(err) => {
+            maps::count(Stat::StackMapFull, 1);
+            (NO_STACK, err)
+        }
+    }
+}
