@@ -8,6 +8,8 @@
 extern crate std;
 
 pub mod maps;
+pub mod off_cpu;
 pub mod sample;
 pub mod stack;
 pub mod stats;
+pub mod task;

@@ -31,8 +31,18 @@ pub const TARGETS: &str = "TARGETS";
 /// Per-CPU array of `u64` counters indexed by [`crate::stats::Stat`].
 pub const STATS: &str = "STATS";
 
+/// Off-CPU state per thread: task address -> [`crate::task::TaskState`].
+pub const TASKS: &str = "TASKS";
+/// Single-entry array: number of threads whose kept weight waits for their
+/// user stack, so the `sys_exit` hook can return at once when it is zero.
+pub const PENDING: &str = "PENDING";
+
 /// Name of the load-time global that switches target filtering off (`--all`).
 pub const GLOBAL_TARGET_ALL: &str = "TARGET_ALL";
+/// Load-time global: the off-CPU rate in nanoseconds (`--off-cpu-rate`).
+pub const GLOBAL_OFF_CPU_RATE_NS: &str = "OFF_CPU_RATE_NS";
+/// Load-time global: non-zero selects the biased naive weighting (tests only).
+pub const GLOBAL_OFF_CPU_NAIVE: &str = "OFF_CPU_NAIVE";
 
 /// Capacity of each [`SAMPLES_0`]/[`SAMPLES_1`] map.
 pub const SAMPLES_MAX_ENTRIES: u32 = 32_768;
@@ -40,6 +50,8 @@ pub const SAMPLES_MAX_ENTRIES: u32 = 32_768;
 pub const STACKS_MAX_ENTRIES: u32 = 16_384;
 /// Capacity of [`TARGETS`].
 pub const TARGETS_MAX_ENTRIES: u32 = 4_096;
+/// Capacity of [`TASKS`]: threads tracked at once (an LRU map).
+pub const TASKS_MAX_ENTRIES: u32 = 65_536;
 
 /// Returns the samples and stacks map names of `slot`.
 #[must_use]

@@ -9,6 +9,12 @@ pub const COMM_LEN: usize = 16;
 pub enum ThreadState {
     /// On a CPU (`perf_event` sample).
     Running = 0,
+    /// Blocked until woken, interruptibly (S).
+    Sleeping = 1,
+    /// Blocked uninterruptibly (D), typically waiting for disk I/O.
+    Disk = 2,
+    /// Runnable, waiting for a CPU: preempted, or woken but not yet running.
+    Runqueue = 3,
 }
 
 impl ThreadState {
@@ -17,6 +23,9 @@ impl ThreadState {
     pub const fn from_raw(raw: u32) -> Option<Self> {
         match raw {
             0 => Some(Self::Running),
+            1 => Some(Self::Sleeping),
+            2 => Some(Self::Disk),
+            3 => Some(Self::Runqueue),
             _ => None,
         }
     }
@@ -26,6 +35,9 @@ impl ThreadState {
     pub const fn label(self) -> &'static str {
         match self {
             Self::Running => "running",
+            Self::Sleeping => "sleeping",
+            Self::Disk => "disk",
+            Self::Runqueue => "runqueue",
         }
     }
 }
@@ -65,6 +77,10 @@ pub struct SampleKey {
 pub struct SampleValue {
     /// Number of on-CPU samples.
     pub samples: u64,
+    /// Debiased off-CPU nanoseconds.
+    pub off_cpu_ns: u64,
+    /// Debiased off-CPU events, in `off_cpu::COUNT_SCALE` units.
+    pub off_cpu_count: u64,
     /// The thread's name when the key was first seen.
     pub comm: [u8; COMM_LEN],
 }
@@ -76,7 +92,7 @@ mod pod {
     // SAFETY: SampleKey is repr(C) with no padding (two u32, two u64, four
     // 32-bit fields, `pad` included: 40 bytes) and every bit pattern is valid.
     unsafe impl aya::Pod for SampleKey {}
-    // SAFETY: SampleValue is repr(C): a u64 followed by 16 bytes, 24 bytes
+    // SAFETY: SampleValue is repr(C): three u64 then 16 bytes, 40 bytes
     // with no padding, and every bit pattern is valid.
     unsafe impl aya::Pod for SampleValue {}
 }
@@ -95,7 +111,7 @@ mod tests {
     #[test]
     fn key_has_no_padding() {
         assert_eq!(size_of::<SampleKey>(), 40);
-        assert_eq!(size_of::<SampleValue>(), 24);
+        assert_eq!(size_of::<SampleValue>(), 40);
     }
 
     #[test]
@@ -108,10 +124,14 @@ mod tests {
 
     #[test]
     fn state_round_trips() {
-        assert_eq!(
-            ThreadState::from_raw(ThreadState::Running as u32),
-            Some(ThreadState::Running)
-        );
+        for state in [
+            ThreadState::Running,
+            ThreadState::Sleeping,
+            ThreadState::Disk,
+            ThreadState::Runqueue,
+        ] {
+            assert_eq!(ThreadState::from_raw(state as u32), Some(state));
+        }
         assert_eq!(ThreadState::from_raw(99), None);
     }
 }

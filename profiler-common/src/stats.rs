@@ -18,16 +18,25 @@ pub enum Stat {
     StackMapFull = 3,
     /// Samples dropped because the samples map was full.
     MapFull = 4,
+    /// Off-CPU intervals of target threads that ended (one per state part).
+    OffCpuEventsSeen = 5,
+    /// Of those, intervals the sampling rule kept.
+    OffCpuEventsKept = 6,
+    /// Threads not tracked because the task map refused an insert.
+    TaskMapFull = 7,
 }
 
 impl Stat {
     /// Every counter, in index order.
-    pub const ALL: [Self; 5] = [
+    pub const ALL: [Self; 8] = [
         Self::OnCpuSamples,
         Self::UserStackErrors,
         Self::KernelStackErrors,
         Self::StackMapFull,
         Self::MapFull,
+        Self::OffCpuEventsSeen,
+        Self::OffCpuEventsKept,
+        Self::TaskMapFull,
     ];
 
     /// Name used in logs and profile comments.
@@ -39,6 +48,9 @@ impl Stat {
             Self::KernelStackErrors => "kernel_stack_errors",
             Self::StackMapFull => "stack_map_full_drops",
             Self::MapFull => "map_full_drops",
+            Self::OffCpuEventsSeen => "off_cpu_events_seen",
+            Self::OffCpuEventsKept => "off_cpu_events_kept",
+            Self::TaskMapFull => "task_map_full_drops",
         }
     }
 }

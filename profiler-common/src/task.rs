@@ -1,0 +1,54 @@
+//! Per-thread off-CPU bookkeeping, kept by the kernel in
+//! [`crate::maps::TASKS`], keyed by the thread's `task_struct` address.
+//!
+//! The address is as unique as a tid among live threads, is known in every
+//! hook without reading task fields (sched_switch's `prev`/`next`,
+//! sched_wakeup's `p`, `bpf_get_current_task()` in the thread's own
+//! context), and follows the thread across CPUs. The entry is deleted when
+//! the thread exits, so a reused address never inherits stale state.
+
+use crate::sample::COMM_LEN;
+
+/// One tracked thread.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct TaskState {
+    /// When the thread left the CPU (ktime ns); 0 while it is on a CPU.
+    pub off_since_ns: u64,
+    /// When it was woken while off the CPU; 0 if not (yet) woken.
+    pub woken_ns: u64,
+    pub pid: u32,
+    pub tid: u32,
+    /// `ThreadState` it left the CPU in.
+    pub state: u32,
+    /// Non-zero when kept weight waits for the thread's user stack, which
+    /// can only be read in the thread's own context (see `profiler-ebpf`).
+    pub pending: u32,
+    /// Kernel stack of the pending weight (hash, or `NO_STACK`).
+    pub kernel_stack: u64,
+    /// 0, or the errno of the failed kernel stack capture.
+    pub kernel_stack_err: i32,
+    /// `ThreadState` of the pending blocked part (sleeping or disk).
+    pub pending_state: u32,
+    /// Pending weight of the blocked part.
+    pub blocked_ns: u64,
+    pub blocked_count: u64,
+    /// Pending weight of the run-queue part.
+    pub runqueue_ns: u64,
+    pub runqueue_count: u64,
+    /// The thread's name when it was first seen.
+    pub comm: [u8; COMM_LEN],
+}
+
+#[cfg(feature = "user")]
+// SAFETY: TaskState is repr(C) with no padding (u64s and pairs of 32-bit
+// fields, then 16 bytes) and every bit pattern is valid.
+unsafe impl aya::Pod for TaskState {}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn no_padding() {
+        assert_eq!(size_of::<super::TaskState>(), 96);
+    }
+}
