@@ -2,8 +2,8 @@
 //! [`crate::maps::TASKS`], keyed by the thread's `task_struct` address.
 //!
 //! The address is as unique as a tid among live threads, is known in every
-//! hook without reading task fields (sched_switch's `prev`/`next`,
-//! sched_wakeup's `p`, `bpf_get_current_task()` in the thread's own
+//! hook without reading task fields (`sched_switch`'s `prev`/`next`,
+//! `sched_wakeup`'s `p`, `bpf_get_current_task()` in the thread's own
 //! context), and follows the thread across CPUs. The entry is deleted when
 //! the thread exits, so a reused address never inherits stale state.
 

@@ -15,12 +15,17 @@
     reason = "eBPF helpers inline into their program"
 )]
 
+mod aggregate;
 mod maps;
+mod off_cpu;
 mod on_cpu;
 mod stack;
 mod target;
 
-use aya_ebpf::{macros::perf_event, programs::PerfEventContext};
+use aya_ebpf::{
+    macros::{btf_tracepoint, perf_event},
+    programs::{BtfTracePointContext, PerfEventContext},
+};
 
 /// Runs on every cpu-clock tick on every CPU.
 #[perf_event]
@@ -30,6 +35,50 @@ use aya_ebpf::{macros::perf_event, programs::PerfEventContext};
 )]
 pub fn on_cpu_sample(ctx: PerfEventContext) -> u32 {
     on_cpu::record(&ctx);
+    0
+}
+
+/// Every context switch on every CPU.
+#[btf_tracepoint(function = "sched_switch")]
+#[expect(
+    clippy::needless_pass_by_value,
+    reason = "the macro fixes the signature"
+)]
+pub fn sched_switch(ctx: BtfTracePointContext) -> i32 {
+    off_cpu::on_switch(&ctx);
+    0
+}
+
+/// A blocked thread became runnable.
+#[btf_tracepoint(function = "sched_wakeup")]
+#[expect(
+    clippy::needless_pass_by_value,
+    reason = "the macro fixes the signature"
+)]
+pub fn sched_wakeup(ctx: BtfTracePointContext) -> i32 {
+    off_cpu::on_wakeup(&ctx);
+    0
+}
+
+/// Every system call return; returns at once unless weight is pending.
+#[btf_tracepoint(function = "sys_exit")]
+#[expect(
+    clippy::needless_pass_by_value,
+    reason = "the macro fixes the signature"
+)]
+pub fn sys_exit(ctx: BtfTracePointContext) -> i32 {
+    off_cpu::on_sys_exit(&ctx);
+    0
+}
+
+/// A thread exits.
+#[btf_tracepoint(function = "sched_process_exit")]
+#[expect(
+    clippy::needless_pass_by_value,
+    reason = "the macro fixes the signature"
+)]
+pub fn sched_process_exit(ctx: BtfTracePointContext) -> i32 {
+    off_cpu::on_exit(&ctx);
     0
 }
 

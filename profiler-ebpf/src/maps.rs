@@ -3,21 +3,30 @@
 use aya_ebpf::{
     Global,
     macros::map,
-    maps::{Array, HashMap, PerCpuArray},
+    maps::{Array, HashMap, LruHashMap, PerCpuArray},
 };
 use profiler_common::{
     maps::{
         CONTROL_ACTIVE_SLOT, CONTROL_LEN, SAMPLES_MAX_ENTRIES, STACKS_MAX_ENTRIES,
-        TARGETS_MAX_ENTRIES,
+        TARGETS_MAX_ENTRIES, TASKS_MAX_ENTRIES,
     },
     sample::{SampleKey, SampleValue},
     stack::StackTrace,
     stats::{STATS_LEN, Stat},
+    task::TaskState,
 };
 
 /// Non-zero: profile every process (`--all`); zero: only tgids in [`TARGETS`].
 #[unsafe(no_mangle)]
 static TARGET_ALL: Global<u8> = Global::new(0);
+
+/// Off-CPU rate in nanoseconds (`--off-cpu-rate`); 0 keeps every interval.
+#[unsafe(no_mangle)]
+static OFF_CPU_RATE_NS: Global<u64> = Global::new(0);
+
+/// Non-zero: the biased naive weighting, to demonstrate its bias in tests.
+#[unsafe(no_mangle)]
+static OFF_CPU_NAIVE: Global<u8> = Global::new(0);
 
 #[map]
 static CONTROL: Array<u32> = Array::with_max_entries(CONTROL_LEN, 0);
@@ -39,6 +48,12 @@ static SAMPLES_1: HashMap<SampleKey, SampleValue> =
 static STACKS_0: HashMap<u64, StackTrace> = HashMap::with_max_entries(STACKS_MAX_ENTRIES, 0);
 #[map]
 static STACKS_1: HashMap<u64, StackTrace> = HashMap::with_max_entries(STACKS_MAX_ENTRIES, 0);
+
+#[map]
+static TASKS: LruHashMap<u64, TaskState> = LruHashMap::with_max_entries(TASKS_MAX_ENTRIES, 0);
+
+#[map]
+static PENDING: Array<u64> = Array::with_max_entries(1, 0);
 
 /// Per-CPU buffer stacks are captured into (too big for the BPF stack).
 #[map]
@@ -71,6 +86,40 @@ pub fn active_slot() -> Slot {
 #[inline(always)]
 pub fn stack_scratch() -> Option<*mut StackTrace> {
     STACK_SCRATCH.get_ptr_mut(0)
+}
+
+/// The off-CPU sampling rate and whether to weight naively.
+#[inline(always)]
+pub fn off_cpu_rule() -> (u64, bool) {
+    (OFF_CPU_RATE_NS.load(), OFF_CPU_NAIVE.load() != 0)
+}
+
+/// The tracked state of the thread whose task_struct is at `task`.
+#[inline(always)]
+pub fn task(task: u64) -> Option<*mut TaskState> {
+    TASKS.get_ptr_mut(task)
+}
+
+/// Starts tracking a thread; counts a refusal.
+#[inline(always)]
+pub fn track_task(task: u64, state: &TaskState) -> Option<*mut TaskState> {
+    if TASKS.insert(task, state, 0).is_err() {
+        count(Stat::TaskMapFull, 1);
+        return None;
+    }
+    TASKS.get_ptr_mut(task)
+}
+
+/// Stops tracking a thread (it exited).
+#[inline(always)]
+pub fn forget_task(task: u64) {
+    let _ = TASKS.remove(task);
+}
+
+/// A pointer to the number of threads with pending weight.
+#[inline(always)]
+pub fn pending_counter() -> Option<*mut u64> {
+    PENDING.get_ptr_mut(0)
 }
 
 /// Whether every process is a target.

@@ -1,6 +1,11 @@
 //! Stack capture: `bpf_get_stack` into a per-CPU scratch trace, stored in
 //! the slot's stack map under its content hash (see `profiler_common::stack`).
-use aya_ebpf::{EbpfContext, bindings::BPF_NOEXIST, helpers::bpf_get_stack};
+use aya_ebpf::{
+    EbpfContext,
+    bindings::BPF_NOEXIST,
+    helpers::{bpf_get_stack, bpf_get_task_stack},
+};
+use core::ffi::c_void;
 use profiler_common::{
     stack::{MAX_STACK_DEPTH, NO_STACK, stack_hash},
     stats::Stat,
@@ -14,25 +19,48 @@ const ENOMEM: i32 = 12;
 #[expect(clippy::cast_possible_truncation, reason = "1016 bytes")]
 const STACK_BYTES: u32 = (MAX_STACK_DEPTH * 8) as u32;
 
-/// Captures the current stack (`flags` selects user or kernel) into the
-/// slot's stack map. Returns (hash, 0), (`NO_STACK`, 0) when there is no
+/// Captures the current thread's stack (`flags` selects user or kernel).
+/// See [`capture`] for the result.
+#[inline(always)]
+pub fn capture_current<C: EbpfContext>(
+    ctx: &C,
+    slot: &Slot,
+    flags: u64,
+    error_stat: Stat,
+) -> (u64, i32) {
+    capture(slot, error_stat, |buf| {
+        // SAFETY: `buf` is a writable buffer of STACK_BYTES (see `capture`).
+        unsafe { bpf_get_stack(ctx.as_ptr(), buf, STACK_BYTES, flags) }
+    })
+}
+
+/// Captures the kernel stack of `task`, a thread that is not running (its
+/// user stack cannot be read from another thread's context).
+#[inline(always)]
+pub fn capture_task_kernel(task: *mut c_void, slot: &Slot) -> (u64, i32) {
+    capture(slot, Stat::KernelStackErrors, |buf| {
+        // SAFETY: `task` is a task_struct pointer the tracepoint handed us
+        // and `buf` is a writable buffer of STACK_BYTES (see `capture`).
+        unsafe { bpf_get_task_stack(task.cast(), buf, STACK_BYTES, 0) }
+    })
+}
+
+/// Runs `get_stack` into the per-CPU scratch trace and stores the trace in
+/// the slot's stack map. Returns (hash, 0), (`NO_STACK`, 0) when there is no
 /// such context, or (`NO_STACK`, -errno) when capture failed; failures are
 /// counted in `error_stat` (or `StackMapFull`).
 #[inline(always)]
-pub fn capture<C: EbpfContext>(ctx: &C, slot: &Slot, flags: u64, error_stat: Stat) -> (u64, i32) {
+fn capture(
+    slot: &Slot,
+    error_stat: Stat,
+    get_stack: impl FnOnce(*mut c_void) -> i64,
+) -> (u64, i32) {
     let Some(trace) = maps::stack_scratch() else {
         return (NO_STACK, -ENOMEM);
     };
     // SAFETY: `trace` points at this CPU's scratch entry, valid for the
-    // program's run; the size passed is exactly the `ips` array's.
-    let bytes = unsafe {
-        bpf_get_stack(
-            ctx.as_ptr(),
-            (&raw mut (*trace).ips).cast(),
-            STACK_BYTES,
-            flags,
-        )
-    };
+    // program's run; `ips` is exactly STACK_BYTES long.
+    let bytes = get_stack(unsafe { (&raw mut (*trace).ips).cast() });
     if bytes < 0 {
         #[expect(clippy::cast_possible_truncation, reason = "errnos are small")]
         let err = bytes as i32;

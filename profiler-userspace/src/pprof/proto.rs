@@ -1,6 +1,5 @@
 //! pprof's `profile.proto` as hand-written prost messages (no protoc).
 //! Field numbers follow github.com/google/pprof/blob/main/proto/profile.proto.
-#![allow(clippy::doc_markdown)]
 #![allow(clippy::struct_excessive_bools, reason = "pprof's wire format")]
 
 #[derive(Clone, PartialEq, prost::Message)]

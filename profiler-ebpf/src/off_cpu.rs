@@ -1,0 +1,255 @@
+//! Off-CPU time: how long target threads stay off the CPU, and why.
+//!
+//! - Switch-out (sched_switch, in the leaving thread's context): note the
+//!   time and the state it leaves in. Cheap: no stack is captured here.
+//! - Wakeup (sched_wakeup): note when a blocked thread became runnable, so
+//!   the wait splits into "blocked until woken" and "waiting for a CPU".
+//! - Switch-in (sched_switch, `next`): the durations are known; apply the
+//!   sampling rule (profiler_common::off_cpu) to each part. Only when a
+//!   part is kept is a stack captured: the kernel stack of `next` right
+//!   there with bpf_get_task_stack, and the weight is parked in the task's
+//!   entry as pending.
+//! - The user stack can only be read in the thread's own context, so the
+//!   pending weight is flushed the first time the thread runs a hook of its
+//!   own: the exit of the system call it blocked in (sys_exit, where the
+//!   user stack is still the one it blocked with), its next switch-out
+//!   (for waits outside a system call: preemption, page faults), or exit.
+use aya_ebpf::{
+    bindings::BPF_F_USER_STACK,
+    helpers::{bpf_get_current_comm, bpf_get_current_task, bpf_get_prandom_u32, bpf_ktime_get_ns},
+    programs::BtfTracePointContext,
+};
+use core::{
+    ffi::c_void,
+    intrinsics::{AtomicOrdering, atomic_xadd},
+};
+use profiler_common::{
+    off_cpu::{Weight, sample, sample_naive},
+    sample::{COMM_LEN, SampleKey, ThreadState},
+    stats::Stat,
+    task::TaskState,
+};
+
+use crate::{aggregate, maps, stack, target};
+
+/// `TASK_UNINTERRUPTIBLE` and `TASK_NOLOAD` from `linux/sched.h`; a task
+/// with both is an idle kernel thread (TASK_IDLE), not a disk wait.
+const TASK_UNINTERRUPTIBLE: u32 = 0x2;
+const TASK_NOLOAD: u32 = 0x400;
+
+/// sched_switch(bool preempt, task_struct *prev, task_struct *next,
+/// unsigned int prev_state).
+pub fn on_switch(ctx: &BtfTracePointContext) {
+    let preempt: u64 = ctx.arg(0);
+    let prev: u64 = ctx.arg(1);
+    let next: u64 = ctx.arg(2);
+    let prev_state: u64 = ctx.arg(3);
+    // SAFETY: bpf_ktime_get_ns has no preconditions.
+    let now = unsafe { bpf_ktime_get_ns() };
+    #[expect(clippy::cast_possible_truncation, reason = "an unsigned int argument")]
+    switch_out(ctx, prev, preempt & 0xff != 0, prev_state as u32, now);
+    switch_in(next, now);
+}
+
+/// sched_wakeup(task_struct *p): `p` is runnable from now on.
+pub fn on_wakeup(ctx: &BtfTracePointContext) {
+    let task: u64 = ctx.arg(0);
+    let Some(entry) = maps::task(task) else {
+        return;
+    };
+    // SAFETY: `entry` comes from a successful map lookup and stays valid for
+    // this program's run.
+    unsafe {
+        if (*entry).off_since_ns != 0
+            && (*entry).woken_ns == 0
+            && (*entry).state != ThreadState::Runqueue as u32
+        {
+            (*entry).woken_ns = bpf_ktime_get_ns(); // no preconditions
+        }
+    }
+}
+
+/// sys_exit: the current thread is back from a system call, with the user
+/// stack it blocked with.
+pub fn on_sys_exit(ctx: &BtfTracePointContext) {
+    // Nearly always zero: return before any hash lookup.
+    let Some(pending) = maps::pending_counter() else {
+        return;
+    };
+    // SAFETY: a pointer into a one-entry array map, valid for this run.
+    if unsafe { *pending } == 0 {
+        return;
+    }
+    // SAFETY: bpf_get_current_task has no preconditions.
+    let task = unsafe { bpf_get_current_task() };
+    if let Some(entry) = maps::task(task) {
+        flush(ctx, entry);
+    }
+}
+
+/// sched_process_exit: flush what the exiting thread still owes, forget it.
+pub fn on_exit(ctx: &BtfTracePointContext) {
+    // SAFETY: bpf_get_current_task has no preconditions.
+    let task = unsafe { bpf_get_current_task() };
+    if let Some(entry) = maps::task(task) {
+        flush(ctx, entry);
+        maps::forget_task(task);
+    }
+}
+
+fn switch_out(ctx: &BtfTracePointContext, prev: u64, preempt: bool, prev_state: u32, now: u64) {
+    let Some((pid, tid)) = target::current() else {
+        return;
+    };
+    let state = if preempt || prev_state == 0 {
+        ThreadState::Runqueue
+    } else if prev_state & TASK_UNINTERRUPTIBLE != 0 && prev_state & TASK_NOLOAD == 0 {
+        ThreadState::Disk
+    } else {
+        ThreadState::Sleeping
+    };
+    let entry = if let Some(entry) = maps::task(prev) {
+        entry
+    } else {
+        let fresh = TaskState {
+            pid,
+            tid,
+            comm: bpf_get_current_comm().unwrap_or([0; COMM_LEN]),
+            ..TaskState::default()
+        };
+        let Some(entry) = maps::track_task(prev, &fresh) else {
+            return;
+        };
+        entry
+    };
+    flush(ctx, entry);
+    // SAFETY: `entry` comes from a successful map lookup or insert and stays
+    // valid for this program's run.
+    unsafe {
+        (*entry).off_since_ns = now;
+        (*entry).woken_ns = 0;
+        (*entry).state = state as u32;
+    }
+}
+
+fn switch_in(next: u64, now: u64) {
+    let Some(entry) = maps::task(next) else {
+        return;
+    };
+    // SAFETY: `entry` comes from a successful map lookup and stays valid for
+    // this program's run.
+    unsafe {
+        let off = (*entry).off_since_ns;
+        if off == 0 || now < off {
+            return;
+        }
+        let woken = (*entry).woken_ns;
+        (*entry).off_since_ns = 0;
+        (*entry).woken_ns = 0;
+        let state = (*entry).state;
+        let (blocked, runqueue) = if state == ThreadState::Runqueue as u32 {
+            (0, now - off)
+        } else if woken >= off && woken <= now {
+            (woken - off, now - woken)
+        } else {
+            (now - off, 0)
+        };
+
+        let mut kept = false;
+        if let Some(w) = apply_rule(blocked) {
+            (*entry).blocked_ns += w.time_ns;
+            (*entry).blocked_count += w.count;
+            (*entry).pending_state = state;
+            kept = true;
+        }
+        if let Some(w) = apply_rule(runqueue) {
+            (*entry).runqueue_ns += w.time_ns;
+            (*entry).runqueue_count += w.count;
+            kept = true;
+        }
+        if kept && (*entry).pending == 0 {
+            let slot = maps::active_slot();
+            let (kernel_stack, err) = stack::capture_task_kernel(next as *mut c_void, &slot);
+            (*entry).kernel_stack = kernel_stack;
+            (*entry).kernel_stack_err = err;
+            (*entry).pending = 1;
+            add_pending(1);
+        }
+    }
+}
+
+/// The sampling rule for one interval part; zero-length parts are no event.
+#[inline(always)]
+fn apply_rule(d_ns: u64) -> Option<Weight> {
+    if d_ns == 0 {
+        return None;
+    }
+    maps::count(Stat::OffCpuEventsSeen, 1);
+    let (rate, naive) = maps::off_cpu_rule();
+    // SAFETY: bpf_get_prandom_u32 has no preconditions.
+    let rand = unsafe { bpf_get_prandom_u32() };
+    let weight = if naive {
+        sample_naive(d_ns, rate, rand)
+    } else {
+        sample(d_ns, rate, rand)
+    };
+    if weight.is_some() {
+        maps::count(Stat::OffCpuEventsKept, 1);
+    }
+    weight
+}
+
+/// Moves a thread's pending weight into the active slot, with the user
+/// stack of the current context (which must be that thread's).
+fn flush(ctx: &BtfTracePointContext, entry: *mut TaskState) {
+    // SAFETY: `entry` comes from a successful map lookup and stays valid for
+    // this program's run; the thread it describes is the current one.
+    unsafe {
+        if (*entry).pending == 0 {
+            return;
+        }
+        let slot = maps::active_slot();
+        let (user_stack, user_stack_err) = stack::capture_current(
+            ctx,
+            &slot,
+            u64::from(BPF_F_USER_STACK),
+            Stat::UserStackErrors,
+        );
+        let mut key = SampleKey {
+            pid: (*entry).pid,
+            tid: (*entry).tid,
+            user_stack,
+            kernel_stack: (*entry).kernel_stack,
+            user_stack_err,
+            kernel_stack_err: (*entry).kernel_stack_err,
+            state: (*entry).pending_state,
+            pad: 0,
+        };
+        if (*entry).blocked_count != 0 {
+            let mut weight = aggregate::weight(0, (*entry).blocked_ns, (*entry).blocked_count);
+            weight.comm = (*entry).comm;
+            aggregate::add(slot.samples, &key, &weight);
+        }
+        if (*entry).runqueue_count != 0 {
+            key.state = ThreadState::Runqueue as u32;
+            let mut weight = aggregate::weight(0, (*entry).runqueue_ns, (*entry).runqueue_count);
+            weight.comm = (*entry).comm;
+            aggregate::add(slot.samples, &key, &weight);
+        }
+        (*entry).blocked_ns = 0;
+        (*entry).blocked_count = 0;
+        (*entry).runqueue_ns = 0;
+        (*entry).runqueue_count = 0;
+        (*entry).pending = 0;
+    }
+    add_pending(u64::MAX); // -1, wrapping
+}
+
+#[inline(always)]
+fn add_pending(delta: u64) {
+    if let Some(counter) = maps::pending_counter() {
+        // SAFETY: a pointer into a one-entry array map, valid for this run;
+        // shared by all CPUs, hence the atomic add.
+        unsafe { atomic_xadd::<u64, u64, { AtomicOrdering::Relaxed }>(counter, delta) };
+    }
+}
