@@ -39,12 +39,18 @@ pub struct Weight {
 #[allow(clippy::inline_always, reason = "runs inside an eBPF program")]
 pub fn sample(d_ns: u64, rate_ns: u64, rand: u32) -> Option<Weight> {
     if rate_ns == 0 || d_ns >= rate_ns {
-        return Some(Weight { time_ns: d_ns, count: COUNT_SCALE });
+        return Some(Weight {
+            time_ns: d_ns,
+            count: COUNT_SCALE,
+        });
     }
     if !kept(d_ns, rate_ns, rand) {
         return None;
     }
-    Some(Weight { time_ns: rate_ns, count: rate_ns * COUNT_SCALE / d_ns })
+    Some(Weight {
+        time_ns: rate_ns,
+        count: rate_ns * COUNT_SCALE / d_ns,
+    })
 }
 
 /// The biased scheme: keep with probability `d / r`, record `d` and 1.
@@ -53,7 +59,10 @@ pub fn sample(d_ns: u64, rate_ns: u64, rand: u32) -> Option<Weight> {
 #[allow(clippy::inline_always, reason = "runs inside an eBPF program")]
 pub fn sample_naive(d_ns: u64, rate_ns: u64, rand: u32) -> Option<Weight> {
     if rate_ns == 0 || d_ns >= rate_ns || kept(d_ns, rate_ns, rand) {
-        Some(Weight { time_ns: d_ns, count: COUNT_SCALE })
+        Some(Weight {
+            time_ns: d_ns,
+            count: COUNT_SCALE,
+        })
     } else {
         None
     }
@@ -83,25 +92,66 @@ mod tests {
 
     #[test]
     fn long_intervals_and_rate_zero_keep_everything() {
-        assert_eq!(sample(5_000, 1_000, u32::MAX), Some(Weight { time_ns: 5_000, count: 1000 }));
-        assert_eq!(sample(1_000, 1_000, u32::MAX), Some(Weight { time_ns: 1_000, count: 1000 }));
-        assert_eq!(sample(7, 0, u32::MAX), Some(Weight { time_ns: 7, count: 1000 }));
+        assert_eq!(
+            sample(5_000, 1_000, u32::MAX),
+            Some(Weight {
+                time_ns: 5_000,
+                count: 1000
+            })
+        );
+        assert_eq!(
+            sample(1_000, 1_000, u32::MAX),
+            Some(Weight {
+                time_ns: 1_000,
+                count: 1000
+            })
+        );
+        assert_eq!(
+            sample(7, 0, u32::MAX),
+            Some(Weight {
+                time_ns: 7,
+                count: 1000
+            })
+        );
     }
 
     #[test]
     fn short_intervals_are_reweighted_when_kept() {
         // d/r = 1/4: rand below 2³²/4 keeps.
-        assert_eq!(sample(250, 1_000, 0), Some(Weight { time_ns: 1_000, count: 4000 }));
-        assert_eq!(sample(250, 1_000, (1 << 30) - 1), Some(Weight { time_ns: 1_000, count: 4000 }));
+        assert_eq!(
+            sample(250, 1_000, 0),
+            Some(Weight {
+                time_ns: 1_000,
+                count: 4000
+            })
+        );
+        assert_eq!(
+            sample(250, 1_000, (1 << 30) - 1),
+            Some(Weight {
+                time_ns: 1_000,
+                count: 4000
+            })
+        );
         assert_eq!(sample(250, 1_000, 1 << 30), None);
-        assert_eq!(sample(0, 1_000, 0), None, "zero-length intervals carry no weight");
-        assert_eq!(sample(1, MAX_RATE_NS, 0).map(|w| w.time_ns), Some(MAX_RATE_NS));
+        assert_eq!(
+            sample(0, 1_000, 0),
+            None,
+            "zero-length intervals carry no weight"
+        );
+        assert_eq!(
+            sample(1, MAX_RATE_NS, 0).map(|w| w.time_ns),
+            Some(MAX_RATE_NS)
+        );
     }
 
     /// Totals over many intervals of three lengths, as a fraction of truth.
     fn totals(rule: fn(u64, u64, u32) -> Option<Weight>, rate: u64) -> [(f64, f64); 3] {
         // Equal true time in each class: 100 µs × 20000, 1 ms × 2000, 20 ms × 100.
-        let classes = [(100_000u64, 20_000u64), (1_000_000, 2_000), (20_000_000, 100)];
+        let classes = [
+            (100_000u64, 20_000u64),
+            (1_000_000, 2_000),
+            (20_000_000, 100),
+        ];
         let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
         classes.map(|(d, n)| {
             let (mut time, mut count) = (0u64, 0u64);
@@ -112,7 +162,10 @@ mod tests {
                 }
             }
             #[expect(clippy::cast_precision_loss, reason = "ratios")]
-            (time as f64 / (d * n) as f64, count as f64 / (n * COUNT_SCALE) as f64)
+            (
+                time as f64 / (d * n) as f64,
+                count as f64 / (n * COUNT_SCALE) as f64,
+            )
         })
     }
 
@@ -121,8 +174,14 @@ mod tests {
         // Rate 10 ms: the 100 µs class is kept 1% of the time (~200 of
         // 20000), so its relative standard error is ~7%; ±20% is ~3 sigma.
         for (class, (time, count)) in totals(sample, 10_000_000).into_iter().enumerate() {
-            assert!((time - 1.0).abs() < 0.2, "class {class}: time {time:.3} of truth");
-            assert!((count - 1.0).abs() < 0.2, "class {class}: count {count:.3} of truth");
+            assert!(
+                (time - 1.0).abs() < 0.2,
+                "class {class}: time {time:.3} of truth"
+            );
+            assert!(
+                (count - 1.0).abs() < 0.2,
+                "class {class}: count {count:.3} of truth"
+            );
         }
     }
 

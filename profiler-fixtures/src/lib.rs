@@ -52,6 +52,88 @@ pub fn burn(budget_ns: u64) -> u64 {
     }
 }
 
+/// The fixture protocol, around the measured phase: print `ready ...`
+/// (ids), wait for a line on stdin, run `measured`, print its result line,
+/// then linger until stdin closes, so the process (and its mappings) stays
+/// around until the test is done with it.
+///
+/// # Panics
+/// If stdout or stdin fail.
+pub fn run_protocol(ready: &str, measured: impl FnOnce() -> String) {
+    use std::io::{BufRead as _, Read as _, Write as _};
+    println!("ready pid={} {ready}", std::process::id());
+    std::io::stdout().flush().expect("stdout");
+    let mut stdin = std::io::stdin().lock();
+    let mut go = String::new();
+    stdin.read_line(&mut go).expect("stdin");
+    let result = measured();
+    println!("{result}");
+    std::io::stdout().flush().expect("stdout");
+    let mut rest = Vec::new();
+    let _ = stdin.read_to_end(&mut rest);
+}
+
+/// A worker's measured phase: runs until the given instant.
+pub type Work<T> = fn(std::time::Instant) -> T;
+
+/// Named worker threads that report their tid, then wait for the measured
+/// phase: each runs `work(until)` once `start` is called.
+pub struct Workers<T> {
+    starts: Vec<std::sync::mpsc::Sender<std::time::Instant>>,
+    handles: Vec<(&'static str, std::thread::JoinHandle<T>)>,
+    /// `name=tid` for each worker, for the ready line.
+    pub ids: String,
+}
+
+impl<T: Send + 'static> Workers<T> {
+    /// Spawns one thread per `(name, work)`.
+    ///
+    /// # Panics
+    /// If a thread cannot be spawned.
+    #[must_use]
+    pub fn spawn(workers: Vec<(&'static str, Work<T>)>) -> Self {
+        let mut ids = Vec::new();
+        let mut starts = Vec::new();
+        let mut handles = Vec::new();
+        for (name, work) in workers {
+            let (tid_tx, tid_rx) = std::sync::mpsc::channel();
+            let (start_tx, start_rx) = std::sync::mpsc::channel::<std::time::Instant>();
+            let handle = std::thread::Builder::new()
+                .name(name.to_owned())
+                .spawn(move || {
+                    tid_tx.send(gettid()).expect("spawner waits");
+                    let until = start_rx.recv().expect("start");
+                    work(until)
+                })
+                .expect("spawn");
+            ids.push(format!("{name}={}", tid_rx.recv().expect("tid")));
+            starts.push(start_tx);
+            handles.push((name, handle));
+        }
+        Self {
+            starts,
+            handles,
+            ids: ids.join(" "),
+        }
+    }
+
+    /// Runs every worker until `run_time` from now; returns their results.
+    ///
+    /// # Panics
+    /// If a worker panicked.
+    #[must_use]
+    pub fn run(self, run_time: Duration) -> Vec<(&'static str, T)> {
+        let until = std::time::Instant::now() + run_time;
+        for start in &self.starts {
+            start.send(until).expect("worker waits");
+        }
+        self.handles
+            .into_iter()
+            .map(|(name, h)| (name, h.join().expect("worker")))
+            .collect()
+    }
+}
+
 /// Parses the first argument as a run time in seconds.
 ///
 /// # Panics
@@ -63,4 +145,38 @@ pub fn run_time_from_args() -> Duration {
         .map_or(Ok(10.0), |s| s.parse())
         .expect("usage: FIXTURE [SECONDS]");
     Duration::from_secs_f64(secs)
+}
+
+/// Lowers the calling thread's timer slack to 1 ns, so a 100 µs sleep
+/// sleeps ~100 µs rather than the default slack's extra 50 µs.
+///
+/// # Panics
+/// If the kernel refuses.
+pub fn tight_timer_slack() {
+    // SAFETY: PR_SET_TIMERSLACK takes one integer argument.
+    let rc = unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1, 0, 0, 0) };
+    assert_eq!(rc, 0, "prctl(PR_SET_TIMERSLACK)");
+}
+
+/// Pins the calling thread to `cpu`.
+///
+/// # Panics
+/// If the kernel refuses (e.g. the CPU is offline).
+pub fn pin_to_cpu(cpu: usize) {
+    // SAFETY: an all-zero cpu_set_t is a valid empty set; CPU_SET and
+    // sched_setaffinity get a pointer to it and its exact size.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        libc::CPU_SET(cpu, &mut set);
+        let rc = libc::sched_setaffinity(0, size_of::<libc::cpu_set_t>(), &raw const set);
+        assert_eq!(rc, 0, "sched_setaffinity");
+    }
+}
+
+/// Sleeps for `d` and returns the wall time the call took, in nanoseconds.
+#[must_use]
+pub fn timed_sleep(d: Duration) -> u64 {
+    let start = std::time::Instant::now();
+    std::thread::sleep(d);
+    u64::try_from(start.elapsed().as_nanos()).unwrap_or(u64::MAX)
 }

@@ -3,14 +3,20 @@ use std::{ffi::OsString, path::PathBuf, time::Duration};
 
 use clap::{ArgGroup, CommandFactory as _, Parser, error::ErrorKind};
 
-use crate::config::{Config, Target};
+use profiler_common::off_cpu::MAX_RATE_NS;
+
+use crate::config::{Config, OffCpu, Target};
 
 /// Where the kernel's sampling-rate ceiling is published.
 pub const MAX_SAMPLE_RATE_PATH: &str = "/proc/sys/kernel/perf_event_max_sample_rate";
 
-/// System-wide on-CPU profiler: samples stacks with eBPF and writes a gzip'd
-/// pprof file every interval.
+/// Wall-clock profiler: on-CPU stacks and off-CPU time (sleeping, disk,
+/// run queue) with eBPF, written as a gzip'd pprof file every interval.
 #[derive(Debug, Parser)]
+#[expect(
+    clippy::struct_excessive_bools,
+    reason = "one field per command-line switch"
+)]
 #[command(name = "profiler", version, about)]
 #[command(group(ArgGroup::new("target").required(true).args(["pids", "all"])))]
 struct Args {
@@ -41,6 +47,24 @@ struct Args {
     /// Keep only the newest N profile files.
     #[arg(long, value_name = "N", default_value_t = 100)]
     retain: usize,
+
+    /// Off-CPU intervals shorter than this are kept with probability
+    /// duration/rate and weighted up (unbiased); 0 keeps every interval.
+    #[arg(long, value_name = "DUR", default_value = "1ms", value_parser = parse_duration)]
+    off_cpu_rate: Duration,
+
+    /// Do not track off-CPU time.
+    #[arg(long)]
+    no_off_cpu: bool,
+
+    /// Do not take on-CPU samples.
+    #[arg(long)]
+    no_on_cpu: bool,
+
+    /// Weight kept short off-CPU intervals by their raw duration (biased:
+    /// for demonstrating the bias only).
+    #[arg(long, hide = true)]
+    off_cpu_naive_weights: bool,
 }
 
 fn parse_duration(s: &str) -> Result<Duration, String> {
@@ -98,6 +122,18 @@ where
     if args.retain == 0 {
         return Err(invalid("--retain must keep at least 1 file".into()));
     }
+    if args.no_off_cpu && args.no_on_cpu {
+        return Err(invalid(
+            "--no-off-cpu and --no-on-cpu together leave nothing to profile".into(),
+        ));
+    }
+    let off_cpu_rate_ns = u64::try_from(args.off_cpu_rate.as_nanos()).unwrap_or(u64::MAX);
+    if off_cpu_rate_ns > MAX_RATE_NS {
+        return Err(invalid(format!(
+            "--off-cpu-rate must be at most {:?}",
+            Duration::from_nanos(MAX_RATE_NS)
+        )));
+    }
     if let Some(&pid) = args.pids.iter().find(|&&pid| pid == 0) {
         return Err(invalid(format!("--pid {pid}: not a process id")));
     }
@@ -117,6 +153,11 @@ where
         duration: args.duration,
         frequency_hz: args.frequency,
         retain: args.retain,
+        on_cpu: !args.no_on_cpu,
+        off_cpu: (!args.no_off_cpu).then_some(OffCpu {
+            rate_ns: off_cpu_rate_ns,
+            naive_weights: args.off_cpu_naive_weights,
+        }),
     })
 }
 
@@ -155,6 +196,41 @@ mod tests {
         assert_eq!(config.duration, None);
         assert_eq!(config.frequency_hz, 99);
         assert_eq!(config.retain, 100);
+        assert!(config.on_cpu);
+        assert_eq!(
+            config.off_cpu,
+            Some(OffCpu {
+                rate_ns: 1_000_000,
+                naive_weights: false
+            })
+        );
+    }
+
+    #[test]
+    fn off_cpu_flags() {
+        let config = parse_ok(&["--all", "--off-cpu-rate", "0", "--no-on-cpu"]);
+        assert_eq!(
+            config.off_cpu,
+            Some(OffCpu {
+                rate_ns: 0,
+                naive_weights: false
+            })
+        );
+        assert!(!config.on_cpu);
+        let config = parse_ok(&[
+            "--all",
+            "--off-cpu-rate",
+            "250us",
+            "--off-cpu-naive-weights",
+        ]);
+        assert_eq!(
+            config.off_cpu,
+            Some(OffCpu {
+                rate_ns: 250_000,
+                naive_weights: true
+            })
+        );
+        assert_eq!(parse_ok(&["--all", "--no-off-cpu"]).off_cpu, None);
     }
 
     #[test]
@@ -210,6 +286,11 @@ mod tests {
             (&["--pid", "1", "--duration", "0s"][..], "--duration"),
             (&["--pid", "1", "--retain", "0"][..], "--retain"),
             (&["--pid", "0"][..], "not a process id"),
+            (
+                &["--pid", "1", "--no-off-cpu", "--no-on-cpu"][..],
+                "nothing to profile",
+            ),
+            (&["--pid", "1", "--off-cpu-rate", "5s"][..], "at most"),
         ] {
             let err = parse_err(args);
             assert_eq!(err.kind(), ErrorKind::ValueValidation, "{args:?}");

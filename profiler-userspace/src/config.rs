@@ -22,8 +22,22 @@ pub struct Config {
     pub duration: Option<Duration>,
     /// On-CPU sampling frequency per CPU.
     pub frequency_hz: u64,
+    /// Whether on-CPU samples are taken (`--no-on-cpu` turns them off).
+    pub on_cpu: bool,
+    /// Off-CPU tracking; `None` with `--no-off-cpu`.
+    pub off_cpu: Option<OffCpu>,
     /// Number of newest profile files to keep.
     pub retain: usize,
+}
+
+/// How off-CPU intervals are sampled (see `profiler_common::off_cpu`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct OffCpu {
+    /// The rate `r` in nanoseconds; 0 keeps every interval.
+    pub rate_ns: u64,
+    /// Record kept short intervals with their raw duration (biased). Only
+    /// for demonstrating the bias; hidden from `--help`.
+    pub naive_weights: bool,
 }
 
 impl Config {

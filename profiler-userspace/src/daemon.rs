@@ -41,7 +41,7 @@ pub async fn run(config: Config) -> Result<(), DaemonError> {
     let mut sigint = signal(SignalKind::interrupt()).map_err(DaemonError::Signals)?;
     let mut sigterm = signal(SignalKind::terminate()).map_err(DaemonError::Signals)?;
 
-    let mut kernel = Kernel::load(&config.target, config.sample_period_ns())?;
+    let mut kernel = Kernel::load(&config)?;
     if let Some(logger) = kernel.take_logger() {
         forward_ebpf_logs(logger);
     }
@@ -49,7 +49,8 @@ pub async fn run(config: Config) -> Result<(), DaemonError> {
     let sink = FileSink::new(config.output_dir.clone(), config.retain);
     tracing::info!(
         target = ?config.target,
-        frequency_hz = config.frequency_hz,
+        on_cpu_hz = config.on_cpu.then_some(config.frequency_hz),
+        off_cpu_rate = ?config.off_cpu.map(|o| Duration::from_nanos(o.rate_ns)),
         interval = ?config.interval,
         output_dir = %config.output_dir.display(),
         "profiling"
@@ -67,12 +68,15 @@ pub async fn run(config: Config) -> Result<(), DaemonError> {
     let mut window_start = (SystemTime::now(), started);
 
     loop {
-        let last = tokio::select! {
+        let signalled = tokio::select! {
             _ = ticker.tick() => false,
             () = sleep_until(deadline.unwrap_or_else(tokio::time::Instant::now)), if deadline.is_some() => true,
             _ = sigint.recv() => { tracing::info!("SIGINT: writing the last window"); true }
             _ = sigterm.recv() => { tracing::info!("SIGTERM: writing the last window"); true }
         };
+        // A tick that lands on the deadline ends the run too, rather than
+        // leaving an empty window after it.
+        let last = signalled || deadline.is_some_and(|d| tokio::time::Instant::now() >= d);
 
         let old_slot = kernel.flip()?;
         let times = WindowTimes {

@@ -67,7 +67,12 @@ pub struct Sample {
     pub state: ThreadState,
     /// Leaf first: kernel frames, then user frames.
     pub stack: Vec<Location>,
+    /// On-CPU samples.
     pub samples: u64,
+    /// Debiased off-CPU nanoseconds.
+    pub off_cpu_ns: u64,
+    /// Debiased off-CPU events, in `off_cpu::COUNT_SCALE` units.
+    pub off_cpu_count: u64,
 }
 
 /// A whole window.

@@ -39,6 +39,8 @@ pub fn assemble(
                 state: s.state,
                 stack,
                 samples: s.samples,
+                off_cpu_ns: s.off_cpu_ns,
+                off_cpu_count: s.off_cpu_count,
             }
         })
         .collect();

@@ -31,8 +31,9 @@ fn on_cpu_split_matches_the_fixtures_own_measurement() {
     require_root();
     let dir = tempfile::tempdir().unwrap();
     let out_dir = dir.path().join("profiles");
-    let fixture = Fixture::spawn("spin_split", 7.0);
-    let (pid, tid) = (fixture.pid, fixture.tid);
+    let mut fixture = Fixture::spawn("spin_split", 7.0);
+    let (pid, tid) = (fixture.pid(), fixture.tid("tid"));
+    fixture.go();
     run_ok(&[
         "--pid",
         &pid.to_string(),
@@ -43,7 +44,7 @@ fn on_cpu_split_matches_the_fixtures_own_measurement() {
         "--duration",
         "5s",
     ]);
-    let truth = fixture.finish();
+    let truth = fixture.results();
     let profiles = profiles(&out_dir);
 
     // 2 s, 2 s, then the 1 s left when --duration ends.
@@ -56,7 +57,13 @@ fn on_cpu_split_matches_the_fixtures_own_measurement() {
         assert_eq!(p.0.string_table[0], "", "{}", path.display());
         assert_eq!(
             p.sample_types(),
-            [("samples", "count"), ("cpu", "nanoseconds")]
+            [
+                ("samples", "count"),
+                ("cpu", "nanoseconds"),
+                ("off_cpu_events", "count"),
+                ("off_cpu", "nanoseconds"),
+                ("wall", "nanoseconds"),
+            ]
         );
         assert!(p.0.duration_nanos > 0 && p.0.time_nanos > 0);
         for sample in &p.0.sample {
@@ -68,7 +75,9 @@ fn on_cpu_split_matches_the_fixtures_own_measurement() {
             assert_eq!(p.num_label(sample, "tid"), Some(i64::from(tid)));
             assert_eq!(p.str_label(sample, "comm"), Some("spin_split"));
             assert_eq!(p.str_label(sample, "thread"), Some("spin_split"));
-            assert_eq!(p.str_label(sample, "state"), Some("running"));
+            if p.value(sample, "samples") > 0 {
+                assert_eq!(p.str_label(sample, "state"), Some("running"));
+            }
         }
     }
 
@@ -117,10 +126,13 @@ fn all_mode_sees_the_fixture_and_never_the_idle_task() {
     require_root();
     let dir = tempfile::tempdir().unwrap();
     // Two unrelated busy processes: --all must see both without being told.
-    let fixtures = [
+    let mut fixtures = [
         Fixture::spawn("spin_split", 5.0),
         Fixture::spawn("spin_split", 5.0),
     ];
+    for fixture in &mut fixtures {
+        fixture.go();
+    }
     run_ok(&[
         "--all",
         "--output-dir",
@@ -135,9 +147,9 @@ fn all_mode_sees_the_fixture_and_never_the_idle_task() {
     let (path, p) = &profiles[0];
     for fixture in &fixtures {
         assert!(
-            samples_in(&profiles, fixture.pid, "spin_heavy") > 0,
+            samples_in(&profiles, fixture.pid(), "spin_heavy") > 0,
             "fixture {} not seen in --all mode",
-            fixture.pid
+            fixture.pid()
         );
     }
     assert!(
@@ -158,9 +170,10 @@ fn sigterm_and_sigint_write_the_last_window_and_exit_zero() {
     require_root();
     for signal in ["TERM", "INT"] {
         let dir = tempfile::tempdir().unwrap();
-        let fixture = Fixture::spawn("spin_split", 10.0);
+        let mut fixture = Fixture::spawn("spin_split", 10.0);
+        fixture.go();
         let mut child = support::profiler()
-            .args(["--pid", &fixture.pid.to_string(), "--output-dir"])
+            .args(["--pid", &fixture.pid().to_string(), "--output-dir"])
             .arg(dir.path())
             .stderr(Stdio::null())
             .spawn()
@@ -176,7 +189,7 @@ fn sigterm_and_sigint_write_the_last_window_and_exit_zero() {
         assert!(status.success(), "SIG{signal}: exit status {status}");
         let profiles = profiles(dir.path());
         assert_eq!(profiles.len(), 1, "SIG{signal}: one window written");
-        assert!(profiles[0].1.samples_of(fixture.pid).count() > 0);
+        assert!(profiles[0].1.samples_of(fixture.pid()).count() > 0);
     }
 }
 

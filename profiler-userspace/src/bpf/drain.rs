@@ -37,6 +37,10 @@ pub struct RawSample {
     pub kernel_stack: Stack,
     /// Number of on-CPU samples.
     pub samples: u64,
+    /// Debiased off-CPU nanoseconds.
+    pub off_cpu_ns: u64,
+    /// Debiased off-CPU events, in `off_cpu::COUNT_SCALE` units.
+    pub off_cpu_count: u64,
 }
 
 /// Everything the kernel recorded in one window.
@@ -126,6 +130,8 @@ impl Kernel {
                 user_stack,
                 kernel_stack,
                 samples: value.samples,
+                off_cpu_ns: value.off_cpu_ns,
+                off_cpu_count: value.off_cpu_count,
             });
         }
         let hashes: Vec<u64> = stacks.keys().filter_map(Result::ok).collect();

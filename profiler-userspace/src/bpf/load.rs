@@ -1,26 +1,36 @@
-//! Loading the eBPF object, setting its targets and attaching the on-CPU
-//! sampler to every online CPU.
+//! Loading the eBPF object, setting its targets, and attaching the on-CPU
+//! sampler to every online CPU and the off-CPU programs to their
+//! tracepoints.
 use aya::{
-    Ebpf, EbpfLoader,
+    Btf, Ebpf, EbpfLoader,
     maps::{HashMap, MapData},
     programs::{
-        PerfEvent,
+        BtfTracePoint, PerfEvent,
         perf_event::{PerfEventConfig, PerfEventScope, SamplePolicy, SoftwareEvent},
     },
     util::online_cpus,
 };
 use profiler_common::{
-    maps::{GLOBAL_TARGET_ALL, TARGETS},
+    maps::{GLOBAL_OFF_CPU_NAIVE, GLOBAL_OFF_CPU_RATE_NS, GLOBAL_TARGET_ALL, TARGETS},
     stats::STATS_LEN,
 };
 
 use super::KernelError;
-use crate::config::Target;
+use crate::config::{Config, Target};
 
 /// The compiled eBPF object, built by build.rs from profiler-ebpf.
 static EBPF_OBJECT: &[u8] = aya::include_bytes_aligned!(concat!(env!("OUT_DIR"), "/profiler-ebpf"));
 
 const ON_CPU_PROGRAM: &str = "on_cpu_sample";
+
+/// Off-CPU programs and the BTF tracepoints they attach to. The exit hook
+/// comes first so no thread is tracked before its exit can be seen.
+const OFF_CPU_PROGRAMS: [(&str, &str); 4] = [
+    ("sched_process_exit", "sched_process_exit"),
+    ("sys_exit", "sys_exit"),
+    ("sched_wakeup", "sched_wakeup"),
+    ("sched_switch", "sched_switch"),
+];
 
 /// The loaded and attached programs and their maps.
 pub struct Kernel {
@@ -33,15 +43,20 @@ pub struct Kernel {
 }
 
 impl Kernel {
-    /// Loads the programs, fills the target set and starts sampling every
-    /// online CPU once per `sample_period_ns` nanoseconds of CPU time.
+    /// Loads the programs, fills the target set, then starts on-CPU
+    /// sampling (every online CPU, once per sample period of CPU time) and
+    /// off-CPU tracking, as configured.
     ///
     /// # Errors
-    /// When the kernel refuses the object, a map or a perf event.
-    pub fn load(target: &Target, sample_period_ns: u64) -> Result<Self, KernelError> {
-        let target_all = u8::from(matches!(target, Target::All));
+    /// When the kernel refuses the object, a map, a program or an attach.
+    pub fn load(config: &Config) -> Result<Self, KernelError> {
+        let target_all = u8::from(matches!(config.target, Target::All));
+        let rate_ns = config.off_cpu.map_or(0, |o| o.rate_ns);
+        let naive = u8::from(config.off_cpu.is_some_and(|o| o.naive_weights));
         let mut ebpf = EbpfLoader::new()
             .override_global(GLOBAL_TARGET_ALL, &target_all, true)
+            .override_global(GLOBAL_OFF_CPU_RATE_NS, &rate_ns, true)
+            .override_global(GLOBAL_OFF_CPU_NAIVE, &naive, true)
             .load(EBPF_OBJECT)?;
 
         let logger = match aya_log::EbpfLogger::init(&mut ebpf) {
@@ -52,7 +67,7 @@ impl Kernel {
             }
         };
 
-        if let Target::Pids(pids) = target {
+        if let Target::Pids(pids) = &config.target {
             let mut targets: HashMap<&mut MapData, u32, u8> =
                 HashMap::try_from(ebpf.map_mut(TARGETS).ok_or(KernelError::Missing {
                     kind: "map",
@@ -66,21 +81,36 @@ impl Kernel {
             }
         }
 
-        let program: &mut PerfEvent = ebpf
-            .program_mut(ON_CPU_PROGRAM)
+        let mut kernel = Self {
+            ebpf,
+            active_slot: 0,
+            last_stats: [0; STATS_LEN as usize],
+            logger,
+        };
+        kernel.set_active_slot(0)?;
+        if config.off_cpu.is_some() {
+            kernel.attach_off_cpu()?;
+        }
+        if config.on_cpu {
+            kernel.attach_on_cpu(config.sample_period_ns())?;
+        }
+        Ok(kernel)
+    }
+
+    fn attach_on_cpu(&mut self, sample_period_ns: u64) -> Result<(), KernelError> {
+        let name = ON_CPU_PROGRAM;
+        let program: &mut PerfEvent = self
+            .ebpf
+            .program_mut(name)
             .ok_or(KernelError::Missing {
                 kind: "program",
-                name: ON_CPU_PROGRAM,
+                name,
             })?
             .try_into()
-            .map_err(|source| KernelError::Program {
-                name: ON_CPU_PROGRAM,
-                source,
-            })?;
-        program.load().map_err(|source| KernelError::Program {
-            name: ON_CPU_PROGRAM,
-            source,
-        })?;
+            .map_err(|source| KernelError::Program { name, source })?;
+        program
+            .load()
+            .map_err(|source| KernelError::Program { name, source })?;
         let cpus = online_cpus().map_err(|(path, source)| KernelError::Cpus { path, source })?;
         for cpu in cpus {
             program
@@ -90,23 +120,32 @@ impl Kernel {
                     SamplePolicy::Period(sample_period_ns),
                     false,
                 )
-                .map_err(|source| KernelError::Attach {
-                    name: ON_CPU_PROGRAM,
-                    cpu,
-                    source,
-                })?;
+                .map_err(|source| KernelError::Attach { name, cpu, source })?;
         }
-
-        let mut kernel = Self {
-            ebpf,
-            active_slot: 0,
-            last_stats: [0; STATS_LEN as usize],
-            logger,
-        };
-        kernel.set_active_slot(0)?;
-        Ok(kernel)
+        Ok(())
     }
 
+    fn attach_off_cpu(&mut self) -> Result<(), KernelError> {
+        let btf = Btf::from_sys_fs().map_err(KernelError::Btf)?;
+        for (name, tracepoint) in OFF_CPU_PROGRAMS {
+            let program: &mut BtfTracePoint = self
+                .ebpf
+                .program_mut(name)
+                .ok_or(KernelError::Missing {
+                    kind: "program",
+                    name,
+                })?
+                .try_into()
+                .map_err(|source| KernelError::Program { name, source })?;
+            program
+                .load(tracepoint, &btf)
+                .map_err(|source| KernelError::Program { name, source })?;
+            program
+                .attach()
+                .map_err(|source| KernelError::Program { name, source })?;
+        }
+        Ok(())
+    }
     /// Takes the eBPF log channel, to be polled by the caller.
     pub fn take_logger(&mut self) -> Option<aya_log::EbpfLogger<&'static dyn log::Log>> {
         self.logger.take()

@@ -34,6 +34,8 @@ pub enum KernelError {
         kind: &'static str,
         name: &'static str,
     },
+    #[error("reading the kernel's BTF: {0}")]
+    Btf(aya::BtfError),
     #[error("listing online CPUs from {path}: {source}")]
     Cpus {
         path: &'static str,

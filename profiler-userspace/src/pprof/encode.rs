@@ -3,10 +3,11 @@
 //! the same profile always encodes to the same bytes.
 use std::{collections::HashMap, sync::Arc, time::UNIX_EPOCH};
 
+use profiler_common::off_cpu::COUNT_SCALE;
 use prost::Message as _;
 
 use super::proto;
-use crate::profile::{Line, Location, Mapping, Profile};
+use crate::profile::{Line, Location, Mapping, Profile, Sample};
 
 /// Encodes `profile` as an (uncompressed) pprof protobuf.
 #[must_use]
@@ -24,12 +25,13 @@ pub fn build(profile: &Profile) -> proto::Profile {
     };
     tables.strings.insert(String::new(), 0);
 
-    let samples_type = tables.value_type(&mut out, "samples", "count");
-    let cpu_type = tables.value_type(&mut out, "cpu", "nanoseconds");
-    out.sample_type = vec![samples_type, cpu_type];
-    out.period_type = Some(cpu_type);
+    out.sample_type = SAMPLE_TYPES
+        .iter()
+        .map(|(ty, unit)| tables.value_type(&mut out, ty, unit))
+        .collect();
+    out.period_type = Some(out.sample_type[1]);
     out.period = to_i64(profile.period_ns);
-    out.default_sample_type = cpu_type.r#type;
+    out.default_sample_type = out.sample_type[4].r#type;
     out.time_nanos = profile
         .start
         .duration_since(UNIX_EPOCH)
@@ -59,10 +61,9 @@ pub fn build(profile: &Profile) -> proto::Profile {
             str_label(keys.thread, tables.string(&mut out, &sample.thread)),
             str_label(keys.state, tables.string(&mut out, sample.state.label())),
         ];
-        let cpu_ns = sample.samples.saturating_mul(profile.period_ns);
         out.sample.push(proto::Sample {
             location_id,
-            value: vec![to_i64(sample.samples), to_i64(cpu_ns)],
+            value: values(sample, profile.period_ns),
             label,
         });
     }
@@ -71,6 +72,30 @@ pub fn build(profile: &Profile) -> proto::Profile {
         out.comment.push(index);
     }
     out
+}
+
+/// (type, unit) of each sample value, in order; `wall` is the default.
+pub const SAMPLE_TYPES: [(&str, &str); 5] = [
+    ("samples", "count"),
+    ("cpu", "nanoseconds"),
+    ("off_cpu_events", "count"),
+    ("off_cpu", "nanoseconds"),
+    ("wall", "nanoseconds"),
+];
+
+/// The values of one sample in [`SAMPLE_TYPES`] order. Off-CPU event
+/// counts are fixed point in the kernel; pprof values are integers, so they
+/// are rounded to the nearest event here.
+fn values(sample: &Sample, period_ns: u64) -> Vec<i64> {
+    let cpu_ns = sample.samples.saturating_mul(period_ns);
+    let events = (sample.off_cpu_count + COUNT_SCALE / 2) / COUNT_SCALE;
+    vec![
+        to_i64(sample.samples),
+        to_i64(cpu_ns),
+        to_i64(events),
+        to_i64(sample.off_cpu_ns),
+        to_i64(cpu_ns.saturating_add(sample.off_cpu_ns)),
+    ]
 }
 
 struct Labels {
@@ -210,7 +235,6 @@ mod tests {
     use prost::Message as _;
 
     use super::*;
-    use crate::profile::Sample;
 
     fn line(function: &str, file: &str, line: u32) -> Line {
         Line {
@@ -252,6 +276,8 @@ mod tests {
             state: ThreadState::Running,
             stack,
             samples,
+            off_cpu_ns: 0,
+            off_cpu_count: 0,
         };
         Profile {
             start: SystemTime::UNIX_EPOCH + Duration::from_secs(1_700_000_000),
@@ -265,6 +291,13 @@ mod tests {
                     vec![Location::marker("[lost user stack: stack map full]".into())],
                     2,
                 ),
+                Sample {
+                    state: ThreadState::Sleeping,
+                    off_cpu_ns: 5_000_000,
+                    // 2.6 debiased events.
+                    off_cpu_count: 2_600,
+                    ..sample(13, vec![main.clone()], 0)
+                },
             ],
             comments: vec!["stack_map_full_drops=2".into()],
         }
@@ -287,7 +320,8 @@ mod tests {
             .iter()
             .map(|t| (string(&p, t.r#type), string(&p, t.unit)))
             .collect();
-        assert_eq!(types, [("samples", "count"), ("cpu", "nanoseconds")]);
+        assert_eq!(types, SAMPLE_TYPES);
+        assert_eq!(string(&p, p.default_sample_type), "wall");
         let period_type = p.period_type.unwrap();
         assert_eq!(
             (string(&p, period_type.r#type), string(&p, period_type.unit)),
@@ -301,9 +335,16 @@ mod tests {
         assert_eq!(p.mapping.len(), 1);
         assert_eq!(string(&p, p.mapping[0].filename), "/usr/bin/app");
         assert_eq!(string(&p, p.mapping[0].build_id), "abcd");
-        // hot, main, unresolved, marker: main is shared between two samples.
+        // hot, main, unresolved, marker: main is shared between samples.
         assert_eq!(p.location.len(), 4);
-        assert_eq!(p.sample.len(), 3);
+        assert_eq!(p.sample.len(), 4);
+        let sleeping = &p.sample[3];
+        assert_eq!(
+            sleeping.value,
+            vec![0, 0, 3, 5_000_000, 5_000_000],
+            "events rounded"
+        );
+        assert_eq!(string(&p, sleeping.label[4].str), "sleeping");
 
         let names = |loc_id: u64| -> Vec<&str> {
             let loc = &p.location[usize::try_from(loc_id - 1).unwrap()];
@@ -325,7 +366,10 @@ mod tests {
             ["[lost user stack: stack map full]"]
         );
         let first = &p.sample[1];
-        assert_eq!(first.value, vec![30, 30 * 10_101_010]);
+        assert_eq!(
+            first.value,
+            vec![30, 30 * 10_101_010, 0, 0, 30 * 10_101_010]
+        );
         assert_eq!(
             names(first.location_id[0]),
             ["inner", "hot"],

@@ -456,6 +456,8 @@ mod tests {
                 user_stack: Stack::Frames(Arc::from([addr])),
                 kernel_stack: Stack::Lost { errno: libc::E2BIG },
                 samples: 1,
+                off_cpu_ns: 0,
+                off_cpu_count: 0,
             }],
             ..RawWindow::default()
         };

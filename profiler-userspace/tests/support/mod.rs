@@ -5,9 +5,9 @@
 use std::{
     collections::HashMap,
     fs,
-    io::{BufRead as _, BufReader, Read as _},
+    io::{BufRead as _, BufReader, Read as _, Write as _},
     path::{Path, PathBuf},
-    process::{Child, ChildStdout, Command, Output, Stdio},
+    process::{Child, ChildStdin, ChildStdout, Command, Output, Stdio},
 };
 
 use profiler_userspace::pprof::proto;
@@ -28,12 +28,15 @@ pub fn require_root() {
     );
 }
 
-/// A fixture program from profiler-fixtures, built next to the profiler.
+/// A fixture program from profiler-fixtures, driven by its protocol:
+/// `ready ...` ids, a "go" line, the measured phase, a result line, then
+/// lingering (alive, mappings readable) until stdin closes.
 pub struct Fixture {
     child: Child,
+    stdin: Option<ChildStdin>,
     stdout: BufReader<ChildStdout>,
-    pub pid: u32,
-    pub tid: u32,
+    /// The ids from the ready line: `pid`, and thread ids by name.
+    pub ids: HashMap<String, u32>,
 }
 
 impl Fixture {
@@ -46,40 +49,106 @@ impl Fixture {
         );
         let mut child = Command::new(&bin)
             .arg(seconds.to_string())
+            .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .spawn()
             .expect("spawn fixture");
+        let stdin = child.stdin.take();
         let mut stdout = BufReader::new(child.stdout.take().expect("stdout"));
         let mut line = String::new();
         stdout.read_line(&mut line).expect("fixture ready line");
-        let fields = fields(&line);
         Self {
             child,
+            stdin,
             stdout,
-            pid: fields["pid"],
-            tid: fields["tid"],
+            ids: fields(&line),
         }
     }
 
-    /// Waits for the fixture to finish and returns its measured truth.
-    pub fn finish(mut self) -> HashMap<String, u64> {
-        let mut rest = String::new();
+    pub fn pid(&self) -> u32 {
+        self.ids["pid"]
+    }
+
+    /// The thread id the fixture reported under `name`.
+    pub fn tid(&self, name: &str) -> u32 {
+        self.ids[name]
+    }
+
+    /// Starts the measured phase.
+    pub fn go(&mut self) {
+        let stdin = self.stdin.as_mut().expect("stdin open");
+        stdin.write_all(b"go\n").expect("fixture stdin");
+        stdin.flush().expect("fixture stdin");
+    }
+
+    /// Waits for the measured phase to end and returns its measured truth.
+    pub fn results(&mut self) -> HashMap<String, u64> {
+        let mut line = String::new();
         self.stdout
-            .read_to_string(&mut rest)
-            .expect("fixture output");
-        assert!(self.child.wait().expect("wait").success(), "fixture failed");
-        fields(&rest)
+            .read_line(&mut line)
+            .expect("fixture result line");
+        fields(&line)
     }
 }
 
 impl Drop for Fixture {
     fn drop(&mut self) {
+        drop(self.stdin.take());
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
 }
 
-/// `key=value` pairs of whitespace-separated text (the word before them ignored).
+/// A running profiler, started in the background.
+pub struct Profiler {
+    child: Child,
+    stderr: std::thread::JoinHandle<String>,
+}
+
+impl Profiler {
+    /// Starts the profiler and returns once it has attached its programs.
+    pub fn start(args: &[&str]) -> Self {
+        let mut child = profiler()
+            .args(args)
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn profiler");
+        let mut stderr = BufReader::new(child.stderr.take().expect("stderr"));
+        let mut seen = String::new();
+        loop {
+            let mut line = String::new();
+            let n = stderr.read_line(&mut line).expect("profiler stderr");
+            assert!(n > 0, "profiler {args:?} exited before attaching:\n{seen}");
+            seen.push_str(&line);
+            if line.contains("profiling") {
+                break;
+            }
+        }
+        let stderr = std::thread::spawn(move || {
+            let mut rest = String::new();
+            let _ = stderr.read_to_string(&mut rest);
+            seen + &rest
+        });
+        Self { child, stderr }
+    }
+
+    /// Sends SIGINT and checks the profiler wrote its last window and exited 0.
+    pub fn stop(mut self) {
+        let pid = self.child.id().to_string();
+        assert!(
+            Command::new("kill")
+                .args(["-INT", &pid])
+                .status()
+                .unwrap()
+                .success()
+        );
+        let status = self.child.wait().expect("wait profiler");
+        let stderr = self.stderr.join().expect("stderr reader");
+        assert!(status.success(), "profiler exited with {status}:\n{stderr}");
+    }
+}
+
+/// `key=value` pairs of whitespace-separated text (other words ignored).
 fn fields<T: std::str::FromStr>(text: &str) -> HashMap<String, T>
 where
     T::Err: std::fmt::Debug,
@@ -156,6 +225,11 @@ impl Profile {
             .iter()
             .position(|t| self.string(t.r#type) == ty)
             .unwrap_or_else(|| panic!("no sample type {ty}"))
+    }
+
+    /// The value named `ty` of `sample`.
+    pub fn value(&self, sample: &proto::Sample, ty: &str) -> i64 {
+        sample.value[self.value_index(ty)]
     }
 
     /// The numeric label `key` of `sample`.

@@ -1,0 +1,218 @@
+//! Real-kernel tests of off-CPU profiling: fixtures block, sleep and
+//! contend in known ways and measure their own ground truth; the real
+//! `profiler` binary must report the same, debiased.
+mod support;
+
+use std::path::PathBuf;
+
+use support::{Fixture, Profile, Profiler, go_pprof_raw, profiles, require_root, run_ok};
+
+/// Sum of value `ty` over samples of thread `tid` whose stack contains a
+/// function ending with `function` (any function when empty), and whose
+/// state is `state` (any state when `None`).
+fn total(
+    profiles: &[(PathBuf, Profile)],
+    tid: u32,
+    function: &str,
+    state: Option<&str>,
+    ty: &str,
+) -> i64 {
+    profiles
+        .iter()
+        .flat_map(|(_, p)| {
+            p.0.sample
+                .iter()
+                .filter(move |s| p.num_label(s, "tid") == Some(i64::from(tid)))
+                .filter(move |s| state.is_none_or(|st| p.str_label(s, "state") == Some(st)))
+                .filter(move |s| {
+                    function.is_empty() || p.functions(s).iter().any(|f| f.ends_with(function))
+                })
+                .map(move |s| p.value(s, ty))
+        })
+        .sum()
+}
+
+/// Comment `name=value` of a profile, as a number.
+fn comment(p: &Profile, name: &str) -> u64 {
+    p.comments()
+        .iter()
+        .find_map(|c| c.strip_prefix(name).and_then(|v| v.strip_prefix('=')))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| panic!("no comment {name}"))
+}
+
+/// Profiles the blockers fixture for `seconds` and returns, for the short,
+/// medium and long threads, off_cpu ns in their blocking function divided
+/// by the time the thread measured itself.
+fn blockers_ratios(extra_args: &[&str]) -> [(&'static str, f64); 3] {
+    let dir = tempfile::tempdir().unwrap();
+    let mut fixture = Fixture::spawn("blockers", 5.0);
+    let pid = fixture.pid().to_string();
+    let mut args = vec![
+        "--pid",
+        &pid,
+        "--output-dir",
+        dir.path().to_str().unwrap(),
+        "--interval",
+        "60s",
+        // Well above the 100 µs and 1 ms blocks, below the 20 ms ones.
+        "--off-cpu-rate",
+        "5ms",
+    ];
+    args.extend_from_slice(extra_args);
+    let running = Profiler::start(&args);
+    fixture.go();
+    let truth = fixture.results();
+    running.stop();
+    let profiles = profiles(dir.path());
+    assert_eq!(profiles.len(), 1);
+    let p = &profiles[0].1;
+    // Sampling really happened: most short intervals were not kept.
+    let (seen, kept) = (
+        comment(p, "off_cpu_events_seen"),
+        comment(p, "off_cpu_events_kept"),
+    );
+    assert!(kept * 2 < seen, "kept {kept} of {seen} off-CPU intervals");
+    go_pprof_raw(&profiles[0].0);
+    [
+        ("short", "block_short"),
+        ("medium", "block_medium"),
+        ("long", "block_long"),
+    ]
+    .map(|(name, function)| {
+        let measured = total(&profiles, fixture.tid(name), function, None, "off_cpu");
+        #[expect(clippy::cast_precision_loss, reason = "ratios of nanoseconds")]
+        let ratio = measured as f64 / truth[&format!("{name}_ns")] as f64;
+        (name, ratio)
+    })
+}
+
+#[test]
+fn off_cpu_time_matches_each_threads_own_measurement() {
+    require_root();
+    // ~30000 intervals of 100 µs at rate 5 ms keep ~2% (~600): relative
+    // standard error ~4%, so ±15% is ~3.5 sigma; the 1 ms thread keeps ~20%
+    // of ~4500 (~3%). A broken weighting is off by far more (next test).
+    for (name, ratio) in blockers_ratios(&[]) {
+        eprintln!("{name}: off_cpu / measured = {ratio:.3}");
+        assert!(
+            (ratio - 1.0).abs() <= 0.15,
+            "{name}: off_cpu is {ratio:.3} of the measured time"
+        );
+    }
+}
+
+#[test]
+fn without_debiasing_the_same_check_fails() {
+    require_root();
+    // The same run with kept short intervals recorded at their raw length
+    // (the naive scheme): the 100 µs thread shows ~2% of its blocked time
+    // and the 1 ms thread ~20%, so the ±15% check above would fail. Only
+    // the 20 ms thread, always kept, stays right.
+    let [short, medium, long] = blockers_ratios(&["--off-cpu-naive-weights"]);
+    assert!(short.1 < 0.5, "naive short: {:.3}", short.1);
+    assert!(medium.1 < 0.5, "naive medium: {:.3}", medium.1);
+    assert!((long.1 - 1.0).abs() <= 0.15, "naive long: {:.3}", long.1);
+}
+
+#[test]
+fn cpu_and_off_cpu_shares_match_and_wall_covers_each_window() {
+    require_root();
+    let dir = tempfile::tempdir().unwrap();
+    let mut fixture = Fixture::spawn("spin_sleep", 6.0);
+    let (pid, tid) = (fixture.pid(), fixture.tid("tid"));
+    fixture.go();
+    run_ok(&[
+        "--pid",
+        &pid.to_string(),
+        "--output-dir",
+        dir.path().to_str().unwrap(),
+        "--interval",
+        "2s",
+        "--duration",
+        "4s",
+    ]);
+    let truth = fixture.results();
+    let profiles = profiles(dir.path());
+    assert_eq!(profiles.len(), 2);
+
+    let cpu = total(&profiles, tid, "", None, "cpu");
+    let off_cpu = total(&profiles, tid, "", None, "off_cpu");
+    #[expect(clippy::cast_precision_loss, reason = "shares")]
+    let (measured, expected) = (
+        cpu as f64 / (cpu + off_cpu) as f64 * 100.0,
+        truth["spin_ns"] as f64 / (truth["spin_ns"] + truth["sleep_ns"]) as f64 * 100.0,
+    );
+    // ~400 on-CPU samples in 4 s: the share's standard error is ~2.5 points.
+    assert!(
+        (measured - expected).abs() <= 10.0,
+        "cpu share {measured:.1}% vs the fixture's own {expected:.1}%"
+    );
+    assert!(total(&profiles, tid, "sleep_span", Some("sleeping"), "off_cpu") > 0);
+    assert!(total(&profiles, tid, "spin_span", Some("running"), "cpu") > 0);
+
+    // fgprof's property: a thread alive for the whole window accounts for
+    // about the window's length in wall time (on-CPU sampling jitter and
+    // the intervals still open at the window's edges are the difference).
+    for (path, p) in &profiles {
+        let wall: i64 =
+            p.0.sample
+                .iter()
+                .filter(|s| p.num_label(s, "tid") == Some(i64::from(tid)))
+                .map(|s| p.value(s, "wall"))
+                .sum();
+        #[expect(clippy::cast_precision_loss, reason = "ratio")]
+        let ratio = wall as f64 / p.0.duration_nanos as f64;
+        assert!(
+            (ratio - 1.0).abs() <= 0.1,
+            "{}: wall is {ratio:.3} of the window",
+            path.display()
+        );
+    }
+}
+
+#[test]
+fn sleeping_and_runqueue_states_are_labelled() {
+    require_root();
+    let dir = tempfile::tempdir().unwrap();
+    let run_secs = 4.0;
+    let mut fixture = Fixture::spawn("states", run_secs);
+    let pid = fixture.pid().to_string();
+    let running = Profiler::start(&[
+        "--pid",
+        &pid,
+        "--output-dir",
+        dir.path().to_str().unwrap(),
+        "--interval",
+        "60s",
+    ]);
+    fixture.go();
+    fixture.results();
+    running.stop();
+    let profiles = profiles(dir.path());
+
+    let sleeper = fixture.tid("sleeper");
+    let sleeping = total(&profiles, sleeper, "nap", Some("sleeping"), "off_cpu");
+    let all = total(&profiles, sleeper, "", None, "off_cpu");
+    assert!(
+        sleeping * 10 >= all * 9,
+        "sleeper: {sleeping} ns sleeping of {all} off-CPU"
+    );
+
+    // victim and hog share CPU 0: each waits for it about half the time.
+    #[expect(clippy::cast_possible_truncation, reason = "seconds to ns")]
+    let run_ns = (run_secs * 1e9) as i64;
+    for name in ["victim", "hog"] {
+        let tid = fixture.tid(name);
+        let runqueue = total(&profiles, tid, "contend", Some("runqueue"), "off_cpu");
+        assert!(
+            runqueue * 4 >= run_ns,
+            "{name}: {runqueue} ns in the run queue of a {run_ns} ns run on a shared CPU"
+        );
+        assert_eq!(
+            total(&profiles, tid, "", Some("sleeping"), "off_cpu"),
+            0,
+            "{name} never sleeps"
+        );
+    }
+}
