@@ -1,7 +1,7 @@
 //! Three threads blocked almost all the time, each in its own function and
 //! with very different block lengths: `block_short` (100 µs sleeps),
 //! `block_medium` (1 ms) and `block_long` (20 ms), for the given number of
-//! seconds. Each measures the wall time its sleeps took.
+//! seconds. Each measures the time it spent off the CPU in its sleeps.
 //!
 //! Protocol (see `run_protocol`): `ready pid=P short=T medium=T long=T`
 //! (thread ids), then after "go" `short_ns=N medium_ns=N long_ns=N`.

@@ -2,7 +2,7 @@
 //! sleeping (`sleep_span`), for the given number of seconds.
 //!
 //! Protocol (see `run_protocol`): `ready pid=P tid=T`, then after "go"
-//! `spin_ns=N sleep_ns=N`: CPU time spent spinning, wall time asleep.
+//! `spin_ns=N sleep_ns=N`: CPU time spent spinning, time off the CPU asleep.
 use std::time::{Duration, Instant};
 
 use profiler_fixtures::{
