@@ -19,12 +19,14 @@ pub const STACKS_1: &str = "STACKS_1";
 /// Per-CPU scratch [`crate::stack::StackTrace`] that stacks are captured into.
 pub const STACK_SCRATCH: &str = "STACK_SCRATCH";
 
-/// Array of `u32` control words written by userspace.
+/// Array of `u64` control words written by userspace.
 pub const CONTROL: &str = "CONTROL";
 /// Index in [`CONTROL`] of the slot the kernel currently writes to.
 pub const CONTROL_ACTIVE_SLOT: u32 = 0;
+/// Index in [`CONTROL`] of the monotonic time (ns) of the last slot flip.
+pub const CONTROL_LAST_FLIP_NS: u32 = 1;
 /// Number of entries in [`CONTROL`].
-pub const CONTROL_LEN: u32 = 1;
+pub const CONTROL_LEN: u32 = 2;
 
 /// Set of target process ids (tgid -> 1), used unless profiling everything.
 pub const TARGETS: &str = "TARGETS";
@@ -33,6 +35,12 @@ pub const STATS: &str = "STATS";
 
 /// Off-CPU state per thread: task address -> [`crate::task::TaskState`].
 pub const TASKS: &str = "TASKS";
+/// Off-CPU intervals still open at a window's end: task address -> the
+/// monotonic time (ns) up to which userspace already accounted the
+/// interval. Written by userspace at the drain; read and deleted by the
+/// kernel when the thread comes back, so each nanosecond is counted once.
+pub const IN_FLIGHT: &str = "IN_FLIGHT";
+
 /// Single-entry array: number of threads whose kept weight waits for their
 /// user stack, so the `sys_exit` hook can return at once when it is zero.
 pub const PENDING: &str = "PENDING";

@@ -68,6 +68,26 @@ pub fn sample_naive(d_ns: u64, rate_ns: u64, rand: u32) -> Option<Weight> {
     }
 }
 
+/// Splits the off-CPU interval `[start, end]` into (blocked until woken,
+/// waiting for a CPU). `preempted`: the thread left the CPU runnable, so it
+/// waited for a CPU all along; `woken` is when it was woken (0: not seen).
+/// A wakeup before `start` (the part before it was already accounted)
+/// leaves only CPU waiting.
+#[must_use]
+#[inline(always)]
+#[allow(clippy::inline_always, reason = "runs inside an eBPF program")]
+pub fn split_interval(preempted: bool, start: u64, woken: u64, end: u64) -> (u64, u64) {
+    if preempted {
+        (0, end - start)
+    } else if woken == 0 || woken > end {
+        (end - start, 0)
+    } else if woken >= start {
+        (woken - start, end - woken)
+    } else {
+        (0, end - start)
+    }
+}
+
 /// `rand / 2³² < d / r`, exactly, in integers (`d < r <= u32::MAX`).
 #[inline(always)]
 #[allow(clippy::inline_always, reason = "runs inside an eBPF program")]
@@ -141,6 +161,31 @@ mod tests {
         assert_eq!(
             sample(1, MAX_RATE_NS, 0).map(|w| w.time_ns),
             Some(MAX_RATE_NS)
+        );
+    }
+
+    #[test]
+    fn intervals_split_at_the_wakeup() {
+        assert_eq!(
+            split_interval(true, 100, 150, 200),
+            (0, 100),
+            "preempted: all waiting"
+        );
+        assert_eq!(
+            split_interval(false, 100, 0, 200),
+            (100, 0),
+            "no wakeup seen"
+        );
+        assert_eq!(
+            split_interval(false, 100, 250, 200),
+            (100, 0),
+            "woken after the end"
+        );
+        assert_eq!(split_interval(false, 100, 180, 200), (80, 20));
+        assert_eq!(
+            split_interval(false, 100, 50, 200),
+            (0, 100),
+            "woken before start"
         );
     }
 

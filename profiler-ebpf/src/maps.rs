@@ -7,8 +7,8 @@ use aya_ebpf::{
 };
 use profiler_common::{
     maps::{
-        CONTROL_ACTIVE_SLOT, CONTROL_LEN, SAMPLES_MAX_ENTRIES, STACKS_MAX_ENTRIES,
-        TARGETS_MAX_ENTRIES, TASKS_MAX_ENTRIES,
+        CONTROL_ACTIVE_SLOT, CONTROL_LAST_FLIP_NS, CONTROL_LEN, SAMPLES_MAX_ENTRIES,
+        STACKS_MAX_ENTRIES, TARGETS_MAX_ENTRIES, TASKS_MAX_ENTRIES,
     },
     sample::{SampleKey, SampleValue},
     stack::StackTrace,
@@ -29,7 +29,7 @@ static OFF_CPU_RATE_NS: Global<u64> = Global::new(0);
 static OFF_CPU_NAIVE: Global<u8> = Global::new(0);
 
 #[map]
-static CONTROL: Array<u32> = Array::with_max_entries(CONTROL_LEN, 0);
+static CONTROL: Array<u64> = Array::with_max_entries(CONTROL_LEN, 0);
 
 #[map]
 static TARGETS: HashMap<u32, u8> = HashMap::with_max_entries(TARGETS_MAX_ENTRIES, 0);
@@ -51,6 +51,9 @@ static STACKS_1: HashMap<u64, StackTrace> = HashMap::with_max_entries(STACKS_MAX
 
 #[map]
 static TASKS: LruHashMap<u64, TaskState> = LruHashMap::with_max_entries(TASKS_MAX_ENTRIES, 0);
+
+#[map]
+static IN_FLIGHT: HashMap<u64, u64> = HashMap::with_max_entries(TASKS_MAX_ENTRIES, 0);
 
 #[map]
 static PENDING: Array<u64> = Array::with_max_entries(1, 0);
@@ -114,6 +117,24 @@ pub fn track_task(task: u64, state: &TaskState) -> Option<*mut TaskState> {
 #[inline(always)]
 pub fn forget_task(task: u64) {
     let _ = TASKS.remove(task);
+    let _ = IN_FLIGHT.remove(task);
+}
+
+/// Monotonic time of the last window flip.
+#[inline(always)]
+pub fn last_flip_ns() -> u64 {
+    CONTROL.get(CONTROL_LAST_FLIP_NS).copied().unwrap_or(0)
+}
+
+/// Takes the time up to which userspace accounted `task`'s open interval.
+#[inline(always)]
+pub fn take_accounted(task: u64) -> Option<u64> {
+    let until = IN_FLIGHT.get_ptr(task).map(|p| {
+        // SAFETY: a pointer from a successful lookup, valid for this run.
+        unsafe { *p }
+    })?;
+    let _ = IN_FLIGHT.remove(task);
+    Some(until)
 }
 
 /// A pointer to the number of threads with pending weight.

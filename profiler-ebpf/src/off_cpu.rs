@@ -24,7 +24,7 @@ use core::{
     intrinsics::{AtomicOrdering, atomic_xadd},
 };
 use profiler_common::{
-    off_cpu::{Weight, sample, sample_naive},
+    off_cpu::{Weight, sample, sample_naive, split_interval},
     sample::{COMM_LEN, SampleKey, ThreadState},
     stats::Stat,
     task::TaskState,
@@ -146,14 +146,19 @@ fn switch_in(next: u64, now: u64) {
         let woken = (*entry).woken_ns;
         (*entry).off_since_ns = 0;
         (*entry).woken_ns = 0;
+        // An interval open across a window's end was accounted by userspace
+        // up to that end (see profiler_common::maps::IN_FLIGHT).
+        let mut start = off;
+        if off < maps::last_flip_ns()
+            && let Some(until) = maps::take_accounted(next)
+            && until > start
+            && until <= now
+        {
+            start = until;
+        }
         let state = (*entry).state;
-        let (blocked, runqueue) = if state == ThreadState::Runqueue as u32 {
-            (0, now - off)
-        } else if woken >= off && woken <= now {
-            (woken - off, now - woken)
-        } else {
-            (now - off, 0)
-        };
+        let (blocked, runqueue) =
+            split_interval(state == ThreadState::Runqueue as u32, start, woken, now);
 
         let mut kept = false;
         if let Some(w) = apply_rule(blocked) {

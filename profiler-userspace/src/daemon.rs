@@ -9,7 +9,7 @@ use tokio::{
 };
 
 use crate::{
-    bpf::{Kernel, KernelError},
+    bpf::{Kernel, KernelError, Rng},
     config::Config,
     pprof,
     sink::{FileSink, SinkError},
@@ -65,7 +65,8 @@ pub async fn run(config: Config) -> Result<(), DaemonError> {
         config.interval,
     );
     ticker.set_missed_tick_behavior(MissedTickBehavior::Delay);
-    let mut window_start = (SystemTime::now(), started);
+    let mut window_start = SystemTime::now();
+    let mut rng = Rng::new();
 
     loop {
         let signalled = tokio::select! {
@@ -78,16 +79,21 @@ pub async fn run(config: Config) -> Result<(), DaemonError> {
         // leaving an empty window after it.
         let last = signalled || deadline.is_some_and(|d| tokio::time::Instant::now() >= d);
 
-        let old_slot = kernel.flip()?;
+        let flip = kernel.flip()?;
         let times = WindowTimes {
-            start: window_start.0,
-            duration_ns: u64::try_from(window_start.1.elapsed().as_nanos()).unwrap_or(u64::MAX),
+            start: window_start,
+            duration_ns: flip.end_ns - flip.start_ns,
         };
-        window_start = (SystemTime::now(), Instant::now());
+        window_start = SystemTime::now();
         sleep(FLIP_GRACE).await;
 
         let drain_started = Instant::now();
-        let raw = kernel.drain(old_slot)?;
+        let mut raw = kernel.drain(&flip)?;
+        if let Some(rule) = config.off_cpu {
+            let (open, stats) = kernel.account_in_flight(&flip, rule, &config.target, &mut rng)?;
+            raw.samples.extend(open);
+            raw.in_flight = stats;
+        }
         let drained = drain_started.elapsed();
         let (profile, sym_stats) =
             assemble(&raw, &mut symbolizer, times, config.sample_period_ns());

@@ -55,6 +55,14 @@ pub fn assemble(
         "processes_unreadable={}",
         sym_stats.processes_unreadable
     ));
+    comments.push(format!(
+        "off_cpu_in_flight_tracked={}",
+        raw.in_flight.tracked
+    ));
+    comments.push(format!(
+        "off_cpu_in_flight_untracked={}",
+        raw.in_flight.untracked
+    ));
     if raw.unknown_entries > 0 {
         comments.push(format!("unknown_entries={}", raw.unknown_entries));
     }

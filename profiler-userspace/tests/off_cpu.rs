@@ -209,10 +209,82 @@ fn sleeping_and_runqueue_states_are_labelled() {
             runqueue * 4 >= run_ns,
             "{name}: {runqueue} ns in the run queue of a {run_ns} ns run on a shared CPU"
         );
+        // (It does sleep before and after, waiting for the start signal.)
         assert_eq!(
-            total(&profiles, tid, "", Some("sleeping"), "off_cpu"),
+            total(&profiles, tid, "contend", Some("sleeping"), "off_cpu"),
             0,
-            "{name} never sleeps"
+            "{name} never sleeps while contending"
         );
     }
+}
+
+#[test]
+fn threads_off_cpu_across_windows_show_up_in_every_window() {
+    require_root();
+    let dir = tempfile::tempdir().unwrap();
+    // Asleep since before the profiler starts: never seen leaving a CPU.
+    let mut sleeper = std::process::Command::new("sleep")
+        .arg("60")
+        .spawn()
+        .unwrap();
+    let sleeper_pid = sleeper.id();
+    // Falls asleep after the profiler starts, for 3.5 windows.
+    let mut napper = Fixture::spawn("long_nap", 3.5);
+    let (nap_process, nap_thread) = (napper.pid(), napper.tid("tid"));
+    let running = Profiler::start(&[
+        "--pid",
+        &sleeper_pid.to_string(),
+        "--pid",
+        &nap_process.to_string(),
+        "--output-dir",
+        dir.path().to_str().unwrap(),
+        "--interval",
+        "1s",
+    ]);
+    napper.go();
+    let truth = napper.results();
+    running.stop();
+    let _ = sleeper.kill();
+    let _ = sleeper.wait();
+    let profiles = profiles(dir.path());
+    assert!(profiles.len() >= 4, "{} windows", profiles.len());
+
+    // Every full window (not the last, cut short by SIGINT) holds the whole
+    // window as the sleeper's off-CPU time, sleeping, though it never ran.
+    for (path, p) in &profiles[..profiles.len() - 1] {
+        let one = [(path.clone(), Profile(p.0.clone()))];
+        let off = total(&one, sleeper_pid, "", Some("sleeping"), "off_cpu");
+        #[expect(clippy::cast_precision_loss, reason = "ratio")]
+        let ratio = off as f64 / p.0.duration_nanos as f64;
+        assert!(
+            (ratio - 1.0).abs() <= 0.05,
+            "{}: sleeper off-CPU {ratio:.3} of the window",
+            path.display()
+        );
+        assert!(
+            p.0.sample
+                .iter()
+                .any(|s| p.functions(s).contains(&"[still off-CPU at window end]")),
+            "marker frame"
+        );
+    }
+    // The napper's one long interval is split across the windows it spans,
+    // and adds up to what it measured, each part counted once.
+    let nap_total = total(&profiles, nap_thread, "", Some("sleeping"), "off_cpu");
+    #[expect(clippy::cast_precision_loss, reason = "ratio")]
+    let ratio = nap_total as f64 / truth["nap_ns"] as f64;
+    assert!(
+        (ratio - 1.0).abs() <= 0.05,
+        "napper: {ratio:.3} of its measured nap"
+    );
+    // The last part, accounted when it woke, has its real stack.
+    assert!(
+        total(
+            &profiles,
+            nap_thread,
+            "long_nap",
+            Some("sleeping"),
+            "off_cpu"
+        ) > 0
+    );
 }

@@ -4,13 +4,35 @@ use std::{collections::HashMap as StdHashMap, sync::Arc};
 
 use aya::maps::{Array, HashMap, Map, MapData, PerCpuArray};
 use profiler_common::{
-    maps::{CONTROL, CONTROL_ACTIVE_SLOT, SLOTS, STATS, slot_maps},
+    maps::{CONTROL, CONTROL_ACTIVE_SLOT, CONTROL_LAST_FLIP_NS, SLOTS, STATS, slot_maps},
     sample::{SampleKey, SampleValue, ThreadState, comm_str},
     stack::{NO_STACK, StackTrace},
     stats::{STATS_LEN, Stat},
 };
 
 use super::{Kernel, KernelError};
+
+/// A window's end as the kernel saw it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Flip {
+    /// The slot the window wrote to.
+    pub slot: u32,
+    /// Monotonic start and end of the window (ns, the kernel's clock).
+    pub start_ns: u64,
+    pub end_ns: u64,
+}
+
+/// `CLOCK_MONOTONIC` in nanoseconds: the clock of `bpf_ktime_get_ns`.
+#[must_use]
+pub fn monotonic_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid, writable timespec.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &raw mut ts) };
+    u64::try_from(ts.tv_sec).unwrap_or(0) * 1_000_000_000 + u64::try_from(ts.tv_nsec).unwrap_or(0)
+}
 
 /// A captured stack, or why there is none.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -23,6 +45,12 @@ pub enum Stack {
     /// Capture failed with this errno (or the stack was missing from the
     /// window's stack map: ENOENT); the weight is kept under a marker.
     Lost { errno: i32 },
+    /// Function names only, leaf first (a blocked thread's kernel stack
+    /// from `/proc/<pid>/task/<tid>/stack`).
+    Named(Arc<[String]>),
+    /// Not captured: the thread was still off the CPU when the window
+    /// ended, and its user stack can only be read when it runs.
+    StillOffCpu,
 }
 
 /// One aggregated kernel entry of a window.
@@ -51,6 +79,8 @@ pub struct RawWindow {
     pub stats: [u64; STATS_LEN as usize],
     /// Entries whose state field this build does not know (skipped).
     pub unknown_entries: u64,
+    /// What the accounting of still-open off-CPU intervals added.
+    pub in_flight: super::InFlightStats,
 }
 
 impl RawWindow {
@@ -61,7 +91,8 @@ impl RawWindow {
 }
 
 impl Kernel {
-    /// Points the kernel at the other slot and returns the one to drain.
+    /// Ends the window: points the kernel at the other slot and returns
+    /// the one to drain, with the window's bounds.
     ///
     /// A program that read the slot number just before the flip may still
     /// be writing to the old slot for a few microseconds: callers wait a
@@ -69,29 +100,40 @@ impl Kernel {
     ///
     /// # Errors
     /// When the control map cannot be written.
-    pub fn flip(&mut self) -> Result<u32, KernelError> {
-        let old = self.active_slot;
-        self.set_active_slot((old + 1) % SLOTS)?;
-        Ok(old)
+    pub fn flip(&mut self) -> Result<Flip, KernelError> {
+        let slot = self.active_slot;
+        let end_ns = monotonic_ns();
+        self.set_active_slot((slot + 1) % SLOTS, end_ns)?;
+        let flip = Flip {
+            slot,
+            start_ns: self.last_flip_ns,
+            end_ns,
+        };
+        self.last_flip_ns = end_ns;
+        Ok(flip)
     }
 
-    /// Tells the kernel which slot to write to.
-    pub(super) fn set_active_slot(&mut self, slot: u32) -> Result<(), KernelError> {
-        let mut control: Array<&mut MapData, u32> =
+    /// Tells the kernel which slot to write to, and when it was flipped.
+    pub(super) fn set_active_slot(&mut self, slot: u32, at_ns: u64) -> Result<(), KernelError> {
+        let mut control: Array<&mut MapData, u64> =
             Array::try_from(self.map_mut(CONTROL)?).map_err(KernelError::map(CONTROL))?;
         control
-            .set(CONTROL_ACTIVE_SLOT, slot, 0)
+            .set(CONTROL_ACTIVE_SLOT, u64::from(slot), 0)
+            .map_err(KernelError::map(CONTROL))?;
+        control
+            .set(CONTROL_LAST_FLIP_NS, at_ns, 0)
             .map_err(KernelError::map(CONTROL))?;
         self.active_slot = slot;
         Ok(())
     }
 
-    /// Reads and clears `slot`, and the counters since the previous drain.
+    /// Reads and clears the slot of `flip`, and the counters since the
+    /// previous drain.
     ///
     /// # Errors
     /// When a map cannot be read or cleared.
-    pub fn drain(&mut self, slot: u32) -> Result<RawWindow, KernelError> {
-        let (samples_name, stacks_name) = slot_maps(slot);
+    pub fn drain(&mut self, flip: &Flip) -> Result<RawWindow, KernelError> {
+        let (samples_name, stacks_name) = slot_maps(flip.slot);
         let mut entries: HashMap<&mut MapData, SampleKey, SampleValue> =
             HashMap::try_from(self.map_mut(samples_name)?)
                 .map_err(KernelError::map(samples_name))?;

@@ -39,6 +39,8 @@ pub struct Kernel {
     pub(super) active_slot: u32,
     /// Kernel counters as of the previous drain, to report deltas.
     pub(super) last_stats: [u64; STATS_LEN as usize],
+    /// Monotonic time of the last flip (of loading, before the first).
+    pub(super) last_flip_ns: u64,
     logger: Option<aya_log::EbpfLogger<&'static dyn log::Log>>,
 }
 
@@ -85,15 +87,18 @@ impl Kernel {
             ebpf,
             active_slot: 0,
             last_stats: [0; STATS_LEN as usize],
+            last_flip_ns: 0,
             logger,
         };
-        kernel.set_active_slot(0)?;
+        kernel.set_active_slot(0, 0)?;
         if config.off_cpu.is_some() {
             kernel.attach_off_cpu()?;
         }
         if config.on_cpu {
             kernel.attach_on_cpu(config.sample_period_ns())?;
         }
+        // The first window starts once everything is attached.
+        kernel.last_flip_ns = super::drain::monotonic_ns();
         Ok(kernel)
     }
 

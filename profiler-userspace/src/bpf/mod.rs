@@ -2,9 +2,11 @@
 //! programs (`load.rs`), then drain their maps window by window
 //! (`drain.rs`). Only this module touches aya types.
 mod drain;
+mod in_flight;
 mod load;
 
-pub use drain::{RawSample, RawWindow, Stack};
+pub use drain::{Flip, RawSample, RawWindow, Stack};
+pub use in_flight::{InFlightStats, Rng};
 pub use load::Kernel;
 
 use aya::{EbpfError, maps::MapError, programs::ProgramError};

@@ -33,6 +33,10 @@ use crate::{
 /// Windows a process or binary may go unseen before its cache is dropped.
 const EVICT_AFTER_WINDOWS: u64 = 10;
 
+/// Marker frame of off-CPU time whose user stack was not captured because
+/// the thread was still off the CPU when the window ended.
+pub const STILL_OFF_CPU: &str = "[still off-CPU at window end]";
+
 /// Pseudo file name of the kernel mapping, as perf names it.
 pub const KERNEL_MAPPING: &str = "[kernel.kallsyms]";
 
@@ -321,6 +325,11 @@ fn locations(
             .map(|(&addr, lookup)| location(addr, lookup))
             .collect(),
         Stack::Absent => Vec::new(),
+        Stack::Named(names) => names
+            .iter()
+            .map(|name| Location::marker(name.clone()))
+            .collect(),
+        Stack::StillOffCpu => vec![Location::marker(STILL_OFF_CPU.to_owned())],
         Stack::Lost { errno } => {
             vec![Location::marker(format!(
                 "[lost {side} stack: {}]",

@@ -1,0 +1,324 @@
+//! Off-CPU intervals still open when a window ends. Each window gets the
+//! part of the interval inside it, so a thread blocked for the whole run
+//! shows up in every window rather than never.
+//!
+//! Two kinds of thread are off the CPU at a window's end:
+//! - Tracked threads (an entry in `TASKS` with `off_since_ns` set): their
+//!   interval is accounted up to the window's end here and the end is
+//!   recorded in `IN_FLIGHT`, so when the thread comes back the kernel
+//!   counts only the rest (see the handshake in [`Kernel::account_in_flight`]).
+//! - Target threads never seen leaving a CPU since the programs were
+//!   attached, yet sleeping now (`/proc/<tid>/stat`): they cannot have run
+//!   without switching out again, so they have been off the CPU since
+//!   before the window began. The kernel has no entry for them, so the
+//!   whole window is accounted here.
+//!
+//! The user stack of a thread that is off the CPU cannot be read (only the
+//! thread itself can, when it runs), so these samples carry a
+//! `[still off-CPU at window end]` frame over the kernel stack from
+//! `/proc/<pid>/task/<tid>/stack`. The sampling rule applies to each part
+//! as to any other interval.
+use std::{
+    collections::{HashMap as StdHashMap, HashSet},
+    fs,
+    sync::Arc,
+};
+
+use aya::maps::{HashMap, MapData};
+use profiler_common::{
+    maps::{IN_FLIGHT, TASKS},
+    off_cpu::{Weight, sample, sample_naive, split_interval},
+    sample::{ThreadState, comm_str},
+    task::TaskState,
+};
+
+use super::{Flip, Kernel, KernelError, RawSample, Stack};
+use crate::config::{OffCpu, Target};
+
+/// Counts of what the in-flight accounting did, for the window's comments.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct InFlightStats {
+    /// Tracked threads whose open interval was accounted up to the end.
+    pub tracked: u64,
+    /// Never-tracked sleeping target threads accounted for the window.
+    pub untracked: u64,
+}
+
+/// xorshift64*: the random source of the sampling rule in userspace.
+pub struct Rng(u64);
+
+impl Rng {
+    /// Seeded from the kernel's random pool.
+    #[must_use]
+    pub fn new() -> Self {
+        let mut seed = [0u8; 8];
+        // SAFETY: `seed` is a writable buffer of the length passed.
+        unsafe { libc::getrandom(seed.as_mut_ptr().cast(), seed.len(), 0) };
+        Self(u64::from_ne_bytes(seed) | 1)
+    }
+
+    fn next_u32(&mut self) -> u32 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        (self.0.wrapping_mul(0x2545_f491_4f6c_dd1d) >> 32) as u32
+    }
+}
+
+impl Default for Rng {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// Who a part belongs to and how it is labelled.
+struct Thread {
+    pid: u32,
+    tid: u32,
+    name: String,
+}
+
+impl Kernel {
+    /// Accounts the off-CPU time of threads still off the CPU at the end of
+    /// `flip`'s window, up to that end.
+    ///
+    /// The handshake with the kernel, per tracked thread: write
+    /// `IN_FLIGHT[task] = end`, then read the task entry again. If its
+    /// interval is unchanged, the thread is still away and the kernel will
+    /// start from `end` when it comes back: count the part. If it changed,
+    /// the thread came back meanwhile: the kernel deletes the `IN_FLIGHT`
+    /// entry when it uses it, so a missing entry means the kernel counted
+    /// from `end` (count the part) and a present one means it counted the
+    /// whole interval (do not; remove the entry).
+    ///
+    /// # Errors
+    /// When the task maps cannot be read or written.
+    pub fn account_in_flight(
+        &mut self,
+        flip: &Flip,
+        rule: OffCpu,
+        target: &Target,
+        rng: &mut Rng,
+    ) -> Result<(Vec<RawSample>, InFlightStats), KernelError> {
+        let mut samples = Vec::new();
+        let mut stats = InFlightStats::default();
+        let [tasks, in_flight] = self.ebpf.maps_disjoint_mut([TASKS, IN_FLIGHT]);
+        let tasks: HashMap<&mut MapData, u64, TaskState> =
+            HashMap::try_from(tasks.ok_or(KernelError::Missing {
+                kind: "map",
+                name: TASKS,
+            })?)
+            .map_err(KernelError::map(TASKS))?;
+        let mut in_flight: HashMap<&mut MapData, u64, u64> =
+            HashMap::try_from(in_flight.ok_or(KernelError::Missing {
+                kind: "map",
+                name: IN_FLIGHT,
+            })?)
+            .map_err(KernelError::map(IN_FLIGHT))?;
+
+        let entries: Vec<(u64, TaskState)> = tasks.iter().filter_map(Result::ok).collect();
+        let tracked_tids: HashSet<u32> = entries.iter().map(|(_, t)| t.tid).collect();
+        let accounted: StdHashMap<u64, u64> = in_flight.iter().filter_map(Result::ok).collect();
+
+        for (task, state) in &entries {
+            let off = state.off_since_ns;
+            if off == 0 || off >= flip.end_ns {
+                continue;
+            }
+            let start = off.max(accounted.get(task).copied().unwrap_or(0));
+            if start >= flip.end_ns {
+                continue;
+            }
+            in_flight
+                .insert(task, flip.end_ns, 0)
+                .map_err(KernelError::map(IN_FLIGHT))?;
+            let unchanged = tasks.get(task, 0).is_ok_and(|now| now.off_since_ns == off);
+            if !unchanged && in_flight.get(task, 0).is_ok() {
+                // The kernel counted the whole interval: ours is void.
+                let _ = in_flight.remove(task);
+                continue;
+            }
+            stats.tracked += 1;
+            let preempted = state.state == ThreadState::Runqueue as u32;
+            let (blocked, runqueue) = split_interval(preempted, start, state.woken_ns, flip.end_ns);
+            let blocked_state = ThreadState::from_raw(state.state).unwrap_or(ThreadState::Sleeping);
+            let thread = Thread {
+                pid: state.pid,
+                tid: state.tid,
+                name: String::from_utf8_lossy(comm_str(&state.comm)).into_owned(),
+            };
+            push_part(&mut samples, &thread, blocked_state, blocked, rule, rng);
+            push_part(
+                &mut samples,
+                &thread,
+                ThreadState::Runqueue,
+                runqueue,
+                rule,
+                rng,
+            );
+        }
+
+        // Entries the kernel will never use: the thread is back or gone.
+        for task in accounted.keys() {
+            let open = tasks.get(task, 0).is_ok_and(|t| t.off_since_ns != 0);
+            if !open {
+                let _ = in_flight.remove(task);
+            }
+        }
+
+        for (pid, tid) in target_threads(target) {
+            if tracked_tids.contains(&tid) {
+                continue;
+            }
+            let Some(asleep) = sleeping_state(pid, tid) else {
+                continue;
+            };
+            stats.untracked += 1;
+            let thread = Thread {
+                pid,
+                tid,
+                name: thread_name(pid, tid),
+            };
+            let window = flip.end_ns - flip.start_ns;
+            push_part(&mut samples, &thread, asleep, window, rule, rng);
+        }
+        Ok((samples, stats))
+    }
+}
+
+/// Applies the sampling rule to one part and keeps it as a sample.
+fn push_part(
+    samples: &mut Vec<RawSample>,
+    thread: &Thread,
+    state: ThreadState,
+    d_ns: u64,
+    rule: OffCpu,
+    rng: &mut Rng,
+) {
+    if d_ns == 0 {
+        return;
+    }
+    let apply = if rule.naive_weights {
+        sample_naive
+    } else {
+        sample
+    };
+    let Some(Weight { time_ns, count }) = apply(d_ns, rule.rate_ns, rng.next_u32()) else {
+        return;
+    };
+    samples.push(RawSample {
+        pid: thread.pid,
+        tid: thread.tid,
+        thread: thread.name.clone(),
+        state,
+        user_stack: Stack::StillOffCpu,
+        kernel_stack: kernel_stack(thread.pid, thread.tid),
+        samples: 0,
+        off_cpu_ns: time_ns,
+        off_cpu_count: count,
+    });
+}
+
+/// (pid, tid) of every thread of the targets.
+fn target_threads(target: &Target) -> Vec<(u32, u32)> {
+    let pids: Vec<u32> = match target {
+        Target::Pids(pids) => pids.clone(),
+        Target::All => numeric_entries("/proc"),
+    };
+    pids.into_iter()
+        .flat_map(|pid| {
+            numeric_entries(&format!("/proc/{pid}/task"))
+                .into_iter()
+                .map(move |tid| (pid, tid))
+        })
+        .collect()
+}
+
+fn numeric_entries(dir: &str) -> Vec<u32> {
+    fs::read_dir(dir)
+        .map(|entries| {
+            entries
+                .filter_map(Result::ok)
+                .filter_map(|e| e.file_name().to_str().and_then(|n| n.parse().ok()))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// The thread's state if it is off the CPU, blocked: S (or I, an idle
+/// kernel thread) is sleeping, D is disk.
+fn sleeping_state(pid: u32, tid: u32) -> Option<ThreadState> {
+    let stat = fs::read_to_string(format!("/proc/{pid}/task/{tid}/stat")).ok()?;
+    // The state follows the parenthesised name, which may contain spaces.
+    let after_name = &stat[stat.rfind(')')? + 1..];
+    match after_name.split_whitespace().next()? {
+        "S" | "I" => Some(ThreadState::Sleeping),
+        "D" => Some(ThreadState::Disk),
+        _ => None,
+    }
+}
+
+fn thread_name(pid: u32, tid: u32) -> String {
+    fs::read_to_string(format!("/proc/{pid}/task/{tid}/comm"))
+        .map(|c| c.trim_end().to_owned())
+        .unwrap_or_default()
+}
+
+/// A blocked thread's kernel stack by function name, leaf first.
+fn kernel_stack(pid: u32, tid: u32) -> Stack {
+    let Ok(text) = fs::read_to_string(format!("/proc/{pid}/task/{tid}/stack")) else {
+        return Stack::Absent;
+    };
+    let names: Vec<String> = text.lines().filter_map(parse_stack_line).collect();
+    if names.is_empty() {
+        Stack::Absent
+    } else {
+        Stack::Named(Arc::from(names))
+    }
+}
+
+/// `[<0>] hrtimer_nanosleep+0x74/0xf0` → `hrtimer_nanosleep`.
+fn parse_stack_line(line: &str) -> Option<String> {
+    let frame = line.split_once("] ")?.1;
+    let name = frame.split('+').next()?.trim();
+    (!name.is_empty()).then(|| name.to_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn proc_stack_lines() {
+        assert_eq!(
+            parse_stack_line("[<0>] hrtimer_nanosleep+0x74/0xf0").as_deref(),
+            Some("hrtimer_nanosleep")
+        );
+        assert_eq!(parse_stack_line("garbage"), None);
+    }
+
+    #[test]
+    fn own_threads_are_listed_and_a_sleeper_is_seen_sleeping() {
+        let pid = std::process::id();
+        let (tx, rx) = std::sync::mpsc::channel();
+        let sleeper = std::thread::spawn(move || {
+            // SAFETY: gettid has no preconditions.
+            tx.send(unsafe { libc::gettid() }).unwrap();
+            std::thread::sleep(std::time::Duration::from_millis(500));
+        });
+        let tid = u32::try_from(rx.recv().unwrap()).unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        assert!(target_threads(&Target::Pids(vec![pid])).contains(&(pid, tid)));
+        assert_eq!(sleeping_state(pid, tid), Some(ThreadState::Sleeping));
+        sleeper.join().unwrap();
+    }
+
+    #[test]
+    fn rng_is_roughly_uniform() {
+        let mut rng = Rng(42);
+        let below_half = (0..10_000)
+            .filter(|_| rng.next_u32() < u32::MAX / 2)
+            .count();
+        assert!((4_700..5_300).contains(&below_half), "{below_half}");
+    }
+}
