@@ -30,6 +30,8 @@ use profiler_common::{
     task::TaskState,
 };
 
+use aya_log_ebpf::warn;
+
 use crate::{aggregate, maps, stack, target};
 
 /// `TASK_UNINTERRUPTIBLE` and `TASK_NOLOAD` from `linux/sched.h`; a task
@@ -118,6 +120,11 @@ fn switch_out(ctx: &BtfTracePointContext, prev: u64, preempt: bool, prev_state: 
             ..TaskState::default()
         };
         let Some(entry) = maps::track_task(prev, &fresh) else {
+            // Rare (the map is an LRU map) and counted; the log says which.
+            warn!(
+                ctx,
+                "off-CPU: thread {} of {} not tracked: task map full", tid, pid
+            );
             return;
         };
         entry
