@@ -94,18 +94,24 @@ pub async fn run(config: Config) -> Result<(), DaemonError> {
             raw.samples.extend(open);
             raw.in_flight = stats;
         }
-        let drained = drain_started.elapsed();
+        let drain_us = drain_started.elapsed().as_micros();
+        let step = Instant::now();
         let (profile, sym_stats) =
             assemble(&raw, &mut symbolizer, times, config.sample_period_ns());
+        let symbolize_us = step.elapsed().as_micros();
+        let step = Instant::now();
         let bytes = pprof::encode(&profile);
+        let encode_us = step.elapsed().as_micros();
         match sink.write(&bytes, times.start) {
             Ok(path) => tracing::info!(
                 path = %path.display(),
                 entries = raw.samples.len(),
                 samples = profile.samples.iter().map(|s| s.samples).sum::<u64>(),
                 symbolization_failures = sym_stats.failed,
-                drain_ms = drained.as_millis(),
-                total_ms = drain_started.elapsed().as_millis(),
+                drain_us,
+                symbolize_us,
+                encode_us,
+                total_us = drain_started.elapsed().as_micros(),
                 "wrote profile"
             ),
             Err(e) if last => return Err(DaemonError::FinalWrite(e)),

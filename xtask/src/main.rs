@@ -1,4 +1,5 @@
 //! Project automation: `cargo xtask <setup|build|run|test>`.
+mod bench;
 mod setup;
 mod test;
 
@@ -27,6 +28,8 @@ enum Cmd {
     },
     /// Every test: lints with warnings fatal, unit tests, real-kernel tests.
     Test,
+    /// Overhead and accuracy benchmarks; writes BENCHMARKS.md (needs root).
+    Bench,
 }
 
 fn main() -> anyhow::Result<()> {
@@ -51,6 +54,10 @@ fn main() -> anyhow::Result<()> {
         Cmd::Test => {
             setup::run()?;
             test::run_all()
+        }
+        Cmd::Bench => {
+            setup::run()?;
+            bench::run()
         }
     }
 }
