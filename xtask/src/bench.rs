@@ -15,6 +15,8 @@ use std::{
     time::{Duration, Instant},
 };
 
+use std::os::unix::process::ExitStatusExt as _;
+
 use anyhow::{Context as _, bail};
 
 use crate::{cargo, workspace_root};
@@ -140,7 +142,7 @@ struct Config {
     name: &'static str,
     /// None: the workload alone.
     command: Option<Vec<String>>,
-    /// What the tool prints when attached; None: wait a fixed second.
+    /// What the tool prints when attached; None: wait two seconds.
     ready_marker: Option<&'static str>,
 }
 
@@ -193,7 +195,8 @@ fn pingpong_configs() -> Vec<Config> {
         configs.push(Config {
             name: "libbpf-tools offcputime -p",
             command: Some(vec!["offcputime".into(), "-p".into(), "{pid}".into()]),
-            ready_marker: Some("Tracing"),
+            // It prints nothing until it ends, and SIGINT simply ends it.
+            ready_marker: None,
         });
     }
     if has("perf") {
@@ -279,10 +282,20 @@ impl Drop for Workload {
     }
 }
 
-/// A tool running against a workload.
+/// A tool running against a workload; killed if dropped unstopped, so a
+/// failed run never leaves a tracer attached to the next one.
 struct Attached {
     child: Child,
-    output: std::thread::JoinHandle<String>,
+    output: Option<std::thread::JoinHandle<String>>,
+}
+
+impl Drop for Attached {
+    fn drop(&mut self) {
+        if self.output.is_some() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
 }
 
 fn attach(config: &Config, pid: u32) -> anyhow::Result<Option<Attached>> {
@@ -327,7 +340,7 @@ fn attach(config: &Config, pid: u32) -> anyhow::Result<Option<Attached>> {
             }
         }
     } else {
-        sleep(Duration::from_secs(1));
+        sleep(Duration::from_secs(2));
     }
     let output = std::thread::spawn(move || {
         let mut all = seen;
@@ -337,7 +350,10 @@ fn attach(config: &Config, pid: u32) -> anyhow::Result<Option<Attached>> {
         }
         all
     });
-    Ok(Some(Attached { child, output }))
+    Ok(Some(Attached {
+        child,
+        output: Some(output),
+    }))
 }
 
 impl Attached {
@@ -345,12 +361,21 @@ impl Attached {
     fn stop(mut self) -> anyhow::Result<String> {
         crate::run(Command::new("kill").args(["-INT", &self.child.id().to_string()]))?;
         let status = self.child.wait()?;
-        let output = self.output.join().unwrap_or_default();
-        if !status.success() && status.code() != Some(130) {
+        let output = self
+            .output
+            .take()
+            .map(|o| o.join().unwrap_or_default())
+            .unwrap_or_default();
+        let interrupted = status.code() == Some(130) || status.signal() == Some(libc_sigint());
+        if !status.success() && !interrupted {
             bail!("tool exited with {status}:\n{output}");
         }
         Ok(output)
     }
+}
+
+const fn libc_sigint() -> i32 {
+    2
 }
 
 /// Runs every configuration `ROUNDS` times, interleaved; returns the
@@ -689,30 +714,30 @@ fn pprof_text(file: &Path, args: &[&str]) -> anyhow::Result<String> {
     Ok(String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
-/// off_cpu nanoseconds of the samples whose stack contains `function`.
+/// off_cpu nanoseconds of the samples whose stack contains `function`: the
+/// cumulative column of its row in `go tool pprof -top`.
 fn pprof_total(file: &Path, function: &str) -> anyhow::Result<f64> {
     let text = pprof_text(
         file,
         &[
             "-sample_index=off_cpu",
             "-unit=ns",
-            &format!("-focus={function}"),
+            "-nodefraction=0",
+            "-nodecount=100000",
             "-top",
-            "-nodecount=1",
         ],
     )?;
-    // "Showing nodes accounting for 123ns, 45% of 456ns total"
-    let total = text
+    // "  flat  flat%   sum%  cum  cum%  name": cum is the fourth column.
+    let row = text
         .lines()
-        .find_map(|l| {
-            l.split(" of ")
-                .nth(1)?
-                .strip_suffix(" total")
-                .map(str::to_owned)
+        .find(|l| {
+            l.split_whitespace()
+                .last()
+                .is_some_and(|name| name.ends_with(&format!("::{function}")))
         })
-        .with_context(|| format!("no total in:\n{text}"))?;
-    total
-        .trim_end_matches("ns")
+        .with_context(|| format!("no row for {function} in:\n{text}"))?;
+    let cum = row.split_whitespace().nth(3).context("cum column")?;
+    cum.trim_end_matches("ns")
         .parse::<f64>()
-        .with_context(|| format!("total {total:?}"))
+        .with_context(|| format!("cum {cum:?}"))
 }
