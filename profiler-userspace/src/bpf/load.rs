@@ -5,7 +5,7 @@ use aya::{
     Btf, Ebpf, EbpfLoader,
     maps::{HashMap, MapData},
     programs::{
-        BtfTracePoint, PerfEvent,
+        BtfTracePoint, PerfEvent, Program, ProgramError,
         perf_event::{PerfEventConfig, PerfEventScope, SamplePolicy, SoftwareEvent},
     },
     util::online_cpus,
@@ -102,17 +102,24 @@ impl Kernel {
         Ok(kernel)
     }
 
-    fn attach_on_cpu(&mut self, sample_period_ns: u64) -> Result<(), KernelError> {
-        let name = ON_CPU_PROGRAM;
-        let program: &mut PerfEvent = self
-            .ebpf
+    /// The program `name`, as the type it must have.
+    fn program_mut<'a, P>(&'a mut self, name: &'static str) -> Result<&'a mut P, KernelError>
+    where
+        &'a mut P: TryFrom<&'a mut Program, Error = ProgramError>,
+    {
+        self.ebpf
             .program_mut(name)
             .ok_or(KernelError::Missing {
                 kind: "program",
                 name,
             })?
             .try_into()
-            .map_err(|source| KernelError::Program { name, source })?;
+            .map_err(|source| KernelError::Program { name, source })
+    }
+
+    fn attach_on_cpu(&mut self, sample_period_ns: u64) -> Result<(), KernelError> {
+        let name = ON_CPU_PROGRAM;
+        let program: &mut PerfEvent = self.program_mut(name)?;
         program
             .load()
             .map_err(|source| KernelError::Program { name, source })?;
@@ -133,15 +140,7 @@ impl Kernel {
     fn attach_off_cpu(&mut self) -> Result<(), KernelError> {
         let btf = Btf::from_sys_fs().map_err(KernelError::Btf)?;
         for (name, tracepoint) in OFF_CPU_PROGRAMS {
-            let program: &mut BtfTracePoint = self
-                .ebpf
-                .program_mut(name)
-                .ok_or(KernelError::Missing {
-                    kind: "program",
-                    name,
-                })?
-                .try_into()
-                .map_err(|source| KernelError::Program { name, source })?;
+            let program: &mut BtfTracePoint = self.program_mut(name)?;
             program
                 .load(tracepoint, &btf)
                 .map_err(|source| KernelError::Program { name, source })?;
