@@ -641,9 +641,9 @@ fn daemon_cost(report: &mut String) -> anyhow::Result<(f64, f64)> {
         ("--pid (200 threads)", vec!["--pid", "{pid}"]),
         ("--all", vec!["--all"]),
     ] {
-        let mut workload = Workload::spawn("many_threads", &["12"])?;
+        let mut workload = Workload::spawn("many_threads", &["17"])?;
         let mut args = args;
-        args.extend(["--interval", "2s"]);
+        args.extend(["--interval", "5s"]);
         let config = profiler("", &args);
         let attached = attach(&config, workload.pid)?.context("profiler")?;
         let pid = attached.child.id();
@@ -652,7 +652,7 @@ fn daemon_cost(report: &mut String) -> anyhow::Result<(f64, f64)> {
         let stdin = workload.child.stdin.as_mut().context("stdin")?;
         stdin.write_all(b"go\n")?;
         stdin.flush()?;
-        sleep(Duration::from_secs(10));
+        sleep(Duration::from_secs(15));
         let ticks = cpu_ticks(pid)? - ticks0;
         let elapsed = started.elapsed().as_secs_f64();
         let hwm_kb = status_field(pid, "VmHWM")?;

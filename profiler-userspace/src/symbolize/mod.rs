@@ -91,6 +91,11 @@ impl Symbolizer {
     #[must_use]
     pub fn new() -> Self {
         let blaze = blazesym::symbolize::Symbolizer::builder()
+            // Reload checks compare modification times, and procfs files
+            // (kallsyms, map_files) always look modified: with it on, every
+            // window re-parsed kallsyms and re-inflated debug sections.
+            // Binaries are identified by build id in our own cache instead.
+            .enable_auto_reload(false)
             .enable_code_info(true)
             .enable_inlined_fns(true)
             .enable_demangling(true)
