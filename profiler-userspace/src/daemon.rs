@@ -1,5 +1,7 @@
-//! The window loop: every interval, at the end of `--duration` and on
-//! SIGINT/SIGTERM, drain the kernel, symbolize, encode and write one file.
+//! The window loop: every interval, at the end of `--duration`, on
+//! SIGINT/SIGTERM (then exit), on SIGHUP (then start a new window) and when
+//! every `--pid` target has exited (then exit), drain the kernel,
+//! symbolize, encode and write one file.
 use std::time::{Duration, Instant, SystemTime};
 
 use tokio::{
@@ -10,12 +12,52 @@ use tokio::{
 
 use crate::{
     bpf::{Kernel, KernelError, Rng},
-    config::Config,
+    config::{Config, Target},
     pprof,
     sink::{FileSink, SinkError},
     symbolize::Symbolizer,
     window::{WindowTimes, assemble},
 };
+
+/// How often `--pid` targets are checked for having exited.
+const TARGET_CHECK: Duration = Duration::from_millis(500);
+
+/// Why a window ends.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum WindowEnd {
+    Interval,
+    Deadline,
+    Signal(&'static str),
+    /// SIGHUP: write now, keep going.
+    Hangup,
+    TargetsGone,
+}
+
+impl WindowEnd {
+    fn is_last(self) -> bool {
+        matches!(self, Self::Deadline | Self::Signal(_) | Self::TargetsGone)
+    }
+}
+
+/// Whether none of the `--pid` processes is alive any more. A zombie
+/// (exited, not yet reaped by its parent) counts as exited.
+fn targets_gone(target: &Target) -> bool {
+    match target {
+        Target::Pids(pids) => pids.iter().all(|&pid| !alive(pid)),
+        Target::All => false,
+    }
+}
+
+fn alive(pid: u32) -> bool {
+    let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+        return false;
+    };
+    // The state follows the parenthesised name, which may contain spaces.
+    let state = stat
+        .rfind(')')
+        .and_then(|i| stat[i + 1..].split_whitespace().next());
+    !matches!(state, Some("Z" | "X") | None)
+}
 
 /// How long to wait after flipping slots before reading the old one: an
 /// eBPF program that read the slot number just before the flip finishes
@@ -40,6 +82,7 @@ pub enum DaemonError {
 pub async fn run(config: Config) -> Result<(), DaemonError> {
     let mut sigint = signal(SignalKind::interrupt()).map_err(DaemonError::Signals)?;
     let mut sigterm = signal(SignalKind::terminate()).map_err(DaemonError::Signals)?;
+    let mut sighup = signal(SignalKind::hangup()).map_err(DaemonError::Signals)?;
 
     let mut kernel = Kernel::load(&config)?;
     if let Some(logger) = kernel.take_logger() {
@@ -68,16 +111,39 @@ pub async fn run(config: Config) -> Result<(), DaemonError> {
     let mut window_start = SystemTime::now();
     let mut rng = Rng::new();
 
+    // With --pid, notice when every target has exited.
+    let mut liveness = tokio::time::interval(TARGET_CHECK);
+    let watch_targets = matches!(config.target, Target::Pids(_));
+
     loop {
-        let signalled = tokio::select! {
-            _ = ticker.tick() => false,
-            () = sleep_until(deadline.unwrap_or_else(tokio::time::Instant::now)), if deadline.is_some() => true,
-            _ = sigint.recv() => { tracing::info!("SIGINT: writing the last window"); true }
-            _ = sigterm.recv() => { tracing::info!("SIGTERM: writing the last window"); true }
+        let end = loop {
+            tokio::select! {
+                _ = ticker.tick() => break WindowEnd::Interval,
+                () = sleep_until(deadline.unwrap_or_else(tokio::time::Instant::now)), if deadline.is_some() => break WindowEnd::Deadline,
+                _ = sigint.recv() => break WindowEnd::Signal("SIGINT"),
+                _ = sigterm.recv() => break WindowEnd::Signal("SIGTERM"),
+                _ = sighup.recv() => break WindowEnd::Hangup,
+                _ = liveness.tick(), if watch_targets => {
+                    if targets_gone(&config.target) {
+                        break WindowEnd::TargetsGone;
+                    }
+                }
+            }
         };
         // A tick that lands on the deadline ends the run too, rather than
         // leaving an empty window after it.
-        let last = signalled || deadline.is_some_and(|d| tokio::time::Instant::now() >= d);
+        let last = end.is_last() || deadline.is_some_and(|d| tokio::time::Instant::now() >= d);
+        match end {
+            WindowEnd::Signal(name) => tracing::info!("{name}: writing the last window"),
+            WindowEnd::Hangup => {
+                tracing::info!("SIGHUP: writing the current window, starting a new one");
+                ticker.reset();
+            }
+            WindowEnd::TargetsGone => {
+                tracing::info!("every target has exited: writing the last window");
+            }
+            WindowEnd::Interval | WindowEnd::Deadline => {}
+        }
 
         let flip = kernel.flip()?;
         let times = WindowTimes {

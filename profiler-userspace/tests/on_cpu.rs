@@ -205,3 +205,60 @@ fn wait_for_start(dir: &Path) {
     }
     panic!("profiler did not start");
 }
+
+#[test]
+fn sighup_writes_the_window_and_keeps_profiling() {
+    require_root();
+    let dir = tempfile::tempdir().unwrap();
+    let mut fixture = Fixture::spawn("spin_split", 10.0);
+    fixture.go();
+    let pid = fixture.pid().to_string();
+    let mut running = support::Profiler::start(&[
+        "--pid",
+        &pid,
+        "--output-dir",
+        dir.path().to_str().unwrap(),
+        "--interval",
+        "60s",
+    ]);
+    sleep(Duration::from_secs(1));
+    let status = Command::new("kill")
+        .args(["-HUP", &running.pid().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    sleep(Duration::from_secs(1));
+    assert_eq!(profiles(dir.path()).len(), 1, "SIGHUP wrote the window");
+    assert!(running.is_alive(), "and the profiler keeps going");
+    sleep(Duration::from_secs(1));
+    running.stop();
+    let profiles = profiles(dir.path());
+    assert_eq!(profiles.len(), 2, "a new window began at the SIGHUP");
+    assert!(profiles[1].1.samples_of(fixture.pid()).count() > 0);
+}
+
+#[test]
+fn exits_when_every_target_has_exited() {
+    require_root();
+    let dir = tempfile::tempdir().unwrap();
+    let mut target = Command::new("sleep").arg("2").spawn().unwrap();
+    let out = run_ok(&[
+        "--pid",
+        &target.id().to_string(),
+        "--output-dir",
+        dir.path().to_str().unwrap(),
+        "--interval",
+        "60s",
+        // A safety net: the test fails on the window count if this ends it.
+        "--duration",
+        "30s",
+    ]);
+    target.wait().unwrap();
+    let profiles = profiles(dir.path());
+    assert_eq!(profiles.len(), 1);
+    assert!(
+        profiles[0].1.0.duration_nanos < 10_000_000_000,
+        "ended with its target, not at --duration"
+    );
+    assert!(String::from_utf8_lossy(&out.stderr).contains("every target has exited"));
+}

@@ -132,6 +132,15 @@ impl Profiler {
         Self { child, stderr }
     }
 
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Whether the profiler is still running.
+    pub fn is_alive(&mut self) -> bool {
+        self.child.try_wait().expect("try_wait").is_none()
+    }
+
     /// Sends SIGINT and checks the profiler wrote its last window and exited 0.
     pub fn stop(mut self) {
         let pid = self.child.id().to_string();
