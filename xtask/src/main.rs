@@ -1,5 +1,6 @@
 //! Project automation: `cargo xtask <setup|build|run|test>`.
 mod bench;
+mod install;
 mod setup;
 mod test;
 
@@ -30,6 +31,15 @@ enum Cmd {
     Test,
     /// Overhead and accuracy benchmarks; writes BENCHMARKS.md (needs root).
     Bench,
+    /// Build (release) and install the binary, systemd unit and options file.
+    Install {
+        /// Installation prefix.
+        #[arg(long, default_value = "/usr/local")]
+        prefix: std::path::PathBuf,
+        /// Stage everything under this directory (packaging).
+        #[arg(long, default_value = "/")]
+        destdir: std::path::PathBuf,
+    },
 }
 
 fn main() -> anyhow::Result<()> {
@@ -58,6 +68,12 @@ fn main() -> anyhow::Result<()> {
         Cmd::Bench => {
             setup::run()?;
             bench::run()
+        }
+        Cmd::Install { prefix, destdir } => {
+            setup::run()?;
+            cargo(&["build", "--release", "--package", "profiler-userspace"])?;
+            let binary = workspace_root().join("target/release/profiler");
+            install::install(&binary, &prefix, &destdir).map(drop)
         }
     }
 }
