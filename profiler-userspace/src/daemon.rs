@@ -11,7 +11,7 @@ use tokio::{
 };
 
 use crate::{
-    bpf::{Kernel, KernelError, Rng},
+    bpf::{Flip, Kernel, KernelError, Rng},
     config::{Config, Target},
     pprof,
     sink::{FileSink, SinkError},
@@ -88,8 +88,11 @@ pub async fn run(config: Config) -> Result<(), DaemonError> {
     if let Some(logger) = kernel.take_logger() {
         forward_ebpf_logs(logger);
     }
-    let mut symbolizer = Symbolizer::new();
-    let sink = FileSink::new(config.output_dir.clone(), config.retain);
+    let mut pipeline = Pipeline {
+        symbolizer: Symbolizer::new(),
+        sink: FileSink::new(config.output_dir.clone(), config.retain),
+        rng: Rng::new(),
+    };
     tracing::info!(
         target = ?config.target,
         on_cpu_hz = config.on_cpu.then_some(config.frequency_hz),
@@ -109,7 +112,6 @@ pub async fn run(config: Config) -> Result<(), DaemonError> {
     );
     ticker.set_missed_tick_behavior(MissedTickBehavior::Delay);
     let mut window_start = SystemTime::now();
-    let mut rng = Rng::new();
 
     // With --pid, notice when every target has exited.
     let mut liveness = tokio::time::interval(TARGET_CHECK);
@@ -153,23 +155,57 @@ pub async fn run(config: Config) -> Result<(), DaemonError> {
         window_start = SystemTime::now();
         sleep(FLIP_GRACE).await;
 
+        match pipeline.finish(&mut kernel, &config, &flip, times)? {
+            Ok(()) => {}
+            Err(e) if last => return Err(DaemonError::FinalWrite(e)),
+            Err(e) => tracing::error!(
+                waiting = pipeline.sink.pending(),
+                "{e}; keeping on sampling, will try again with the next window"
+            ),
+        }
+        if last {
+            return Ok(());
+        }
+    }
+}
+
+/// What a window passes through once the kernel has flipped: drain,
+/// symbolize, encode, write.
+struct Pipeline {
+    symbolizer: Symbolizer,
+    sink: FileSink,
+    /// The random source of the sampling rule for still-open intervals.
+    rng: Rng,
+}
+
+impl Pipeline {
+    /// Finishes the window of `flip`. The outer error is the kernel's
+    /// (fatal); the inner one is the sink's (the window waits for a retry).
+    fn finish(
+        &mut self,
+        kernel: &mut Kernel,
+        config: &Config,
+        flip: &Flip,
+        times: WindowTimes,
+    ) -> Result<Result<(), SinkError>, KernelError> {
         let drain_started = Instant::now();
-        let mut raw = kernel.drain(&flip)?;
+        let mut raw = kernel.drain(flip)?;
         if let Some(rule) = config.off_cpu {
-            let (open, stats) = kernel.account_in_flight(&flip, rule, &config.target, &mut rng)?;
+            let (open, stats) =
+                kernel.account_in_flight(flip, rule, &config.target, &mut self.rng)?;
             raw.samples.extend(open);
             raw.in_flight = stats;
         }
         let drain_us = drain_started.elapsed().as_micros();
         let step = Instant::now();
         let (profile, sym_stats) =
-            assemble(&raw, &mut symbolizer, times, config.sample_period_ns());
+            assemble(&raw, &mut self.symbolizer, times, config.sample_period_ns());
         let symbolize_us = step.elapsed().as_micros();
         let step = Instant::now();
         let bytes = pprof::encode(&profile);
         let encode_us = step.elapsed().as_micros();
-        match sink.write(&bytes, times.start) {
-            Ok(path) => tracing::info!(
+        Ok(self.sink.write(&bytes, times.start).map(|path| {
+            tracing::info!(
                 path = %path.display(),
                 entries = raw.samples.len(),
                 samples = profile.samples.iter().map(|s| s.samples).sum::<u64>(),
@@ -179,13 +215,8 @@ pub async fn run(config: Config) -> Result<(), DaemonError> {
                 encode_us,
                 total_us = drain_started.elapsed().as_micros(),
                 "wrote profile"
-            ),
-            Err(e) if last => return Err(DaemonError::FinalWrite(e)),
-            Err(e) => tracing::error!("{e}; keeping on sampling"),
-        }
-        if last {
-            return Ok(());
-        }
+            );
+        }))
     }
 }
 

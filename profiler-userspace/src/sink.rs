@@ -3,7 +3,7 @@
 use std::{
     fs,
     io::{self, Write as _},
-    os::unix::fs::OpenOptionsExt as _,
+    os::unix::fs::{DirBuilderExt as _, OpenOptionsExt as _},
     path::{Path, PathBuf},
     time::SystemTime,
 };
@@ -19,23 +19,78 @@ pub enum SinkError {
     Write { path: PathBuf, source: io::Error },
 }
 
+/// Windows kept in memory for another try when they could not be written.
+const MAX_PENDING: usize = 16;
+
 pub struct FileSink {
     dir: PathBuf,
     retain: usize,
+    /// Windows whose write failed (disk full, directory gone), oldest first.
+    pending: Vec<(Vec<u8>, SystemTime)>,
 }
 
 impl FileSink {
     #[must_use]
     pub fn new(dir: PathBuf, retain: usize) -> Self {
-        Self { dir, retain }
+        Self {
+            dir,
+            retain,
+            pending: Vec::new(),
+        }
     }
 
     /// Writes one profile atomically as `DIR/profile-<UTC time>.pb.gz`
-    /// (mode 0640), then deletes the oldest files beyond `retain`.
+    /// (mode 0640), then deletes the oldest files beyond `retain`. Windows
+    /// that failed before are tried again first, oldest first.
+    ///
+    /// On failure the window is kept for the next call (at most
+    /// [`MAX_PENDING`] windows; older ones are dropped with a warning) and
+    /// no partial file is left behind.
     ///
     /// # Errors
-    /// When the file cannot be written; no partial file is left behind.
-    pub fn write(&self, pprof: &[u8], window_start: SystemTime) -> Result<PathBuf, SinkError> {
+    /// The first write that failed.
+    pub fn write(&mut self, pprof: &[u8], window_start: SystemTime) -> Result<PathBuf, SinkError> {
+        self.pending.push((pprof.to_vec(), window_start));
+        loop {
+            let (bytes, start) = &self.pending[0];
+            match self.write_one(bytes, *start) {
+                Ok(path) => {
+                    self.pending.remove(0);
+                    if self.pending.is_empty() {
+                        self.rotate();
+                        return Ok(path);
+                    }
+                }
+                Err(e) => {
+                    if self.pending.len() > MAX_PENDING {
+                        self.pending.remove(0);
+                        tracing::warn!(
+                            "dropping the oldest unwritten window: {MAX_PENDING} are waiting"
+                        );
+                    }
+                    return Err(e);
+                }
+            }
+        }
+    }
+
+    /// Number of windows waiting to be written.
+    #[must_use]
+    pub fn pending(&self) -> usize {
+        self.pending.len()
+    }
+
+    fn write_one(&self, pprof: &[u8], window_start: SystemTime) -> Result<PathBuf, SinkError> {
+        let err = |path: &Path, source| SinkError::Write {
+            path: path.to_owned(),
+            source,
+        };
+        // The directory may have been removed while running: make it again.
+        fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o750)
+            .create(&self.dir)
+            .map_err(|e| err(&self.dir, e))?;
         let path = self.unused_path(window_start);
         let tmp = self.dir.join(format!(
             ".{}.tmp",
@@ -43,23 +98,18 @@ impl FileSink {
                 .map(|n| n.to_string_lossy())
                 .unwrap_or_default()
         ));
-        let err = |source| SinkError::Write {
-            path: path.clone(),
-            source,
-        };
         if let Err(e) = write_synced(&tmp, pprof) {
             let _ = fs::remove_file(&tmp);
-            return Err(err(e));
+            return Err(err(&path, e));
         }
         if let Err(e) = fs::rename(&tmp, &path) {
             let _ = fs::remove_file(&tmp);
-            return Err(err(e));
+            return Err(err(&path, e));
         }
         // Make the rename itself durable.
         fs::File::open(&self.dir)
             .and_then(|d| d.sync_all())
-            .map_err(err)?;
-        self.rotate();
+            .map_err(|e| err(&path, e))?;
         Ok(path)
     }
 
@@ -143,7 +193,7 @@ mod tests {
     #[test]
     fn writes_gzip_with_mode_and_rotates() {
         let dir = tempfile::tempdir().unwrap();
-        let sink = FileSink::new(dir.path().to_owned(), 2);
+        let mut sink = FileSink::new(dir.path().to_owned(), 2);
         let mut written = Vec::new();
         for i in 0..4 {
             written.push(
@@ -175,7 +225,7 @@ mod tests {
     #[test]
     fn same_millisecond_gets_a_new_name() {
         let dir = tempfile::tempdir().unwrap();
-        let sink = FileSink::new(dir.path().to_owned(), 10);
+        let mut sink = FileSink::new(dir.path().to_owned(), 10);
         let a = sink.write(b"a", at(5)).unwrap();
         let b = sink.write(b"b", at(5)).unwrap();
         assert_ne!(a, b);
@@ -183,10 +233,50 @@ mod tests {
     }
 
     #[test]
-    fn failure_leaves_nothing() {
+    fn failure_leaves_nothing_and_the_window_is_retried() {
         let dir = tempfile::tempdir().unwrap();
-        let sink = FileSink::new(dir.path().join("missing"), 10);
-        assert!(sink.write(b"x", at(5)).is_err());
-        assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 0);
+        // A file where the directory should be: every write fails.
+        let out = dir.path().join("out");
+        fs::write(&out, b"").unwrap();
+        let mut sink = FileSink::new(out.clone(), 10);
+        assert!(sink.write(b"first", at(5)).is_err());
+        assert!(sink.write(b"second", at(6)).is_err());
+        assert_eq!(sink.pending(), 2);
+        assert_eq!(
+            fs::read_dir(dir.path()).unwrap().count(),
+            1,
+            "nothing written"
+        );
+        // Once writable again, both waiting windows and the new one land.
+        fs::remove_file(&out).unwrap();
+        sink.write(b"third", at(7)).unwrap();
+        assert_eq!(sink.pending(), 0);
+        assert_eq!(fs::read_dir(&out).unwrap().count(), 3);
+    }
+
+    #[test]
+    fn a_removed_directory_is_made_again() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("out");
+        let mut sink = FileSink::new(out.clone(), 10);
+        sink.write(b"a", at(5)).unwrap();
+        fs::remove_dir_all(&out).unwrap();
+        sink.write(b"b", at(6)).unwrap();
+        assert_eq!(
+            fs::metadata(&out).unwrap().permissions().mode() & 0o777,
+            0o750
+        );
+    }
+
+    #[test]
+    fn waiting_windows_are_bounded() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("out");
+        fs::write(&out, b"").unwrap();
+        let mut sink = FileSink::new(out, 10);
+        for i in 0..40 {
+            assert!(sink.write(b"x", at(i)).is_err());
+        }
+        assert_eq!(sink.pending(), MAX_PENDING);
     }
 }

@@ -141,8 +141,9 @@ impl Profiler {
         self.child.try_wait().expect("try_wait").is_none()
     }
 
-    /// Sends SIGINT and checks the profiler wrote its last window and exited 0.
-    pub fn stop(mut self) {
+    /// Sends SIGINT, checks the profiler wrote its last window and exited 0,
+    /// and returns what it logged.
+    pub fn stop(mut self) -> String {
         let pid = self.child.id().to_string();
         assert!(
             Command::new("kill")
@@ -154,6 +155,7 @@ impl Profiler {
         let status = self.child.wait().expect("wait profiler");
         let stderr = self.stderr.join().expect("stderr reader");
         assert!(status.success(), "profiler exited with {status}:\n{stderr}");
+        stderr
     }
 }
 
