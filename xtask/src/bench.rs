@@ -21,7 +21,7 @@ use anyhow::{Context as _, bail};
 
 use crate::{cargo, workspace_root};
 
-const ROUNDS: usize = 5;
+const ROUNDS: usize = 7;
 const RUN_SECS: &str = "3";
 const SCRATCH_DIR: &str = "/tmp/profiler-bench";
 
@@ -61,7 +61,7 @@ pub fn run() -> anyhow::Result<()> {
     accuracy(&mut report)?;
 
     let slowdown =
-        |results: &[(String, Vec<f64>)], i: usize| median(&results[0].1) / median(&results[i].1);
+        |results: &[(String, Vec<f64>)], i: usize| paired_slowdown(&results[0].1, &results[i].1);
     targets(
         &mut report,
         &[
@@ -171,7 +171,7 @@ fn header(report: &mut String) -> anyhow::Result<()> {
         report,
         "- Method: workloads are fixtures (profiler-fixtures) that time themselves for {RUN_SECS} s; \
          configurations are interleaved, {ROUNDS} rounds each. These machines are shared and \
-         noisy: read ratios, not absolute numbers. Slowdown = baseline median / configuration median.\n"
+         noisy: read ratios, not absolute numbers. Slowdown = the median over rounds of that round's baseline / configuration.\n"
     )?;
     Ok(())
 }
@@ -452,17 +452,25 @@ fn median(values: &[f64]) -> f64 {
     sorted[sorted.len() / 2]
 }
 
+/// The slowdown of `rates` against `baseline`, paired by round: the
+/// median of each round's baseline / configuration. Rounds are
+/// interleaved, so pairing cancels the machine's drift between rounds.
+fn paired_slowdown(baseline: &[f64], rates: &[f64]) -> f64 {
+    let ratios: Vec<f64> = baseline.iter().zip(rates).map(|(b, r)| b / r).collect();
+    median(&ratios)
+}
+
 fn table(
     report: &mut String,
     title: &str,
     unit: &str,
     results: &[(String, Vec<f64>)],
 ) -> anyhow::Result<()> {
-    let base = median(&results[0].1);
+    let baseline = &results[0].1;
     writeln!(report, "## {title}\n")?;
     writeln!(
         report,
-        "| configuration | median {unit} | min .. max | slowdown |"
+        "| configuration | median {unit} | min .. max | slowdown (paired by round) |"
     )?;
     writeln!(report, "| --- | --- | --- | --- |")?;
     for (name, rates) in results {
@@ -472,7 +480,7 @@ fn table(
             report,
             "| {name} | {:.0} | {min:.0} .. {max:.0} | {:.3}x |",
             median(rates),
-            base / median(rates)
+            paired_slowdown(baseline, rates)
         )?;
     }
     writeln!(report)?;
