@@ -5,7 +5,7 @@ use clap::{ArgGroup, CommandFactory as _, Parser, error::ErrorKind};
 
 use profiler_common::off_cpu::MAX_RATE_NS;
 
-use crate::config::{Config, OffCpu, Target};
+use crate::config::{Config, Discover, OffCpu, Target};
 
 /// Where the kernel's sampling-rate ceiling is published.
 pub const MAX_SAMPLE_RATE_PATH: &str = "/proc/sys/kernel/perf_event_max_sample_rate";
@@ -18,15 +18,29 @@ pub const MAX_SAMPLE_RATE_PATH: &str = "/proc/sys/kernel/perf_event_max_sample_r
     reason = "one field per command-line switch"
 )]
 #[command(name = "profiler", version, about)]
-#[command(group(ArgGroup::new("target").required(true).args(["pids", "all"])))]
+#[command(group(ArgGroup::new("target").required(true).multiple(true).args(["pids", "all", "comms", "pid_files"])))]
+#[command(group(ArgGroup::new("discovery").multiple(true).args(["comms", "pid_files"])))]
 struct Args {
     /// Profile this process and all its threads (repeatable).
     #[arg(long = "pid", value_name = "PID")]
     pids: Vec<u32>,
 
     /// Profile every process on the system.
-    #[arg(long, conflicts_with = "pids")]
+    #[arg(long, conflicts_with_all = ["pids", "comms", "pid_files"])]
     all: bool,
+
+    /// Profile processes with this name (repeatable).
+    #[arg(long = "comm", value_name = "NAME")]
+    comms: Vec<String>,
+
+    /// Profile the process whose id this file holds (repeatable).
+    #[arg(long = "pid-file", value_name = "PATH")]
+    pid_files: Vec<PathBuf>,
+
+    /// Keep running when no --comm/--pid-file target is alive, and profile
+    /// matching processes as they (re)start.
+    #[arg(long, requires = "discovery")]
+    wait: bool,
 
     /// Directory for the profile files (created if missing).
     #[arg(long, value_name = "DIR", default_value = "/var/lib/profiler")]
@@ -158,6 +172,11 @@ where
             rate_ns: off_cpu_rate_ns,
             naive_weights: args.off_cpu_naive_weights,
         }),
+        discover: Discover {
+            comms: args.comms,
+            pid_files: args.pid_files,
+            wait: args.wait,
+        },
     })
 }
 
@@ -258,6 +277,28 @@ mod tests {
         assert_eq!(config.duration, Some(Duration::from_mins(1)));
         assert_eq!(config.sample_period_ns(), 1_000_000);
         assert_eq!(config.retain, 3);
+    }
+
+    #[test]
+    fn discovery_flags() {
+        let config = parse_ok(&["--comm", "nginx", "--pid-file", "/run/x.pid", "--wait"]);
+        assert_eq!(config.target, Target::Pids(Vec::new()));
+        assert_eq!(
+            config.discover,
+            Discover {
+                comms: vec!["nginx".into()],
+                pid_files: vec![PathBuf::from("/run/x.pid")],
+                wait: true
+            }
+        );
+        assert_eq!(
+            parse_err(&["--pid", "1", "--wait"]).kind(),
+            ErrorKind::MissingRequiredArgument
+        );
+        assert_eq!(
+            parse_err(&["--all", "--comm", "x"]).kind(),
+            ErrorKind::ArgumentConflict
+        );
     }
 
     #[test]

@@ -5,7 +5,8 @@ use std::{path::PathBuf, time::Duration};
 /// What to profile.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Target {
-    /// These processes (tgids), all of their threads.
+    /// These processes (tgids), all of their threads; with `--comm` or
+    /// `--pid-file` the list may start empty.
     Pids(Vec<u32>),
     /// Every process on the system except the idle task.
     All,
@@ -28,6 +29,20 @@ pub struct Config {
     pub off_cpu: Option<OffCpu>,
     /// Number of newest profile files to keep.
     pub retain: usize,
+    /// Targets found by name or PID file, besides `--pid`.
+    pub discover: Discover,
+}
+
+/// Processes found by name or PID file (besides `--pid`), looked for again
+/// while running.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Discover {
+    /// Process names (`comm`) to profile.
+    pub comms: Vec<String>,
+    /// Files holding a process id, such as a service's PID file.
+    pub pid_files: Vec<PathBuf>,
+    /// Keep running while no target is alive, and profile new matches.
+    pub wait: bool,
 }
 
 /// How off-CPU intervals are sampled (see `profiler_common::off_cpu`).

@@ -1,7 +1,8 @@
 //! The window loop: every interval, at the end of `--duration`, on
 //! SIGINT/SIGTERM (then exit), on SIGHUP (then start a new window) and when
-//! every `--pid` target has exited (then exit), drain the kernel,
-//! symbolize, encode and write one file.
+//! every target has exited and none is waited for (then exit), drain the
+//! kernel, symbolize, encode and write one file. Between windows, targets
+//! found by `--comm`/`--pid-file` are added as they appear.
 use std::time::{Duration, Instant, SystemTime};
 
 use tokio::{
@@ -16,6 +17,7 @@ use crate::{
     pprof,
     sink::{FileSink, SinkError},
     symbolize::Symbolizer,
+    targets::Targets,
     window::{WindowTimes, assemble},
 };
 
@@ -37,26 +39,6 @@ impl WindowEnd {
     fn is_last(self) -> bool {
         matches!(self, Self::Deadline | Self::Signal(_) | Self::TargetsGone)
     }
-}
-
-/// Whether none of the `--pid` processes is alive any more. A zombie
-/// (exited, not yet reaped by its parent) counts as exited.
-fn targets_gone(target: &Target) -> bool {
-    match target {
-        Target::Pids(pids) => pids.iter().all(|&pid| !alive(pid)),
-        Target::All => false,
-    }
-}
-
-fn alive(pid: u32) -> bool {
-    let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
-        return false;
-    };
-    // The state follows the parenthesised name, which may contain spaces.
-    let state = stat
-        .rfind(')')
-        .and_then(|i| stat[i + 1..].split_whitespace().next());
-    !matches!(state, Some("Z" | "X") | None)
 }
 
 /// How long to wait after flipping slots before reading the old one: an
@@ -84,7 +66,8 @@ pub async fn run(config: Config) -> Result<(), DaemonError> {
     let mut sigterm = signal(SignalKind::terminate()).map_err(DaemonError::Signals)?;
     let mut sighup = signal(SignalKind::hangup()).map_err(DaemonError::Signals)?;
 
-    let mut kernel = Kernel::load(&config)?;
+    let mut targets = Targets::new(&config.target, &config.discover);
+    let mut kernel = Kernel::load(&config, &targets.current())?;
     if let Some(logger) = kernel.take_logger() {
         forward_ebpf_logs(logger);
     }
@@ -113,7 +96,7 @@ pub async fn run(config: Config) -> Result<(), DaemonError> {
     ticker.set_missed_tick_behavior(MissedTickBehavior::Delay);
     let mut window_start = SystemTime::now();
 
-    // With --pid, notice when every target has exited.
+    // With --pid/--comm/--pid-file: notice exits and new matches.
     let mut liveness = tokio::time::interval(TARGET_CHECK);
     let watch_targets = matches!(config.target, Target::Pids(_));
 
@@ -126,7 +109,16 @@ pub async fn run(config: Config) -> Result<(), DaemonError> {
                 _ = sigterm.recv() => break WindowEnd::Signal("SIGTERM"),
                 _ = sighup.recv() => break WindowEnd::Hangup,
                 _ = liveness.tick(), if watch_targets => {
-                    if targets_gone(&config.target) {
+                    let (added, exited) = targets.refresh();
+                    for pid in added {
+                        kernel.add_target(pid)?;
+                        tracing::info!(pid, "profiling a new target");
+                    }
+                    for pid in exited {
+                        kernel.remove_target(pid)?;
+                        tracing::info!(pid, "target exited");
+                    }
+                    if targets.all_gone() {
                         break WindowEnd::TargetsGone;
                     }
                 }
@@ -155,7 +147,7 @@ pub async fn run(config: Config) -> Result<(), DaemonError> {
         window_start = SystemTime::now();
         sleep(FLIP_GRACE).await;
 
-        match pipeline.finish(&mut kernel, &config, &flip, times)? {
+        match pipeline.finish(&mut kernel, &config, &targets.current(), &flip, times)? {
             Ok(()) => {}
             Err(e) if last => return Err(DaemonError::FinalWrite(e)),
             Err(e) => tracing::error!(
@@ -185,14 +177,14 @@ impl Pipeline {
         &mut self,
         kernel: &mut Kernel,
         config: &Config,
+        targets: &Target,
         flip: &Flip,
         times: WindowTimes,
     ) -> Result<Result<(), SinkError>, KernelError> {
         let drain_started = Instant::now();
         let mut raw = kernel.drain(flip)?;
         if let Some(rule) = config.off_cpu {
-            let (open, stats) =
-                kernel.account_in_flight(flip, rule, &config.target, &mut self.rng)?;
+            let (open, stats) = kernel.account_in_flight(flip, rule, targets, &mut self.rng)?;
             raw.samples.extend(open);
             raw.in_flight = stats;
         }

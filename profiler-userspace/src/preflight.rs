@@ -7,7 +7,10 @@ use std::{
     path::{Path, PathBuf},
 };
 
-use crate::config::{Config, Target};
+use crate::{
+    config::{Config, Discover, Target},
+    targets,
+};
 
 /// Where the kernel publishes its own BTF.
 pub const VMLINUX_BTF: &str = "/sys/kernel/btf/vmlinux";
@@ -25,6 +28,8 @@ pub enum PreflightError {
     NoBtf(io::Error),
     #[error("--pid {0}: no such process")]
     NoSuchProcess(u32),
+    #[error("no running process matches {0} (add --wait to wait for one)")]
+    NoMatch(String),
     #[error("--pid {tid}: that is a thread of process {pid}; pass the process id")]
     ThreadNotProcess { tid: u32, pid: u32 },
     #[error("output directory {path}: {source}")]
@@ -66,8 +71,22 @@ pub fn check(config: &Config) -> Result<(), PreflightError> {
         for &pid in pids {
             check_process(pid)?;
         }
+        let discover = &config.discover;
+        if pids.is_empty() && !discover.wait && targets::find(discover).is_empty() {
+            return Err(PreflightError::NoMatch(describe(discover)));
+        }
     }
     prepare_output_dir(&config.output_dir)
+}
+
+/// `--comm a --pid-file b`, as the user wrote it.
+fn describe(discover: &Discover) -> String {
+    let comms = discover.comms.iter().map(|c| format!("--comm {c}"));
+    let files = discover
+        .pid_files
+        .iter()
+        .map(|f| format!("--pid-file {}", f.display()));
+    comms.chain(files).collect::<Vec<_>>().join(" ")
 }
 
 fn check_capabilities() -> Result<(), PreflightError> {

@@ -262,3 +262,58 @@ fn exits_when_every_target_has_exited() {
     );
     assert!(String::from_utf8_lossy(&out.stderr).contains("every target has exited"));
 }
+
+#[test]
+fn wait_follows_a_restarted_process_by_name_and_by_pid_file() {
+    require_root();
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("profiles");
+    let pid_file = dir.path().join("service.pid");
+    // `spin_split` stands in for a service: restarted once, same name, and
+    // its pid written to a PID file each time.
+    let mut first = Fixture::spawn("spin_split", 10.0);
+    first.go();
+    std::fs::write(&pid_file, first.pid().to_string()).unwrap();
+    let running = support::Profiler::start(&[
+        "--comm",
+        "spin_split",
+        "--pid-file",
+        pid_file.to_str().unwrap(),
+        "--wait",
+        "--output-dir",
+        out.to_str().unwrap(),
+        "--interval",
+        "60s",
+    ]);
+    sleep(Duration::from_secs(1));
+    let first_pid = first.pid();
+    drop(first);
+    // No target alive for a while: --wait keeps the daemon up.
+    sleep(Duration::from_secs(1));
+    let mut second = Fixture::spawn("spin_split", 10.0);
+    second.go();
+    std::fs::write(&pid_file, second.pid().to_string()).unwrap();
+    sleep(Duration::from_secs(2));
+    let log = running.stop();
+    let profiles = profiles(&out);
+    assert_eq!(profiles.len(), 1);
+    let p = &profiles[0].1;
+    for pid in [first_pid, second.pid()] {
+        assert!(p.samples_of(pid).count() > 0, "no samples of {pid}:\n{log}");
+    }
+    assert!(log.contains("profiling a new target"), "{log}");
+}
+
+#[test]
+fn without_wait_a_name_that_matches_nothing_is_refused() {
+    require_root();
+    let out = support::run(&[
+        "--comm",
+        "no-such-process-name",
+        "--output-dir",
+        "/tmp/profiler-never",
+    ]);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no running process matches --comm"));
+    assert!(!Path::new("/tmp/profiler-never").exists());
+}

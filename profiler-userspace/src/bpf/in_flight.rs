@@ -33,7 +33,10 @@ use profiler_common::{
 };
 
 use super::{Flip, Kernel, KernelError, RawSample, Stack};
-use crate::config::{OffCpu, Target};
+use crate::{
+    config::{OffCpu, Target},
+    procfs,
+};
 
 /// Counts of what the in-flight accounting did, for the window's comments.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -177,7 +180,7 @@ impl Kernel {
             let thread = Thread {
                 pid,
                 tid,
-                name: thread_name(pid, tid),
+                name: procfs::comm(pid, tid).unwrap_or_default(),
             };
             let window = flip.end_ns - flip.start_ns;
             push_part(&mut samples, &thread, asleep, window, rule, rng);
@@ -223,45 +226,21 @@ fn push_part(
 fn target_threads(target: &Target) -> Vec<(u32, u32)> {
     let pids: Vec<u32> = match target {
         Target::Pids(pids) => pids.clone(),
-        Target::All => numeric_entries("/proc"),
+        Target::All => procfs::pids(),
     };
     pids.into_iter()
-        .flat_map(|pid| {
-            numeric_entries(&format!("/proc/{pid}/task"))
-                .into_iter()
-                .map(move |tid| (pid, tid))
-        })
+        .flat_map(|pid| procfs::tids(pid).into_iter().map(move |tid| (pid, tid)))
         .collect()
-}
-
-fn numeric_entries(dir: &str) -> Vec<u32> {
-    fs::read_dir(dir)
-        .map(|entries| {
-            entries
-                .filter_map(Result::ok)
-                .filter_map(|e| e.file_name().to_str().and_then(|n| n.parse().ok()))
-                .collect()
-        })
-        .unwrap_or_default()
 }
 
 /// The thread's state if it is off the CPU, blocked: S (or I, an idle
 /// kernel thread) is sleeping, D is disk.
 fn sleeping_state(pid: u32, tid: u32) -> Option<ThreadState> {
-    let stat = fs::read_to_string(format!("/proc/{pid}/task/{tid}/stat")).ok()?;
-    // The state follows the parenthesised name, which may contain spaces.
-    let after_name = &stat[stat.rfind(')')? + 1..];
-    match after_name.split_whitespace().next()? {
-        "S" | "I" => Some(ThreadState::Sleeping),
-        "D" => Some(ThreadState::Disk),
+    match procfs::thread_state(pid, tid)? {
+        'S' | 'I' => Some(ThreadState::Sleeping),
+        'D' => Some(ThreadState::Disk),
         _ => None,
     }
-}
-
-fn thread_name(pid: u32, tid: u32) -> String {
-    fs::read_to_string(format!("/proc/{pid}/task/{tid}/comm"))
-        .map(|c| c.trim_end().to_owned())
-        .unwrap_or_default()
 }
 
 /// A blocked thread's kernel stack by function name, leaf first.

@@ -51,7 +51,7 @@ impl Kernel {
     ///
     /// # Errors
     /// When the kernel refuses the object, a map, a program or an attach.
-    pub fn load(config: &Config) -> Result<Self, KernelError> {
+    pub fn load(config: &Config, targets: &Target) -> Result<Self, KernelError> {
         let target_all = u8::from(matches!(config.target, Target::All));
         let rate_ns = config.off_cpu.map_or(0, |o| o.rate_ns);
         let naive = u8::from(config.off_cpu.is_some_and(|o| o.naive_weights));
@@ -69,20 +69,6 @@ impl Kernel {
             }
         };
 
-        if let Target::Pids(pids) = &config.target {
-            let mut targets: HashMap<&mut MapData, u32, u8> =
-                HashMap::try_from(ebpf.map_mut(TARGETS).ok_or(KernelError::Missing {
-                    kind: "map",
-                    name: TARGETS,
-                })?)
-                .map_err(KernelError::map(TARGETS))?;
-            for &pid in pids {
-                targets
-                    .insert(pid, 1, 0)
-                    .map_err(KernelError::map(TARGETS))?;
-            }
-        }
-
         let mut kernel = Self {
             ebpf,
             active_slot: 0,
@@ -91,6 +77,11 @@ impl Kernel {
             logger,
         };
         kernel.set_active_slot(0, 0)?;
+        if let Target::Pids(pids) = targets {
+            for &pid in pids {
+                kernel.add_target(pid)?;
+            }
+        }
         if config.off_cpu.is_some() {
             kernel.attach_off_cpu()?;
         }
@@ -150,6 +141,38 @@ impl Kernel {
         }
         Ok(())
     }
+    /// Starts profiling process `pid` (with `--pid`-style targets).
+    ///
+    /// # Errors
+    /// When the target map refuses the entry (it is full).
+    pub fn add_target(&mut self, pid: u32) -> Result<(), KernelError> {
+        self.targets()?
+            .insert(pid, 1, 0)
+            .map_err(KernelError::map(TARGETS))
+    }
+
+    /// Stops profiling process `pid` (it exited; its pid may be reused).
+    ///
+    /// # Errors
+    /// When the target map cannot be written.
+    pub fn remove_target(&mut self, pid: u32) -> Result<(), KernelError> {
+        match self.targets()?.remove(&pid) {
+            Ok(()) | Err(aya::maps::MapError::KeyNotFound) => Ok(()),
+            Err(e) => Err(KernelError::Map {
+                name: TARGETS,
+                source: e,
+            }),
+        }
+    }
+
+    fn targets(&mut self) -> Result<HashMap<&mut MapData, u32, u8>, KernelError> {
+        let map = self.ebpf.map_mut(TARGETS).ok_or(KernelError::Missing {
+            kind: "map",
+            name: TARGETS,
+        })?;
+        HashMap::try_from(map).map_err(KernelError::map(TARGETS))
+    }
+
     /// Takes the eBPF log channel, to be polled by the caller.
     pub fn take_logger(&mut self) -> Option<aya_log::EbpfLogger<&'static dyn log::Log>> {
         self.logger.take()

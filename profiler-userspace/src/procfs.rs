@@ -1,0 +1,97 @@
+//! Small readers of `/proc`, shared by the modules that need to know about
+//! processes and threads outside the kernel maps.
+use std::fs;
+
+/// The numeric entries of a `/proc` directory: pids of `/proc`, tids of
+/// `/proc/<pid>/task`.
+#[must_use]
+pub fn numeric_entries(dir: &str) -> Vec<u32> {
+    fs::read_dir(dir)
+        .map(|entries| {
+            entries
+                .filter_map(Result::ok)
+                .filter_map(|e| e.file_name().to_str().and_then(|n| n.parse().ok()))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Every process id.
+#[must_use]
+pub fn pids() -> Vec<u32> {
+    numeric_entries("/proc")
+}
+
+/// The thread ids of process `pid`.
+#[must_use]
+pub fn tids(pid: u32) -> Vec<u32> {
+    numeric_entries(&format!("/proc/{pid}/task"))
+}
+
+/// The one-letter scheduler state of a thread (`R`, `S`, `D`, `Z`, ...),
+/// from the `stat` file at `path`.
+fn state_in(path: &str) -> Option<char> {
+    let stat = fs::read_to_string(path).ok()?;
+    // The state follows the parenthesised name, which may contain spaces.
+    stat[stat.rfind(')')? + 1..]
+        .split_whitespace()
+        .next()?
+        .chars()
+        .next()
+}
+
+/// The scheduler state of thread `tid` of process `pid`.
+#[must_use]
+pub fn thread_state(pid: u32, tid: u32) -> Option<char> {
+    state_in(&format!("/proc/{pid}/task/{tid}/stat"))
+}
+
+/// Whether process `pid` exists and has not exited (a zombie, exited but
+/// not yet reaped by its parent, counts as exited).
+#[must_use]
+pub fn alive(pid: u32) -> bool {
+    !matches!(
+        state_in(&format!("/proc/{pid}/stat")),
+        Some('Z' | 'X') | None
+    )
+}
+
+/// The name of process `pid` (its main thread's), or of one of its threads.
+#[must_use]
+pub fn comm(pid: u32, tid: u32) -> Option<String> {
+    fs::read_to_string(format!("/proc/{pid}/task/{tid}/comm"))
+        .ok()
+        .map(|c| c.trim_end_matches('\n').to_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn this_process() {
+        let pid = std::process::id();
+        assert!(alive(pid));
+        assert!(pids().contains(&pid));
+        assert!(tids(pid).contains(&pid));
+        assert!(thread_state(pid, pid).is_some());
+        assert!(comm(pid, pid).is_some_and(|c| !c.is_empty()));
+        assert!(!alive(u32::MAX - 1));
+    }
+
+    #[test]
+    fn a_zombie_is_not_alive() {
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let pid = child.id();
+        // Not reaped yet: a zombie once it has run.
+        for _ in 0..100 {
+            if thread_state(pid, pid) == Some('Z') {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        assert_eq!(thread_state(pid, pid), Some('Z'));
+        assert!(!alive(pid));
+        child.wait().unwrap();
+    }
+}

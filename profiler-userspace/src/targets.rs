@@ -1,0 +1,151 @@
+//! Which processes are targets while the daemon runs: those named with
+//! `--pid`, plus those found by name (`--comm`) or PID file (`--pid-file`),
+//! looked for again every check so that a restarted service is picked up
+//! (`--wait`).
+use std::{collections::BTreeSet, fs};
+
+use crate::{
+    config::{Discover, Target},
+    procfs,
+};
+
+/// Longest process name the kernel keeps (`TASK_COMM_LEN - 1`).
+const COMM_MAX: usize = 15;
+
+pub struct Targets {
+    all: bool,
+    discover: Discover,
+    current: BTreeSet<u32>,
+}
+
+impl Targets {
+    /// The targets at start: the `--pid` processes and what `discover`
+    /// finds now.
+    #[must_use]
+    pub fn new(target: &Target, discover: &Discover) -> Self {
+        let (all, mut current) = match target {
+            Target::All => (true, BTreeSet::new()),
+            Target::Pids(pids) => (false, pids.iter().copied().collect()),
+        };
+        current.extend(find(discover));
+        Self {
+            all,
+            discover: discover.clone(),
+            current,
+        }
+    }
+
+    /// The targets as the kernel and the accounting see them.
+    #[must_use]
+    pub fn current(&self) -> Target {
+        if self.all {
+            Target::All
+        } else {
+            Target::Pids(self.current.iter().copied().collect())
+        }
+    }
+
+    /// Looks again: returns the processes that became targets and those
+    /// that exited.
+    pub fn refresh(&mut self) -> (Vec<u32>, Vec<u32>) {
+        if self.all {
+            return (Vec::new(), Vec::new());
+        }
+        let exited: Vec<u32> = self
+            .current
+            .iter()
+            .copied()
+            .filter(|&p| !procfs::alive(p))
+            .collect();
+        for pid in &exited {
+            self.current.remove(pid);
+        }
+        let added: Vec<u32> = find(&self.discover)
+            .into_iter()
+            .filter(|p| self.current.insert(*p))
+            .collect();
+        (added, exited)
+    }
+
+    /// Whether the run is over: no target left and none to wait for.
+    #[must_use]
+    pub fn all_gone(&self) -> bool {
+        !self.all && self.current.is_empty() && !self.discover.wait
+    }
+}
+
+/// Live processes named by `discover`'s PID files or process names.
+#[must_use]
+pub fn find(discover: &Discover) -> Vec<u32> {
+    let mut found = BTreeSet::new();
+    for path in &discover.pid_files {
+        let pid = fs::read_to_string(path)
+            .ok()
+            .and_then(|s| s.trim().parse::<u32>().ok());
+        if let Some(pid) = pid.filter(|&p| p != 0 && procfs::alive(p)) {
+            found.insert(pid);
+        }
+    }
+    if !discover.comms.is_empty() {
+        for pid in procfs::pids() {
+            let matches = procfs::comm(pid, pid)
+                .is_some_and(|comm| discover.comms.iter().any(|name| same_comm(&comm, name)));
+            if matches && procfs::alive(pid) {
+                found.insert(pid);
+            }
+        }
+    }
+    found.into_iter().collect()
+}
+
+/// `comm` as the kernel stores it equals `name` cut to the kernel's length.
+fn same_comm(comm: &str, name: &str) -> bool {
+    let cut = name
+        .char_indices()
+        .nth(COMM_MAX)
+        .map_or(name, |(i, _)| &name[..i]);
+    comm == cut
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_compare_as_the_kernel_cuts_them() {
+        assert!(same_comm("spin_split", "spin_split"));
+        assert!(same_comm("a-very-long-pro", "a-very-long-process-name"));
+        assert!(!same_comm("spin", "spin_split"));
+    }
+
+    #[test]
+    fn finds_by_pid_file_and_name_and_notices_exit() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut child = std::process::Command::new("sleep")
+            .arg("30")
+            .spawn()
+            .unwrap();
+        let pid = child.id();
+        let pid_file = dir.path().join("svc.pid");
+        fs::write(&pid_file, format!("{pid}\n")).unwrap();
+        let by_file = Discover {
+            pid_files: vec![pid_file],
+            ..Discover::default()
+        };
+        assert_eq!(find(&by_file), vec![pid]);
+        let by_name = Discover {
+            comms: vec!["sleep".into()],
+            wait: true,
+            ..Discover::default()
+        };
+        assert!(find(&by_name).contains(&pid));
+
+        let mut targets = Targets::new(&Target::Pids(Vec::new()), &by_name);
+        assert!(matches!(targets.current(), Target::Pids(p) if p.contains(&pid)));
+        child.kill().unwrap();
+        child.wait().unwrap();
+        let (_, exited) = targets.refresh();
+        assert!(exited.contains(&pid));
+        assert!(!targets.all_gone(), "--wait keeps the run going");
+    }
+}
