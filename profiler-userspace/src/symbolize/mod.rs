@@ -27,6 +27,7 @@ use procmaps::Vma;
 
 use crate::{
     bpf::{RawWindow, Stack},
+    procfs,
     profile::{Line, Location, Mapping},
 };
 
@@ -254,9 +255,7 @@ impl Symbolizer {
     /// the process is gone. Returns whether the mappings were read.
     fn refresh_process(&mut self, pid: u32, thread: &str) -> bool {
         let window = self.window;
-        let comm = std::fs::read_to_string(format!("/proc/{pid}/comm"))
-            .ok()
-            .map(|c| Arc::<str>::from(c.trim_end_matches('\n')));
+        let comm = procfs::comm(pid, pid).map(Arc::<str>::from);
         let vmas = procmaps::read(pid);
         let readable = vmas.is_ok();
         let previous = self.processes.remove(&pid);
