@@ -15,6 +15,8 @@ pub enum ThreadState {
     Disk = 2,
     /// Runnable, waiting for a CPU: preempted, or woken but not yet running.
     Runqueue = 3,
+    /// Not known: weight the kernel could not store (see `[lost …]` frames).
+    Unknown = 4,
 }
 
 impl ThreadState {
@@ -26,6 +28,7 @@ impl ThreadState {
             1 => Some(Self::Sleeping),
             2 => Some(Self::Disk),
             3 => Some(Self::Runqueue),
+            4 => Some(Self::Unknown),
             _ => None,
         }
     }
@@ -38,6 +41,7 @@ impl ThreadState {
             Self::Sleeping => "sleeping",
             Self::Disk => "disk",
             Self::Runqueue => "runqueue",
+            Self::Unknown => "unknown",
         }
     }
 }
@@ -129,6 +133,7 @@ mod tests {
             ThreadState::Sleeping,
             ThreadState::Disk,
             ThreadState::Runqueue,
+            ThreadState::Unknown,
         ] {
             assert_eq!(ThreadState::from_raw(state as u32), Some(state));
         }

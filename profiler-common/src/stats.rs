@@ -24,11 +24,17 @@ pub enum Stat {
     OffCpuEventsKept = 6,
     /// Threads not tracked because the task map refused an insert.
     TaskMapFull = 7,
+    /// On-CPU samples in the weight dropped on a full samples map.
+    LostSamples = 8,
+    /// Off-CPU nanoseconds in the weight dropped on a full samples map.
+    LostOffCpuNs = 9,
+    /// Off-CPU events (fixed point) in the weight dropped on a full map.
+    LostOffCpuCount = 10,
 }
 
 impl Stat {
     /// Every counter, in index order.
-    pub const ALL: [Self; 8] = [
+    pub const ALL: [Self; 11] = [
         Self::OnCpuSamples,
         Self::UserStackErrors,
         Self::KernelStackErrors,
@@ -37,6 +43,9 @@ impl Stat {
         Self::OffCpuEventsSeen,
         Self::OffCpuEventsKept,
         Self::TaskMapFull,
+        Self::LostSamples,
+        Self::LostOffCpuNs,
+        Self::LostOffCpuCount,
     ];
 
     /// Name used in logs and profile comments.
@@ -51,6 +60,9 @@ impl Stat {
             Self::OffCpuEventsSeen => "off_cpu_events_seen",
             Self::OffCpuEventsKept => "off_cpu_events_kept",
             Self::TaskMapFull => "task_map_full_drops",
+            Self::LostSamples => "lost_samples",
+            Self::LostOffCpuNs => "lost_off_cpu_ns",
+            Self::LostOffCpuCount => "lost_off_cpu_count",
         }
     }
 }

@@ -20,13 +20,22 @@ pub fn add(samples: &HashMap<SampleKey, SampleValue>, key: &SampleKey, weight: &
     match samples.insert(key, weight, u64::from(BPF_NOEXIST)) {
         Ok(()) => {}
         // Another CPU inserted the same key between our lookup and insert.
-        Err(err) if err == -EEXIST => {
-            if let Some(value) = samples.get_ptr_mut(key) {
-                bump(value, weight);
-            }
-        }
-        Err(_) => maps::count(Stat::MapFull, 1),
+        Err(err) if err == -EEXIST => match samples.get_ptr_mut(key) {
+            Some(value) => bump(value, weight),
+            None => lost(weight),
+        },
+        Err(_) => lost(weight),
     }
+}
+
+/// Counts weight that could not be stored, so the daemon can show it under
+/// a `[lost …]` frame instead of under-reporting silently.
+#[inline(always)]
+fn lost(weight: &SampleValue) {
+    maps::count(Stat::MapFull, 1);
+    maps::count(Stat::LostSamples, weight.samples);
+    maps::count(Stat::LostOffCpuNs, weight.off_cpu_ns);
+    maps::count(Stat::LostOffCpuCount, weight.off_cpu_count);
 }
 
 /// A weight with no name yet.

@@ -1,13 +1,39 @@
 //! One window, from what the kernel recorded to a symbolized [`Profile`].
 use std::time::SystemTime;
 
-use profiler_common::stats::Stat;
+use std::sync::Arc;
+
+use profiler_common::{sample::ThreadState, stats::Stat};
 
 use crate::{
     bpf::RawWindow,
-    profile::{Profile, Sample},
+    profile::{Location, Profile, Sample},
     symbolize::{SymbolizeStats, Symbolizer},
 };
+
+/// Name of the frame that carries weight the kernel counted but could not
+/// store (its samples map was full), so totals never under-report silently.
+pub const LOST_FRAME: &str = "[lost: samples map full]";
+
+/// The weight the kernel dropped on a full map, as one visible sample.
+fn lost_sample(raw: &RawWindow) -> Option<Sample> {
+    let (samples, off_cpu_ns, off_cpu_count) = (
+        raw.stat(Stat::LostSamples),
+        raw.stat(Stat::LostOffCpuNs),
+        raw.stat(Stat::LostOffCpuCount),
+    );
+    (samples | off_cpu_ns | off_cpu_count != 0).then(|| Sample {
+        pid: 0,
+        tid: 0,
+        comm: Arc::from("[lost]"),
+        thread: "[lost]".to_owned(),
+        state: ThreadState::Unknown,
+        stack: vec![Location::marker(LOST_FRAME.to_owned())],
+        samples,
+        off_cpu_ns,
+        off_cpu_count,
+    })
+}
 
 /// When a window began and how long it lasted.
 #[derive(Clone, Copy, Debug)]
@@ -25,7 +51,7 @@ pub fn assemble(
     period_ns: u64,
 ) -> (Profile, SymbolizeStats) {
     let sym_stats = symbolizer.prepare(raw);
-    let samples = raw
+    let mut samples: Vec<Sample> = raw
         .samples
         .iter()
         .map(|s| {
@@ -44,6 +70,7 @@ pub fn assemble(
             }
         })
         .collect();
+    samples.extend(lost_sample(raw));
 
     let mut comments: Vec<String> = Stat::ALL
         .iter()
@@ -75,4 +102,41 @@ pub fn assemble(
         comments,
     };
     (profile, sym_stats)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::UNIX_EPOCH;
+
+    use super::*;
+
+    #[test]
+    fn weight_lost_on_a_full_map_shows_as_a_frame() {
+        let mut raw = RawWindow::default();
+        raw.stats[Stat::LostSamples as usize] = 3;
+        raw.stats[Stat::LostOffCpuNs as usize] = 5_000_000;
+        raw.stats[Stat::LostOffCpuCount as usize] = 2_000;
+        let times = WindowTimes {
+            start: UNIX_EPOCH,
+            duration_ns: 1,
+        };
+        let (profile, _) = assemble(&raw, &mut Symbolizer::new(), times, 10);
+        let lost = &profile.samples[0];
+        assert_eq!(lost.stack[0].lines[0].function, LOST_FRAME);
+        assert_eq!(
+            (lost.samples, lost.off_cpu_ns, lost.off_cpu_count),
+            (3, 5_000_000, 2_000)
+        );
+        assert!(profile.comments.contains(&"lost_samples=3".to_owned()));
+    }
+
+    #[test]
+    fn nothing_lost_adds_nothing() {
+        let times = WindowTimes {
+            start: UNIX_EPOCH,
+            duration_ns: 1,
+        };
+        let (profile, _) = assemble(&RawWindow::default(), &mut Symbolizer::new(), times, 10);
+        assert!(profile.samples.is_empty());
+    }
 }
