@@ -100,6 +100,14 @@ pub fn run() -> anyhow::Result<()> {
     )?;
 
     let path = workspace_root().join("BENCHMARKS.md");
+    // The soak section comes from `cargo xtask soak`: keep it.
+    if let Some(soak) = fs::read_to_string(&path)
+        .ok()
+        .as_deref()
+        .and_then(crate::soak::section)
+    {
+        report = crate::soak::replace_section(&report, soak);
+    }
     fs::write(&path, &report).with_context(|| format!("writing {}", path.display()))?;
     eprintln!("bench: wrote {}", path.display());
     Ok(())

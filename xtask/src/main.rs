@@ -2,6 +2,7 @@
 mod bench;
 mod install;
 mod setup;
+mod soak;
 mod test;
 
 use std::process::Command;
@@ -31,6 +32,12 @@ enum Cmd {
     Test,
     /// Overhead and accuracy benchmarks; writes BENCHMARKS.md (needs root).
     Bench,
+    /// The daemon under a high context-switch rate for a while; writes the
+    /// soak section of BENCHMARKS.md (needs root).
+    Soak {
+        #[arg(long, default_value_t = 30)]
+        minutes: u64,
+    },
     /// Build (release) and install the binary, systemd unit and options file.
     Install {
         /// Installation prefix.
@@ -68,6 +75,10 @@ fn main() -> anyhow::Result<()> {
         Cmd::Bench => {
             setup::run()?;
             bench::run()
+        }
+        Cmd::Soak { minutes } => {
+            setup::run()?;
+            soak::run(minutes)
         }
         Cmd::Install { prefix, destdir } => {
             setup::run()?;

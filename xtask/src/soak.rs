@@ -1,0 +1,179 @@
+//! `cargo xtask soak [--minutes N]`: the daemon under a high context-switch
+//! rate for N minutes (`profiler --all`, 60 s windows, while the ping-pong
+//! fixture switches hundreds of thousands of times a second), sampling its
+//! RSS every minute. Writes the figures into the soak section of
+//! BENCHMARKS.md, which `cargo xtask bench` keeps.
+use std::{
+    fmt::Write as _,
+    fs,
+    io::{BufRead as _, BufReader, Write as _},
+    process::{Command, Stdio},
+    thread::sleep,
+    time::{Duration, Instant},
+};
+
+use anyhow::Context as _;
+
+use crate::{cargo, workspace_root};
+
+pub const BEGIN: &str = "<!-- soak: written by cargo xtask soak -->";
+pub const END: &str = "<!-- /soak -->";
+
+pub fn run(minutes: u64) -> anyhow::Result<()> {
+    cargo(&[
+        "build",
+        "--release",
+        "--package",
+        "profiler-userspace",
+        "--package",
+        "profiler-fixtures",
+    ])?;
+    let release = workspace_root().join("target/release");
+    let out_dir = std::env::temp_dir().join("profiler-soak");
+    let _ = fs::remove_dir_all(&out_dir);
+
+    let mut workload = Command::new(release.join("pingpong"))
+        .arg((minutes * 60 + 60).to_string())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .context("starting pingpong")?;
+    let mut stdout = BufReader::new(workload.stdout.take().context("stdout")?);
+    let mut line = String::new();
+    stdout.read_line(&mut line)?;
+
+    let mut profiler = Command::new(release.join("profiler"))
+        .args([
+            "--all",
+            "--interval",
+            "60s",
+            "--retain",
+            "5",
+            "--output-dir",
+        ])
+        .arg(&out_dir)
+        .stderr(Stdio::null())
+        .spawn()
+        .context("starting profiler")?;
+    sleep(Duration::from_secs(5));
+    let stdin = workload.stdin.as_mut().context("stdin")?;
+    stdin.write_all(b"go\n")?;
+    stdin.flush()?;
+
+    let pid = profiler.id();
+    let started = Instant::now();
+    let mut rows = Vec::new();
+    for minute in 0..=minutes {
+        let at = started + Duration::from_secs(60 * minute);
+        sleep(at.saturating_duration_since(Instant::now()));
+        let rss = status_kb(pid, "VmRSS")?;
+        let hwm = status_kb(pid, "VmHWM")?;
+        let ticks = cpu_ticks(pid)?;
+        eprintln!("soak: minute {minute}: RSS {rss} kB, peak {hwm} kB");
+        rows.push((minute, rss, hwm, ticks));
+    }
+    crate::run(Command::new("kill").args(["-INT", &pid.to_string()]))?;
+    let status = profiler.wait()?;
+    drop(workload.stdin.take());
+    let _ = workload.kill();
+    let _ = workload.wait();
+    anyhow::ensure!(status.success(), "profiler exited with {status}");
+
+    let mut section = String::new();
+    writeln!(section, "{BEGIN}")?;
+    writeln!(
+        section,
+        "## Soak: {minutes} minutes at a high context-switch rate\n"
+    )?;
+    writeln!(
+        section,
+        "`cargo xtask soak --minutes {minutes}`: `profiler --all` with 60 s windows while the \
+         ping-pong fixture runs the whole time (hundreds of thousands of context switches a \
+         second). The daemon's resident memory, sampled every minute, should stay flat.\n"
+    )?;
+    writeln!(
+        section,
+        "| minute | RSS (MB) | peak RSS (MB) | daemon CPU over the minute (% of a core) |"
+    )?;
+    writeln!(section, "| --- | --- | --- | --- |")?;
+    let mut previous_ticks = None;
+    for (minute, rss, hwm, ticks) in &rows {
+        #[expect(clippy::cast_precision_loss, reason = "megabytes and percentages")]
+        let (rss_mb, hwm_mb) = (*rss as f64 / 1024.0, *hwm as f64 / 1024.0);
+        #[expect(clippy::cast_precision_loss, reason = "a percentage")]
+        let cpu = previous_ticks.map_or(String::from("-"), |p: u64| {
+            format!("{:.2}", (ticks - p) as f64 / 100.0 / 60.0 * 100.0)
+        });
+        writeln!(section, "| {minute} | {rss_mb:.1} | {hwm_mb:.1} | {cpu} |")?;
+        previous_ticks = Some(*ticks);
+    }
+    writeln!(section, "{END}")?;
+
+    let path = workspace_root().join("BENCHMARKS.md");
+    let current = fs::read_to_string(&path).unwrap_or_default();
+    fs::write(&path, replace_section(&current, &section))?;
+    eprintln!("soak: wrote the soak section of {}", path.display());
+    Ok(())
+}
+
+/// `text` with its soak section replaced by `section` (appended if absent).
+#[must_use]
+pub fn replace_section(text: &str, section: &str) -> String {
+    match (text.find(BEGIN), text.find(END)) {
+        (Some(begin), Some(end)) if begin < end => {
+            format!(
+                "{}{}{}",
+                &text[..begin],
+                section,
+                &text[end + END.len()..].trim_start_matches('\n')
+            )
+        }
+        _ => format!("{}\n\n{section}", text.trim_end()),
+    }
+}
+
+/// The soak section of `text`, if any.
+#[must_use]
+pub fn section(text: &str) -> Option<&str> {
+    let begin = text.find(BEGIN)?;
+    let end = text.find(END)? + END.len();
+    (begin < end).then(|| &text[begin..end])
+}
+
+fn status_kb(pid: u32, key: &str) -> anyhow::Result<u64> {
+    let status = fs::read_to_string(format!("/proc/{pid}/status"))?;
+    status
+        .lines()
+        .find_map(|l| {
+            l.strip_prefix(key)?
+                .strip_prefix(':')?
+                .split_whitespace()
+                .next()?
+                .parse()
+                .ok()
+        })
+        .with_context(|| format!("no {key} in /proc/{pid}/status"))
+}
+
+fn cpu_ticks(pid: u32) -> anyhow::Result<u64> {
+    let stat = fs::read_to_string(format!("/proc/{pid}/stat"))?;
+    let fields: Vec<&str> = stat[stat.rfind(')').context("stat")? + 2..]
+        .split_whitespace()
+        .collect();
+    Ok(fields[11].parse::<u64>()? + fields[12].parse::<u64>()?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_section_is_replaced_or_appended() {
+        let new = format!("{BEGIN}\nnew\n{END}\n");
+        let appended = replace_section("# Benchmarks\n", &new);
+        assert_eq!(appended, format!("# Benchmarks\n\n{new}"));
+        let replaced = replace_section(&format!("# B\n{BEGIN}\nold\n{END}\ntail\n"), &new);
+        assert_eq!(replaced, format!("# B\n{new}tail\n"));
+        assert_eq!(section(&replaced), Some(&new[..new.len() - 1]));
+    }
+}
