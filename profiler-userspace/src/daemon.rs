@@ -21,7 +21,8 @@ use crate::{
     window::{WindowTimes, assemble},
 };
 
-/// How often `--pid` targets are checked for having exited.
+/// How often targets are checked again: exits, and new `--comm` or
+/// `--pid-file` matches.
 const TARGET_CHECK: Duration = Duration::from_millis(500);
 
 /// Why a window ends.
@@ -56,7 +57,8 @@ pub enum DaemonError {
     FinalWrite(SinkError),
 }
 
-/// Profiles until `--duration` ends or a signal arrives.
+/// Profiles until `--duration` ends, SIGINT or SIGTERM arrives, or every
+/// target has exited with nothing to wait for.
 ///
 /// # Errors
 /// When loading or draining the kernel side fails, or the last window
