@@ -20,6 +20,7 @@ use blazesym::{
     MaybeDefault,
     symbolize::{
         Input, Symbolized,
+        evict::{self, Evict},
         source::{Elf, Kernel, Source},
     },
 };
@@ -53,6 +54,10 @@ struct ProcessInfo {
     /// Executable mappings, sorted, with their pprof mapping.
     vmas: Vec<(Vma, Arc<Mapping>)>,
     last_seen: u64,
+    /// Files blazesym read (and caches) for this process, evicted from its
+    /// cache with the process: `/proc/<pid>/map_files/...` paths are
+    /// per process, so without this the cache grows with process churn.
+    blaze_paths: HashSet<PathBuf>,
 }
 
 #[derive(Default)]
@@ -147,7 +152,7 @@ impl Symbolizer {
         }
 
         // Group the new user lookups by binary, remembering a path to read it from.
-        let mut todo: HashMap<BinaryKey, (PathBuf, Vec<u64>)> = HashMap::new();
+        let mut todo: HashMap<BinaryKey, (u32, PathBuf, Vec<u64>)> = HashMap::new();
         for (pid, addrs) in &user {
             let Some(process) = self.processes.get(pid) else {
                 continue;
@@ -165,15 +170,20 @@ impl Symbolizer {
                 let offset = vma.file_offset(addr);
                 if !cache.lines.contains_key(&offset) {
                     todo.entry(key)
-                        .or_insert_with(|| (map_files_path(*pid, vma), Vec::new()))
-                        .1
+                        .or_insert_with(|| (*pid, map_files_path(*pid, vma), Vec::new()))
+                        .2
                         .push(offset);
                 }
             }
         }
-        for (key, (path, offsets)) in todo {
-            let resolved =
-                self.symbolize(&Source::Elf(Elf::new(path)), Input::FileOffset(&offsets));
+        for (key, (pid, path, offsets)) in todo {
+            let resolved = self.symbolize(
+                &Source::Elf(Elf::new(path.clone())),
+                Input::FileOffset(&offsets),
+            );
+            if let Some(process) = self.processes.get_mut(&pid) {
+                process.blaze_paths.insert(path);
+            }
             let cache = self.binaries.entry(key).or_default();
             for (offset, lines) in offsets.into_iter().zip(resolved) {
                 stats.resolved += 1;
@@ -276,15 +286,16 @@ impl Symbolizer {
             (Err(_), Some(previous)) => previous.vmas.clone(),
             (Err(_), None) => Vec::new(),
         };
-        let comm = comm
-            .or_else(|| previous.map(|p| p.comm))
-            .unwrap_or_else(|| Arc::from(thread));
+        let (previous_comm, blaze_paths) =
+            previous.map_or((None, HashSet::new()), |p| (Some(p.comm), p.blaze_paths));
+        let comm = comm.or(previous_comm).unwrap_or_else(|| Arc::from(thread));
         self.processes.insert(
             pid,
             ProcessInfo {
                 comm,
                 vmas,
                 last_seen: window,
+                blaze_paths,
             },
         );
         readable
@@ -308,8 +319,17 @@ impl Symbolizer {
 
     fn evict(&mut self) {
         let window = self.window;
-        self.processes
-            .retain(|_, p| window - p.last_seen < EVICT_AFTER_WINDOWS);
+        let mut gone = Vec::new();
+        self.processes.retain(|_, p| {
+            let keep = window - p.last_seen < EVICT_AFTER_WINDOWS;
+            if !keep {
+                gone.extend(p.blaze_paths.drain());
+            }
+            keep
+        });
+        for path in gone {
+            let _ = self.blaze.evict(&Evict::Elf(evict::Elf::new(path)));
+        }
         self.binaries
             .retain(|_, b| window - b.last_seen < EVICT_AFTER_WINDOWS);
     }
@@ -490,6 +510,17 @@ mod tests {
             "{outer:?}"
         );
         assert!(outer.file.ends_with("mod.rs"), "{outer:?}");
+        assert_eq!(
+            symbolizer.processes[&pid].blaze_paths.len(),
+            1,
+            "file read is remembered"
+        );
+        // Windows without the process: its cache entries (ours and
+        // blazesym's) go after EVICT_AFTER_WINDOWS.
+        for _ in 0..EVICT_AFTER_WINDOWS {
+            symbolizer.prepare(&RawWindow::default());
+        }
+        assert!(!symbolizer.processes.contains_key(&pid));
         let kernel = symbolizer.kernel_locations(&window.samples[0].kernel_stack);
         assert_eq!(
             kernel[0].lines[0].function,
