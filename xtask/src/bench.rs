@@ -720,7 +720,7 @@ fn strip_ansi(line: &str) -> String {
 }
 
 /// utime + stime of `pid`, in clock ticks (100 per second).
-fn cpu_ticks(pid: u32) -> anyhow::Result<u64> {
+pub fn cpu_ticks(pid: u32) -> anyhow::Result<u64> {
     let stat = fs::read_to_string(format!("/proc/{pid}/stat"))?;
     let fields: Vec<&str> = stat[stat.rfind(')').context("stat")? + 2..]
         .split_whitespace()
@@ -728,7 +728,8 @@ fn cpu_ticks(pid: u32) -> anyhow::Result<u64> {
     Ok(fields[11].parse::<u64>()? + fields[12].parse::<u64>()?)
 }
 
-fn status_field(pid: u32, key: &str) -> anyhow::Result<u64> {
+/// A numeric field of `/proc/<pid>/status`, e.g. `VmRSS` (in kB).
+pub fn status_field(pid: u32, key: &str) -> anyhow::Result<u64> {
     let status = fs::read_to_string(format!("/proc/{pid}/status"))?;
     status
         .lines()

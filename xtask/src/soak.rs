@@ -14,7 +14,10 @@ use std::{
 
 use anyhow::Context as _;
 
-use crate::{cargo, workspace_root};
+use crate::{
+    bench::{cpu_ticks, status_field},
+    cargo, workspace_root,
+};
 
 pub const BEGIN: &str = "<!-- soak: written by cargo xtask soak -->";
 pub const END: &str = "<!-- /soak -->";
@@ -66,8 +69,8 @@ pub fn run(minutes: u64) -> anyhow::Result<()> {
     for minute in 0..=minutes {
         let at = started + Duration::from_secs(60 * minute);
         sleep(at.saturating_duration_since(Instant::now()));
-        let rss = status_kb(pid, "VmRSS")?;
-        let hwm = status_kb(pid, "VmHWM")?;
+        let rss = status_field(pid, "VmRSS")?;
+        let hwm = status_field(pid, "VmHWM")?;
         let ticks = cpu_ticks(pid)?;
         eprintln!("soak: minute {minute}: RSS {rss} kB, peak {hwm} kB");
         rows.push((minute, rss, hwm, ticks));
@@ -138,29 +141,6 @@ pub fn section(text: &str) -> Option<&str> {
     let begin = text.find(BEGIN)?;
     let end = text.find(END)? + END.len();
     (begin < end).then(|| &text[begin..end])
-}
-
-fn status_kb(pid: u32, key: &str) -> anyhow::Result<u64> {
-    let status = fs::read_to_string(format!("/proc/{pid}/status"))?;
-    status
-        .lines()
-        .find_map(|l| {
-            l.strip_prefix(key)?
-                .strip_prefix(':')?
-                .split_whitespace()
-                .next()?
-                .parse()
-                .ok()
-        })
-        .with_context(|| format!("no {key} in /proc/{pid}/status"))
-}
-
-fn cpu_ticks(pid: u32) -> anyhow::Result<u64> {
-    let stat = fs::read_to_string(format!("/proc/{pid}/stat"))?;
-    let fields: Vec<&str> = stat[stat.rfind(')').context("stat")? + 2..]
-        .split_whitespace()
-        .collect();
-    Ok(fields[11].parse::<u64>()? + fields[12].parse::<u64>()?)
 }
 
 #[cfg(test)]
