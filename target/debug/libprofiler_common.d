@@ -1,1 +1,0 @@
-/work/main/target/debug/libprofiler_common.rlib: /work/main/profiler-common/src/lib.rs /work/main/profiler-common/src/maps.rs /work/main/profiler-common/src/sample.rs /work/main/profiler-common/src/stats.rs
