@@ -13,3 +13,4 @@ pub mod sample;
 pub mod stack;
 pub mod stats;
 pub mod task;
+pub mod unwind;

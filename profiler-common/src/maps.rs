@@ -45,6 +45,20 @@ pub const IN_FLIGHT: &str = "IN_FLIGHT";
 /// user stack, so the `sys_exit` hook can return at once when it is zero.
 pub const PENDING: &str = "PENDING";
 
+/// Unwind table rows of every binary, one sorted run per binary (an
+/// mmap-able array: the daemon writes rows in place, then publishes them
+/// through [`UNWIND_PROCS`]). See [`crate::unwind`].
+pub const UNWIND_ROWS: &str = "UNWIND_ROWS";
+/// pid -> [`crate::unwind::ProcessMappings`]: the executable mappings the
+/// kernel walker uses for that process.
+pub const UNWIND_PROCS: &str = "UNWIND_PROCS";
+/// pid -> 1: processes whose mappings the walker needs (never seen, or a
+/// PC outside every known mapping: exec, mmap, dlopen). The daemon reads
+/// them promptly, builds what is missing and deletes the request.
+pub const UNWIND_REQUESTS: &str = "UNWIND_REQUESTS";
+/// Per-CPU state of the user stack walk between `bpf_loop` iterations.
+pub const UNWIND_STATE: &str = "UNWIND_STATE";
+
 /// Name of the load-time global that switches target filtering off (`--all`).
 pub const GLOBAL_TARGET_ALL: &str = "TARGET_ALL";
 /// Load-time global: the off-CPU rate in nanoseconds (`--off-cpu-rate`).
@@ -60,6 +74,14 @@ pub const STACKS_MAX_ENTRIES: u32 = 16_384;
 pub const TARGETS_MAX_ENTRIES: u32 = 4_096;
 /// Capacity of [`TASKS`]: threads tracked at once (an LRU map).
 pub const TASKS_MAX_ENTRIES: u32 = 65_536;
+
+/// Default capacity of [`UNWIND_ROWS`] (8-byte rows: 32 MiB); the daemon
+/// sets the real size from `--unwind-table-memory`.
+pub const UNWIND_ROWS_DEFAULT_ENTRIES: u32 = 4 << 20;
+/// Capacity of [`UNWIND_PROCS`] (allocated per entry, not up front).
+pub const UNWIND_PROCS_MAX_ENTRIES: u32 = 8_192;
+/// Capacity of [`UNWIND_REQUESTS`].
+pub const UNWIND_REQUESTS_MAX_ENTRIES: u32 = 1_024;
 
 /// Returns the samples and stacks map names of `slot`.
 #[must_use]

@@ -12,17 +12,28 @@ pub const MAX_STACK_DEPTH: usize = 127;
 /// Hash that means "no stack": see the `*_stack_err` fields of the key.
 pub const NO_STACK: u64 = 0;
 
+/// [`StackTrace::flags`]: the stack went on past [`MAX_STACK_DEPTH`].
+pub const TRUNCATED: u32 = 1;
+
 /// One captured stack, as stored in the stack maps.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct StackTrace {
     /// Number of valid entries in `ips`.
-    pub len: u64,
+    pub len: u32,
+    /// [`TRUNCATED`] when the walk stopped at the frame limit.
+    pub flags: u32,
     /// Instruction pointers, leaf first.
     pub ips: [u64; MAX_STACK_DEPTH],
 }
 
 impl StackTrace {
+    /// Whether the walk stopped at the frame limit with frames left.
+    #[must_use]
+    pub const fn truncated(&self) -> bool {
+        self.flags & TRUNCATED != 0
+    }
+
     /// The valid instruction pointers, leaf first.
     #[must_use]
     pub fn frames(&self) -> &[u64] {
@@ -58,7 +69,7 @@ pub fn stack_hash(ips: &[u64; MAX_STACK_DEPTH], len: usize) -> u64 {
 }
 
 #[cfg(feature = "user")]
-// SAFETY: StackTrace is repr(C): a u64 then 127 u64s, no padding, and every
+// SAFETY: StackTrace is repr(C): two u32 then 127 u64s, no padding, and every
 // bit pattern is valid.
 unsafe impl aya::Pod for StackTrace {}
 
@@ -101,13 +112,16 @@ mod tests {
     fn frames_are_clamped() {
         let t = StackTrace {
             len: 500,
+            flags: 0,
             ips: [7; MAX_STACK_DEPTH],
         };
         assert_eq!(t.frames().len(), MAX_STACK_DEPTH);
         let t = StackTrace {
             len: 2,
+            flags: TRUNCATED,
             ips: trace(&[1, 2]),
         };
         assert_eq!(t.frames(), [1, 2]);
+        assert!(t.truncated());
     }
 }

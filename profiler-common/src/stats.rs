@@ -30,11 +30,21 @@ pub enum Stat {
     LostOffCpuNs = 9,
     /// Off-CPU events (fixed point) in the weight dropped on a full map.
     LostOffCpuCount = 10,
+    /// User frames unwound with a table row.
+    FramesByTable = 11,
+    /// User frames unwound by frame pointer (no table for the PC).
+    FramesByFramePointer = 12,
+    /// User PCs with no table: no mappings for the process yet, a PC
+    /// outside every known mapping, a binary without a table (JIT code,
+    /// no `.eh_frame`), or a gap in its table.
+    PcsWithoutTable = 13,
+    /// User stacks cut at the frame limit (they end in `[truncated]`).
+    StacksTruncated = 14,
 }
 
 impl Stat {
     /// Every counter, in index order.
-    pub const ALL: [Self; 11] = [
+    pub const ALL: [Self; 15] = [
         Self::OnCpuSamples,
         Self::UserStackErrors,
         Self::KernelStackErrors,
@@ -46,6 +56,10 @@ impl Stat {
         Self::LostSamples,
         Self::LostOffCpuNs,
         Self::LostOffCpuCount,
+        Self::FramesByTable,
+        Self::FramesByFramePointer,
+        Self::PcsWithoutTable,
+        Self::StacksTruncated,
     ];
 
     /// Name used in logs and profile comments.
@@ -63,6 +77,10 @@ impl Stat {
             Self::LostSamples => "lost_samples",
             Self::LostOffCpuNs => "lost_off_cpu_ns",
             Self::LostOffCpuCount => "lost_off_cpu_count",
+            Self::FramesByTable => "frames_by_table",
+            Self::FramesByFramePointer => "frames_by_frame_pointer",
+            Self::PcsWithoutTable => "pcs_without_table",
+            Self::StacksTruncated => "stacks_truncated",
         }
     }
 }

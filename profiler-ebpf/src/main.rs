@@ -21,6 +21,7 @@ mod off_cpu;
 mod on_cpu;
 mod stack;
 mod target;
+mod unwind;
 
 use aya_ebpf::{
     macros::{btf_tracepoint, perf_event},
@@ -62,23 +63,22 @@ pub fn sched_wakeup(ctx: BtfTracePointContext) -> i32 {
 
 /// Every system call return; returns at once unless weight is pending.
 #[btf_tracepoint(function = "sys_exit")]
-#[expect(
-    clippy::needless_pass_by_value,
-    reason = "the macro fixes the signature"
-)]
-pub fn sys_exit(ctx: BtfTracePointContext) -> i32 {
-    off_cpu::on_sys_exit(&ctx);
+pub fn sys_exit(_ctx: BtfTracePointContext) -> i32 {
+    off_cpu::on_sys_exit();
+    0
+}
+
+/// A process replaced its image (execve).
+#[btf_tracepoint(function = "sched_process_exec")]
+pub fn sched_process_exec(_ctx: BtfTracePointContext) -> i32 {
+    off_cpu::on_exec();
     0
 }
 
 /// A thread exits.
 #[btf_tracepoint(function = "sched_process_exit")]
-#[expect(
-    clippy::needless_pass_by_value,
-    reason = "the macro fixes the signature"
-)]
-pub fn sched_process_exit(ctx: BtfTracePointContext) -> i32 {
-    off_cpu::on_exit(&ctx);
+pub fn sched_process_exit(_ctx: BtfTracePointContext) -> i32 {
+    off_cpu::on_exit();
     0
 }
 

@@ -2,19 +2,24 @@
 //! `profiler_common::maps` so userspace looks them up by the same names.
 use aya_ebpf::{
     Global,
+    bindings::{BPF_F_MMAPABLE, BPF_F_NO_PREALLOC, BPF_NOEXIST},
     macros::map,
     maps::{Array, HashMap, LruHashMap, PerCpuArray},
 };
 use profiler_common::{
     maps::{
         CONTROL_ACTIVE_SLOT, CONTROL_LAST_FLIP_NS, CONTROL_LEN, SAMPLES_MAX_ENTRIES,
-        STACKS_MAX_ENTRIES, TARGETS_MAX_ENTRIES, TASKS_MAX_ENTRIES,
+        STACKS_MAX_ENTRIES, TARGETS_MAX_ENTRIES, TASKS_MAX_ENTRIES, UNWIND_PROCS_MAX_ENTRIES,
+        UNWIND_REQUESTS_MAX_ENTRIES, UNWIND_ROWS_DEFAULT_ENTRIES,
     },
     sample::{SampleKey, SampleValue},
     stack::StackTrace,
     stats::{STATS_LEN, Stat},
     task::TaskState,
+    unwind::{ProcessMappings, UnwindRow},
 };
+
+use crate::unwind::WalkState;
 
 /// Non-zero: profile every process (`--all`); zero: only tgids in [`TARGETS`].
 #[unsafe(no_mangle)]
@@ -61,6 +66,26 @@ static PENDING: Array<u64> = Array::with_max_entries(1, 0);
 /// Per-CPU buffer stacks are captured into (too big for the BPF stack).
 #[map]
 static STACK_SCRATCH: PerCpuArray<StackTrace> = PerCpuArray::with_max_entries(1, 0);
+
+/// Unwind rows of every binary; the daemon sizes it at load time and
+/// writes it through mmap.
+#[map]
+static UNWIND_ROWS: Array<UnwindRow> =
+    Array::with_max_entries(UNWIND_ROWS_DEFAULT_ENTRIES, BPF_F_MMAPABLE);
+
+/// Executable mappings per process (8 KiB each, allocated on insert).
+#[map]
+static UNWIND_PROCS: HashMap<u32, ProcessMappings> =
+    HashMap::with_max_entries(UNWIND_PROCS_MAX_ENTRIES, BPF_F_NO_PREALLOC);
+
+/// Processes whose mappings the walker asked for.
+#[map]
+static UNWIND_REQUESTS: HashMap<u32, u8> =
+    HashMap::with_max_entries(UNWIND_REQUESTS_MAX_ENTRIES, 0);
+
+/// Per-CPU state of the user stack walk between `bpf_loop` iterations.
+#[map]
+static UNWIND_STATE: PerCpuArray<WalkState> = PerCpuArray::with_max_entries(1, 0);
 
 /// The maps of the slot the kernel writes to in this window.
 pub struct Slot {
@@ -166,4 +191,37 @@ pub fn count(stat: Stat, by: u64) {
         // worst loses one increment of a statistic).
         unsafe { *counter += by };
     }
+}
+
+/// The mappings of process `pid`, if the daemon has published them.
+#[inline(always)]
+pub fn process_mappings(pid: u32) -> Option<&'static ProcessMappings> {
+    // SAFETY: a value of a successful lookup, valid for this program's run;
+    // the daemon replaces entries whole, never in place.
+    unsafe { UNWIND_PROCS.get(pid) }
+}
+
+/// Asks the daemon for the mappings of `pid` (a no-op while asked).
+#[inline(always)]
+pub fn request_mappings(pid: u32) {
+    let _ = UNWIND_REQUESTS.insert(pid, 1, u64::from(BPF_NOEXIST));
+}
+
+/// Forgets the mappings of `pid` (it exec'd) and asks for new ones.
+#[inline(always)]
+pub fn invalidate_mappings(pid: u32) {
+    let _ = UNWIND_PROCS.remove(pid);
+    request_mappings(pid);
+}
+
+/// Row `index` of the unwind tables.
+#[inline(always)]
+pub fn unwind_row(index: u32) -> Option<&'static UnwindRow> {
+    UNWIND_ROWS.get(index)
+}
+
+/// This CPU's stack walk state.
+#[inline(always)]
+pub fn walk_state() -> Option<*mut WalkState> {
+    UNWIND_STATE.get_ptr_mut(0)
 }

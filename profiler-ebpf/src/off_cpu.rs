@@ -15,7 +15,6 @@
 //!   user stack is still the one it blocked with), its next switch-out
 //!   (for waits outside a system call: preemption, page faults), or exit.
 use aya_ebpf::{
-    bindings::BPF_F_USER_STACK,
     helpers::{bpf_get_current_comm, bpf_get_current_task, bpf_get_prandom_u32, bpf_ktime_get_ns},
     programs::BtfTracePointContext,
 };
@@ -32,7 +31,7 @@ use profiler_common::{
 
 use aya_log_ebpf::warn;
 
-use crate::{aggregate, maps, stack, target};
+use crate::{aggregate, maps, stack, target, unwind};
 
 /// `TASK_UNINTERRUPTIBLE` and `TASK_NOLOAD` from `linux/sched.h`; a task
 /// with both is an idle kernel thread (TASK_IDLE), not a disk wait.
@@ -73,7 +72,7 @@ pub fn on_wakeup(ctx: &BtfTracePointContext) {
 
 /// sys_exit: the current thread is back from a system call, with the user
 /// stack it blocked with.
-pub fn on_sys_exit(ctx: &BtfTracePointContext) {
+pub fn on_sys_exit() {
     // Nearly always zero: return before any hash lookup.
     let Some(pending) = maps::pending_counter() else {
         return;
@@ -85,16 +84,24 @@ pub fn on_sys_exit(ctx: &BtfTracePointContext) {
     // SAFETY: bpf_get_current_task has no preconditions.
     let task = unsafe { bpf_get_current_task() };
     if let Some(entry) = maps::task(task) {
-        flush(ctx, entry);
+        flush(entry);
+    }
+}
+
+/// sched_process_exec: the process's mappings are gone; the walker asks
+/// the daemon for the new ones.
+pub fn on_exec() {
+    if let Some((pid, _)) = target::current() {
+        maps::invalidate_mappings(pid);
     }
 }
 
 /// sched_process_exit: flush what the exiting thread still owes, forget it.
-pub fn on_exit(ctx: &BtfTracePointContext) {
+pub fn on_exit() {
     // SAFETY: bpf_get_current_task has no preconditions.
     let task = unsafe { bpf_get_current_task() };
     if let Some(entry) = maps::task(task) {
-        flush(ctx, entry);
+        flush(entry);
         maps::forget_task(task);
     }
 }
@@ -129,7 +136,7 @@ fn switch_out(ctx: &BtfTracePointContext, prev: u64, preempt: bool, prev_state: 
         };
         entry
     };
-    flush(ctx, entry);
+    flush(entry);
     // SAFETY: `entry` comes from a successful map lookup or insert and stays
     // valid for this program's run.
     unsafe {
@@ -213,7 +220,7 @@ fn apply_rule(d_ns: u64) -> Option<Weight> {
 
 /// Moves a thread's pending weight into the active slot, with the user
 /// stack of the current context (which must be that thread's).
-fn flush(ctx: &BtfTracePointContext, entry: *mut TaskState) {
+fn flush(entry: *mut TaskState) {
     // SAFETY: `entry` comes from a successful map lookup and stays valid for
     // this program's run; the thread it describes is the current one.
     unsafe {
@@ -221,12 +228,7 @@ fn flush(ctx: &BtfTracePointContext, entry: *mut TaskState) {
             return;
         }
         let slot = maps::active_slot();
-        let (user_stack, user_stack_err) = stack::capture_current(
-            ctx,
-            &slot,
-            u64::from(BPF_F_USER_STACK),
-            Stat::UserStackErrors,
-        );
+        let (user_stack, user_stack_err) = unwind::capture_user(&slot, (*entry).pid);
         let mut key = SampleKey {
             pid: (*entry).pid,
             tid: (*entry).tid,

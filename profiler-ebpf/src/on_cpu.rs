@@ -1,14 +1,12 @@
 //! On-CPU sampling: one cpu-clock tick adds one sample to its thread's
 //! (stacks, state = running) key.
-use aya_ebpf::{
-    bindings::BPF_F_USER_STACK, helpers::bpf_get_current_comm, programs::PerfEventContext,
-};
+use aya_ebpf::{helpers::bpf_get_current_comm, programs::PerfEventContext};
 use profiler_common::{
     sample::{COMM_LEN, SampleKey, ThreadState},
     stats::Stat,
 };
 
-use crate::{aggregate, maps, stack, target};
+use crate::{aggregate, maps, stack, target, unwind};
 
 pub fn record(ctx: &PerfEventContext) {
     let Some((pid, tid)) = target::current() else {
@@ -16,12 +14,7 @@ pub fn record(ctx: &PerfEventContext) {
     };
     maps::count(Stat::OnCpuSamples, 1);
     let slot = maps::active_slot();
-    let (user_stack, user_stack_err) = stack::capture_current(
-        ctx,
-        &slot,
-        u64::from(BPF_F_USER_STACK),
-        Stat::UserStackErrors,
-    );
+    let (user_stack, user_stack_err) = unwind::capture_user(&slot, pid);
     let (kernel_stack, kernel_stack_err) =
         stack::capture_current(ctx, &slot, 0, Stat::KernelStackErrors);
     let key = SampleKey {

@@ -7,7 +7,7 @@ use aya_ebpf::{
 };
 use core::ffi::c_void;
 use profiler_common::{
-    stack::{MAX_STACK_DEPTH, NO_STACK, stack_hash},
+    stack::{MAX_STACK_DEPTH, NO_STACK, StackTrace, stack_hash},
     stats::Stat,
 };
 
@@ -15,7 +15,7 @@ use crate::maps::{self, Slot};
 
 const EFAULT: i32 = 14;
 const EEXIST: i32 = 17;
-const ENOMEM: i32 = 12;
+pub const ENOMEM: i32 = 12;
 #[expect(clippy::cast_possible_truncation, reason = "1016 bytes")]
 const STACK_BYTES: u32 = (MAX_STACK_DEPTH * 8) as u32;
 
@@ -75,14 +75,27 @@ fn capture(
         clippy::cast_possible_truncation,
         reason = "0..=STACK_BYTES here"
     )]
-    let len = bytes as usize / 8;
+    let len = bytes as u32 / 8;
+    store(slot, trace, len, 0)
+}
+
+/// Stores the first `len` frames of the scratch trace `trace` in the slot's
+/// stack map under their hash; `flags` as in `StackTrace::flags`.
+#[inline(always)]
+pub fn store(slot: &Slot, trace: *mut StackTrace, len: u32, flags: u32) -> (u64, i32) {
     if len == 0 {
         return (NO_STACK, 0);
     }
-    // SAFETY: as above; the scratch entry is only used by this CPU.
+    // SAFETY: `trace` is this CPU's scratch entry, valid for the program's
+    // run and only used by this CPU.
     let hash = unsafe {
-        (*trace).len = len as u64;
-        stack_hash(&(*trace).ips, len)
+        (*trace).len = len;
+        (*trace).flags = flags;
+        // A truncated stack never shares its entry with a whole one.
+        match stack_hash(&(*trace).ips, len as usize) ^ u64::from(flags) {
+            NO_STACK => 1,
+            hash => hash,
+        }
     };
     if slot.stacks.get_ptr(hash).is_some() {
         return (hash, 0);

@@ -75,6 +75,12 @@ struct Args {
     #[arg(long)]
     no_on_cpu: bool,
 
+    /// Kernel memory for user-stack unwind tables, e.g. 32M, 256M, 1G.
+    /// Binaries whose table does not fit are walked by frame pointer and
+    /// counted (tables_over_budget in each profile's comments).
+    #[arg(long, value_name = "BYTES", default_value = "32M", value_parser = parse_size)]
+    unwind_table_memory: u64,
+
     /// Weight kept short off-CPU intervals by their raw duration (biased:
     /// for demonstrating the bias only).
     #[arg(long, hide = true)]
@@ -83,6 +89,26 @@ struct Args {
 
 fn parse_duration(s: &str) -> Result<Duration, String> {
     humantime::parse_duration(s).map_err(|e| format!("{e} (expected e.g. 500ms, 10s, 1m)"))
+}
+
+/// Bytes with an optional binary suffix: `K`, `M`, `G` (KiB, MiB, GiB).
+fn parse_size(s: &str) -> Result<u64, String> {
+    let bad = || format!("{s:?} is not a size (expected e.g. 32M, 1G)");
+    let t = s
+        .strip_suffix("iB")
+        .or_else(|| s.strip_suffix('B'))
+        .unwrap_or(s);
+    let (digits, shift) = match t.as_bytes().last() {
+        Some(b'K' | b'k') => (&t[..t.len() - 1], 10),
+        Some(b'M' | b'm') => (&t[..t.len() - 1], 20),
+        Some(b'G' | b'g') => (&t[..t.len() - 1], 30),
+        _ => (t, 0),
+    };
+    digits
+        .parse::<u64>()
+        .map_err(|_| bad())?
+        .checked_mul(1 << shift)
+        .ok_or_else(bad)
 }
 
 /// Limits of the running kernel that flag values are checked against.
@@ -148,6 +174,13 @@ where
             Duration::from_nanos(MAX_RATE_NS)
         )));
     }
+    // One row is 8 bytes; the kernel array holds at most 2^32 rows, and
+    // less than a page of rows is no table at all.
+    if !(64 << 10..=16 << 30).contains(&args.unwind_table_memory) {
+        return Err(invalid(
+            "--unwind-table-memory must be between 64K and 16G".into(),
+        ));
+    }
     if let Some(&pid) = args.pids.iter().find(|&&pid| pid == 0) {
         return Err(invalid(format!("--pid {pid}: not a process id")));
     }
@@ -167,6 +200,7 @@ where
         duration: args.duration,
         frequency_hz: args.frequency,
         retain: args.retain,
+        unwind_table_rows: u32::try_from(args.unwind_table_memory / 8).unwrap_or(u32::MAX),
         on_cpu: !args.no_on_cpu,
         off_cpu: (!args.no_off_cpu).then_some(OffCpu {
             rate_ns: off_cpu_rate_ns,
@@ -215,6 +249,11 @@ mod tests {
         assert_eq!(config.duration, None);
         assert_eq!(config.frequency_hz, 99);
         assert_eq!(config.retain, 100);
+        assert_eq!(config.unwind_table_rows, 4 << 20, "32 MiB of 8-byte rows");
+        assert_eq!(
+            parse_ok(&["--pid", "1", "--unwind-table-memory", "1GiB"]).unwind_table_rows,
+            128 << 20
+        );
         assert!(config.on_cpu);
         assert_eq!(
             config.off_cpu,
@@ -332,6 +371,14 @@ mod tests {
                 "nothing to profile",
             ),
             (&["--pid", "1", "--off-cpu-rate", "5s"][..], "at most"),
+            (
+                &["--pid", "1", "--unwind-table-memory", "1K"][..],
+                "between 64K and 16G",
+            ),
+            (
+                &["--pid", "1", "--unwind-table-memory", "12X"][..],
+                "not a size",
+            ),
         ] {
             let err = parse_err(args);
             assert_eq!(err.kind(), ErrorKind::ValueValidation, "{args:?}");

@@ -29,6 +29,8 @@ pub struct Config {
     pub off_cpu: Option<OffCpu>,
     /// Number of newest profile files to keep.
     pub retain: usize,
+    /// Rows of the kernel's unwind table array (`--unwind-table-memory`).
+    pub unwind_table_rows: u32,
     /// Targets found by name or PID file, besides `--pid`.
     pub discover: Discover,
 }

@@ -5,6 +5,7 @@
 //! found by `--comm`/`--pid-file` are added as they appear.
 use std::time::{Duration, Instant, SystemTime};
 
+use profiler_common::stats::Stat;
 use tokio::{
     io::unix::AsyncFd,
     signal::unix::{SignalKind, signal},
@@ -18,8 +19,13 @@ use crate::{
     sink::{FileSink, SinkError},
     symbolize::Symbolizer,
     targets::Targets,
+    unwind::Unwinder,
     window::{WindowTimes, assemble},
 };
+
+/// How often the unwinder serves the kernel's requests for mappings: a
+/// process started after the daemon gets full stacks within this.
+const UNWIND_POLL: Duration = Duration::from_millis(200);
 
 /// How often targets are checked again: exits, and new `--comm` or
 /// `--pid-file` matches.
@@ -73,6 +79,8 @@ pub async fn run(config: Config) -> Result<(), DaemonError> {
     if let Some(logger) = kernel.take_logger() {
         forward_ebpf_logs(logger);
     }
+    let mut unwinder = start_unwinder(&config, &targets.current(), &mut kernel)?;
+    let mut unwind_poll = tokio::time::interval(UNWIND_POLL);
     let mut pipeline = Pipeline {
         symbolizer: Symbolizer::new(),
         sink: FileSink::new(config.output_dir.clone(), config.retain),
@@ -110,6 +118,7 @@ pub async fn run(config: Config) -> Result<(), DaemonError> {
                 _ = sigint.recv() => break WindowEnd::Signal("SIGINT"),
                 _ = sigterm.recv() => break WindowEnd::Signal("SIGTERM"),
                 _ = sighup.recv() => break WindowEnd::Hangup,
+                _ = unwind_poll.tick() => unwinder.serve(&mut kernel)?,
                 _ = liveness.tick(), if watch_targets => {
                     let (added, exited) = targets.refresh();
                     for pid in added {
@@ -129,16 +138,9 @@ pub async fn run(config: Config) -> Result<(), DaemonError> {
         // A tick that lands on the deadline ends the run too, rather than
         // leaving an empty window after it.
         let last = end.is_last() || deadline.is_some_and(|d| tokio::time::Instant::now() >= d);
-        match end {
-            WindowEnd::Signal(name) => tracing::info!("{name}: writing the last window"),
-            WindowEnd::Hangup => {
-                tracing::info!("SIGHUP: writing the current window, starting a new one");
-                ticker.reset();
-            }
-            WindowEnd::TargetsGone => {
-                tracing::info!("every target has exited: writing the last window");
-            }
-            WindowEnd::Interval | WindowEnd::Deadline => {}
+        log_end(end);
+        if end == WindowEnd::Hangup {
+            ticker.reset();
         }
 
         let flip = kernel.flip()?;
@@ -149,7 +151,18 @@ pub async fn run(config: Config) -> Result<(), DaemonError> {
         window_start = SystemTime::now();
         sleep(FLIP_GRACE).await;
 
-        match pipeline.finish(&mut kernel, &config, &targets.current(), &flip, times)? {
+        // Stacks of processes that appeared since the last poll are walked
+        // by table from here on; serve them before the window's drain.
+        unwinder.serve(&mut kernel)?;
+        let unwind_comments = unwinder.stats().comments();
+        match pipeline.finish(
+            &mut kernel,
+            &config,
+            &targets.current(),
+            &flip,
+            times,
+            unwind_comments,
+        )? {
             Ok(()) => {}
             Err(e) if last => return Err(DaemonError::FinalWrite(e)),
             Err(e) => tracing::error!(
@@ -161,6 +174,35 @@ pub async fn run(config: Config) -> Result<(), DaemonError> {
             return Ok(());
         }
     }
+}
+
+fn log_end(end: WindowEnd) {
+    match end {
+        WindowEnd::Signal(name) => tracing::info!("{name}: writing the last window"),
+        WindowEnd::Hangup => {
+            tracing::info!("SIGHUP: writing the current window, starting a new one");
+        }
+        WindowEnd::TargetsGone => {
+            tracing::info!("every target has exited: writing the last window");
+        }
+        WindowEnd::Interval | WindowEnd::Deadline => {}
+    }
+}
+
+/// The unwinder, with the `--pid` targets' tables already in the kernel so
+/// their first samples are walked by table.
+fn start_unwinder(
+    config: &Config,
+    targets: &Target,
+    kernel: &mut Kernel,
+) -> Result<Unwinder, KernelError> {
+    let mut unwinder = Unwinder::new(config.unwind_table_rows);
+    if let Target::Pids(pids) = targets {
+        for &pid in pids {
+            unwinder.publish(kernel, pid)?;
+        }
+    }
+    Ok(unwinder)
 }
 
 /// What a window passes through once the kernel has flipped: drain,
@@ -182,6 +224,7 @@ impl Pipeline {
         targets: &Target,
         flip: &Flip,
         times: WindowTimes,
+        unwind_comments: Vec<String>,
     ) -> Result<Result<(), SinkError>, KernelError> {
         let drain_started = Instant::now();
         let mut raw = kernel.drain(flip)?;
@@ -192,8 +235,9 @@ impl Pipeline {
         }
         let drain_us = drain_started.elapsed().as_micros();
         let step = Instant::now();
-        let (profile, sym_stats) =
+        let (mut profile, sym_stats) =
             assemble(&raw, &mut self.symbolizer, times, config.sample_period_ns());
+        profile.comments.extend(unwind_comments);
         let symbolize_us = step.elapsed().as_micros();
         let step = Instant::now();
         let bytes = pprof::encode(&profile);
@@ -204,6 +248,10 @@ impl Pipeline {
                 entries = raw.samples.len(),
                 samples = profile.samples.iter().map(|s| s.samples).sum::<u64>(),
                 symbolization_failures = sym_stats.failed,
+                frames_by_table = raw.stat(Stat::FramesByTable),
+                frames_by_frame_pointer = raw.stat(Stat::FramesByFramePointer),
+                pcs_without_table = raw.stat(Stat::PcsWithoutTable),
+                stacks_truncated = raw.stat(Stat::StacksTruncated),
                 drain_us,
                 symbolize_us,
                 encode_us,

@@ -13,4 +13,5 @@ pub mod profile;
 pub mod sink;
 pub mod symbolize;
 pub mod targets;
+pub mod unwind;
 pub mod window;

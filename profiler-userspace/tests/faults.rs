@@ -62,7 +62,17 @@ fn a_full_disk_delays_windows_but_loses_none() {
         "--interval",
         "1s",
     ]);
-    sleep(Duration::from_millis(500));
+    // Fill the disk only once a window has been written: the first
+    // window's cold symbolization can take seconds on a busy machine, and
+    // the disk must be full while later windows end, not while it runs.
+    let first_written = Instant::now();
+    while fs::read_dir(&out).map_or(0, Iterator::count) == 0 {
+        assert!(
+            first_written.elapsed() < Duration::from_secs(30),
+            "no window written in 30 s"
+        );
+        sleep(Duration::from_millis(100));
+    }
     let filler = disk.path().join("filler");
     fill(&filler);
     // Two or three windows end while the disk is full.

@@ -39,6 +39,9 @@ pub fn monotonic_ns() -> u64 {
 pub enum Stack {
     /// Instruction pointers, leaf first.
     Frames(Arc<[u64]>),
+    /// The same, cut at the frame limit with frames left (the walk went
+    /// on past `MAX_STACK_DEPTH`): shown with a `[truncated]` root frame.
+    Truncated(Arc<[u64]>),
     /// No such context: a kernel thread has no user stack, a sample taken
     /// in user mode has no kernel stack.
     Absent,
@@ -208,7 +211,7 @@ impl Kernel {
         Ok(delta)
     }
 
-    fn map_mut(&mut self, name: &'static str) -> Result<&mut Map, KernelError> {
+    pub(super) fn map_mut(&mut self, name: &'static str) -> Result<&mut Map, KernelError> {
         self.ebpf
             .map_mut(name)
             .ok_or(KernelError::Missing { kind: "map", name })
@@ -232,6 +235,7 @@ fn resolve_stack(
     resolved
         .entry(hash)
         .or_insert_with(|| match stacks.get(&hash, 0) {
+            Ok(trace) if trace.truncated() => Stack::Truncated(trace.frames().into()),
             Ok(trace) => Stack::Frames(trace.frames().into()),
             // The key names a stack the map does not hold: report the loss.
             Err(_) => Stack::Lost {

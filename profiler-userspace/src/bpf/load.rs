@@ -11,17 +11,20 @@ use aya::{
     util::online_cpus,
 };
 use profiler_common::{
-    maps::{GLOBAL_OFF_CPU_NAIVE, GLOBAL_OFF_CPU_RATE_NS, GLOBAL_TARGET_ALL, TARGETS},
+    maps::{GLOBAL_OFF_CPU_NAIVE, GLOBAL_OFF_CPU_RATE_NS, GLOBAL_TARGET_ALL, TARGETS, UNWIND_ROWS},
     stats::STATS_LEN,
 };
 
-use super::KernelError;
+use super::{KernelError, unwind_maps::RowsMapping};
 use crate::config::{Config, Target};
 
 /// The compiled eBPF object, built by build.rs from profiler-ebpf.
 static EBPF_OBJECT: &[u8] = aya::include_bytes_aligned!(concat!(env!("OUT_DIR"), "/profiler-ebpf"));
 
 const ON_CPU_PROGRAM: &str = "on_cpu_sample";
+
+/// Tells the user stack walker that a process's mappings changed (exec).
+const UNWIND_PROGRAMS: [(&str, &str); 1] = [("sched_process_exec", "sched_process_exec")];
 
 /// Off-CPU programs and the BTF tracepoints they attach to. The exit hook
 /// comes first so no thread is tracked before its exit can be seen.
@@ -41,6 +44,8 @@ pub struct Kernel {
     pub(super) last_stats: [u64; STATS_LEN as usize],
     /// Monotonic time of the last flip (of loading, before the first).
     pub(super) last_flip_ns: u64,
+    /// The unwind row array, mapped into the daemon.
+    pub(super) unwind_rows: RowsMapping,
     logger: Option<aya_log::EbpfLogger<&'static dyn log::Log>>,
 }
 
@@ -59,7 +64,15 @@ impl Kernel {
             .override_global(GLOBAL_TARGET_ALL, &target_all, true)
             .override_global(GLOBAL_OFF_CPU_RATE_NS, &rate_ns, true)
             .override_global(GLOBAL_OFF_CPU_NAIVE, &naive, true)
+            .map_max_entries(UNWIND_ROWS, config.unwind_table_rows)
             .load(EBPF_OBJECT)?;
+        let unwind_rows = RowsMapping::new(
+            ebpf.map(UNWIND_ROWS).ok_or(KernelError::Missing {
+                kind: "map",
+                name: UNWIND_ROWS,
+            })?,
+            config.unwind_table_rows,
+        )?;
 
         let logger = match aya_log::EbpfLogger::init(&mut ebpf) {
             Ok(logger) => Some(logger),
@@ -74,6 +87,7 @@ impl Kernel {
             active_slot: 0,
             last_stats: [0; STATS_LEN as usize],
             last_flip_ns: 0,
+            unwind_rows,
             logger,
         };
         kernel.set_active_slot(0, 0)?;
@@ -82,8 +96,10 @@ impl Kernel {
                 kernel.add_target(pid)?;
             }
         }
+        let btf = Btf::from_sys_fs().map_err(KernelError::Btf)?;
+        kernel.attach_tracepoints(&UNWIND_PROGRAMS, &btf)?;
         if config.off_cpu.is_some() {
-            kernel.attach_off_cpu()?;
+            kernel.attach_tracepoints(&OFF_CPU_PROGRAMS, &btf)?;
         }
         if config.on_cpu {
             kernel.attach_on_cpu(config.sample_period_ns())?;
@@ -128,12 +144,15 @@ impl Kernel {
         Ok(())
     }
 
-    fn attach_off_cpu(&mut self) -> Result<(), KernelError> {
-        let btf = Btf::from_sys_fs().map_err(KernelError::Btf)?;
-        for (name, tracepoint) in OFF_CPU_PROGRAMS {
+    fn attach_tracepoints(
+        &mut self,
+        programs: &[(&'static str, &'static str)],
+        btf: &Btf,
+    ) -> Result<(), KernelError> {
+        for &(name, tracepoint) in programs {
             let program: &mut BtfTracePoint = self.program_mut(name)?;
             program
-                .load(tracepoint, &btf)
+                .load(tracepoint, btf)
                 .map_err(|source| KernelError::Program { name, source })?;
             program
                 .attach()

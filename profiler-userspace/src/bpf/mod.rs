@@ -4,6 +4,7 @@
 mod drain;
 mod in_flight;
 mod load;
+mod unwind_maps;
 
 pub use drain::{Flip, RawSample, RawWindow, Stack};
 pub use in_flight::{InFlightStats, Rng};
@@ -36,6 +37,8 @@ pub enum KernelError {
         kind: &'static str,
         name: &'static str,
     },
+    #[error("mapping the unwind table array into memory: {0}")]
+    MapRows(std::io::Error),
     #[error("reading the kernel's BTF: {0}")]
     Btf(aya::BtfError),
     #[error("listing online CPUs from {path}: {source}")]

@@ -7,7 +7,7 @@
 //! that does not resolve keeps its mapping and address, with no lines.
 //!
 //! blazesym's `Symbolizer` is not `Send`: this type lives on one thread.
-mod procmaps;
+pub(crate) mod procmaps;
 
 use std::{
     collections::{BTreeMap, HashMap, HashSet},
@@ -38,6 +38,9 @@ const EVICT_AFTER_WINDOWS: u64 = 10;
 /// Marker frame of off-CPU time whose user stack was not captured because
 /// the thread was still off the CPU when the window ended.
 pub const STILL_OFF_CPU: &str = "[still off-CPU at window end]";
+
+/// Root frame of a stack cut at the frame limit.
+pub const TRUNCATED: &str = "[truncated]";
 
 /// Pseudo file name of the kernel mapping, as perf names it.
 pub const KERNEL_MAPPING: &str = "[kernel.kallsyms]";
@@ -131,12 +134,12 @@ impl Symbolizer {
         let mut user: BTreeMap<u32, HashSet<u64>> = BTreeMap::new();
         let mut kernel: HashSet<u64> = HashSet::new();
         for sample in &window.samples {
-            if let Stack::Frames(frames) = &sample.user_stack {
+            if let Stack::Frames(frames) | Stack::Truncated(frames) = &sample.user_stack {
                 user.entry(sample.pid)
                     .or_default()
                     .extend(lookup_addrs(frames));
             }
-            if let Stack::Frames(frames) = &sample.kernel_stack {
+            if let Stack::Frames(frames) | Stack::Truncated(frames) = &sample.kernel_stack {
                 kernel.extend(lookup_addrs(frames));
             }
         }
@@ -348,6 +351,12 @@ fn locations(
             .zip(lookup_addrs(frames))
             .map(|(&addr, lookup)| location(addr, lookup))
             .collect(),
+        Stack::Truncated(frames) => frames
+            .iter()
+            .zip(lookup_addrs(frames))
+            .map(|(&addr, lookup)| location(addr, lookup))
+            .chain([Location::marker(TRUNCATED.to_owned())])
+            .collect(),
         Stack::Absent => Vec::new(),
         Stack::Named(names) => names
             .iter()
@@ -387,7 +396,7 @@ fn binary_key(mapping: &Mapping) -> BinaryKey {
 
 /// The exact file behind a mapping, even when deleted or in another mount
 /// namespace.
-fn map_files_path(pid: u32, vma: &Vma) -> PathBuf {
+pub(crate) fn map_files_path(pid: u32, vma: &Vma) -> PathBuf {
     PathBuf::from(format!(
         "/proc/{pid}/map_files/{:x}-{:x}",
         vma.start, vma.end

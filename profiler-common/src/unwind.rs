@@ -1,0 +1,376 @@
+//! Table-driven unwinding of user stacks: the tables the daemon builds from
+//! `.eh_frame`/`.debug_frame` and the kernel walks, and the pure steps of
+//! that walk (row search, one frame), shared so both sides agree and the
+//! steps are unit tested here.
+//!
+//! Layout (see ARCHITECTURE.md, "The unwinder"):
+//! - [`crate::maps::UNWIND_ROWS`]: one big array of [`UnwindRow`]s. Each
+//!   binary's table is a sorted run of rows in it, built once per binary
+//!   and shared by every process that maps it.
+//! - [`crate::maps::UNWIND_PROCS`]: pid -> [`ProcessMappings`], the
+//!   executable mappings of a process, each pointing at its binary's run of
+//!   rows (or at none: frame pointers are used there).
+//!
+//! A row says how to find the canonical frame address (CFA) for the PCs
+//! from its `pc` up to the next row's: the return address is at CFA - 8,
+//! and the caller's `rbp` is either unchanged or saved at a fixed offset
+//! from the CFA. That covers what compilers emit for x86-64 code; the rare
+//! rule that does not fit becomes a [`RowKind::FramePointer`] row.
+
+/// Deepest user stack the kernel walks (frames), the kernel's
+/// `PERF_MAX_STACK_DEPTH` like [`crate::stack::MAX_STACK_DEPTH`].
+#[expect(clippy::cast_possible_truncation, reason = "127")]
+pub const MAX_FRAMES: u32 = crate::stack::MAX_STACK_DEPTH as u32;
+
+/// Executable mappings kept per process (a power of two: the kernel masks
+/// indices with it).
+pub const MAX_MAPPINGS: usize = 256;
+
+/// Binary-search steps over one table: enough for 2^24 rows (more than any
+/// binary has; the builder refuses larger tables).
+pub const ROW_SEARCH_STEPS: u32 = 24;
+
+/// Most rows one table may have ([`ROW_SEARCH_STEPS`]).
+pub const MAX_TABLE_ROWS: u32 = 1 << ROW_SEARCH_STEPS;
+
+/// Binary-search steps over a process's mappings (2^8 = [`MAX_MAPPINGS`]).
+pub const MAPPING_SEARCH_STEPS: u32 = 9;
+
+/// What a row tells the walker to do.
+#[repr(u8)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum RowKind {
+    /// No usable rule here (a gap between functions, or a rule this format
+    /// cannot express): follow the frame pointer for this frame.
+    FramePointer = 0,
+    /// CFA = rsp + `cfa_offset`.
+    Rsp = 1,
+    /// CFA = rbp + `cfa_offset`.
+    Rbp = 2,
+    /// A PLT stub: CFA = rsp + 8, plus 8 once the stub has pushed its
+    /// argument, i.e. when `(pc & 15) >= cfa_offset`.
+    Plt = 3,
+    /// The `rt_sigreturn` trampoline: rsp points at the `ucontext` of the
+    /// interrupted code, whose registers are restored from it.
+    Signal = 4,
+    /// The outermost frame (the return address is undefined): stop.
+    End = 5,
+}
+
+impl RowKind {
+    /// Decodes a row's `kind` byte; unknown values walk by frame pointer.
+    #[must_use]
+    pub const fn from_raw(raw: u8) -> Self {
+        match raw {
+            1 => Self::Rsp,
+            2 => Self::Rbp,
+            3 => Self::Plt,
+            4 => Self::Signal,
+            5 => Self::End,
+            _ => Self::FramePointer,
+        }
+    }
+}
+
+/// One row of an unwind table: the rule from `pc` to the next row's `pc`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct UnwindRow {
+    /// First PC of the row, relative to the table's base address.
+    pub pc: u32,
+    /// CFA offset from rsp or rbp (see [`RowKind`]).
+    pub cfa_offset: u16,
+    /// A [`RowKind`] as `u8`.
+    pub kind: u8,
+    /// The caller's rbp is saved at CFA + 8 * `rbp_offset`; 0: unchanged.
+    pub rbp_offset: i8,
+}
+
+/// One executable mapping of a process, as the kernel walker sees it.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct UnwindMapping {
+    /// First address of the mapping.
+    pub start: u64,
+    /// One past its last address.
+    pub end: u64,
+    /// What to subtract from a PC to get a row PC ([`UnwindRow::pc`]).
+    pub bias: u64,
+    /// Index in [`crate::maps::UNWIND_ROWS`] of the table's first row.
+    pub first_row: u32,
+    /// Number of rows; 0: no table, walk this binary by frame pointer.
+    pub rows: u32,
+}
+
+/// The executable mappings of one process, sorted by `start`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ProcessMappings {
+    /// Number of valid entries in `mappings`.
+    pub len: u32,
+    /// Non-zero when the process had more mappings than fit.
+    pub overflow: u32,
+    pub mappings: [UnwindMapping; MAX_MAPPINGS],
+}
+
+impl Default for ProcessMappings {
+    fn default() -> Self {
+        Self {
+            len: 0,
+            overflow: 0,
+            mappings: [UnwindMapping::default(); MAX_MAPPINGS],
+        }
+    }
+}
+
+/// Walker registers: what the kernel tracks from frame to frame.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Regs {
+    pub pc: u64,
+    pub sp: u64,
+    pub bp: u64,
+}
+
+/// Offsets in the signal frame's `ucontext` (rsp at `__restore_rt` points
+/// at it): `uc_mcontext` is at 40, and in it rbp, rsp, rip at 80, 120, 128.
+pub const UCONTEXT_RBP: u64 = 40 + 80;
+pub const UCONTEXT_RSP: u64 = 40 + 120;
+pub const UCONTEXT_RIP: u64 = 40 + 128;
+
+/// Where one step of the walk reads the caller's registers from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Step {
+    /// The caller's pc is at `ra_at`, its rsp is `cfa`, and its rbp is at
+    /// `bp_at` (or unchanged when `None`).
+    Frame {
+        cfa: u64,
+        ra_at: u64,
+        bp_at: Option<u64>,
+    },
+    /// A signal frame: pc, rsp and rbp are read from these addresses, and
+    /// the next pc is exact (not a return address).
+    Signal { pc_at: u64, sp_at: u64, bp_at: u64 },
+    /// The stack ends here.
+    End,
+}
+
+/// The step for `regs` under `kind`/`cfa_offset`/`rbp_offset` (a row, or
+/// the frame-pointer rule when no row applies).
+#[inline(always)]
+#[allow(clippy::inline_always, reason = "runs inside an eBPF program")]
+#[must_use]
+pub fn step(kind: RowKind, cfa_offset: u16, rbp_offset: i8, regs: &Regs) -> Step {
+    let cfa = match kind {
+        RowKind::End => return Step::End,
+        RowKind::Signal => {
+            return Step::Signal {
+                pc_at: regs.sp.wrapping_add(UCONTEXT_RIP),
+                sp_at: regs.sp.wrapping_add(UCONTEXT_RSP),
+                bp_at: regs.sp.wrapping_add(UCONTEXT_RBP),
+            };
+        }
+        // The frame-pointer convention: [rbp] is the caller's rbp, the
+        // return address sits above it.
+        RowKind::FramePointer => {
+            return Step::Frame {
+                cfa: regs.bp.wrapping_add(16),
+                ra_at: regs.bp.wrapping_add(8),
+                bp_at: Some(regs.bp),
+            };
+        }
+        RowKind::Rsp => regs.sp.wrapping_add(u64::from(cfa_offset)),
+        RowKind::Rbp => regs.bp.wrapping_add(u64::from(cfa_offset)),
+        RowKind::Plt => {
+            let pushed = if regs.pc & 15 >= u64::from(cfa_offset) {
+                8
+            } else {
+                0
+            };
+            regs.sp.wrapping_add(8 + pushed)
+        }
+    };
+    let bp_at = if rbp_offset == 0 {
+        None
+    } else {
+        Some(cfa.wrapping_add_signed(i64::from(rbp_offset) * 8))
+    };
+    Step::Frame {
+        cfa,
+        ra_at: cfa.wrapping_sub(8),
+        bp_at,
+    }
+}
+
+/// One probe of a binary search for the last entry whose pc is `<= pc`
+/// over `[lo, hi)`: the entry to read next. The kernel runs one probe per
+/// `bpf_loop` iteration (a loop of probes inside one iteration multiplies
+/// the verifier's states), [`search`] runs them in a loop.
+#[inline(always)]
+#[allow(clippy::inline_always, reason = "runs inside an eBPF program")]
+#[must_use]
+pub const fn probe(lo: u32, hi: u32) -> u32 {
+    lo + (hi - lo) / 2
+}
+
+/// Narrows `[lo, hi)` after reading entry `mid`'s pc.
+#[inline(always)]
+#[allow(clippy::inline_always, reason = "runs inside an eBPF program")]
+#[must_use]
+pub const fn narrow(lo: u32, hi: u32, mid: u32, mid_pc: u64, pc: u64) -> (u32, u32) {
+    if mid_pc <= pc {
+        (mid + 1, hi)
+    } else {
+        (lo, mid)
+    }
+}
+
+/// The result of a finished search (`lo == hi`): the entry index, if any
+/// entry's pc is `<= pc`.
+#[inline(always)]
+#[allow(clippy::inline_always, reason = "runs inside an eBPF program")]
+#[must_use]
+pub const fn found(lo: u32) -> Option<u32> {
+    lo.checked_sub(1)
+}
+
+/// Index of the last entry in `0..len` whose pc is `<= pc`, with at most
+/// `steps` probes; `pc_at(i)` reads entry `i`'s pc and may fail (`None`),
+/// which ends the search with `None`.
+pub fn search(
+    len: u32,
+    pc: u64,
+    steps: u32,
+    mut pc_at: impl FnMut(u32) -> Option<u64>,
+) -> Option<u32> {
+    let (mut lo, mut hi) = (0u32, len);
+    for _ in 0..steps {
+        if lo >= hi {
+            break;
+        }
+        let mid = probe(lo, hi);
+        (lo, hi) = narrow(lo, hi, mid, pc_at(mid)?, pc);
+    }
+    if lo < hi { None } else { found(lo) }
+}
+
+#[cfg(feature = "user")]
+mod pod {
+    use super::{ProcessMappings, UnwindRow};
+
+    // SAFETY: UnwindRow is repr(C): u32, u16, u8, i8, 8 bytes with no
+    // padding, and every bit pattern is valid.
+    unsafe impl aya::Pod for UnwindRow {}
+    // SAFETY: ProcessMappings is repr(C): two u32 then 32-byte entries of
+    // three u64 and two u32, no padding, and every bit pattern is valid.
+    unsafe impl aya::Pod for ProcessMappings {}
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn layouts_have_no_padding() {
+        assert_eq!(size_of::<UnwindRow>(), 8);
+        assert_eq!(size_of::<UnwindMapping>(), 32);
+        assert_eq!(size_of::<ProcessMappings>(), 8 + 32 * MAX_MAPPINGS);
+        assert!(MAX_MAPPINGS.is_power_of_two());
+        assert!(1u64 << (MAPPING_SEARCH_STEPS - 1) >= MAX_MAPPINGS as u64);
+    }
+
+    #[test]
+    fn search_finds_the_last_row_at_or_below() {
+        let pcs = [10u64, 20, 30, 40];
+        let find = |pc| search(4, pc, ROW_SEARCH_STEPS, |i| Some(pcs[i as usize]));
+        assert_eq!(find(9), None);
+        assert_eq!(find(10), Some(0));
+        assert_eq!(find(19), Some(0));
+        assert_eq!(find(20), Some(1));
+        assert_eq!(find(1000), Some(3));
+        assert_eq!(search(0, 5, ROW_SEARCH_STEPS, |_| Some(0)), None);
+        // A failed read ends the search.
+        assert_eq!(search(4, 25, ROW_SEARCH_STEPS, |_| None), None);
+    }
+
+    #[test]
+    fn search_is_exact_for_every_size_within_its_steps() {
+        for len in 1..300u32 {
+            let pcs: std::vec::Vec<u64> = (0..len).map(|i| u64::from(i) * 4).collect();
+            for pc in 0..u64::from(len) * 4 + 8 {
+                let want = pcs
+                    .iter()
+                    .rposition(|&p| p <= pc)
+                    .map(|i| u32::try_from(i).unwrap());
+                assert_eq!(
+                    search(len, pc, MAPPING_SEARCH_STEPS, |i| Some(pcs[i as usize])),
+                    want,
+                    "len {len} pc {pc}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn steps() {
+        let regs = Regs {
+            pc: 0x1003,
+            sp: 0x7000,
+            bp: 0x7100,
+        };
+        assert_eq!(
+            step(RowKind::Rsp, 8, 0, &regs),
+            Step::Frame {
+                cfa: 0x7008,
+                ra_at: 0x7000,
+                bp_at: None
+            }
+        );
+        assert_eq!(
+            step(RowKind::Rbp, 16, -2, &regs),
+            Step::Frame {
+                cfa: 0x7110,
+                ra_at: 0x7108,
+                bp_at: Some(0x7100)
+            }
+        );
+        assert_eq!(
+            step(RowKind::FramePointer, 0, 0, &regs),
+            Step::Frame {
+                cfa: 0x7110,
+                ra_at: 0x7108,
+                bp_at: Some(0x7100)
+            }
+        );
+        // PLT: pc & 15 = 3 < 11, nothing pushed yet; at 11 and after, 8 more.
+        assert_eq!(
+            step(RowKind::Plt, 11, 0, &regs),
+            Step::Frame {
+                cfa: 0x7008,
+                ra_at: 0x7000,
+                bp_at: None
+            }
+        );
+        let later = Regs { pc: 0x100b, ..regs };
+        assert_eq!(
+            step(RowKind::Plt, 11, 0, &later),
+            Step::Frame {
+                cfa: 0x7010,
+                ra_at: 0x7008,
+                bp_at: None
+            }
+        );
+        assert_eq!(
+            step(RowKind::Signal, 0, 0, &regs),
+            Step::Signal {
+                pc_at: 0x7000 + 168,
+                sp_at: 0x7000 + 160,
+                bp_at: 0x7000 + 120
+            }
+        );
+        assert_eq!(step(RowKind::End, 0, 0, &regs), Step::End);
+        for raw in 0..8u8 {
+            let kind = RowKind::from_raw(raw);
+            assert!(raw > 5 || kind as u8 == raw);
+        }
+    }
+}

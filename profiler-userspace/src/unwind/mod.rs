@@ -1,0 +1,360 @@
+//! Userspace half of the unwinder: builds each binary's unwind table once
+//! (`table.rs`), places it in the kernel's row array (`store.rs`), and keeps
+//! every profiled process's executable mappings current in the kernel,
+//! pointing at those tables. The kernel half is `profiler-ebpf/src/unwind.rs`.
+//!
+//! Processes are published when the kernel walker asks (a process it has
+//! no mappings for, or a PC outside them: a new process, exec, mmap,
+//! dlopen) and at start for `--pid` targets. Tables are shared by every
+//! process that maps the same file (same device, inode, size and mtime),
+//! kept while unused until their space is needed, and built at most once.
+mod store;
+pub mod table;
+
+use std::{
+    collections::{HashMap, HashSet},
+    time::{Duration, Instant},
+};
+
+use profiler_common::unwind::{MAX_MAPPINGS, ProcessMappings, UnwindMapping, UnwindRow};
+
+use crate::symbolize::procmaps::{self, Vma};
+use store::RowSpace;
+use table::ElfUnwindInfo;
+
+/// The kernel maps the unwinder writes (implemented by `bpf::Kernel`).
+pub trait UnwindMaps {
+    type Error;
+    /// The whole row array, writable.
+    fn rows_mut(&mut self) -> &mut [UnwindRow];
+    /// Publishes (replaces) the mappings of `pid`.
+    ///
+    /// # Errors
+    /// When the kernel map refuses the entry.
+    fn set_mappings(&mut self, pid: u32, mappings: &ProcessMappings) -> Result<(), Self::Error>;
+    /// Forgets `pid`.
+    ///
+    /// # Errors
+    /// When the kernel map cannot be written.
+    fn remove_mappings(&mut self, pid: u32) -> Result<(), Self::Error>;
+    /// The pids the walker asked for since the last call.
+    ///
+    /// # Errors
+    /// When the kernel map cannot be read.
+    fn take_requests(&mut self) -> Result<Vec<u32>, Self::Error>;
+}
+
+/// How a binary is recognised across processes: the file's identity.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+enum BinaryId {
+    File {
+        dev: u64,
+        ino: u64,
+        size: i64,
+        mtime: i64,
+    },
+    Vdso,
+}
+
+struct Binary {
+    info: ElfUnwindInfo,
+    /// First row in the kernel's array, when the table is there.
+    first_row: Option<u32>,
+    /// Processes mapping it now.
+    users: u32,
+    last_used: Instant,
+}
+
+struct Process {
+    /// The maps text the mappings were built from, to skip unchanged ones.
+    maps_text: String,
+    binaries: HashSet<BinaryId>,
+}
+
+/// Counters since the daemon started; the window reports them.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct UnwindStats {
+    pub tables_built: u64,
+    pub table_build_time: Duration,
+    /// Binaries whose table did not fit the budget (walked by frame pointer).
+    pub tables_over_budget: u64,
+    /// Binaries with no usable CFI (or that could not be read).
+    pub binaries_without_table: u64,
+    pub rows_in_use: u64,
+    pub processes_published: u64,
+}
+
+impl UnwindStats {
+    /// The profile comments that report these (totals since start).
+    #[must_use]
+    pub fn comments(&self) -> Vec<String> {
+        vec![
+            format!("unwind_tables_built_total={}", self.tables_built),
+            format!(
+                "unwind_table_build_ms_total={}",
+                self.table_build_time.as_millis()
+            ),
+            format!(
+                "unwind_tables_over_budget_total={}",
+                self.tables_over_budget
+            ),
+            format!(
+                "unwind_binaries_without_table_total={}",
+                self.binaries_without_table
+            ),
+            format!("unwind_table_rows_in_use={}", self.rows_in_use),
+        ]
+    }
+}
+
+pub struct Unwinder {
+    space: RowSpace,
+    binaries: HashMap<BinaryId, Binary>,
+    processes: HashMap<u32, Process>,
+    stats: UnwindStats,
+}
+
+impl Unwinder {
+    /// An unwinder whose tables may use `rows` rows of the kernel's array.
+    #[must_use]
+    pub fn new(rows: u32) -> Self {
+        Self {
+            space: RowSpace::new(rows),
+            binaries: HashMap::new(),
+            processes: HashMap::new(),
+            stats: UnwindStats::default(),
+        }
+    }
+
+    #[must_use]
+    pub fn stats(&self) -> UnwindStats {
+        UnwindStats {
+            rows_in_use: u64::from(self.space.used()),
+            ..self.stats
+        }
+    }
+
+    /// Publishes the processes the kernel asked for, and forgets processes
+    /// that have exited.
+    ///
+    /// # Errors
+    /// When the kernel maps cannot be read or written.
+    pub fn serve<M: UnwindMaps>(&mut self, maps: &mut M) -> Result<(), M::Error> {
+        for pid in maps.take_requests()? {
+            self.publish(maps, pid)?;
+        }
+        let gone: Vec<u32> = self
+            .processes
+            .keys()
+            .copied()
+            .filter(|pid| !std::path::Path::new(&format!("/proc/{pid}")).exists())
+            .collect();
+        for pid in gone {
+            self.forget(maps, pid)?;
+        }
+        Ok(())
+    }
+
+    /// Builds what `pid` needs and publishes its mappings; a process that
+    /// is gone or whose mappings did not change is left alone.
+    ///
+    /// # Errors
+    /// When the kernel maps cannot be written.
+    pub fn publish<M: UnwindMaps>(&mut self, maps: &mut M, pid: u32) -> Result<(), M::Error> {
+        let Ok(text) = std::fs::read_to_string(format!("/proc/{pid}/maps")) else {
+            return Ok(());
+        };
+        if self
+            .processes
+            .get(&pid)
+            .is_some_and(|p| p.maps_text == text)
+        {
+            return Ok(());
+        }
+        let vmas = procmaps::parse(&text);
+        let mut mappings = ProcessMappings::default();
+        let mut used = HashSet::new();
+        for vma in &vmas {
+            let Some(slot) = mappings.mappings.get_mut(mappings.len as usize) else {
+                mappings.overflow = 1;
+                break;
+            };
+            let id = binary_id(pid, vma);
+            let (first_row, rows, bias) = id
+                .as_ref()
+                .and_then(|id| self.table_for(maps, pid, vma, id))
+                .unwrap_or((0, 0, 0));
+            *slot = UnwindMapping {
+                start: vma.start,
+                end: vma.end,
+                bias,
+                first_row,
+                rows,
+            };
+            mappings.len += 1;
+            used.extend(id);
+        }
+        debug_assert!(mappings.len as usize <= MAX_MAPPINGS);
+        maps.set_mappings(pid, &mappings)?;
+        self.stats.processes_published += 1;
+        for id in &used {
+            if let Some(binary) = self.binaries.get_mut(id) {
+                binary.users += 1;
+            }
+        }
+        let old = self.processes.insert(
+            pid,
+            Process {
+                maps_text: text,
+                binaries: used,
+            },
+        );
+        self.release(old);
+        Ok(())
+    }
+
+    /// The (first row, rows, bias) of `vma`'s table, building and placing
+    /// the table the first time its binary is seen.
+    fn table_for<M: UnwindMaps>(
+        &mut self,
+        maps: &mut M,
+        pid: u32,
+        vma: &Vma,
+        id: &BinaryId,
+    ) -> Option<(u32, u32, u64)> {
+        if !self.binaries.contains_key(id) {
+            let started = Instant::now();
+            let info = read_binary(pid, vma, id)
+                .and_then(|data| table::build(&data).ok())
+                .unwrap_or_default();
+            self.stats.tables_built += 1;
+            self.stats.table_build_time += started.elapsed();
+            if info.table.rows.is_empty() {
+                self.stats.binaries_without_table += 1;
+            }
+            let first_row = self.place(maps, &info.table.rows);
+            self.binaries.insert(
+                id.clone(),
+                Binary {
+                    info,
+                    first_row,
+                    users: 0,
+                    last_used: Instant::now(),
+                },
+            );
+        }
+        let binary = self.binaries.get_mut(id)?;
+        binary.last_used = Instant::now();
+        let first_row = binary.first_row?;
+        let rows = u32::try_from(binary.info.table.rows.len()).ok()?;
+        // The ELF address at the mapping's start (the vDSO image is mapped
+        // from its offset 0 like a file).
+        let vaddr = binary.info.vaddr_of_offset(vma.offset)?;
+        let bias = vma
+            .start
+            .wrapping_sub(vaddr)
+            .wrapping_add(binary.info.table.base);
+        (rows > 0).then_some((first_row, rows, bias))
+    }
+
+    /// Copies `rows` into free space of the kernel's array, evicting unused
+    /// tables (least recently used first) to make room; `None` when they
+    /// do not fit the budget even then.
+    fn place<M: UnwindMaps>(&mut self, maps: &mut M, rows: &[UnwindRow]) -> Option<u32> {
+        let len = u32::try_from(rows.len()).ok()?;
+        if len == 0 {
+            return None;
+        }
+        let start = loop {
+            if let Some(start) = self.space.alloc(len) {
+                break start;
+            }
+            if !self.evict_one_unused() {
+                self.stats.tables_over_budget += 1;
+                return None;
+            }
+        };
+        let target = maps
+            .rows_mut()
+            .get_mut(start as usize..(start + len) as usize)?;
+        target.copy_from_slice(rows);
+        Some(start)
+    }
+
+    fn evict_one_unused(&mut self) -> bool {
+        let Some(id) = self
+            .binaries
+            .iter()
+            .filter(|(_, b)| b.users == 0 && b.first_row.is_some())
+            .min_by_key(|(_, b)| b.last_used)
+            .map(|(id, _)| id.clone())
+        else {
+            return false;
+        };
+        if let Some(binary) = self.binaries.remove(&id)
+            && let (Some(start), Ok(len)) = (
+                binary.first_row,
+                u32::try_from(binary.info.table.rows.len()),
+            )
+        {
+            self.space.release(start, len);
+        }
+        true
+    }
+
+    fn forget<M: UnwindMaps>(&mut self, maps: &mut M, pid: u32) -> Result<(), M::Error> {
+        maps.remove_mappings(pid)?;
+        let old = self.processes.remove(&pid);
+        self.release(old);
+        Ok(())
+    }
+
+    fn release(&mut self, process: Option<Process>) {
+        for id in process.into_iter().flat_map(|p| p.binaries) {
+            if let Some(binary) = self.binaries.get_mut(&id) {
+                binary.users = binary.users.saturating_sub(1);
+            }
+        }
+    }
+}
+
+/// The identity of the binary behind `vma`; `None` for anonymous memory
+/// (JIT code) and files that cannot be opened.
+fn binary_id(pid: u32, vma: &Vma) -> Option<BinaryId> {
+    use std::os::unix::fs::MetadataExt as _;
+    if vma.path == "[vdso]" {
+        return Some(BinaryId::Vdso);
+    }
+    if !vma.is_file() {
+        return None;
+    }
+    let meta = std::fs::metadata(crate::symbolize::map_files_path(pid, vma)).ok()?;
+    Some(BinaryId::File {
+        dev: meta.dev(),
+        ino: meta.ino(),
+        size: meta.size().try_into().ok()?,
+        mtime: meta.mtime(),
+    })
+}
+
+/// The bytes of the binary behind `vma`: the file (through map_files, so
+/// deleted and containerised files work), or for the vDSO our own copy,
+/// which is the same image in every process.
+fn read_binary(pid: u32, vma: &Vma, id: &BinaryId) -> Option<Vec<u8>> {
+    match id {
+        BinaryId::File { .. } => std::fs::read(crate::symbolize::map_files_path(pid, vma)).ok(),
+        BinaryId::Vdso => own_vdso(),
+    }
+}
+
+fn own_vdso() -> Option<Vec<u8>> {
+    let text = std::fs::read_to_string("/proc/self/maps").ok()?;
+    let line = text.lines().find(|l| l.ends_with("[vdso]"))?;
+    let (start, end) = line.split_whitespace().next()?.split_once('-')?;
+    let start = usize::from_str_radix(start, 16).ok()?;
+    let end = usize::from_str_radix(end, 16).ok()?;
+    // SAFETY: the vDSO is mapped readable in every process for its whole
+    // lifetime, at the range /proc/self/maps reports.
+    let image = unsafe { std::slice::from_raw_parts(start as *const u8, end - start) };
+    Some(image.to_vec())
+}
