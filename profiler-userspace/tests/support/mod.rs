@@ -47,7 +47,12 @@ impl Fixture {
             "{} is missing: build it with `cargo build -p profiler-fixtures` (cargo xtask test does)",
             bin.display()
         );
-        let mut child = Command::new(&bin)
+        Self::spawn_path(&bin, seconds)
+    }
+
+    /// Starts the fixture program at `bin` (one built by the test itself).
+    pub fn spawn_path(bin: &Path, seconds: f64) -> Self {
+        let mut child = Command::new(bin)
             .arg(seconds.to_string())
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -273,6 +278,29 @@ impl Profile {
             }
         }
         names
+    }
+
+    /// `sample`'s user frames, leaf first: (function, mapping file) for
+    /// each frame, inlined frames included, kernel frames left out.
+    pub fn user_frames(&self, sample: &proto::Sample) -> Vec<(&str, &str)> {
+        let mut frames = Vec::new();
+        for &id in &sample.location_id {
+            let location = &self.0.location[usize::try_from(id - 1).unwrap()];
+            let file = self
+                .0
+                .mapping
+                .iter()
+                .find(|m| m.id == location.mapping_id)
+                .map_or("", |m| self.string(m.filename));
+            if file == "[kernel.kallsyms]" {
+                continue;
+            }
+            for line in &location.line {
+                let function = &self.0.function[usize::try_from(line.function_id - 1).unwrap()];
+                frames.push((self.string(function.name), file));
+            }
+        }
+        frames
     }
 
     /// Samples whose `pid` label is `pid`.

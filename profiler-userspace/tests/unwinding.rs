@@ -1,0 +1,141 @@
+//! Real-kernel tests of user stack unwinding on programs built the way
+//! users build them: C at plain `-O2` without frame pointers, calls that
+//! block inside glibc (no frame pointers either). A frame-pointer walk
+//! loses the caller of a frameless leaf and the function that called into
+//! libc; these tests fail on exactly that.
+mod support;
+
+use std::{
+    path::{Path, PathBuf},
+    process::Command,
+};
+
+use support::{Fixture, Profile, Profiler, go_pprof_raw, profiles, require_root};
+
+/// Builds `profiler-fixtures/c/NAME.c` with plain `cc -O2` into `dir`.
+fn build_c(name: &str, dir: &Path) -> PathBuf {
+    let source = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../profiler-fixtures/c")
+        .join(format!("{name}.c"));
+    let bin = dir.join(name);
+    let status = Command::new("cc")
+        .args(["-O2", "-pthread", "-o"])
+        .arg(&bin)
+        .arg(&source)
+        .status()
+        .expect("cc (Debian's gcc) is needed to build the C fixtures");
+    assert!(status.success(), "cc -O2 {}", source.display());
+    bin
+}
+
+/// Sum of value `ty` over thread `tid`'s samples whose user stack holds
+/// `function`.
+fn total(profiles: &[(PathBuf, Profile)], tid: u32, function: &str, ty: &str) -> i64 {
+    profiles
+        .iter()
+        .flat_map(|(_, p)| {
+            p.0.sample
+                .iter()
+                .filter(move |s| p.num_label(s, "tid") == Some(i64::from(tid)))
+                .filter(move |s| p.user_frames(s).iter().any(|(f, _)| *f == function))
+                .map(move |s| p.value(s, ty))
+        })
+        .sum()
+}
+
+#[expect(clippy::cast_precision_loss, reason = "nanosecond totals")]
+fn share(a: i64, b: i64) -> f64 {
+    a as f64 / (a + b) as f64 * 100.0
+}
+
+#[test]
+fn c_at_o2_without_frame_pointers_and_blocking_through_glibc() {
+    require_root();
+    let dir = tempfile::tempdir().unwrap();
+    let bin = build_c("natural", dir.path());
+    let out_dir = dir.path().join("profiles");
+    let mut fixture = Fixture::spawn_path(&bin, 5.0);
+    let (pid, cpu, block) = (fixture.pid(), fixture.tid("cpu"), fixture.tid("block"));
+    // The profile covers the whole measured phase.
+    let running = Profiler::start(&[
+        "--pid",
+        &pid.to_string(),
+        "--output-dir",
+        out_dir.to_str().unwrap(),
+        "--interval",
+        "60s",
+    ]);
+    fixture.go();
+    let truth = fixture.results();
+    running.stop();
+    let profiles = profiles(&out_dir);
+    for (path, _) in &profiles {
+        go_pprof_raw(path);
+    }
+
+    // Frameless leaf: both callers must be found. A frame-pointer walk goes
+    // from `spin` straight to the thread's start and finds neither.
+    let heavy = total(&profiles, cpu, "cpu_heavy", "samples");
+    let light = total(&profiles, cpu, "cpu_light", "samples");
+    let spin = total(&profiles, cpu, "spin", "samples");
+    assert!(spin > 300, "only {spin} samples in spin in 5 s at 99 Hz");
+    assert!(
+        heavy + light >= spin * 9 / 10,
+        "callers of spin: heavy {heavy} + light {light} of {spin}"
+    );
+    // ~500 samples: the share's standard error is ~2 points, so 5 points
+    // fails a wrong attribution, not jitter.
+    let measured = share(heavy, light);
+    #[expect(clippy::cast_possible_wrap, reason = "nanoseconds of a 5 s run")]
+    let expected = share(truth["heavy_ns"] as i64, truth["light_ns"] as i64);
+    assert!(
+        (measured - expected).abs() <= 5.0,
+        "cpu_heavy {measured:.1}% vs the fixture's own {expected:.1}%"
+    );
+
+    // Blocking in glibc: the fixture's own function sits directly above
+    // the libc frames, and its off-CPU time matches its measurement.
+    for (function, truth_key) in [
+        ("sleep_phase", "sleep_ns"),
+        ("read_phase", "read_ns"),
+        ("lock_phase", "lock_ns"),
+    ] {
+        let mut directly_above = 0;
+        let mut elsewhere = Vec::new();
+        for (_, p) in &profiles {
+            for s in p.0.sample.iter().filter(|s| {
+                p.num_label(s, "tid") == Some(i64::from(block)) && p.value(s, "off_cpu") > 0
+            }) {
+                let frames = p.user_frames(s);
+                let Some(at) = frames.iter().position(|(f, _)| *f == function) else {
+                    continue;
+                };
+                if at > 0
+                    && frames[..at]
+                        .iter()
+                        .all(|(_, file)| file.contains("libc.so"))
+                {
+                    directly_above += p.value(s, "off_cpu");
+                } else {
+                    elsewhere.push(format!("{frames:?}"));
+                }
+            }
+        }
+        let measured = total(&profiles, block, function, "off_cpu");
+        // The rest: preemptions while running the function's own code
+        // (there the function is the leaf, rightly).
+        assert!(
+            directly_above * 100 >= measured * 97,
+            "{function}: {directly_above} of {measured} ns directly above libc; other stacks: {elsewhere:#?}"
+        );
+        // The 2 ms waits are all kept at the default 1 ms rate; the ±15%
+        // of the off-CPU tests covers wakeup latency at the window's ends.
+        #[expect(clippy::cast_precision_loss, reason = "nanosecond totals")]
+        let ratio = measured as f64 / truth[truth_key] as f64;
+        assert!(
+            (0.85..=1.15).contains(&ratio),
+            "{function}: off_cpu {measured} ns vs the fixture's own {} ns",
+            truth[truth_key]
+        );
+    }
+}
