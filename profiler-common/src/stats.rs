@@ -88,3 +88,19 @@ impl Stat {
 /// Number of entries in [`crate::maps::STATS`].
 #[expect(clippy::cast_possible_truncation, reason = "a handful of counters")]
 pub const STATS_LEN: u32 = Stat::ALL.len() as u32;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn all_lists_every_counter_in_index_order_with_distinct_names() {
+        for (i, stat) in Stat::ALL.iter().enumerate() {
+            assert_eq!(*stat as usize, i, "{stat:?}");
+            assert!(
+                Stat::ALL[..i].iter().all(|s| s.name() != stat.name()),
+                "{stat:?}"
+            );
+        }
+    }
+}
