@@ -82,6 +82,8 @@ pub struct UnwindStats {
     pub binaries_without_table: u64,
     pub rows_in_use: u64,
     pub processes_published: u64,
+    /// Processes whose mappings the kernel map refused (it was full).
+    pub publish_failures: u64,
 }
 
 impl UnwindStats {
@@ -103,6 +105,7 @@ impl UnwindStats {
                 self.binaries_without_table
             ),
             format!("unwind_table_rows_in_use={}", self.rows_in_use),
+            format!("unwind_publish_failures_total={}", self.publish_failures),
         ]
     }
 }
@@ -141,7 +144,11 @@ impl Unwinder {
     /// When the kernel maps cannot be read or written.
     pub fn serve<M: UnwindMaps>(&mut self, maps: &mut M) -> Result<(), M::Error> {
         for pid in maps.take_requests()? {
-            self.publish(maps, pid)?;
+            // A full mappings map (more processes than it holds under
+            // --all) costs that process its table walk, not the daemon.
+            if self.publish(maps, pid).is_err() {
+                self.stats.publish_failures += 1;
+            }
         }
         let gone: Vec<u32> = self
             .processes
