@@ -54,7 +54,7 @@ fn a_full_disk_delays_windows_but_loses_none() {
     let mut fixture = Fixture::spawn("spin_split", 10.0);
     fixture.go();
     let started = Instant::now();
-    let running = Profiler::start(&[
+    let mut running = Profiler::start(&[
         "--pid",
         &fixture.pid().to_string(),
         "--output-dir",
@@ -65,14 +65,7 @@ fn a_full_disk_delays_windows_but_loses_none() {
     // Fill the disk only once a window has been written: the first
     // window's cold symbolization can take seconds on a busy machine, and
     // the disk must be full while later windows end, not while it runs.
-    let first_written = Instant::now();
-    while fs::read_dir(&out).map_or(0, Iterator::count) == 0 {
-        assert!(
-            first_written.elapsed() < Duration::from_secs(30),
-            "no window written in 30 s"
-        );
-        sleep(Duration::from_millis(100));
-    }
+    running.wait_for_files(&out, 1);
     let filler = disk.path().join("filler");
     fill(&filler);
     // Two or three windows end while the disk is full.

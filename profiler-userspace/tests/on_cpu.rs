@@ -2,12 +2,7 @@
 //! profiles a fixture whose single thread measures its own CPU split.
 mod support;
 
-use std::{
-    path::Path,
-    process::{Command, Stdio},
-    thread::sleep,
-    time::Duration,
-};
+use std::{path::Path, process::Command, thread::sleep, time::Duration};
 
 use support::{Fixture, Profile, go_pprof_raw, profiles, require_root, run_ok};
 
@@ -172,38 +167,18 @@ fn sigterm_and_sigint_write_the_last_window_and_exit_zero() {
         let dir = tempfile::tempdir().unwrap();
         let mut fixture = Fixture::spawn("spin_split", 10.0);
         fixture.go();
-        let mut child = support::profiler()
-            .args(["--pid", &fixture.pid().to_string(), "--output-dir"])
-            .arg(dir.path())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        wait_for_start(dir.path());
+        let running = support::Profiler::start(&[
+            "--pid",
+            &fixture.pid().to_string(),
+            "--output-dir",
+            dir.path().to_str().unwrap(),
+        ]);
         sleep(Duration::from_secs(1));
-        let status = Command::new("kill")
-            .args([format!("-{signal}"), child.id().to_string()])
-            .status()
-            .unwrap();
-        assert!(status.success());
-        let status = child.wait().unwrap();
-        assert!(status.success(), "SIG{signal}: exit status {status}");
+        running.stop_with(signal);
         let profiles = profiles(dir.path());
         assert_eq!(profiles.len(), 1, "SIG{signal}: one window written");
         assert!(profiles[0].1.samples_of(fixture.pid()).count() > 0);
     }
-}
-
-/// The profiler creates the output directory after its checks and before
-/// loading; give it time to attach.
-fn wait_for_start(dir: &Path) {
-    for _ in 0..100 {
-        if dir.exists() {
-            sleep(Duration::from_millis(500));
-            return;
-        }
-        sleep(Duration::from_millis(50));
-    }
-    panic!("profiler did not start");
 }
 
 #[test]
@@ -227,7 +202,7 @@ fn sighup_writes_the_window_and_keeps_profiling() {
         .status()
         .unwrap();
     assert!(status.success());
-    sleep(Duration::from_secs(1));
+    running.wait_for_files(dir.path(), 1);
     assert_eq!(profiles(dir.path()).len(), 1, "SIGHUP wrote the window");
     assert!(running.is_alive(), "and the profiler keeps going");
     sleep(Duration::from_secs(1));

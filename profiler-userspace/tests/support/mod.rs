@@ -146,13 +146,40 @@ impl Profiler {
         self.child.try_wait().expect("try_wait").is_none()
     }
 
+    /// Waits until `dir` holds at least `count` entries. Windows are
+    /// written after a cold symbolization that can take seconds on a busy
+    /// machine, so a fixed sleep is not enough; after 30 s the daemon is
+    /// stuck, and the test fails with its log and exit status.
+    pub fn wait_for_files(&mut self, dir: &Path, count: usize) {
+        let started = std::time::Instant::now();
+        while fs::read_dir(dir).map_or(0, Iterator::count) < count {
+            if started.elapsed() > std::time::Duration::from_secs(30) || !self.is_alive() {
+                let _ = self.child.kill();
+                let status = self.child.wait().expect("wait profiler");
+                let log = std::mem::replace(&mut self.stderr, std::thread::spawn(String::new))
+                    .join()
+                    .expect("stderr reader");
+                panic!(
+                    "fewer than {count} files in {} ({status}):\n{log}",
+                    dir.display()
+                );
+            }
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+    }
+
     /// Sends SIGINT, checks the profiler wrote its last window and exited 0,
     /// and returns what it logged.
-    pub fn stop(mut self) -> String {
+    pub fn stop(self) -> String {
+        self.stop_with("INT")
+    }
+
+    /// Sends SIG`signal` (`"INT"`, `"TERM"`), then as [`Profiler::stop`].
+    pub fn stop_with(mut self, signal: &str) -> String {
         let pid = self.child.id().to_string();
         assert!(
             Command::new("kill")
-                .args(["-INT", &pid])
+                .args([&format!("-{signal}"), &pid])
                 .status()
                 .unwrap()
                 .success()
