@@ -10,7 +10,7 @@ use std::{
     process::Command,
 };
 
-use support::{Fixture, Profile, Profiler, go_pprof_raw, profiles, require_root};
+use support::{Fixture, Profile, Profiler, go_pprof_raw, profiles, read_profile, require_root};
 
 /// Builds `profiler-fixtures/c/NAME.c` with plain `cc -O2` into `dir`.
 fn build_c(name: &str, dir: &Path) -> PathBuf {
@@ -138,4 +138,105 @@ fn c_at_o2_without_frame_pointers_and_blocking_through_glibc() {
             truth[truth_key]
         );
     }
+}
+
+/// Builds `profiler-fixtures/go/NAME.go` with plain `go build` into `dir`.
+fn build_go(name: &str, dir: &Path) -> PathBuf {
+    let source = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../profiler-fixtures/go")
+        .join(format!("{name}.go"));
+    let bin = dir.join(name);
+    let mut command = Command::new("go");
+    command.arg("build").arg("-o").arg(&bin).arg(&source);
+    command.current_dir(dir);
+    if std::env::var_os("HOME").is_none() {
+        command.env("GOCACHE", dir.join("gocache"));
+    }
+    let status = command
+        .status()
+        .expect("go (Debian's golang-go, installed by .ci/run) is needed to build the Go fixture");
+    assert!(status.success(), "go build {}", source.display());
+    bin
+}
+
+/// Samples (by `weight`) of `p` whose stack holds `function`, filtered.
+fn weight_under(
+    p: &Profile,
+    samples: &[&profiler_userspace::pprof::proto::Sample],
+    function: &str,
+    ty: &str,
+) -> i64 {
+    samples
+        .iter()
+        .filter(|s| p.functions(s).contains(&function))
+        .map(|s| p.value(s, ty))
+        .sum()
+}
+
+#[test]
+fn go_frameless_leaf_matches_go_own_cpu_profile() {
+    require_root();
+    let dir = tempfile::tempdir().unwrap();
+    let bin = build_go("split", dir.path());
+    let out_dir = dir.path().join("profiles");
+    let go_profile = dir.path().join("go-cpu.pb.gz");
+    let mut command = Command::new(&bin);
+    command.arg("5").arg(&go_profile);
+    let mut fixture = Fixture::spawn_command(command);
+    let pid = fixture.pid();
+    // Both profilers sample at about 500 Hz for the same 5 s.
+    let running = Profiler::start(&[
+        "--pid",
+        &pid.to_string(),
+        "--output-dir",
+        out_dir.to_str().unwrap(),
+        "--interval",
+        "60s",
+        "--frequency",
+        "499",
+    ]);
+    fixture.go();
+    fixture.results();
+    running.stop();
+
+    // Go's own profile of the run: the reference.
+    let go = read_profile(&go_profile);
+    let go_samples: Vec<_> = go.0.sample.iter().collect();
+    let go_heavy = weight_under(&go, &go_samples, "main.heavy", "cpu");
+    let go_light = weight_under(&go, &go_samples, "main.light", "cpu");
+    let go_share = share(go_heavy, go_light);
+    assert!(
+        (60.0..=90.0).contains(&go_share),
+        "Go's own profile gives main.heavy {go_share:.1}%: the fixture did not run as designed"
+    );
+
+    let profiles = profiles(&out_dir);
+    for (path, _) in &profiles {
+        go_pprof_raw(path);
+    }
+    let (mut heavy, mut light, mut spin) = (0, 0, 0);
+    for (_, p) in &profiles {
+        let samples: Vec<_> = p.samples_of(pid).collect();
+        heavy += weight_under(p, &samples, "main.heavy", "samples");
+        light += weight_under(p, &samples, "main.light", "samples");
+        spin += weight_under(p, &samples, "main.spin", "samples");
+    }
+    // A frame-pointer walk from the frameless main.spin skips its caller:
+    // then heavy + light is near zero.
+    assert!(
+        spin > 1500,
+        "only {spin} samples in main.spin in 5 s at 499 Hz"
+    );
+    assert!(
+        heavy + light >= spin * 9 / 10,
+        "callers of main.spin: heavy {heavy} + light {light} of {spin}"
+    );
+    // ~2,500 samples each: each share's standard error is under 1 point,
+    // their difference's about 1.2, so 5 points fails a wrong attribution
+    // (a lost caller moves it by tens of points), not jitter.
+    let ours = share(heavy, light);
+    assert!(
+        (ours - go_share).abs() <= 5.0,
+        "main.heavy: {ours:.1}% here vs {go_share:.1}% in Go's own runtime/pprof profile"
+    );
 }

@@ -52,8 +52,14 @@ impl Fixture {
 
     /// Starts the fixture program at `bin` (one built by the test itself).
     pub fn spawn_path(bin: &Path, seconds: f64) -> Self {
-        let mut child = Command::new(bin)
-            .arg(seconds.to_string())
+        let mut command = Command::new(bin);
+        command.arg(seconds.to_string());
+        Self::spawn_command(command)
+    }
+
+    /// Starts a fixture from a prepared command (its own arguments).
+    pub fn spawn_command(mut command: Command) -> Self {
+        let mut child = command
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .spawn()
@@ -234,14 +240,19 @@ pub fn profiles(dir: &Path) -> Vec<(PathBuf, Profile)> {
                 name.starts_with("profile-") && name.ends_with(".pb.gz"),
                 "unexpected file {name} in the output dir"
             );
-            let mut bytes = Vec::new();
-            flate2::read::GzDecoder::new(fs::File::open(&path).unwrap())
-                .read_to_end(&mut bytes)
-                .expect("gzip");
-            let profile = Profile(proto::Profile::decode(&bytes[..]).expect("pprof protobuf"));
+            let profile = read_profile(&path);
             (path, profile)
         })
         .collect()
+}
+
+/// Decodes one gzip'd pprof file (ours, or one Go's runtime/pprof wrote).
+pub fn read_profile(path: &Path) -> Profile {
+    let mut bytes = Vec::new();
+    flate2::read::GzDecoder::new(fs::File::open(path).unwrap())
+        .read_to_end(&mut bytes)
+        .expect("gzip");
+    Profile(proto::Profile::decode(&bytes[..]).expect("pprof protobuf"))
 }
 
 /// A decoded pprof with lookups by name.
