@@ -5,28 +5,11 @@
 //! libc; these tests fail on exactly that.
 mod support;
 
-use std::{
-    path::{Path, PathBuf},
-    process::Command,
+use std::{path::PathBuf, process::Command};
+
+use support::{
+    Fixture, Profile, Profiler, build, go_pprof_raw, profiles, read_profile, require_root,
 };
-
-use support::{Fixture, Profile, Profiler, go_pprof_raw, profiles, read_profile, require_root};
-
-/// Builds `profiler-fixtures/c/NAME.c` with plain `cc -O2` into `dir`.
-fn build_c(name: &str, dir: &Path) -> PathBuf {
-    let source = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../profiler-fixtures/c")
-        .join(format!("{name}.c"));
-    let bin = dir.join(name);
-    let status = Command::new("cc")
-        .args(["-O2", "-pthread", "-o"])
-        .arg(&bin)
-        .arg(&source)
-        .status()
-        .expect("cc (Debian's gcc) is needed to build the C fixtures");
-    assert!(status.success(), "cc -O2 {}", source.display());
-    bin
-}
 
 /// Sum of value `ty` over thread `tid`'s samples whose user stack holds
 /// `function`.
@@ -52,7 +35,7 @@ fn share(a: i64, b: i64) -> f64 {
 fn c_at_o2_without_frame_pointers_and_blocking_through_glibc() {
     require_root();
     let dir = tempfile::tempdir().unwrap();
-    let bin = build_c("natural", dir.path());
+    let bin = build::c_program("natural", dir.path());
     let out_dir = dir.path().join("profiles");
     let mut fixture = Fixture::spawn_path(&bin, 5.0);
     let (pid, cpu, block) = (fixture.pid(), fixture.tid("cpu"), fixture.tid("block"));
@@ -140,25 +123,6 @@ fn c_at_o2_without_frame_pointers_and_blocking_through_glibc() {
     }
 }
 
-/// Builds `profiler-fixtures/go/NAME.go` with plain `go build` into `dir`.
-fn build_go(name: &str, dir: &Path) -> PathBuf {
-    let source = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../profiler-fixtures/go")
-        .join(format!("{name}.go"));
-    let bin = dir.join(name);
-    let mut command = Command::new("go");
-    command.arg("build").arg("-o").arg(&bin).arg(&source);
-    command.current_dir(dir);
-    if std::env::var_os("HOME").is_none() {
-        command.env("GOCACHE", dir.join("gocache"));
-    }
-    let status = command
-        .status()
-        .expect("go (Debian's golang-go, installed by .ci/run) is needed to build the Go fixture");
-    assert!(status.success(), "go build {}", source.display());
-    bin
-}
-
 /// Samples (by `weight`) of `p` whose stack holds `function`, filtered.
 fn weight_under(
     p: &Profile,
@@ -177,7 +141,7 @@ fn weight_under(
 fn go_frameless_leaf_matches_go_own_cpu_profile() {
     require_root();
     let dir = tempfile::tempdir().unwrap();
-    let bin = build_go("split", dir.path());
+    let bin = build::go_program("split", dir.path());
     let out_dir = dir.path().join("profiles");
     let go_profile = dir.path().join("go-cpu.pb.gz");
     let mut command = Command::new(&bin);

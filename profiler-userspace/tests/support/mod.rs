@@ -2,6 +2,8 @@
 //! `profiler` binary, and reading back the pprof files it wrote.
 #![allow(dead_code, reason = "each test binary uses a different subset")]
 
+pub mod build;
+
 use std::{
     collections::HashMap,
     fs,
