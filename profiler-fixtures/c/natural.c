@@ -96,7 +96,7 @@ __attribute__((noinline)) void read_phase(void) {
 __attribute__((noinline)) void lock_phase(void) {
     /* Wait until the helper holds the mutex, then block on it. */
     pthread_mutex_lock(&handshake);
-    while (!lock_held) pthread_cond_wait(&handshake_cond, &handshake);
+    while (!lock_held && running) pthread_cond_wait(&handshake_cond, &handshake);
     lock_held = 0;
     pthread_mutex_unlock(&handshake);
     OFF_CPU(lock_ns, pthread_mutex_lock(&contended));
@@ -121,8 +121,12 @@ static void *helper_thread(void *arg) {
         /* sleep_phase runs meanwhile; let it finish. */
         nanosleep(&two_ms, NULL);
     }
-    /* Unblock a final read. */
+    /* Unblock a final read, and a final wait for the handshake (without
+     * this the fixture could hang at the end: found by a test run). */
     if (write(pipe_fds[1], "x", 1) != 1) abort();
+    pthread_mutex_lock(&handshake);
+    pthread_cond_broadcast(&handshake_cond);
+    pthread_mutex_unlock(&handshake);
     return NULL;
 }
 
