@@ -65,6 +65,9 @@ pub const GLOBAL_TARGET_ALL: &str = "TARGET_ALL";
 pub const GLOBAL_OFF_CPU_RATE_NS: &str = "OFF_CPU_RATE_NS";
 /// Load-time global: non-zero selects the biased naive weighting (tests only).
 pub const GLOBAL_OFF_CPU_NAIVE: &str = "OFF_CPU_NAIVE";
+/// Load-time global: non-zero walks user stacks by the unwind tables
+/// (the default), zero by frame pointers only (`--unwind frame-pointer`).
+pub const GLOBAL_UNWIND_TABLES: &str = "UNWIND_TABLES";
 
 /// Capacity of each [`SAMPLES_0`]/[`SAMPLES_1`] map.
 pub const SAMPLES_MAX_ENTRIES: u32 = 32_768;

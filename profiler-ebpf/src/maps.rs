@@ -33,6 +33,11 @@ static OFF_CPU_RATE_NS: Global<u64> = Global::new(0);
 #[unsafe(no_mangle)]
 static OFF_CPU_NAIVE: Global<u8> = Global::new(0);
 
+/// Non-zero: walk user stacks by the unwind tables; zero: by frame
+/// pointers only (`--unwind frame-pointer`).
+#[unsafe(no_mangle)]
+static UNWIND_TABLES: Global<u8> = Global::new(1);
+
 #[map]
 static CONTROL: Array<u64> = Array::with_max_entries(CONTROL_LEN, 0);
 
@@ -166,6 +171,12 @@ pub fn take_accounted(task: u64) -> Option<u64> {
 #[inline(always)]
 pub fn pending_counter() -> Option<*mut u64> {
     PENDING.get_ptr_mut(0)
+}
+
+/// Whether user stacks are walked by the unwind tables.
+#[inline(always)]
+pub fn unwind_tables() -> bool {
+    UNWIND_TABLES.load() != 0
 }
 
 /// Whether every process is a target.

@@ -177,6 +177,10 @@ fn start_frame(state: &mut WalkState, trace: &mut StackTrace) -> bool {
     }
     trace.ips[i] = state.pc;
     state.len += 1;
+    if !maps::unwind_tables() {
+        state.by_frame_pointer += 1;
+        return unwind(state, RowKind::FramePointer, 0, 0);
+    }
     state.lookup = if state.exact_pc != 0 {
         state.pc
     } else {

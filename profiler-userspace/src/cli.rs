@@ -5,7 +5,7 @@ use clap::{ArgGroup, CommandFactory as _, Parser, error::ErrorKind};
 
 use profiler_common::off_cpu::MAX_RATE_NS;
 
-use crate::config::{Config, Discover, OffCpu, Target};
+use crate::config::{Config, Discover, OffCpu, Target, Unwind};
 
 /// Where the kernel's sampling-rate ceiling is published.
 pub const MAX_SAMPLE_RATE_PATH: &str = "/proc/sys/kernel/perf_event_max_sample_rate";
@@ -75,17 +75,35 @@ struct Args {
     #[arg(long)]
     no_on_cpu: bool,
 
-    /// Kernel memory for user-stack unwind tables, e.g. 32M, 256M, 1G.
-    /// Binaries whose table does not fit are walked by frame pointer and
-    /// counted (tables_over_budget in each profile's comments).
-    #[arg(long, value_name = "BYTES", default_value = "32M", value_parser = parse_size)]
-    unwind_table_memory: u64,
+    /// How user stacks are walked: `table` (each binary's .eh_frame or
+    /// .debug_frame, as perf --call-graph dwarf; needs no frame pointers)
+    /// or `frame-pointer` (cheaper, no table memory, but callers of
+    /// frameless code are lost, as with perf -g).
+    #[arg(long, value_name = "HOW", default_value = "table")]
+    unwind: UnwindFlag,
+
+    /// Kernel memory for user-stack unwind tables, e.g. 32M, 256M, 1G
+    /// [default: 32M]. Binaries whose table does not fit are walked by
+    /// frame pointer and counted (tables_over_budget in each profile's
+    /// comments).
+    #[arg(long, value_name = "BYTES", value_parser = parse_size)]
+    unwind_table_memory: Option<u64>,
 
     /// Weight kept short off-CPU intervals by their raw duration (biased:
     /// for demonstrating the bias only).
     #[arg(long, hide = true)]
     off_cpu_naive_weights: bool,
 }
+
+/// `--unwind`'s values.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+enum UnwindFlag {
+    Table,
+    FramePointer,
+}
+
+/// Default of `--unwind-table-memory`.
+const DEFAULT_UNWIND_TABLE_MEMORY: u64 = 32 << 20;
 
 fn parse_duration(s: &str) -> Result<Duration, String> {
     humantime::parse_duration(s).map_err(|e| format!("{e} (expected e.g. 500ms, 10s, 1m)"))
@@ -142,8 +160,6 @@ where
     T: Into<OsString> + Clone,
 {
     let args = Args::try_parse_from(args)?;
-    let invalid = |msg: String| Args::command().error(ErrorKind::ValueValidation, msg);
-
     if args.frequency == 0 {
         return Err(invalid("--frequency must be at least 1 Hz".into()));
     }
@@ -174,13 +190,7 @@ where
             Duration::from_nanos(MAX_RATE_NS)
         )));
     }
-    // One row is 8 bytes; the kernel array holds at most 2^32 rows, and
-    // less than a page of rows is no table at all.
-    if !(64 << 10..=16 << 30).contains(&args.unwind_table_memory) {
-        return Err(invalid(
-            "--unwind-table-memory must be between 64K and 16G".into(),
-        ));
-    }
+    let unwind = unwind(args.unwind, args.unwind_table_memory)?;
     if let Some(&pid) = args.pids.iter().find(|&&pid| pid == 0) {
         return Err(invalid(format!("--pid {pid}: not a process id")));
     }
@@ -200,7 +210,7 @@ where
         duration: args.duration,
         frequency_hz: args.frequency,
         retain: args.retain,
-        unwind_table_rows: u32::try_from(args.unwind_table_memory / 8).unwrap_or(u32::MAX),
+        unwind,
         on_cpu: !args.no_on_cpu,
         off_cpu: (!args.no_off_cpu).then_some(OffCpu {
             rate_ns: off_cpu_rate_ns,
@@ -212,6 +222,34 @@ where
             wait: args.wait,
         },
     })
+}
+
+/// A validation error, printed as clap prints its own.
+fn invalid(msg: String) -> clap::Error {
+    Args::command().error(ErrorKind::ValueValidation, msg)
+}
+
+/// `--unwind` and `--unwind-table-memory` as an [`Unwind`].
+fn unwind(how: UnwindFlag, memory: Option<u64>) -> Result<Unwind, clap::Error> {
+    match how {
+        UnwindFlag::FramePointer if memory.is_some() => Err(invalid(
+            "--unwind-table-memory has no use with --unwind frame-pointer".into(),
+        )),
+        UnwindFlag::FramePointer => Ok(Unwind::FramePointers),
+        UnwindFlag::Table => {
+            let memory = memory.unwrap_or(DEFAULT_UNWIND_TABLE_MEMORY);
+            // One row is 8 bytes; the kernel array holds at most 2^32 rows,
+            // and less than a page of rows is no table at all.
+            if !(64 << 10..=16 << 30).contains(&memory) {
+                return Err(invalid(
+                    "--unwind-table-memory must be between 64K and 16G".into(),
+                ));
+            }
+            Ok(Unwind::Tables {
+                rows: u32::try_from(memory / 8).unwrap_or(u32::MAX),
+            })
+        }
+    }
 }
 
 #[cfg(test)]
@@ -249,10 +287,18 @@ mod tests {
         assert_eq!(config.duration, None);
         assert_eq!(config.frequency_hz, 99);
         assert_eq!(config.retain, 100);
-        assert_eq!(config.unwind_table_rows, 4 << 20, "32 MiB of 8-byte rows");
         assert_eq!(
-            parse_ok(&["--pid", "1", "--unwind-table-memory", "1GiB"]).unwind_table_rows,
-            128 << 20
+            config.unwind,
+            Unwind::Tables { rows: 4 << 20 },
+            "32 MiB of 8-byte rows"
+        );
+        assert_eq!(
+            parse_ok(&["--pid", "1", "--unwind-table-memory", "1GiB"]).unwind,
+            Unwind::Tables { rows: 128 << 20 }
+        );
+        assert_eq!(
+            parse_ok(&["--pid", "1", "--unwind", "frame-pointer"]).unwind,
+            Unwind::FramePointers
         );
         assert!(config.on_cpu);
         assert_eq!(
@@ -379,11 +425,33 @@ mod tests {
                 &["--pid", "1", "--unwind-table-memory", "12X"][..],
                 "not a size",
             ),
+            (
+                &[
+                    "--pid",
+                    "1",
+                    "--unwind",
+                    "frame-pointer",
+                    "--unwind-table-memory",
+                    "1G",
+                ][..],
+                "no use with --unwind frame-pointer",
+            ),
         ] {
             let err = parse_err(args);
             assert_eq!(err.kind(), ErrorKind::ValueValidation, "{args:?}");
             assert!(err.to_string().contains(needle), "{args:?}: {err}");
         }
+    }
+
+    #[test]
+    fn unknown_unwind_method_lists_the_known_ones() {
+        let err = parse_err(&["--pid", "1", "--unwind", "dwarf"]);
+        assert_eq!(err.kind(), ErrorKind::InvalidValue);
+        let text = err.to_string();
+        assert!(
+            text.contains("table") && text.contains("frame-pointer"),
+            "{text}"
+        );
     }
 
     #[test]

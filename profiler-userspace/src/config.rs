@@ -29,8 +29,8 @@ pub struct Config {
     pub off_cpu: Option<OffCpu>,
     /// Number of newest profile files to keep.
     pub retain: usize,
-    /// Rows of the kernel's unwind table array (`--unwind-table-memory`).
-    pub unwind_table_rows: u32,
+    /// How user stacks are walked (`--unwind`, `--unwind-table-memory`).
+    pub unwind: Unwind,
     /// Targets found by name or PID file, besides `--pid`.
     pub discover: Discover,
 }
@@ -45,6 +45,31 @@ pub struct Discover {
     pub pid_files: Vec<PathBuf>,
     /// Keep running while no target is alive, and profile new matches.
     pub wait: bool,
+}
+
+/// How the kernel walks user stacks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Unwind {
+    /// By each binary's unwind table (built by the daemon), by frame
+    /// pointer where a PC has none; `rows` is the table memory in 8-byte
+    /// rows.
+    Tables { rows: u32 },
+    /// By frame pointers only, as `perf record -g` does: no tables built,
+    /// no memory for them, and wrong callers wherever code has no frame
+    /// pointer.
+    FramePointers,
+}
+
+impl Unwind {
+    /// Rows of the kernel's table array (one for frame pointers: the map
+    /// cannot be empty).
+    #[must_use]
+    pub fn table_rows(self) -> u32 {
+        match self {
+            Self::Tables { rows } => rows,
+            Self::FramePointers => 1,
+        }
+    }
 }
 
 /// How off-CPU intervals are sampled (see `profiler_common::off_cpu`).

@@ -14,7 +14,7 @@ use tokio::{
 
 use crate::{
     bpf::{Flip, Kernel, KernelError, Rng},
-    config::{Config, Target},
+    config::{Config, Target, Unwind},
     pprof,
     sink::{FileSink, SinkError},
     symbolize::Symbolizer,
@@ -118,7 +118,9 @@ pub async fn run(config: Config) -> Result<(), DaemonError> {
                 _ = sigint.recv() => break WindowEnd::Signal("SIGINT"),
                 _ = sigterm.recv() => break WindowEnd::Signal("SIGTERM"),
                 _ = sighup.recv() => break WindowEnd::Hangup,
-                _ = unwind_poll.tick() => unwinder.serve(&mut kernel)?,
+                _ = unwind_poll.tick(), if unwinder.is_some() => {
+                    serve_unwinder(unwinder.as_mut(), &mut kernel)?;
+                }
                 _ = liveness.tick(), if watch_targets => {
                     let (added, exited) = targets.refresh();
                     for pid in added {
@@ -153,8 +155,7 @@ pub async fn run(config: Config) -> Result<(), DaemonError> {
 
         // Stacks of processes that appeared since the last poll are walked
         // by table from here on; serve them before the window's drain.
-        unwinder.serve(&mut kernel)?;
-        let unwind_comments = unwinder.stats().comments();
+        let unwind_comments = serve_unwinder(unwinder.as_mut(), &mut kernel)?;
         match pipeline.finish(
             &mut kernel,
             &config,
@@ -189,20 +190,37 @@ fn log_end(end: WindowEnd) {
     }
 }
 
+/// Serves the kernel's requests for tables; returns the unwinder's
+/// counters as profile comments (none without an unwinder).
+fn serve_unwinder(
+    unwinder: Option<&mut Unwinder>,
+    kernel: &mut Kernel,
+) -> Result<Vec<String>, KernelError> {
+    let Some(unwinder) = unwinder else {
+        return Ok(Vec::new());
+    };
+    unwinder.serve(kernel)?;
+    Ok(unwinder.stats().comments())
+}
+
 /// The unwinder, with the `--pid` targets' tables already in the kernel so
-/// their first samples are walked by table.
+/// their first samples are walked by table; none with `--unwind
+/// frame-pointer`.
 fn start_unwinder(
     config: &Config,
     targets: &Target,
     kernel: &mut Kernel,
-) -> Result<Unwinder, KernelError> {
-    let mut unwinder = Unwinder::new(config.unwind_table_rows);
+) -> Result<Option<Unwinder>, KernelError> {
+    let Unwind::Tables { rows } = config.unwind else {
+        return Ok(None);
+    };
+    let mut unwinder = Unwinder::new(rows);
     if let Target::Pids(pids) = targets {
         for &pid in pids {
             unwinder.publish(kernel, pid)?;
         }
     }
-    Ok(unwinder)
+    Ok(Some(unwinder))
 }
 
 /// What a window passes through once the kernel has flipped: drain,

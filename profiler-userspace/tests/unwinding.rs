@@ -204,3 +204,44 @@ fn go_frameless_leaf_matches_go_own_cpu_profile() {
         "main.heavy: {ours:.1}% here vs {go_share:.1}% in Go's own runtime/pprof profile"
     );
 }
+
+/// The control for the tests above: the same C fixture walked by frame
+/// pointers only (`--unwind frame-pointer`, as `perf record -g`) loses the
+/// callers of the frameless leaf, so the checks above would fail without
+/// the tables.
+#[test]
+fn frame_pointers_alone_lose_the_callers_of_a_frameless_leaf() {
+    require_root();
+    let dir = tempfile::tempdir().unwrap();
+    let bin = build::c_program("natural", dir.path());
+    let out_dir = dir.path().join("profiles");
+    let mut fixture = Fixture::spawn_path(&bin, 2.0);
+    let (pid, cpu) = (fixture.pid(), fixture.tid("cpu"));
+    let running = Profiler::start(&[
+        "--pid",
+        &pid.to_string(),
+        "--output-dir",
+        out_dir.to_str().unwrap(),
+        "--interval",
+        "60s",
+        "--unwind",
+        "frame-pointer",
+    ]);
+    fixture.go();
+    fixture.results();
+    running.stop();
+    let profiles = profiles(&out_dir);
+    let spin = total(&profiles, cpu, "spin", "samples");
+    let callers = total(&profiles, cpu, "cpu_heavy", "samples")
+        + total(&profiles, cpu, "cpu_light", "samples");
+    assert!(spin > 100, "only {spin} samples in spin in 2 s at 99 Hz");
+    assert!(
+        callers * 10 < spin,
+        "frame pointers found the callers of {callers} of {spin} samples in spin"
+    );
+    let comments = profiles[0].1.comments().join(" ");
+    assert!(
+        comments.contains("frames_by_table=0") && !comments.contains("unwind_tables_built"),
+        "no tables are built or used: {comments}"
+    );
+}

@@ -11,12 +11,15 @@ use aya::{
     util::online_cpus,
 };
 use profiler_common::{
-    maps::{GLOBAL_OFF_CPU_NAIVE, GLOBAL_OFF_CPU_RATE_NS, GLOBAL_TARGET_ALL, TARGETS, UNWIND_ROWS},
+    maps::{
+        GLOBAL_OFF_CPU_NAIVE, GLOBAL_OFF_CPU_RATE_NS, GLOBAL_TARGET_ALL, GLOBAL_UNWIND_TABLES,
+        TARGETS, UNWIND_ROWS,
+    },
     stats::STATS_LEN,
 };
 
 use super::{KernelError, unwind_maps::RowsMapping};
-use crate::config::{Config, Target};
+use crate::config::{Config, Target, Unwind};
 
 /// The compiled eBPF object, built by build.rs from profiler-ebpf.
 static EBPF_OBJECT: &[u8] = aya::include_bytes_aligned!(concat!(env!("OUT_DIR"), "/profiler-ebpf"));
@@ -60,18 +63,20 @@ impl Kernel {
         let target_all = u8::from(matches!(config.target, Target::All));
         let rate_ns = config.off_cpu.map_or(0, |o| o.rate_ns);
         let naive = u8::from(config.off_cpu.is_some_and(|o| o.naive_weights));
+        let unwind_tables = u8::from(matches!(config.unwind, Unwind::Tables { .. }));
         let mut ebpf = EbpfLoader::new()
             .override_global(GLOBAL_TARGET_ALL, &target_all, true)
             .override_global(GLOBAL_OFF_CPU_RATE_NS, &rate_ns, true)
             .override_global(GLOBAL_OFF_CPU_NAIVE, &naive, true)
-            .map_max_entries(UNWIND_ROWS, config.unwind_table_rows)
+            .override_global(GLOBAL_UNWIND_TABLES, &unwind_tables, true)
+            .map_max_entries(UNWIND_ROWS, config.unwind.table_rows())
             .load(EBPF_OBJECT)?;
         let unwind_rows = RowsMapping::new(
             ebpf.map(UNWIND_ROWS).ok_or(KernelError::Missing {
                 kind: "map",
                 name: UNWIND_ROWS,
             })?,
-            config.unwind_table_rows,
+            config.unwind.table_rows(),
         )?;
 
         let logger = match aya_log::EbpfLogger::init(&mut ebpf) {
