@@ -66,8 +66,9 @@ struct Binary {
 }
 
 struct Process {
-    /// The maps text the mappings were built from, to skip unchanged ones.
-    maps_text: String,
+    /// The executable mappings published, to skip unchanged ones (a heap
+    /// or thread stack that grew changes nothing here).
+    vmas: Vec<Vma>,
     binaries: HashSet<BinaryId>,
 }
 
@@ -81,7 +82,12 @@ pub struct UnwindStats {
     /// Binaries with no usable CFI (or that could not be read).
     pub binaries_without_table: u64,
     pub rows_in_use: u64,
-    pub processes_published: u64,
+    /// Mappings of a process written to the kernel (at first sight and
+    /// after every change: mmap, dlopen, exec).
+    pub mapping_publishes: u64,
+    /// Publishes that left mappings out: more executable mappings than
+    /// `MAX_MAPPINGS` (their PCs are walked by frame pointer).
+    pub publishes_over_mapping_limit: u64,
     /// Processes whose mappings the kernel map refused (it was full).
     pub publish_failures: u64,
 }
@@ -105,6 +111,11 @@ impl UnwindStats {
                 self.binaries_without_table
             ),
             format!("unwind_table_rows_in_use={}", self.rows_in_use),
+            format!("unwind_mapping_publishes_total={}", self.mapping_publishes),
+            format!(
+                "unwind_publishes_over_mapping_limit_total={}",
+                self.publishes_over_mapping_limit
+            ),
             format!("unwind_publish_failures_total={}", self.publish_failures),
         ]
     }
@@ -171,19 +182,16 @@ impl Unwinder {
         let Ok(text) = std::fs::read_to_string(format!("/proc/{pid}/maps")) else {
             return Ok(());
         };
-        if self
-            .processes
-            .get(&pid)
-            .is_some_and(|p| p.maps_text == text)
-        {
+        let vmas = procmaps::parse(&text);
+        if self.processes.get(&pid).is_some_and(|p| p.vmas == vmas) {
             return Ok(());
         }
-        let vmas = procmaps::parse(&text);
         let mut mappings = ProcessMappings::default();
         let mut used = HashSet::new();
         for vma in &vmas {
             let Some(slot) = mappings.mappings.get_mut(mappings.len as usize) else {
                 mappings.overflow = 1;
+                self.stats.publishes_over_mapping_limit += 1;
                 break;
             };
             let id = binary_id(pid, vma);
@@ -203,7 +211,7 @@ impl Unwinder {
         }
         debug_assert!(mappings.len as usize <= MAX_MAPPINGS);
         maps.set_mappings(pid, &mappings)?;
-        self.stats.processes_published += 1;
+        self.stats.mapping_publishes += 1;
         for id in &used {
             if let Some(binary) = self.binaries.get_mut(id) {
                 binary.users += 1;
@@ -212,7 +220,7 @@ impl Unwinder {
         let old = self.processes.insert(
             pid,
             Process {
-                maps_text: text,
+                vmas,
                 binaries: used,
             },
         );
@@ -365,3 +373,7 @@ fn own_vdso() -> Option<Vec<u8>> {
     let image = unsafe { std::slice::from_raw_parts(start as *const u8, end - start) };
     Some(image.to_vec())
 }
+
+#[cfg(test)]
+#[path = "publish_tests.rs"]
+mod tests;

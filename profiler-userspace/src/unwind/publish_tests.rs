@@ -1,0 +1,114 @@
+//! The unwinder's bookkeeping against in-memory maps, on this test
+//! process's own mappings: what it publishes, what it shares and skips,
+//! and what it counts when the budget is too small.
+use std::collections::HashMap;
+
+use profiler_common::unwind::{ProcessMappings, UnwindRow};
+
+use super::{UnwindMaps, Unwinder};
+
+/// The kernel maps, in memory.
+struct FakeMaps {
+    rows: Vec<UnwindRow>,
+    mappings: HashMap<u32, ProcessMappings>,
+    requests: Vec<u32>,
+}
+
+impl FakeMaps {
+    fn new(rows: u32) -> Self {
+        Self {
+            rows: vec![UnwindRow::default(); rows as usize],
+            mappings: HashMap::new(),
+            requests: Vec::new(),
+        }
+    }
+}
+
+impl UnwindMaps for FakeMaps {
+    type Error = std::convert::Infallible;
+    fn rows_mut(&mut self) -> &mut [UnwindRow] {
+        &mut self.rows
+    }
+    fn set_mappings(&mut self, pid: u32, mappings: &ProcessMappings) -> Result<(), Self::Error> {
+        self.mappings.insert(pid, *mappings);
+        Ok(())
+    }
+    fn remove_mappings(&mut self, pid: u32) -> Result<(), Self::Error> {
+        self.mappings.remove(&pid);
+        Ok(())
+    }
+    fn take_requests(&mut self) -> Result<Vec<u32>, Self::Error> {
+        Ok(std::mem::take(&mut self.requests))
+    }
+}
+
+#[inline(never)]
+fn a_function_of_this_binary() -> usize {
+    std::hint::black_box(a_function_of_this_binary as *const () as usize)
+}
+
+/// The published mapping holding `pc`.
+fn mapping_of(maps: &FakeMaps, pid: u32, pc: u64) -> profiler_common::unwind::UnwindMapping {
+    let published = maps.mappings[&pid];
+    *published.mappings[..published.len as usize]
+        .iter()
+        .find(|m| m.start <= pc && pc < m.end)
+        .expect("a published mapping holds the pc")
+}
+
+#[test]
+fn publishes_own_mappings_with_tables_and_skips_unchanged_ones() {
+    let pid = std::process::id();
+    let mut maps = FakeMaps::new(8 << 20);
+    let mut unwinder = Unwinder::new(8 << 20);
+    maps.requests.push(pid);
+    unwinder.serve(&mut maps).unwrap();
+
+    // This binary's code: a table whose rows cover the function's PC
+    // (relative to the table's bias).
+    let pc = a_function_of_this_binary() as u64;
+    let m = mapping_of(&maps, pid, pc);
+    assert!(m.rows > 0, "this binary has a table: {m:?}");
+    let rows = &maps.rows[m.first_row as usize..(m.first_row + m.rows) as usize];
+    let rel = pc - m.bias;
+    assert!(
+        u64::from(rows[0].pc) <= rel && rel <= u64::from(rows[rows.len() - 1].pc),
+        "pc {rel:#x} outside its rows {:#x}..{:#x}",
+        rows[0].pc,
+        rows[rows.len() - 1].pc
+    );
+    let stats = unwinder.stats();
+    assert!(stats.tables_built >= 2, "this binary and libc: {stats:?}");
+    assert_eq!(stats.mapping_publishes, 1);
+    assert_eq!(stats.publishes_over_mapping_limit, 0);
+    assert!(stats.rows_in_use >= u64::from(m.rows));
+
+    // Asked again with the same mappings: nothing rebuilt or republished.
+    maps.requests.push(pid);
+    unwinder.serve(&mut maps).unwrap();
+    assert_eq!(unwinder.stats(), stats);
+}
+
+#[test]
+fn a_table_over_budget_is_counted_and_its_mapping_has_no_rows() {
+    let pid = std::process::id();
+    // 64 KiB of rows: less than this (debug) test binary's table.
+    let mut maps = FakeMaps::new(8192);
+    let mut unwinder = Unwinder::new(8192);
+    unwinder.publish(&mut maps, pid).unwrap();
+    let m = mapping_of(&maps, pid, a_function_of_this_binary() as u64);
+    assert_eq!(m.rows, 0, "walked by frame pointer: {m:?}");
+    assert!(unwinder.stats().tables_over_budget >= 1);
+    assert!(unwinder.stats().rows_in_use <= 8192);
+}
+
+#[test]
+fn a_process_that_is_gone_is_skipped() {
+    let mut maps = FakeMaps::new(1024);
+    let mut unwinder = Unwinder::new(1024);
+    // Above pid_max (at most 2^22): no such process.
+    maps.requests.push(1 << 23);
+    unwinder.serve(&mut maps).unwrap();
+    assert!(maps.mappings.is_empty());
+    assert_eq!(unwinder.stats().mapping_publishes, 0);
+}
