@@ -1,0 +1,203 @@
+//! The unwinder's costs for BENCHMARKS.md: the kernel time of a stack walk
+//! by table against frame pointers only, in one run; and the time and
+//! memory to build the tables of libc, the profiler and the largest binary
+//! on the machine.
+use std::{
+    fmt::Write as _,
+    fs,
+    path::{Path, PathBuf},
+    process::Command,
+};
+
+use anyhow::Context as _;
+
+use super::{RUN_SECS, Workload, attach, bpf_stats, field, profiler, release, strip_ansi};
+use crate::workspace_root;
+
+/// The two ways the kernel can walk user stacks (`--unwind`).
+const MODES: [(&str, &str); 2] = [
+    ("tables", "table"),
+    ("frame pointers only", "frame-pointer"),
+];
+
+/// Kernel time per run of the programs that walk user stacks, with tables
+/// and with frame pointers only: on-CPU samples of a CPU-bound fixture at
+/// 999 Hz, and off-CPU captures of the blocking fixture with every
+/// interval kept (`--off-cpu-rate 0`, so each one walks a stack).
+pub(super) fn kernel_costs(report: &mut String) -> anyhow::Result<()> {
+    writeln!(
+        report,
+        "## 6. Stack walk cost: tables against frame pointers\n"
+    )?;
+    writeln!(
+        report,
+        "run_time_ns / run_cnt (bpf_stats) of the programs that walk user stacks, for each `--unwind` mode in turn: `on_cpu_sample` under `cpu_bound` at 999 Hz (`--no-off-cpu`), and the off-CPU programs under `blockers` with `--off-cpu-rate 0` (every interval keeps a stack). Frames per stack from the profile's counters. The fixtures are release Rust without frame pointers, so frame pointers walk fewer frames, and wrong ones.\n"
+    )?;
+    writeln!(
+        report,
+        "| mode | on_cpu_sample ns | frames per sample | sched_switch ns | sys_exit ns |"
+    )?;
+    writeln!(report, "| --- | --- | --- | --- | --- |")?;
+    for (name, mode) in MODES {
+        let (on_cpu, frames) = walk_cost(
+            "cpu_bound",
+            &["--no-off-cpu", "--frequency", "999", "--unwind", mode],
+        )?;
+        let (off_cpu, _) = walk_cost(
+            "blockers",
+            &["--no-on-cpu", "--off-cpu-rate", "0", "--unwind", mode],
+        )?;
+        let per_run = |stats: &[(String, f64)], program: &str| {
+            stats
+                .iter()
+                .find(|(n, _)| n == program)
+                .map_or_else(|| "-".to_owned(), |(_, ns)| format!("{ns:.0}"))
+        };
+        writeln!(
+            report,
+            "| {name} | {} | {frames:.1} | {} | {} |",
+            per_run(&on_cpu, "on_cpu_sample"),
+            per_run(&off_cpu, "sched_switch"),
+            per_run(&off_cpu, "sys_exit"),
+        )?;
+    }
+    writeln!(report)?;
+    Ok(())
+}
+
+/// Runs `fixture` under `profiler --pid` with `args`; returns the ns per
+/// run of each program and the user frames per stack the daemon logged.
+fn walk_cost(fixture: &str, args: &[&str]) -> anyhow::Result<(Vec<(String, f64)>, f64)> {
+    let mut workload = Workload::spawn(fixture, &[RUN_SECS])?;
+    let mut all_args = vec!["--pid", "{pid}"];
+    all_args.extend(args);
+    let attached = attach(&profiler("", &all_args), workload.pid)?.context("profiler")?;
+    fs::write("/proc/sys/kernel/bpf_stats_enabled", "1")?;
+    let before = bpf_stats()?;
+    workload.go_and_wait()?;
+    let after = bpf_stats()?;
+    fs::write("/proc/sys/kernel/bpf_stats_enabled", "0")?;
+    let log = attached.stop()?;
+    let mut per_run = Vec::new();
+    for (name, (runs, ns)) in after {
+        let (runs0, ns0) = before
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map_or((0, 0), |(_, v)| *v);
+        if runs > runs0 {
+            #[expect(clippy::cast_precision_loss, reason = "an average")]
+            per_run.push((name, (ns - ns0) as f64 / (runs - runs0) as f64));
+        }
+    }
+    let (mut frames, mut stacks) = (0.0, 0.0);
+    for line in log.lines().filter(|l| l.contains("wrote profile")) {
+        let line = strip_ansi(line);
+        frames += field(&line, "frames_by_table").unwrap_or(0.0)
+            + field(&line, "frames_by_frame_pointer").unwrap_or(0.0);
+        stacks += field(&line, "samples").unwrap_or(0.0);
+    }
+    Ok((per_run, if stacks > 0.0 { frames / stacks } else { 0.0 }))
+}
+
+/// Time and kernel memory to build the tables of libc, the profiler and
+/// the largest binary found on the machine.
+pub(super) fn table_costs(report: &mut String) -> anyhow::Result<()> {
+    writeln!(report, "## 7. Unwind table build time and size\n")?;
+    writeln!(
+        report,
+        "Built by the daemon's own table builder (`profiler-userspace/examples/unwind_table_cost.rs`) from the file's bytes in memory; once per binary, shared by every process that maps it. Rows are 8 bytes of kernel memory (`--unwind-table-memory`, default 32M).\n"
+    )?;
+    writeln!(
+        report,
+        "| binary | file MB | build ms | rows | table MB | from |"
+    )?;
+    writeln!(report, "| --- | --- | --- | --- | --- | --- |")?;
+    crate::cargo(&[
+        "build",
+        "--release",
+        "--package",
+        "profiler-userspace",
+        "--example",
+        "unwind_table_cost",
+    ])?;
+    let mut binaries = vec![
+        PathBuf::from("/lib/x86_64-linux-gnu/libc.so.6"),
+        release("profiler"),
+    ];
+    binaries.extend(largest_elf());
+    let out = Command::new(workspace_root().join("target/release/examples/unwind_table_cost"))
+        .args(&binaries)
+        .output()
+        .context("unwind_table_cost")?;
+    anyhow::ensure!(
+        out.status.success(),
+        "unwind_table_cost: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for line in String::from_utf8_lossy(&out.stdout).lines() {
+        let path = line
+            .split_whitespace()
+            .find_map(|w| w.strip_prefix("path="))
+            .unwrap_or("?");
+        let source = line
+            .split_whitespace()
+            .find_map(|w| w.strip_prefix("source="))
+            .unwrap_or("?");
+        let mb = |key| field(line, key).unwrap_or(0.0) / 1e6;
+        writeln!(
+            report,
+            "| `{path}` | {:.1} | {:.1} | {:.0} | {:.2} | `{source}` |",
+            mb("file_bytes"),
+            field(line, "build_ms").unwrap_or(0.0),
+            field(line, "rows").unwrap_or(0.0),
+            mb("table_bytes"),
+        )?;
+    }
+    writeln!(report)?;
+    Ok(())
+}
+
+/// The largest ELF file under the usual program and library directories
+/// (and the Rust toolchains, which hold the biggest shared libraries on a
+/// build machine).
+fn largest_elf() -> Option<PathBuf> {
+    let mut candidates = Vec::new();
+    let home = std::env::var_os("HOME").map(PathBuf::from);
+    let mut roots: Vec<PathBuf> = ["/usr/bin", "/usr/lib", "/usr/local", "/opt"]
+        .iter()
+        .map(PathBuf::from)
+        .collect();
+    roots.extend(home.map(|h| h.join(".rustup/toolchains")));
+    for root in roots {
+        collect(&root, 6, &mut candidates);
+    }
+    candidates.sort_by_key(|(size, _)| std::cmp::Reverse(*size));
+    candidates
+        .into_iter()
+        .map(|(_, path)| path)
+        .find(|path| is_elf(path))
+}
+
+fn collect(dir: &Path, depth: u32, out: &mut Vec<(u64, PathBuf)>) {
+    let Ok(entries) = fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let Ok(meta) = entry.metadata() else {
+            continue;
+        };
+        if meta.is_dir() && depth > 0 {
+            collect(&entry.path(), depth - 1, out);
+        } else if meta.is_file() && meta.len() > 1 << 20 {
+            out.push((meta.len(), entry.path()));
+        }
+    }
+}
+
+fn is_elf(path: &Path) -> bool {
+    use std::io::Read as _;
+    let mut magic = [0u8; 4];
+    fs::File::open(path)
+        .and_then(|mut f| f.read_exact(&mut magic))
+        .is_ok_and(|()| magic == *b"\x7fELF")
+}
