@@ -57,7 +57,10 @@ enum BinaryId {
 }
 
 struct Binary {
+    /// Where its code is (its rows are in the kernel's array, not here).
     info: ElfUnwindInfo,
+    /// Number of rows of its table.
+    rows: u32,
     /// First row in the kernel's array, when the table is there.
     first_row: Option<u32>,
     /// Processes mapping it now.
@@ -239,7 +242,7 @@ impl Unwinder {
     ) -> Option<(u32, u32, u64)> {
         if !self.binaries.contains_key(id) {
             let started = Instant::now();
-            let info = read_binary(pid, vma, id)
+            let mut info = read_binary(pid, vma, id)
                 .and_then(|data| table::build(&data).ok())
                 .unwrap_or_default();
             self.stats.tables_built += 1;
@@ -248,10 +251,15 @@ impl Unwinder {
                 self.stats.binaries_without_table += 1;
             }
             let first_row = self.place(maps, &info.table.rows);
+            // The rows live in the kernel's array from here on (a table that
+            // did not fit is not tried again): keep only their number.
+            let rows = u32::try_from(info.table.rows.len()).unwrap_or(0);
+            info.table.rows = Vec::new();
             self.binaries.insert(
                 id.clone(),
                 Binary {
                     info,
+                    rows,
                     first_row,
                     users: 0,
                     last_used: Instant::now(),
@@ -261,7 +269,7 @@ impl Unwinder {
         let binary = self.binaries.get_mut(id)?;
         binary.last_used = Instant::now();
         let first_row = binary.first_row?;
-        let rows = u32::try_from(binary.info.table.rows.len()).ok()?;
+        let rows = binary.rows;
         // The ELF address at the mapping's start (the vDSO image is mapped
         // from its offset 0 like a file).
         let vaddr = binary.info.vaddr_of_offset(vma.offset)?;
@@ -307,12 +315,9 @@ impl Unwinder {
             return false;
         };
         if let Some(binary) = self.binaries.remove(&id)
-            && let (Some(start), Ok(len)) = (
-                binary.first_row,
-                u32::try_from(binary.info.table.rows.len()),
-            )
+            && let Some(start) = binary.first_row
         {
-            self.space.release(start, len);
+            self.space.release(start, binary.rows);
         }
         true
     }
@@ -355,10 +360,34 @@ fn binary_id(pid: u32, vma: &Vma) -> Option<BinaryId> {
 /// The bytes of the binary behind `vma`: the file (through map_files, so
 /// deleted and containerised files work), or for the vDSO our own copy,
 /// which is the same image in every process.
-fn read_binary(pid: u32, vma: &Vma, id: &BinaryId) -> Option<Vec<u8>> {
+fn read_binary(pid: u32, vma: &Vma, id: &BinaryId) -> Option<Bytes> {
     match id {
-        BinaryId::File { .. } => std::fs::read(crate::symbolize::map_files_path(pid, vma)).ok(),
-        BinaryId::Vdso => own_vdso(),
+        BinaryId::File { .. } => {
+            let file = std::fs::File::open(crate::symbolize::map_files_path(pid, vma)).ok()?;
+            // SAFETY: the file is only read, while the table is built. A
+            // binary is replaced by rename on upgrade, which leaves this
+            // mapping intact; the same holds for blazesym's own mappings.
+            let map = unsafe { memmap2::Mmap::map(&file) }.ok()?;
+            Some(Bytes::Mapped(map))
+        }
+        BinaryId::Vdso => own_vdso().map(Bytes::Owned),
+    }
+}
+
+/// A binary's bytes: mapped, so that building a table touches only the
+/// pages of its headers and CFI, not the whole file.
+enum Bytes {
+    Mapped(memmap2::Mmap),
+    Owned(Vec<u8>),
+}
+
+impl std::ops::Deref for Bytes {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        match self {
+            Self::Mapped(map) => map,
+            Self::Owned(bytes) => bytes,
+        }
     }
 }
 
