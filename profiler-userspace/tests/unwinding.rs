@@ -245,3 +245,56 @@ fn frame_pointers_alone_lose_the_callers_of_a_frameless_leaf() {
         "no tables are built or used: {comments}"
     );
 }
+
+/// A stack deeper than the walk's 127 frames ends in a visible
+/// `[truncated]` frame and is counted, instead of passing for a whole one.
+#[test]
+fn a_stack_deeper_than_the_limit_ends_in_a_truncated_frame() {
+    require_root();
+    let dir = tempfile::tempdir().unwrap();
+    let bin = build::c_program("deep", dir.path());
+    let out_dir = dir.path().join("profiles");
+    let mut fixture = Fixture::spawn_path(&bin, 2.0);
+    let pid = fixture.pid();
+    let running = Profiler::start(&[
+        "--pid",
+        &pid.to_string(),
+        "--output-dir",
+        out_dir.to_str().unwrap(),
+        "--interval",
+        "60s",
+        "--no-off-cpu",
+    ]);
+    fixture.go();
+    fixture.results();
+    running.stop();
+    let profiles = profiles(&out_dir);
+    for (path, _) in &profiles {
+        go_pprof_raw(path);
+    }
+    let (mut deep, mut truncated) = (0, 0);
+    for (_, p) in &profiles {
+        for s in p.samples_of(pid) {
+            let frames = p.user_frames(s);
+            // 200 levels of descend under bottom: every walk hits the limit.
+            if frames.first().is_some_and(|(f, _)| *f == "bottom") {
+                deep += p.value(s, "samples");
+                if p.functions(s).last() == Some(&"[truncated]")
+                    && frames.iter().filter(|(f, _)| *f == "descend").count() >= 120
+                {
+                    truncated += p.value(s, "samples");
+                }
+            }
+        }
+    }
+    assert!(deep > 100, "only {deep} samples in bottom in 2 s at 99 Hz");
+    assert!(
+        truncated * 100 >= deep * 95,
+        "{truncated} of {deep} samples end in [truncated] after the walk's frames"
+    );
+    let comments = profiles[0].1.comments().join(" ");
+    assert!(
+        !comments.contains("stacks_truncated=0"),
+        "truncated stacks are counted: {comments}"
+    );
+}
