@@ -40,11 +40,16 @@ pub enum Stat {
     PcsWithoutTable = 13,
     /// User stacks cut at the frame limit (they end in `[truncated]`).
     StacksTruncated = 14,
+    /// Off-CPU nanoseconds whose user stack was taken at the thread's next
+    /// switch-out rather than on its way back to user space: threads not
+    /// registered with rseq (Go, static musl) that ran user code in
+    /// between, so the stack is where they blocked next (an approximation).
+    OffCpuNsApproxUserStack = 15,
 }
 
 impl Stat {
     /// Every counter, in index order.
-    pub const ALL: [Self; 15] = [
+    pub const ALL: [Self; 16] = [
         Self::OnCpuSamples,
         Self::UserStackErrors,
         Self::KernelStackErrors,
@@ -60,6 +65,7 @@ impl Stat {
         Self::FramesByFramePointer,
         Self::PcsWithoutTable,
         Self::StacksTruncated,
+        Self::OffCpuNsApproxUserStack,
     ];
 
     /// Name used in logs and profile comments.
@@ -81,6 +87,7 @@ impl Stat {
             Self::FramesByFramePointer => "frames_by_frame_pointer",
             Self::PcsWithoutTable => "pcs_without_table",
             Self::StacksTruncated => "stacks_truncated",
+            Self::OffCpuNsApproxUserStack => "off_cpu_ns_approx_user_stack",
         }
     }
 }

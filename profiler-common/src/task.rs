@@ -23,7 +23,13 @@ pub struct TaskState {
     pub state: u32,
     /// Non-zero when kept weight waits for the thread's user stack, which
     /// can only be read in the thread's own context (see `profiler-ebpf`).
-    pub pending: u32,
+    pub pending: u8,
+    /// Non-zero once the thread was seen returning to user space through
+    /// the `rseq_update` tracepoint: it is registered with rseq, so a
+    /// flush at its next switch-out still has the user stack it blocked
+    /// with (it cannot have run user code without passing that hook).
+    pub rseq: u8,
+    pub pad: u16,
     /// Kernel stack of the pending weight (hash, or `NO_STACK`).
     pub kernel_stack: u64,
     /// 0, or the errno of the failed kernel stack capture.
@@ -41,8 +47,9 @@ pub struct TaskState {
 }
 
 #[cfg(feature = "user")]
-// SAFETY: TaskState is repr(C) with no padding (u64s and pairs of 32-bit
-// fields, then 16 bytes) and every bit pattern is valid.
+// SAFETY: TaskState is repr(C) with no padding (u64s, pairs of 32-bit
+// fields, two u8 and a u16 in one 32-bit slot, then 16 bytes) and every
+// bit pattern is valid.
 unsafe impl aya::Pod for TaskState {}
 
 #[cfg(test)]

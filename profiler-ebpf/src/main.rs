@@ -61,10 +61,19 @@ pub fn sched_wakeup(ctx: BtfTracePointContext) -> i32 {
     0
 }
 
-/// Every system call return; returns at once unless weight is pending.
+/// A thread registered with rseq returns to user space after it was
+/// switched out; returns at once unless weight is pending.
+#[btf_tracepoint(function = "rseq_update")]
+pub fn rseq_update(_ctx: BtfTracePointContext) -> i32 {
+    off_cpu::on_return_to_user(off_cpu::Flush::Rseq);
+    0
+}
+
+/// Every system call return (only attached without `rseq_update`, or with
+/// `--off-cpu-sys-exit`); returns at once unless weight is pending.
 #[btf_tracepoint(function = "sys_exit")]
 pub fn sys_exit(_ctx: BtfTracePointContext) -> i32 {
-    off_cpu::on_sys_exit();
+    off_cpu::on_return_to_user(off_cpu::Flush::SysExit);
     0
 }
 

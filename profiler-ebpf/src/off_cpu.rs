@@ -11,9 +11,19 @@
 //!   entry as pending.
 //! - The user stack can only be read in the thread's own context, so the
 //!   pending weight is flushed the first time the thread runs a hook of its
-//!   own: the exit of the system call it blocked in (sys_exit, where the
-//!   user stack is still the one it blocked with), its next switch-out
-//!   (for waits outside a system call: preemption, page faults), or exit.
+//!   own:
+//!   - `rseq_update`, on its way back to user space after it was switched
+//!     out. It fires once per switch, only for threads registered with
+//!     rseq (glibc >= 2.35 registers every thread), and the user registers
+//!     there are exactly those the thread blocked or was preempted with.
+//!   - `sys_exit`, only where `rseq_update` is missing or with
+//!     `--off-cpu-sys-exit`: exact for waits in system calls, but hooking
+//!     it slows every system call on the machine.
+//!   - Its next switch-out, or its exit. For a thread that has not
+//!     returned to user space since (still in the same system call) the
+//!     stack is exact. For a thread without rseq that ran user code in
+//!     between (Go, static musl) it is where the thread blocks next: an
+//!     approximation, counted as `OffCpuNsApproxUserStack`.
 use aya_ebpf::{
     helpers::{bpf_get_current_comm, bpf_get_current_task, bpf_get_prandom_u32, bpf_ktime_get_ns},
     programs::BtfTracePointContext,
@@ -25,6 +35,7 @@ use core::{
 use profiler_common::{
     off_cpu::{Weight, sample, sample_naive, split_interval},
     sample::{COMM_LEN, SampleKey, ThreadState},
+    stack::NO_STACK,
     stats::Stat,
     task::TaskState,
 };
@@ -70,9 +81,20 @@ pub fn on_wakeup(ctx: &BtfTracePointContext) {
     }
 }
 
-/// sys_exit: the current thread is back from a system call, with the user
-/// stack it blocked with.
-pub fn on_sys_exit() {
+/// Where a thread's pending weight is flushed (see the module header).
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Flush {
+    /// `rseq_update`: returning to user space; the thread uses rseq.
+    Rseq,
+    /// `sys_exit`: returning from a system call.
+    SysExit,
+    /// Its next switch-out or its exit.
+    Later,
+}
+
+/// `rseq_update` or `sys_exit`: the current thread is on its way back to
+/// user space, still with the user stack it blocked with.
+pub fn on_return_to_user(hook: Flush) {
     // Nearly always zero: return before any hash lookup.
     let Some(pending) = maps::pending_counter() else {
         return;
@@ -84,7 +106,12 @@ pub fn on_sys_exit() {
     // SAFETY: bpf_get_current_task has no preconditions.
     let task = unsafe { bpf_get_current_task() };
     if let Some(entry) = maps::task(task) {
-        flush(entry);
+        if hook == Flush::Rseq {
+            // SAFETY: `entry` comes from a successful map lookup and stays
+            // valid for this program's run.
+            unsafe { (*entry).rseq = 1 };
+        }
+        flush(entry, hook);
     }
 }
 
@@ -101,7 +128,7 @@ pub fn on_exit() {
     // SAFETY: bpf_get_current_task has no preconditions.
     let task = unsafe { bpf_get_current_task() };
     if let Some(entry) = maps::task(task) {
-        flush(entry);
+        flush(entry, Flush::Later);
         maps::forget_task(task);
     }
 }
@@ -136,7 +163,7 @@ fn switch_out(ctx: &BtfTracePointContext, prev: u64, preempt: bool, prev_state: 
         };
         entry
     };
-    flush(entry);
+    flush(entry, Flush::Later);
     // SAFETY: `entry` comes from a successful map lookup or insert and stays
     // valid for this program's run.
     unsafe {
@@ -219,8 +246,9 @@ fn apply_rule(d_ns: u64) -> Option<Weight> {
 }
 
 /// Moves a thread's pending weight into the active slot, with the user
-/// stack of the current context (which must be that thread's).
-fn flush(entry: *mut TaskState) {
+/// stack of the current context (which must be that thread's), taken at
+/// `hook`.
+fn flush(entry: *mut TaskState, hook: Flush) {
     // SAFETY: `entry` comes from a successful map lookup and stays valid for
     // this program's run; the thread it describes is the current one.
     unsafe {
@@ -249,6 +277,13 @@ fn flush(entry: *mut TaskState) {
             let mut weight = aggregate::weight(0, (*entry).runqueue_ns, (*entry).runqueue_count);
             weight.comm = (*entry).comm;
             aggregate::add(slot.samples, &key, &weight);
+        }
+        // Without rseq, the thread may have run user code since it blocked.
+        if hook == Flush::Later && (*entry).rseq == 0 && user_stack != NO_STACK {
+            maps::count(
+                Stat::OffCpuNsApproxUserStack,
+                (*entry).blocked_ns + (*entry).runqueue_ns,
+            );
         }
         (*entry).blocked_ns = 0;
         (*entry).blocked_count = 0;

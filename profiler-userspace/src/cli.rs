@@ -71,6 +71,12 @@ struct Args {
     #[arg(long)]
     no_off_cpu: bool,
 
+    /// Also hook every system call's exit, so that threads not registered
+    /// with rseq (Go, static musl) get exact user stacks for waits in
+    /// system calls. Slows every system call on the machine (BENCHMARKS.md).
+    #[arg(long, conflicts_with = "no_off_cpu")]
+    off_cpu_sys_exit: bool,
+
     /// Do not take on-CPU samples.
     #[arg(long)]
     no_on_cpu: bool,
@@ -215,6 +221,7 @@ where
         off_cpu: (!args.no_off_cpu).then_some(OffCpu {
             rate_ns: off_cpu_rate_ns,
             naive_weights: args.off_cpu_naive_weights,
+            sys_exit: args.off_cpu_sys_exit,
         }),
         discover: Discover {
             comms: args.comms,
@@ -305,7 +312,8 @@ mod tests {
             config.off_cpu,
             Some(OffCpu {
                 rate_ns: 1_000_000,
-                naive_weights: false
+                naive_weights: false,
+                sys_exit: false,
             })
         );
     }
@@ -317,7 +325,8 @@ mod tests {
             config.off_cpu,
             Some(OffCpu {
                 rate_ns: 0,
-                naive_weights: false
+                naive_weights: false,
+                sys_exit: false,
             })
         );
         assert!(!config.on_cpu);
@@ -326,12 +335,14 @@ mod tests {
             "--off-cpu-rate",
             "250us",
             "--off-cpu-naive-weights",
+            "--off-cpu-sys-exit",
         ]);
         assert_eq!(
             config.off_cpu,
             Some(OffCpu {
                 rate_ns: 250_000,
-                naive_weights: true
+                naive_weights: true,
+                sys_exit: true,
             })
         );
         assert_eq!(parse_ok(&["--all", "--no-off-cpu"]).off_cpu, None);

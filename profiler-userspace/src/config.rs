@@ -80,6 +80,9 @@ pub struct OffCpu {
     /// Record kept short intervals with their raw duration (biased). Only
     /// for demonstrating the bias; hidden from `--help`.
     pub naive_weights: bool,
+    /// Also flush pending weight at every system call's exit (exact user
+    /// stacks for threads without rseq, at a cost to every system call).
+    pub sys_exit: bool,
 }
 
 impl Config {

@@ -32,15 +32,6 @@ fn total(
         .sum()
 }
 
-/// Comment `name=value` of a profile, as a number.
-fn comment(p: &Profile, name: &str) -> u64 {
-    p.comments()
-        .iter()
-        .find_map(|c| c.strip_prefix(name).and_then(|v| v.strip_prefix('=')))
-        .and_then(|v| v.parse().ok())
-        .unwrap_or_else(|| panic!("no comment {name}"))
-}
-
 /// Profiles the blockers fixture for `seconds` and returns, for the short,
 /// medium and long threads, off_cpu ns in their blocking function divided
 /// by the time the thread measured itself.
@@ -69,8 +60,8 @@ fn blockers_ratios(extra_args: &[&str]) -> [(&'static str, f64); 3] {
     let p = &profiles[0].1;
     // Sampling really happened: most short intervals were not kept.
     let (seen, kept) = (
-        comment(p, "off_cpu_events_seen"),
-        comment(p, "off_cpu_events_kept"),
+        p.comment_value("off_cpu_events_seen"),
+        p.comment_value("off_cpu_events_kept"),
     );
     assert!(kept * 2 < seen, "kept {kept} of {seen} off-CPU intervals");
     go_pprof_raw(&profiles[0].0);

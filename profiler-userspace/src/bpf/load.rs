@@ -30,13 +30,23 @@ const ON_CPU_PROGRAM: &str = "on_cpu_sample";
 const UNWIND_PROGRAMS: [(&str, &str); 1] = [("sched_process_exec", "sched_process_exec")];
 
 /// Off-CPU programs and the BTF tracepoints they attach to. The exit hook
-/// comes first so no thread is tracked before its exit can be seen.
-const OFF_CPU_PROGRAMS: [(&str, &str); 4] = [
+/// comes first so no thread is tracked before its exit can be seen; the
+/// hooks that flush on the way back to user space ([`RSEQ_UPDATE`],
+/// [`SYS_EXIT`]) are attached before these.
+const OFF_CPU_PROGRAMS: [(&str, &str); 3] = [
     ("sched_process_exit", "sched_process_exit"),
-    ("sys_exit", "sys_exit"),
     ("sched_wakeup", "sched_wakeup"),
     ("sched_switch", "sched_switch"),
 ];
+
+/// Flushes pending off-CPU weight as an rseq thread returns to user space:
+/// once per context switch.
+const RSEQ_UPDATE: (&str, &str) = ("rseq_update", "rseq_update");
+
+/// Flushes pending off-CPU weight at every system call's exit: the
+/// fallback without `rseq_update`, or with `--off-cpu-sys-exit`. Enabling
+/// this tracepoint slows every system call of every process.
+const SYS_EXIT: (&str, &str) = ("sys_exit", "sys_exit");
 
 /// The loaded and attached programs and their maps.
 pub struct Kernel {
@@ -103,7 +113,8 @@ impl Kernel {
         }
         let btf = Btf::from_sys_fs().map_err(KernelError::Btf)?;
         kernel.attach_tracepoints(&UNWIND_PROGRAMS, &btf)?;
-        if config.off_cpu.is_some() {
+        if let Some(off_cpu) = config.off_cpu {
+            kernel.attach_return_hooks(off_cpu.sys_exit, &btf)?;
             kernel.attach_tracepoints(&OFF_CPU_PROGRAMS, &btf)?;
         }
         if config.on_cpu {
@@ -165,6 +176,27 @@ impl Kernel {
         }
         Ok(())
     }
+    /// Attaches `rseq_update`, and `sys_exit` if asked for or if the kernel
+    /// has no `rseq_update` tracepoint (then with a warning: every system
+    /// call pays for it).
+    fn attach_return_hooks(&mut self, sys_exit: bool, btf: &Btf) -> Result<(), KernelError> {
+        let rseq = match self.attach_tracepoints(&[RSEQ_UPDATE], btf) {
+            Ok(()) => true,
+            Err(e) => {
+                tracing::warn!(
+                    "off-CPU: cannot use the rseq_update tracepoint; taking user stacks \
+                     at sys_exit instead, which slows every system call: {}",
+                    e
+                );
+                false
+            }
+        };
+        if sys_exit || !rseq {
+            self.attach_tracepoints(&[SYS_EXIT], btf)?;
+        }
+        Ok(())
+    }
+
     /// Starts profiling process `pid` (with `--pid`-style targets).
     ///
     /// # Errors

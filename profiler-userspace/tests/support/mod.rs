@@ -355,6 +355,46 @@ impl Profile {
     pub fn comments(&self) -> Vec<&str> {
         self.0.comment.iter().map(|&c| self.string(c)).collect()
     }
+
+    /// Comment `name=value`, as a number; panics when there is none.
+    pub fn comment_value(&self, name: &str) -> u64 {
+        self.comments()
+            .iter()
+            .find_map(|c| c.strip_prefix(name).and_then(|v| v.strip_prefix('=')))
+            .and_then(|v| v.parse().ok())
+            .unwrap_or_else(|| panic!("no comment {name}"))
+    }
+}
+
+/// Profiles `fixture`'s measured phase: `profiler --pid PID --output-dir
+/// OUT_DIR --interval 60s EXTRA…` starts, the fixture goes, and once it
+/// has reported the daemon stops (writing one window). Every file must
+/// pass `go tool pprof -raw`. Returns the fixture's results and the
+/// profiles.
+pub fn profile_fixture(
+    fixture: &mut Fixture,
+    out_dir: &Path,
+    extra: &[&str],
+) -> (HashMap<String, u64>, Vec<(PathBuf, Profile)>) {
+    let pid = fixture.pid().to_string();
+    let mut args = vec![
+        "--pid",
+        &pid,
+        "--output-dir",
+        out_dir.to_str().expect("UTF-8 path"),
+        "--interval",
+        "60s",
+    ];
+    args.extend_from_slice(extra);
+    let running = Profiler::start(&args);
+    fixture.go();
+    let truth = fixture.results();
+    running.stop();
+    let profiles = profiles(out_dir);
+    for (path, _) in &profiles {
+        go_pprof_raw(path);
+    }
+    (truth, profiles)
 }
 
 /// Runs `go tool pprof -raw` on `path`: it must accept the file.

@@ -21,6 +21,7 @@ use anyhow::{Context as _, bail};
 
 use crate::{cargo, workspace_root};
 
+mod syscalls;
 mod unwinding;
 
 const ROUNDS: usize = 7;
@@ -66,6 +67,8 @@ pub fn run() -> anyhow::Result<()> {
     unwinding::kernel_costs(&mut report)?;
     eprintln!("bench: unwind table build time and size");
     unwinding::table_costs(&mut report)?;
+    eprintln!("bench: system-call overhead on a process that is not profiled");
+    let syscalls = syscalls::overhead_on_others(&mut report)?;
 
     let slowdown =
         |results: &[(String, Vec<f64>)], i: usize| paired_slowdown(&results[0].1, &results[i].1);
@@ -81,6 +84,18 @@ pub fn run() -> anyhow::Result<()> {
             (
                 "ping-pong slowdown, profiler --all at defaults",
                 slowdown(&pingpong, 2),
+                1.05,
+                "x",
+            ),
+            (
+                "getppid loop slowdown, profiler --pid of another (idle) process",
+                slowdown(&syscalls, 1),
+                1.02,
+                "x",
+            ),
+            (
+                "getppid loop slowdown, profiler --all",
+                slowdown(&syscalls, 2),
                 1.05,
                 "x",
             ),
@@ -247,6 +262,10 @@ fn pingpong_configs() -> Vec<Config> {
         profiler(
             "profiler --pid --unwind frame-pointer (no tables)",
             &["--pid", "{pid}", "--unwind", "frame-pointer"],
+        ),
+        profiler(
+            "profiler --pid --off-cpu-sys-exit (exact stacks without rseq)",
+            &["--pid", "{pid}", "--off-cpu-sys-exit"],
         ),
     ];
     if has("offcputime") {
@@ -632,10 +651,11 @@ const ANALYSIS: &str = "\
 ";
 
 /// The profiler's programs, by their (kernel-truncated) names.
-const PROGRAMS: [&str; 5] = [
+const PROGRAMS: [&str; 6] = [
     "on_cpu_sample",
     "sched_switch",
     "sched_wakeup",
+    "rseq_update",
     "sys_exit",
     "sched_process_e",
 ];
