@@ -33,16 +33,18 @@ pub const TARGETS: &str = "TARGETS";
 /// Per-CPU array of `u64` counters indexed by [`crate::stats::Stat`].
 pub const STATS: &str = "STATS";
 
-/// Off-CPU state per thread: task address -> [`crate::task::TaskState`].
+/// Off-CPU state per thread: task storage (`BPF_MAP_TYPE_TASK_STORAGE`) of
+/// [`crate::task::TaskState`]; userspace looks a thread up by a pidfd.
 pub const TASKS: &str = "TASKS";
-/// Off-CPU intervals still open at a window's end: task address -> the
+/// Off-CPU intervals still open at a window's end: tid -> the
 /// monotonic time (ns) up to which userspace already accounted the
 /// interval. Written by userspace at the drain; read and deleted by the
 /// kernel when the thread comes back, so each nanosecond is counted once.
 pub const IN_FLIGHT: &str = "IN_FLIGHT";
 
 /// Single-entry array: number of threads whose kept weight waits for their
-/// user stack, so the `sys_exit` hook can return at once when it is zero.
+/// user stack, so the `rseq_update` and `sys_exit` hooks can return at once
+/// when it is zero.
 pub const PENDING: &str = "PENDING";
 
 /// Unwind table rows of every binary, one sorted run per binary (an
@@ -75,7 +77,7 @@ pub const SAMPLES_MAX_ENTRIES: u32 = 32_768;
 pub const STACKS_MAX_ENTRIES: u32 = 16_384;
 /// Capacity of [`TARGETS`].
 pub const TARGETS_MAX_ENTRIES: u32 = 4_096;
-/// Capacity of [`TASKS`]: threads tracked at once (an LRU map).
+/// Capacity of [`IN_FLIGHT`]: threads off the CPU at a window's end.
 pub const TASKS_MAX_ENTRIES: u32 = 65_536;
 
 /// Default capacity of [`UNWIND_ROWS`] (8-byte rows: 32 MiB); the daemon

@@ -1,11 +1,13 @@
 //! Per-thread off-CPU bookkeeping, kept by the kernel in
-//! [`crate::maps::TASKS`], keyed by the thread's `task_struct` address.
+//! [`crate::maps::TASKS`]: task storage, a value hanging off the thread's
+//! own `task_struct`.
 //!
-//! The address is as unique as a tid among live threads, is known in every
-//! hook without reading task fields (`sched_switch`'s `prev`/`next`,
-//! `sched_wakeup`'s `p`, `bpf_get_current_task()` in the thread's own
-//! context), and follows the thread across CPUs. The entry is deleted when
-//! the thread exits, so a reused address never inherits stale state.
+//! Every hook has the task pointer without reading task fields
+//! (`sched_switch`'s `prev`/`next`, `sched_wakeup`'s `p`,
+//! `bpf_get_current_task_btf()` in the thread's own context), and finding
+//! the value from it is a pointer dereference rather than a hash lookup.
+//! The kernel frees the value with the thread; userspace reads it through
+//! a pidfd of the thread.
 
 use crate::sample::COMM_LEN;
 

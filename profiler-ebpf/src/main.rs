@@ -21,6 +21,7 @@ mod off_cpu;
 mod on_cpu;
 mod stack;
 mod target;
+mod task_storage;
 mod unwind;
 
 use aya_ebpf::{

@@ -2,9 +2,9 @@
 //! `profiler_common::maps` so userspace looks them up by the same names.
 use aya_ebpf::{
     Global,
-    bindings::{BPF_F_MMAPABLE, BPF_F_NO_PREALLOC, BPF_NOEXIST},
+    bindings::{BPF_F_MMAPABLE, BPF_F_NO_PREALLOC, BPF_NOEXIST, task_struct},
     macros::map,
-    maps::{Array, HashMap, LruHashMap, PerCpuArray},
+    maps::{Array, HashMap, PerCpuArray},
 };
 use profiler_common::{
     maps::{
@@ -19,7 +19,7 @@ use profiler_common::{
     unwind::{ProcessMappings, UnwindRow},
 };
 
-use crate::unwind::WalkState;
+use crate::{task_storage::TaskStorage, unwind::WalkState};
 
 /// Non-zero: profile every process (`--all`); zero: only tgids in [`TARGETS`].
 #[unsafe(no_mangle)]
@@ -59,11 +59,14 @@ static STACKS_0: HashMap<u64, StackTrace> = HashMap::with_max_entries(STACKS_MAX
 #[map]
 static STACKS_1: HashMap<u64, StackTrace> = HashMap::with_max_entries(STACKS_MAX_ENTRIES, 0);
 
-#[map]
-static TASKS: LruHashMap<u64, TaskState> = LruHashMap::with_max_entries(TASKS_MAX_ENTRIES, 0);
+/// Off-CPU state per tracked thread, stored off its task_struct.
+#[unsafe(link_section = ".maps")]
+#[unsafe(export_name = "TASKS")]
+static TASKS: TaskStorage<TaskState> = TaskStorage::new();
 
+/// By tid: the time up to which userspace accounted an open interval.
 #[map]
-static IN_FLIGHT: HashMap<u64, u64> = HashMap::with_max_entries(TASKS_MAX_ENTRIES, 0);
+static IN_FLIGHT: HashMap<u32, u64> = HashMap::with_max_entries(TASKS_MAX_ENTRIES, 0);
 
 #[map]
 static PENDING: Array<u64> = Array::with_max_entries(1, 0);
@@ -127,27 +130,31 @@ pub fn off_cpu_rule() -> (u64, bool) {
     (OFF_CPU_RATE_NS.load(), OFF_CPU_NAIVE.load() != 0)
 }
 
-/// The tracked state of the thread whose task_struct is at `task`.
+/// The tracked state of thread `task` (a tp_btf argument or
+/// `bpf_get_current_task_btf()`, as the verifier requires).
 #[inline(always)]
-pub fn task(task: u64) -> Option<*mut TaskState> {
-    TASKS.get_ptr_mut(task)
+pub fn task(task: *mut task_struct) -> Option<*mut TaskState> {
+    // SAFETY: callers pass task pointers the verifier knows as such.
+    unsafe { TASKS.get(task) }
 }
 
 /// Starts tracking a thread; counts a refusal.
 #[inline(always)]
-pub fn track_task(task: u64, state: &TaskState) -> Option<*mut TaskState> {
-    if TASKS.insert(task, state, 0).is_err() {
+pub fn track_task(task: *mut task_struct, state: &TaskState) -> Option<*mut TaskState> {
+    // SAFETY: as in `task`.
+    let entry = unsafe { TASKS.get_or_insert(task, state) };
+    if entry.is_none() {
         count(Stat::TaskMapFull, 1);
-        return None;
     }
-    TASKS.get_ptr_mut(task)
+    entry
 }
 
 /// Stops tracking a thread (it exited).
 #[inline(always)]
-pub fn forget_task(task: u64) {
-    let _ = TASKS.remove(task);
-    let _ = IN_FLIGHT.remove(task);
+pub fn forget_task(task: *mut task_struct, tid: u32) {
+    // SAFETY: as in `task`.
+    unsafe { TASKS.remove(task) };
+    let _ = IN_FLIGHT.remove(tid);
 }
 
 /// Monotonic time of the last window flip.
@@ -156,14 +163,15 @@ pub fn last_flip_ns() -> u64 {
     CONTROL.get(CONTROL_LAST_FLIP_NS).copied().unwrap_or(0)
 }
 
-/// Takes the time up to which userspace accounted `task`'s open interval.
+/// Takes the time up to which userspace accounted thread `tid`'s open
+/// interval.
 #[inline(always)]
-pub fn take_accounted(task: u64) -> Option<u64> {
-    let until = IN_FLIGHT.get_ptr(task).map(|p| {
+pub fn take_accounted(tid: u32) -> Option<u64> {
+    let until = IN_FLIGHT.get_ptr(tid).map(|p| {
         // SAFETY: a pointer from a successful lookup, valid for this run.
         unsafe { *p }
     })?;
-    let _ = IN_FLIGHT.remove(task);
+    let _ = IN_FLIGHT.remove(tid);
     Some(until)
 }
 

@@ -25,13 +25,13 @@
 //!     between (Go, static musl) it is where the thread blocks next: an
 //!     approximation, counted as `OffCpuNsApproxUserStack`.
 use aya_ebpf::{
-    helpers::{bpf_get_current_comm, bpf_get_current_task, bpf_get_prandom_u32, bpf_ktime_get_ns},
+    bindings::task_struct,
+    helpers::{
+        bpf_get_current_comm, bpf_get_current_task_btf, bpf_get_prandom_u32, bpf_ktime_get_ns,
+    },
     programs::BtfTracePointContext,
 };
-use core::{
-    ffi::c_void,
-    intrinsics::{AtomicOrdering, atomic_xadd},
-};
+use core::intrinsics::{AtomicOrdering, atomic_xadd};
 use profiler_common::{
     off_cpu::{Weight, sample, sample_naive, split_interval},
     sample::{COMM_LEN, SampleKey, ThreadState},
@@ -53,19 +53,39 @@ const TASK_NOLOAD: u32 = 0x400;
 /// unsigned int prev_state).
 pub fn on_switch(ctx: &BtfTracePointContext) {
     let preempt: u64 = ctx.arg(0);
-    let prev: u64 = ctx.arg(1);
-    let next: u64 = ctx.arg(2);
+    let prev: *mut task_struct = ctx.arg(1);
+    let next: *mut task_struct = ctx.arg(2);
     let prev_state: u64 = ctx.arg(3);
-    // SAFETY: bpf_ktime_get_ns has no preconditions.
-    let now = unsafe { bpf_ktime_get_ns() };
+    let mut clock = Clock(0);
     #[expect(clippy::cast_possible_truncation, reason = "an unsigned int argument")]
-    switch_out(ctx, prev, preempt & 0xff != 0, prev_state as u32, now);
-    switch_in(next, now);
+    switch_out(
+        ctx,
+        prev,
+        preempt & 0xff != 0,
+        prev_state as u32,
+        &mut clock,
+    );
+    switch_in(next, &mut clock);
+}
+
+/// The switch's timestamp, read once and only if a tracked thread needs
+/// it: most switches on a machine involve no target.
+struct Clock(u64);
+
+impl Clock {
+    #[inline(always)]
+    fn now(&mut self) -> u64 {
+        if self.0 == 0 {
+            // SAFETY: bpf_ktime_get_ns has no preconditions.
+            self.0 = unsafe { bpf_ktime_get_ns() };
+        }
+        self.0
+    }
 }
 
 /// sched_wakeup(task_struct *p): `p` is runnable from now on.
 pub fn on_wakeup(ctx: &BtfTracePointContext) {
-    let task: u64 = ctx.arg(0);
+    let task: *mut task_struct = ctx.arg(0);
     let Some(entry) = maps::task(task) else {
         return;
     };
@@ -103,8 +123,8 @@ pub fn on_return_to_user(hook: Flush) {
     if unsafe { *pending } == 0 {
         return;
     }
-    // SAFETY: bpf_get_current_task has no preconditions.
-    let task = unsafe { bpf_get_current_task() };
+    // SAFETY: bpf_get_current_task_btf has no preconditions.
+    let task = unsafe { bpf_get_current_task_btf() };
     if let Some(entry) = maps::task(task) {
         if hook == Flush::Rseq {
             // SAFETY: `entry` comes from a successful map lookup and stays
@@ -125,15 +145,24 @@ pub fn on_exec() {
 
 /// sched_process_exit: flush what the exiting thread still owes, forget it.
 pub fn on_exit() {
-    // SAFETY: bpf_get_current_task has no preconditions.
-    let task = unsafe { bpf_get_current_task() };
+    // SAFETY: bpf_get_current_task_btf has no preconditions.
+    let task = unsafe { bpf_get_current_task_btf() };
     if let Some(entry) = maps::task(task) {
         flush(entry, Flush::Later);
-        maps::forget_task(task);
+        // SAFETY: `entry` comes from a successful lookup, valid until the
+        // removal below.
+        let tid = unsafe { (*entry).tid };
+        maps::forget_task(task, tid);
     }
 }
 
-fn switch_out(ctx: &BtfTracePointContext, prev: u64, preempt: bool, prev_state: u32, now: u64) {
+fn switch_out(
+    ctx: &BtfTracePointContext,
+    prev: *mut task_struct,
+    preempt: bool,
+    prev_state: u32,
+    clock: &mut Clock,
+) {
     let Some((pid, tid)) = target::current() else {
         return;
     };
@@ -154,10 +183,10 @@ fn switch_out(ctx: &BtfTracePointContext, prev: u64, preempt: bool, prev_state: 
             ..TaskState::default()
         };
         let Some(entry) = maps::track_task(prev, &fresh) else {
-            // Rare (the map is an LRU map) and counted; the log says which.
+            // Rare (an allocation failure) and counted; the log says which.
             warn!(
                 ctx,
-                "off-CPU: thread {} of {} not tracked: task map full", tid, pid
+                "off-CPU: thread {} of {} not tracked: no task storage", tid, pid
             );
             return;
         };
@@ -167,16 +196,17 @@ fn switch_out(ctx: &BtfTracePointContext, prev: u64, preempt: bool, prev_state: 
     // SAFETY: `entry` comes from a successful map lookup or insert and stays
     // valid for this program's run.
     unsafe {
-        (*entry).off_since_ns = now;
+        (*entry).off_since_ns = clock.now();
         (*entry).woken_ns = 0;
         (*entry).state = state as u32;
     }
 }
 
-fn switch_in(next: u64, now: u64) {
+fn switch_in(next: *mut task_struct, clock: &mut Clock) {
     let Some(entry) = maps::task(next) else {
         return;
     };
+    let now = clock.now();
     // SAFETY: `entry` comes from a successful map lookup and stays valid for
     // this program's run.
     unsafe {
@@ -191,7 +221,7 @@ fn switch_in(next: u64, now: u64) {
         // up to that end (see profiler_common::maps::IN_FLIGHT).
         let mut start = off;
         if off < maps::last_flip_ns()
-            && let Some(until) = maps::take_accounted(next)
+            && let Some(until) = maps::take_accounted((*entry).tid)
             && until > start
             && until <= now
         {
@@ -215,7 +245,7 @@ fn switch_in(next: u64, now: u64) {
         }
         if kept && (*entry).pending == 0 {
             let slot = maps::active_slot();
-            let (kernel_stack, err) = stack::capture_task_kernel(next as *mut c_void, &slot);
+            let (kernel_stack, err) = stack::capture_task_kernel(next.cast(), &slot);
             (*entry).kernel_stack = kernel_stack;
             (*entry).kernel_stack_err = err;
             (*entry).pending = 1;

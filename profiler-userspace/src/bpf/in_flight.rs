@@ -3,9 +3,10 @@
 //! shows up in every window rather than never.
 //!
 //! Two kinds of thread are off the CPU at a window's end:
-//! - Tracked threads (an entry in `TASKS` with `off_since_ns` set): their
-//!   interval is accounted up to the window's end here and the end is
-//!   recorded in `IN_FLIGHT`, so when the thread comes back the kernel
+//! - Tracked threads (an entry in `TASKS` with `off_since_ns` set, read
+//!   through a pidfd of each target thread): their interval is accounted
+//!   up to the window's end here and the end is recorded in `IN_FLIGHT`
+//!   (by tid), so when the thread comes back the kernel
 //!   counts only the rest (see the handshake in [`Kernel::account_in_flight`]).
 //! - Target threads never seen leaving a CPU since the programs were
 //!   attached, yet sleeping now (`/proc/<tid>/stat`): they cannot have run
@@ -19,12 +20,13 @@
 //! `/proc/<pid>/task/<tid>/stack`. The sampling rule applies to each part
 //! as to any other interval.
 use std::{
-    collections::{HashMap as StdHashMap, HashSet},
+    collections::HashMap as StdHashMap,
     fs,
+    os::fd::{AsFd as _, BorrowedFd, OwnedFd},
     sync::Arc,
 };
 
-use aya::maps::{HashMap, MapData};
+use aya::maps::{HashMap, Map, MapData};
 use profiler_common::{
     maps::{IN_FLIGHT, TASKS},
     off_cpu::{Weight, sample, sample_naive, split_interval},
@@ -32,7 +34,7 @@ use profiler_common::{
     task::TaskState,
 };
 
-use super::{Flip, Kernel, KernelError, RawSample, Stack};
+use super::{Flip, Kernel, KernelError, RawSample, Stack, task_storage};
 use crate::{
     config::{OffCpu, Target},
     procfs,
@@ -86,7 +88,7 @@ impl Kernel {
     /// `flip`'s window, up to that end.
     ///
     /// The handshake with the kernel, per tracked thread: write
-    /// `IN_FLIGHT[task] = end`, then read the task entry again. If its
+    /// `IN_FLIGHT[tid] = end`, then read the thread's entry again. If its
     /// interval is unchanged, the thread is still away and the kernel will
     /// start from `end` when it comes back: count the part. If it changed,
     /// the thread came back meanwhile: the kernel deletes the `IN_FLIGHT`
@@ -106,86 +108,140 @@ impl Kernel {
         let mut samples = Vec::new();
         let mut stats = InFlightStats::default();
         let [tasks, in_flight] = self.ebpf.maps_disjoint_mut([TASKS, IN_FLIGHT]);
-        let tasks: HashMap<&mut MapData, u64, TaskState> =
-            HashMap::try_from(tasks.ok_or(KernelError::Missing {
-                kind: "map",
-                name: TASKS,
-            })?)
-            .map_err(KernelError::map(TASKS))?;
-        let mut in_flight: HashMap<&mut MapData, u64, u64> =
+        let tasks = match tasks {
+            Some(Map::Unsupported(data)) => data.fd().as_fd(),
+            Some(_) => return Err(KernelError::MapType { name: TASKS }),
+            None => {
+                return Err(KernelError::Missing {
+                    kind: "map",
+                    name: TASKS,
+                });
+            }
+        };
+        let mut in_flight: HashMap<&mut MapData, u32, u64> =
             HashMap::try_from(in_flight.ok_or(KernelError::Missing {
                 kind: "map",
                 name: IN_FLIGHT,
             })?)
             .map_err(KernelError::map(IN_FLIGHT))?;
+        let accounted: StdHashMap<u32, u64> = in_flight.iter().filter_map(Result::ok).collect();
+        let window = Window {
+            flip,
+            rule,
+            accounted: &accounted,
+        };
 
-        let entries: Vec<(u64, TaskState)> = tasks.iter().filter_map(Result::ok).collect();
-        let tracked_tids: HashSet<u32> = entries.iter().map(|(_, t)| t.tid).collect();
-        let accounted: StdHashMap<u64, u64> = in_flight.iter().filter_map(Result::ok).collect();
-
-        for (task, state) in &entries {
-            let off = state.off_since_ns;
-            if off == 0 || off >= flip.end_ns {
-                continue;
+        let mut tracked = StdHashMap::new();
+        for (pid, tid) in target_threads(target) {
+            if let Some(thread) = TrackedThread::open(tasks, tid)? {
+                tracked.insert(tid, thread);
+            } else if let Some(asleep) = sleeping_state(pid, tid) {
+                // Asleep since before the programs were attached.
+                stats.untracked += 1;
+                let thread = Thread {
+                    pid,
+                    tid,
+                    name: procfs::comm(pid, tid).unwrap_or_default(),
+                };
+                let length = flip.end_ns - flip.start_ns;
+                push_part(&mut samples, &thread, asleep, length, rule, rng);
             }
-            let start = off.max(accounted.get(task).copied().unwrap_or(0));
-            if start >= flip.end_ns {
-                continue;
+        }
+        for thread in tracked.values() {
+            if window.account(thread, tasks, &mut in_flight, &mut samples, rng)? {
+                stats.tracked += 1;
             }
-            in_flight
-                .insert(task, flip.end_ns, 0)
-                .map_err(KernelError::map(IN_FLIGHT))?;
-            let unchanged = tasks.get(task, 0).is_ok_and(|now| now.off_since_ns == off);
-            if !unchanged && in_flight.get(task, 0).is_ok() {
-                // The kernel counted the whole interval: ours is void.
-                let _ = in_flight.remove(task);
-                continue;
-            }
-            stats.tracked += 1;
-            let preempted = state.state == ThreadState::Runqueue as u32;
-            let (blocked, runqueue) = split_interval(preempted, start, state.woken_ns, flip.end_ns);
-            let blocked_state = ThreadState::from_raw(state.state).unwrap_or(ThreadState::Sleeping);
-            let thread = Thread {
-                pid: state.pid,
-                tid: state.tid,
-                name: String::from_utf8_lossy(comm_str(&state.comm)).into_owned(),
-            };
-            push_part(&mut samples, &thread, blocked_state, blocked, rule, rng);
-            push_part(
-                &mut samples,
-                &thread,
-                ThreadState::Runqueue,
-                runqueue,
-                rule,
-                rng,
-            );
         }
 
         // Entries the kernel will never use: the thread is back or gone.
-        for task in accounted.keys() {
-            let open = tasks.get(task, 0).is_ok_and(|t| t.off_since_ns != 0);
+        for tid in accounted.keys() {
+            let open = match tracked.get(tid) {
+                Some(thread) => thread.reread(tasks)?.is_some_and(|t| t.off_since_ns != 0),
+                None => false,
+            };
             if !open {
-                let _ = in_flight.remove(task);
+                let _ = in_flight.remove(tid);
             }
-        }
-
-        for (pid, tid) in target_threads(target) {
-            if tracked_tids.contains(&tid) {
-                continue;
-            }
-            let Some(asleep) = sleeping_state(pid, tid) else {
-                continue;
-            };
-            stats.untracked += 1;
-            let thread = Thread {
-                pid,
-                tid,
-                name: procfs::comm(pid, tid).unwrap_or_default(),
-            };
-            let window = flip.end_ns - flip.start_ns;
-            push_part(&mut samples, &thread, asleep, window, rule, rng);
         }
         Ok((samples, stats))
+    }
+}
+
+/// The window being ended, for the tracked threads' handshakes.
+struct Window<'a> {
+    flip: &'a Flip,
+    rule: OffCpu,
+    /// `IN_FLIGHT` as it was: where earlier windows stopped counting.
+    accounted: &'a StdHashMap<u32, u64>,
+}
+
+impl Window<'_> {
+    /// The handshake for one tracked thread (see
+    /// [`Kernel::account_in_flight`]); true if its open interval was
+    /// counted here.
+    fn account(
+        &self,
+        thread: &TrackedThread,
+        tasks: BorrowedFd<'_>,
+        in_flight: &mut HashMap<&mut MapData, u32, u64>,
+        samples: &mut Vec<RawSample>,
+        rng: &mut Rng,
+    ) -> Result<bool, KernelError> {
+        let (task, end) = (&thread.state, self.flip.end_ns);
+        let off = task.off_since_ns;
+        if off == 0 || off >= end {
+            return Ok(false);
+        }
+        let start = off.max(self.accounted.get(&task.tid).copied().unwrap_or(0));
+        if start >= end {
+            return Ok(false);
+        }
+        in_flight
+            .insert(task.tid, end, 0)
+            .map_err(KernelError::map(IN_FLIGHT))?;
+        let unchanged = thread
+            .reread(tasks)?
+            .is_some_and(|now| now.off_since_ns == off);
+        if !unchanged && in_flight.get(&task.tid, 0).is_ok() {
+            // The kernel counted the whole interval: ours is void.
+            let _ = in_flight.remove(&task.tid);
+            return Ok(false);
+        }
+        let preempted = task.state == ThreadState::Runqueue as u32;
+        let (blocked, runqueue) = split_interval(preempted, start, task.woken_ns, end);
+        let blocked_state = ThreadState::from_raw(task.state).unwrap_or(ThreadState::Sleeping);
+        let named = Thread {
+            pid: task.pid,
+            tid: task.tid,
+            name: String::from_utf8_lossy(comm_str(&task.comm)).into_owned(),
+        };
+        push_part(samples, &named, blocked_state, blocked, self.rule, rng);
+        let runqueue_state = ThreadState::Runqueue;
+        push_part(samples, &named, runqueue_state, runqueue, self.rule, rng);
+        Ok(true)
+    }
+}
+
+/// A target thread the kernel tracks, and the handle to read it again.
+struct TrackedThread {
+    pidfd: OwnedFd,
+    state: TaskState,
+}
+
+impl TrackedThread {
+    /// Thread `tid`'s entry in `tasks`; `None` if it has none or is gone.
+    fn open(tasks: BorrowedFd<'_>, tid: u32) -> Result<Option<Self>, KernelError> {
+        let Some(pidfd) = task_storage::open_thread(tid).map_err(KernelError::Pidfd)? else {
+            return Ok(None);
+        };
+        let state =
+            task_storage::lookup(tasks, pidfd.as_fd()).map_err(KernelError::map_io(TASKS))?;
+        Ok(state.map(|state| Self { pidfd, state }))
+    }
+
+    /// The entry as it is now.
+    fn reread(&self, tasks: BorrowedFd<'_>) -> Result<Option<TaskState>, KernelError> {
+        task_storage::lookup(tasks, self.pidfd.as_fd()).map_err(KernelError::map_io(TASKS))
     }
 }
 

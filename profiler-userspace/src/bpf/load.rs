@@ -80,6 +80,9 @@ impl Kernel {
             .override_global(GLOBAL_OFF_CPU_NAIVE, &naive, true)
             .override_global(GLOBAL_UNWIND_TABLES, &unwind_tables, true)
             .map_max_entries(UNWIND_ROWS, config.unwind.table_rows())
+            // TASKS is task storage, which aya creates but does not wrap
+            // (see bpf/task_storage.rs).
+            .allow_unsupported_maps()
             .load(EBPF_OBJECT)?;
         let unwind_rows = RowsMapping::new(
             ebpf.map(UNWIND_ROWS).ok_or(KernelError::Missing {

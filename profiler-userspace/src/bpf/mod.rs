@@ -4,6 +4,7 @@
 mod drain;
 mod in_flight;
 mod load;
+mod task_storage;
 mod unwind_maps;
 
 pub use drain::{Flip, RawSample, RawWindow, Stack};
@@ -32,6 +33,15 @@ pub enum KernelError {
         name: &'static str,
         source: MapError,
     },
+    #[error("eBPF map {name}: {source}")]
+    MapIo {
+        name: &'static str,
+        source: std::io::Error,
+    },
+    #[error("eBPF map {name} is not of the type the daemon expects")]
+    MapType { name: &'static str },
+    #[error("opening a pidfd for a thread (needs Linux 6.9 or later): {0}")]
+    Pidfd(std::io::Error),
     #[error("eBPF object has no {kind} named {name}")]
     Missing {
         kind: &'static str,
@@ -51,5 +61,9 @@ pub enum KernelError {
 impl KernelError {
     fn map(name: &'static str) -> impl FnOnce(MapError) -> Self {
         move |source| Self::Map { name, source }
+    }
+
+    fn map_io(name: &'static str) -> impl FnOnce(std::io::Error) -> Self {
+        move |source| Self::MapIo { name, source }
     }
 }
