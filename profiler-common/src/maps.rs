@@ -67,6 +67,9 @@ pub const GLOBAL_TARGET_ALL: &str = "TARGET_ALL";
 pub const GLOBAL_OFF_CPU_RATE_NS: &str = "OFF_CPU_RATE_NS";
 /// Load-time global: non-zero selects the biased naive weighting (tests only).
 pub const GLOBAL_OFF_CPU_NAIVE: &str = "OFF_CPU_NAIVE";
+/// Non-zero: the off-CPU programs return at once. Only for the bench's
+/// floor: what running them at all costs, before any work.
+pub const GLOBAL_OFF_CPU_DISPATCH_ONLY: &str = "OFF_CPU_DISPATCH_ONLY";
 /// Load-time global: non-zero walks user stacks by the unwind tables
 /// (the default), zero by frame pointers only (`--unwind frame-pointer`).
 pub const GLOBAL_UNWIND_TABLES: &str = "UNWIND_TABLES";

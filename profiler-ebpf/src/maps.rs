@@ -33,6 +33,10 @@ static OFF_CPU_RATE_NS: Global<u64> = Global::new(0);
 #[unsafe(no_mangle)]
 static OFF_CPU_NAIVE: Global<u8> = Global::new(0);
 
+/// Non-zero: the off-CPU programs return at once (the bench's floor).
+#[unsafe(no_mangle)]
+static OFF_CPU_DISPATCH_ONLY: Global<u8> = Global::new(0);
+
 /// Non-zero: walk user stacks by the unwind tables; zero: by frame
 /// pointers only (`--unwind frame-pointer`).
 #[unsafe(no_mangle)]
@@ -179,6 +183,12 @@ pub fn take_accounted(tid: u32) -> Option<u64> {
 #[inline(always)]
 pub fn pending_counter() -> Option<*mut u64> {
     PENDING.get_ptr_mut(0)
+}
+
+/// Whether the off-CPU programs should return at once (bench only).
+#[inline(always)]
+pub fn off_cpu_dispatch_only() -> bool {
+    OFF_CPU_DISPATCH_ONLY.load() != 0
 }
 
 /// Whether user stacks are walked by the unwind tables.

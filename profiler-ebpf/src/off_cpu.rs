@@ -52,6 +52,9 @@ const TASK_NOLOAD: u32 = 0x400;
 /// sched_switch(bool preempt, task_struct *prev, task_struct *next,
 /// unsigned int prev_state).
 pub fn on_switch(ctx: &BtfTracePointContext) {
+    if maps::off_cpu_dispatch_only() {
+        return;
+    }
     let preempt: u64 = ctx.arg(0);
     let prev: *mut task_struct = ctx.arg(1);
     let next: *mut task_struct = ctx.arg(2);
@@ -85,6 +88,9 @@ impl Clock {
 
 /// sched_wakeup(task_struct *p): `p` is runnable from now on.
 pub fn on_wakeup(ctx: &BtfTracePointContext) {
+    if maps::off_cpu_dispatch_only() {
+        return;
+    }
     let task: *mut task_struct = ctx.arg(0);
     let Some(entry) = maps::task(task) else {
         return;
@@ -115,6 +121,9 @@ pub enum Flush {
 /// `rseq_update` or `sys_exit`: the current thread is on its way back to
 /// user space, still with the user stack it blocked with.
 pub fn on_return_to_user(hook: Flush) {
+    if maps::off_cpu_dispatch_only() {
+        return;
+    }
     // Nearly always zero: return before any hash lookup.
     let Some(pending) = maps::pending_counter() else {
         return;

@@ -99,6 +99,11 @@ struct Args {
     /// for demonstrating the bias only).
     #[arg(long, hide = true)]
     off_cpu_naive_weights: bool,
+
+    /// Attach the off-CPU programs but have them return at once: the
+    /// bench's floor (what running them costs before any work).
+    #[arg(long, hide = true)]
+    off_cpu_dispatch_only: bool,
 }
 
 /// `--unwind`'s values.
@@ -222,6 +227,7 @@ where
             rate_ns: off_cpu_rate_ns,
             naive_weights: args.off_cpu_naive_weights,
             sys_exit: args.off_cpu_sys_exit,
+            dispatch_only: args.off_cpu_dispatch_only,
         }),
         discover: Discover {
             comms: args.comms,
@@ -314,6 +320,7 @@ mod tests {
                 rate_ns: 1_000_000,
                 naive_weights: false,
                 sys_exit: false,
+                dispatch_only: false,
             })
         );
     }
@@ -327,6 +334,7 @@ mod tests {
                 rate_ns: 0,
                 naive_weights: false,
                 sys_exit: false,
+                dispatch_only: false,
             })
         );
         assert!(!config.on_cpu);
@@ -343,6 +351,7 @@ mod tests {
                 rate_ns: 250_000,
                 naive_weights: true,
                 sys_exit: true,
+                dispatch_only: false,
             })
         );
         assert_eq!(parse_ok(&["--all", "--no-off-cpu"]).off_cpu, None);

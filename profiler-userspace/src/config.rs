@@ -83,6 +83,8 @@ pub struct OffCpu {
     /// Also flush pending weight at every system call's exit (exact user
     /// stacks for threads without rseq, at a cost to every system call).
     pub sys_exit: bool,
+    /// The off-CPU programs return at once (hidden; the bench's floor).
+    pub dispatch_only: bool,
 }
 
 impl Config {

@@ -12,8 +12,8 @@ use aya::{
 };
 use profiler_common::{
     maps::{
-        GLOBAL_OFF_CPU_NAIVE, GLOBAL_OFF_CPU_RATE_NS, GLOBAL_TARGET_ALL, GLOBAL_UNWIND_TABLES,
-        TARGETS, UNWIND_ROWS,
+        GLOBAL_OFF_CPU_DISPATCH_ONLY, GLOBAL_OFF_CPU_NAIVE, GLOBAL_OFF_CPU_RATE_NS,
+        GLOBAL_TARGET_ALL, GLOBAL_UNWIND_TABLES, TARGETS, UNWIND_ROWS,
     },
     stats::STATS_LEN,
 };
@@ -73,11 +73,13 @@ impl Kernel {
         let target_all = u8::from(matches!(config.target, Target::All));
         let rate_ns = config.off_cpu.map_or(0, |o| o.rate_ns);
         let naive = u8::from(config.off_cpu.is_some_and(|o| o.naive_weights));
+        let dispatch_only = u8::from(config.off_cpu.is_some_and(|o| o.dispatch_only));
         let unwind_tables = u8::from(matches!(config.unwind, Unwind::Tables { .. }));
         let mut ebpf = EbpfLoader::new()
             .override_global(GLOBAL_TARGET_ALL, &target_all, true)
             .override_global(GLOBAL_OFF_CPU_RATE_NS, &rate_ns, true)
             .override_global(GLOBAL_OFF_CPU_NAIVE, &naive, true)
+            .override_global(GLOBAL_OFF_CPU_DISPATCH_ONLY, &dispatch_only, true)
             .override_global(GLOBAL_UNWIND_TABLES, &unwind_tables, true)
             .map_max_entries(UNWIND_ROWS, config.unwind.table_rows())
             // TASKS is task storage, which aya creates but does not wrap

@@ -267,6 +267,10 @@ fn pingpong_configs() -> Vec<Config> {
             "profiler --pid --off-cpu-sys-exit (exact stacks without rseq)",
             &["--pid", "{pid}", "--off-cpu-sys-exit"],
         ),
+        profiler(
+            "profiler --pid, off-CPU programs returning at once (the floor)",
+            &["--pid", "{pid}", "--off-cpu-dispatch-only"],
+        ),
     ];
     if has("offcputime") {
         configs.push(Config {
@@ -613,21 +617,29 @@ fn targets(report: &mut String, rows: &[(&str, f64, f64, &str)]) -> anyhow::Resu
 const ANALYSIS: &str = "\
 ### Where the costs come from
 
-- Ping-pong: every round trip is two context switches, two wakeups and four
-  system call exits, all of which run a program (sched_switch,
-  sched_wakeup, sys_exit). The off-CPU programs never capture a stack for
-  the short intervals they drop; what remains is the per-event bookkeeping:
-  an LRU hash lookup per switch for the thread leaving (in `TASKS`), one
-  for the thread arriving, one per wakeup, and the dispatch of `sys_exit`
-  (which returns after one array read unless weight is pending). Capturing
-  stacks at every switch-out (`offcputime`) or at every event
+- Ping-pong: every round trip is two context switches, two wakeups and two
+  returns to user space, each of which runs a program (sched_switch,
+  sched_wakeup, rseq_update). The off-CPU programs never capture a stack
+  for the short intervals they drop; what remains is the per-event
+  bookkeeping: a task storage lookup (a pointer off the task struct, no
+  hashing) for the thread leaving and one for the thread arriving, a
+  `TARGETS` hash lookup with `--pid`, one storage lookup per wakeup, and
+  `rseq_update` returning after one array read unless weight is pending.
+  Capturing stacks at every switch-out (`offcputime`) or at every event
   (`--off-cpu-rate 0`) is what costs 2x and more.
-- What would close the gap to 150 ns per switch: task-local storage
-  (`BPF_MAP_TYPE_TASK_STORAGE`, a pointer off the task struct instead of a
-  hash lookup) for `TASKS`, which aya-ebpf 0.2 has no map type for; and
-  dropping the `sys_exit` hook in favour of flushing pending weight at the
-  next switch-out, at the price of approximate user stacks for waits in
-  system calls.
+- The floor: the same three programs returning at once (hidden flag
+  `--off-cpu-dispatch-only`) already cost most of the slowdown on this VM,
+  and bpf_stats adds its own clock reads to every run it measures (an
+  `rseq_update` that only reads one array entry shows 70-150 ns). So the
+  150 ns per switch and 1.05x goals are out of reach here with three
+  hooks; fewer hooks (dropping the wakeup split) or cheaper dispatch would
+  be needed, not cheaper bookkeeping.
+- User stacks of off-CPU intervals are taken at `rseq_update`, once per
+  switch, not at `sys_exit`, once per system call: section 8 shows what a
+  `sys_exit` hook costs every process on the machine, profiled or not.
+  Threads without rseq (Go) get the stack of their next switch-out
+  (README, \"Stacks of off-CPU time\"), or exact ones with
+  `--off-cpu-sys-exit` at that cost.
 - The on-CPU sampler costs microseconds per sample: the user stack walk
   by table (about a microsecond per frame here: each frame is one
   `bpf_loop` iteration to start it plus one per probe of the mapping and
@@ -636,7 +648,7 @@ const ANALYSIS: &str = "\
   frame of these fixtures (release Rust without frame pointers) where the
   tables walk nine. At 99 Hz per CPU that is well under 1% of a core,
   within the noise of the CPU-bound run. An off-CPU capture (in
-  `sys_exit`) pays the same walk for each kept interval.
+  `rseq_update`) pays the same walk for each kept interval.
 - Tables are built once per binary: milliseconds for libc and the
   profiler (section 7), memory at 8 bytes a row. The largest binary on a
   machine is often a stripped Go binary (no `.eh_frame`, no

@@ -35,7 +35,7 @@ pub(super) fn kernel_costs(report: &mut String) -> anyhow::Result<()> {
     )?;
     writeln!(
         report,
-        "| mode | on_cpu_sample ns | frames per sample | sched_switch ns | sys_exit ns |"
+        "| mode | on_cpu_sample ns | frames per sample | sched_switch ns | rseq_update ns |"
     )?;
     writeln!(report, "| --- | --- | --- | --- | --- |")?;
     for (name, mode) in MODES {
@@ -58,7 +58,7 @@ pub(super) fn kernel_costs(report: &mut String) -> anyhow::Result<()> {
             "| {name} | {} | {frames:.1} | {} | {} |",
             per_run(&on_cpu, "on_cpu_sample"),
             per_run(&off_cpu, "sched_switch"),
-            per_run(&off_cpu, "sys_exit"),
+            per_run(&off_cpu, "rseq_update"),
         )?;
     }
     writeln!(report)?;
