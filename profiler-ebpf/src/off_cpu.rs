@@ -172,19 +172,14 @@ fn switch_out(
     prev_state: u32,
     clock: &mut Clock,
 ) {
-    let Some((pid, tid)) = target::current() else {
-        return;
-    };
-    let state = if preempt || prev_state == 0 {
-        ThreadState::Runqueue
-    } else if prev_state & TASK_UNINTERRUPTIBLE != 0 && prev_state & TASK_NOLOAD == 0 {
-        ThreadState::Disk
-    } else {
-        ThreadState::Sleeping
-    };
+    // A thread with an entry is a target's (and stays one until it exits),
+    // so only threads seen for the first time pay the target check.
     let entry = if let Some(entry) = maps::task(prev) {
         entry
     } else {
+        let Some((pid, tid)) = target::current() else {
+            return;
+        };
         let fresh = TaskState {
             pid,
             tid,
@@ -200,6 +195,13 @@ fn switch_out(
             return;
         };
         entry
+    };
+    let state = if preempt || prev_state == 0 {
+        ThreadState::Runqueue
+    } else if prev_state & TASK_UNINTERRUPTIBLE != 0 && prev_state & TASK_NOLOAD == 0 {
+        ThreadState::Disk
+    } else {
+        ThreadState::Sleeping
     };
     flush(entry, Flush::Later);
     // SAFETY: `entry` comes from a successful map lookup or insert and stays
