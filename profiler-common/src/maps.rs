@@ -74,6 +74,36 @@ pub const GLOBAL_OFF_CPU_DISPATCH_ONLY: &str = "OFF_CPU_DISPATCH_ONLY";
 /// (the default), zero by frame pointers only (`--unwind frame-pointer`).
 pub const GLOBAL_UNWIND_TABLES: &str = "UNWIND_TABLES";
 
+/// Every map of the eBPF object (besides aya-log's own). A test in
+/// profiler-userspace checks the built object against this list both
+/// ways, so a map renamed on one side only, or left unused, fails it.
+pub const ALL: [&str; 15] = [
+    SAMPLES_0,
+    SAMPLES_1,
+    STACKS_0,
+    STACKS_1,
+    STACK_SCRATCH,
+    CONTROL,
+    TARGETS,
+    STATS,
+    TASKS,
+    IN_FLIGHT,
+    PENDING,
+    UNWIND_ROWS,
+    UNWIND_PROCS,
+    UNWIND_REQUESTS,
+    UNWIND_STATE,
+];
+
+/// Every load-time global the daemon sets, checked the same way.
+pub const GLOBALS: [&str; 5] = [
+    GLOBAL_TARGET_ALL,
+    GLOBAL_OFF_CPU_RATE_NS,
+    GLOBAL_OFF_CPU_NAIVE,
+    GLOBAL_OFF_CPU_DISPATCH_ONLY,
+    GLOBAL_UNWIND_TABLES,
+];
+
 /// Capacity of each [`SAMPLES_0`]/[`SAMPLES_1`] map.
 pub const SAMPLES_MAX_ENTRIES: u32 = 32_768;
 /// Capacity of each stack map.

@@ -27,6 +27,10 @@ pub struct StackTrace {
     pub ips: [u64; MAX_STACK_DEPTH],
 }
 
+// The layout both sides agree on, checked wherever this crate is built
+// (the eBPF target included): no padding.
+const _: () = assert!(size_of::<StackTrace>() == 8 + 8 * MAX_STACK_DEPTH);
+
 impl StackTrace {
     /// Whether the walk stopped at the frame limit with frames left.
     #[must_use]

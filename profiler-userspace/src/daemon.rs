@@ -7,7 +7,6 @@ use std::time::{Duration, Instant, SystemTime};
 
 use profiler_common::stats::Stat;
 use tokio::{
-    io::unix::AsyncFd,
     signal::unix::{SignalKind, signal},
     time::{MissedTickBehavior, interval_at, sleep, sleep_until},
 };
@@ -57,10 +56,10 @@ const FLIP_GRACE: Duration = Duration::from_millis(5);
 pub enum DaemonError {
     #[error(transparent)]
     Kernel(#[from] KernelError),
-    #[error("installing signal handlers: {0}")]
-    Signals(std::io::Error),
-    #[error("final profile not written: {0}")]
-    FinalWrite(SinkError),
+    #[error("installing signal handlers")]
+    Signals(#[source] std::io::Error),
+    #[error("final profile not written")]
+    FinalWrite(#[source] SinkError),
 }
 
 /// Profiles until `--duration` ends, SIGINT or SIGTERM arrives, or every
@@ -76,9 +75,7 @@ pub async fn run(config: Config) -> Result<(), DaemonError> {
 
     let mut targets = Targets::new(&config.target, &config.discover);
     let mut kernel = Kernel::load(&config, &targets.current())?;
-    if let Some(logger) = kernel.take_logger() {
-        forward_ebpf_logs(logger);
-    }
+    kernel.forward_logs();
     let mut unwinder = start_unwinder(&config, &targets.current(), &mut kernel)?;
     let mut unwind_poll = tokio::time::interval(UNWIND_POLL);
     let mut pipeline = Pipeline {
@@ -164,11 +161,12 @@ pub async fn run(config: Config) -> Result<(), DaemonError> {
             times,
             unwind_comments,
         )? {
-            Ok(()) => {}
-            Err(e) if last => return Err(DaemonError::FinalWrite(e)),
-            Err(e) => tracing::error!(
+            Written::Done => {}
+            Written::Deferred(e) if last => return Err(DaemonError::FinalWrite(e)),
+            Written::Deferred(e) => tracing::error!(
                 waiting = pipeline.sink.pending(),
-                "{e}; keeping on sampling, will try again with the next window"
+                "{}; keeping on sampling, will try again with the next window",
+                crate::error_chain(&e)
             ),
         }
         if last {
@@ -232,9 +230,17 @@ struct Pipeline {
     rng: Rng,
 }
 
+/// How writing a finished window went. A kernel failure is an error of
+/// [`Pipeline::finish`] (fatal); a sink failure is not, since the window
+/// is kept for another try.
+enum Written {
+    Done,
+    /// The file could not be written; the sink keeps the window.
+    Deferred(SinkError),
+}
+
 impl Pipeline {
-    /// Finishes the window of `flip`. The outer error is the kernel's
-    /// (fatal); the inner one is the sink's (the window waits for a retry).
+    /// Finishes the window of `flip`: drain, symbolize, encode, write.
     fn finish(
         &mut self,
         kernel: &mut Kernel,
@@ -243,7 +249,7 @@ impl Pipeline {
         flip: &Flip,
         times: WindowTimes,
         unwind_comments: Vec<String>,
-    ) -> Result<Result<(), SinkError>, KernelError> {
+    ) -> Result<Written, KernelError> {
         let drain_started = Instant::now();
         let mut raw = kernel.drain(flip)?;
         if let Some(rule) = config.off_cpu {
@@ -260,46 +266,25 @@ impl Pipeline {
         let step = Instant::now();
         let bytes = pprof::encode(&profile);
         let encode_us = step.elapsed().as_micros();
-        Ok(self.sink.write(&bytes, times.start).map(|path| {
-            tracing::info!(
-                path = %path.display(),
-                entries = raw.samples.len(),
-                samples = profile.samples.iter().map(|s| s.samples).sum::<u64>(),
-                symbolization_failures = sym_stats.failed,
-                frames_by_table = raw.stat(Stat::FramesByTable),
-                frames_by_frame_pointer = raw.stat(Stat::FramesByFramePointer),
-                pcs_without_table = raw.stat(Stat::PcsWithoutTable),
-                stacks_truncated = raw.stat(Stat::StacksTruncated),
-                drain_us,
-                symbolize_us,
-                encode_us,
-                total_us = drain_started.elapsed().as_micros(),
-                "wrote profile"
-            );
-        }))
+        let path = match self.sink.write(&bytes, times.start) {
+            Ok(path) => path,
+            Err(e) => return Ok(Written::Deferred(e)),
+        };
+        tracing::info!(
+            path = %path.display(),
+            entries = raw.samples.len(),
+            samples = profile.samples.iter().map(|s| s.samples).sum::<u64>(),
+            symbolization_failures = sym_stats.failed,
+            frames_by_table = raw.stat(Stat::FramesByTable),
+            frames_by_frame_pointer = raw.stat(Stat::FramesByFramePointer),
+            pcs_without_table = raw.stat(Stat::PcsWithoutTable),
+            stacks_truncated = raw.stat(Stat::StacksTruncated),
+            drain_us,
+            symbolize_us,
+            encode_us,
+            total_us = drain_started.elapsed().as_micros(),
+            "wrote profile"
+        );
+        Ok(Written::Done)
     }
-}
-
-/// Copies aya-log records from the eBPF programs into tracing.
-fn forward_ebpf_logs(logger: aya_log::EbpfLogger<&'static dyn log::Log>) {
-    // SAFETY: the EbpfLogger owns its ring buffer's fd, which stays open and
-    // unchanged until the logger (moved into the AsyncFd) is dropped.
-    let registered =
-        unsafe { AsyncFd::register_with_interest(logger, tokio::io::Interest::READABLE) };
-    let mut logger = match registered {
-        Ok(logger) => logger,
-        Err(e) => {
-            tracing::warn!("eBPF log channel: {e}");
-            return;
-        }
-    };
-    tokio::spawn(async move {
-        loop {
-            let Ok(mut guard) = logger.readable_mut().await else {
-                return;
-            };
-            guard.get_inner_mut().flush();
-            guard.clear_ready();
-        }
-    });
 }

@@ -15,3 +15,34 @@ pub mod symbolize;
 pub mod targets;
 pub mod unwind;
 pub mod window;
+
+/// An error and its causes, outermost first, joined by ": ". Each error's
+/// message names only its own operation and its source carries the cause
+/// (as in aya), so this is how errors are printed and logged.
+#[must_use]
+pub fn error_chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn error_chain_names_each_cause_once() {
+        let io = std::io::Error::other("disk full");
+        let error = crate::sink::SinkError::Write {
+            path: "/x/profile.pb.gz".into(),
+            source: io,
+        };
+        assert_eq!(
+            super::error_chain(&error),
+            "writing /x/profile.pb.gz: disk full"
+        );
+    }
+}

@@ -1,7 +1,7 @@
 //! `profiler`: parse flags, check the machine, run the window loop.
 use std::process::ExitCode;
 
-use profiler_userspace::{cli, daemon, preflight};
+use profiler_userspace::{cli, daemon, error_chain, preflight};
 use tracing_subscriber::EnvFilter;
 
 fn main() -> ExitCode {
@@ -17,7 +17,7 @@ fn main() -> ExitCode {
         Err(e) => e.exit(),
     };
     if let Err(e) = preflight::check(&config) {
-        eprintln!("profiler: error: {e}");
+        eprintln!("profiler: error: {}", error_chain(&e));
         return ExitCode::FAILURE;
     }
     let runtime = match tokio::runtime::Builder::new_current_thread()
@@ -33,14 +33,7 @@ fn main() -> ExitCode {
     match runtime.block_on(daemon::run(config)) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!(
-                "profiler: error: {}",
-                anyhow::Error::from(e)
-                    .chain()
-                    .map(ToString::to_string)
-                    .collect::<Vec<_>>()
-                    .join(": ")
-            );
+            eprintln!("profiler: error: {}", error_chain(&e));
             ExitCode::FAILURE
         }
     }

@@ -22,8 +22,8 @@ pub enum PreflightError {
          (e.g. AmbientCapabilities= in a systemd unit)"
     )]
     MissingCapability { missing: &'static str },
-    #[error("cannot read this process's capabilities from /proc/self/status: {0}")]
-    Capabilities(io::Error),
+    #[error("reading this process's capabilities from /proc/self/status")]
+    Capabilities(#[source] io::Error),
     #[error("no kernel BTF at {VMLINUX_BTF} ({0}): the kernel needs CONFIG_DEBUG_INFO_BTF=y")]
     NoBtf(io::Error),
     #[error("--pid {0}: no such process")]
@@ -32,7 +32,7 @@ pub enum PreflightError {
     NoMatch(String),
     #[error("--pid {tid}: that is a thread of process {pid}; pass the process id")]
     ThreadNotProcess { tid: u32, pid: u32 },
-    #[error("output directory {path}: {source}")]
+    #[error("output directory {path}")]
     OutputDir { path: PathBuf, source: io::Error },
 }
 

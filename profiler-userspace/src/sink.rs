@@ -15,7 +15,7 @@ const SUFFIX: &str = ".pb.gz";
 
 #[derive(Debug, thiserror::Error)]
 pub enum SinkError {
-    #[error("writing {path}: {source}")]
+    #[error("writing {path}")]
     Write { path: PathBuf, source: io::Error },
 }
 

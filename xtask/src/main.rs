@@ -1,6 +1,8 @@
-//! Project automation: `cargo xtask <setup|build|run|test>`.
+//! Project automation: `cargo xtask <setup|build|run|test|bench|soak|install>`.
 mod bench;
 mod install;
+mod procfs;
+mod report;
 mod setup;
 mod soak;
 mod test;
@@ -100,6 +102,16 @@ fn run(cmd: &mut Command) -> anyhow::Result<()> {
     let status = cmd.status().with_context(|| format!("starting {cmd:?}"))?;
     if !status.success() {
         bail!("{cmd:?} failed: {status}");
+    }
+    Ok(())
+}
+
+/// Sends SIGINT to process `pid` (a tool or the profiler, to stop it).
+fn interrupt(pid: u32) -> anyhow::Result<()> {
+    let pid = libc::pid_t::try_from(pid).context("process id out of range")?;
+    // SAFETY: kill takes a pid and a signal number and touches no memory.
+    if unsafe { libc::kill(pid, libc::SIGINT) } != 0 {
+        return Err(std::io::Error::last_os_error()).context(format!("SIGINT to {pid}"));
     }
     Ok(())
 }

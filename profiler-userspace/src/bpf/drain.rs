@@ -191,10 +191,7 @@ impl Kernel {
     }
 
     fn stats_delta(&mut self) -> Result<[u64; STATS_LEN as usize], KernelError> {
-        let map = self.ebpf.map(STATS).ok_or(KernelError::Missing {
-            kind: "map",
-            name: STATS,
-        })?;
+        let map = self.ebpf.map(STATS).ok_or(KernelError::MissingMap(STATS))?;
         let stats: PerCpuArray<&MapData, u64> =
             PerCpuArray::try_from(map).map_err(KernelError::map(STATS))?;
         let mut delta = [0; STATS_LEN as usize];
@@ -212,9 +209,7 @@ impl Kernel {
     }
 
     pub(super) fn map_mut(&mut self, name: &'static str) -> Result<&mut Map, KernelError> {
-        self.ebpf
-            .map_mut(name)
-            .ok_or(KernelError::Missing { kind: "map", name })
+        self.ebpf.map_mut(name).ok_or(KernelError::MissingMap(name))
     }
 }
 

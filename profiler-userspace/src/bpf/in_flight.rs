@@ -112,18 +112,12 @@ impl Kernel {
             Some(Map::Unsupported(data)) => data.fd().as_fd(),
             Some(_) => return Err(KernelError::MapType { name: TASKS }),
             None => {
-                return Err(KernelError::Missing {
-                    kind: "map",
-                    name: TASKS,
-                });
+                return Err(KernelError::MissingMap(TASKS));
             }
         };
         let mut in_flight: HashMap<&mut MapData, u32, u64> =
-            HashMap::try_from(in_flight.ok_or(KernelError::Missing {
-                kind: "map",
-                name: IN_FLIGHT,
-            })?)
-            .map_err(KernelError::map(IN_FLIGHT))?;
+            HashMap::try_from(in_flight.ok_or(KernelError::MissingMap(IN_FLIGHT))?)
+                .map_err(KernelError::map(IN_FLIGHT))?;
         let accounted: StdHashMap<u32, u64> = in_flight.iter().filter_map(Result::ok).collect();
         let window = Window {
             flip,
@@ -133,7 +127,12 @@ impl Kernel {
 
         let mut tracked = StdHashMap::new();
         for (pid, tid) in target_threads(target) {
-            if let Some(thread) = TrackedThread::open(tasks, tid)? {
+            let thread = match TrackedThread::open(tasks, tid)? {
+                Lookup::Tracked(thread) => Some(thread),
+                Lookup::Untracked => None,
+                Lookup::Unreadable => continue,
+            };
+            if let Some(thread) = thread {
                 tracked.insert(tid, thread);
             } else if let Some(asleep) = sleeping_state(pid, tid) {
                 // Asleep since before the programs were attached.
@@ -222,6 +221,16 @@ impl Window<'_> {
     }
 }
 
+/// What the kernel's entry for a thread says.
+enum Lookup {
+    Tracked(TrackedThread),
+    /// No entry, or the thread is gone.
+    Untracked,
+    /// The kernel cannot give a thread's pidfd (before Linux 6.9): whether
+    /// it is tracked is unknown, so it is left alone.
+    Unreadable,
+}
+
 /// A target thread the kernel tracks, and the handle to read it again.
 struct TrackedThread {
     pidfd: OwnedFd,
@@ -230,13 +239,27 @@ struct TrackedThread {
 
 impl TrackedThread {
     /// Thread `tid`'s entry in `tasks`; `None` if it has none or is gone.
-    fn open(tasks: BorrowedFd<'_>, tid: u32) -> Result<Option<Self>, KernelError> {
-        let Some(pidfd) = task_storage::open_thread(tid).map_err(KernelError::Pidfd)? else {
-            return Ok(None);
+    fn open(tasks: BorrowedFd<'_>, tid: u32) -> Result<Lookup, KernelError> {
+        let pidfd = match task_storage::open_thread(tid) {
+            Ok(Some(pidfd)) => pidfd,
+            Ok(None) => return Ok(Lookup::Untracked),
+            Err(e) if e.raw_os_error() == Some(libc::EINVAL) => {
+                static WARNED: std::sync::Once = std::sync::Once::new();
+                WARNED.call_once(|| {
+                    tracing::warn!(
+                        "this kernel has no pidfds for threads (Linux 6.9+): intervals still \
+                         open at a window's end are counted when the thread comes back instead"
+                    );
+                });
+                return Ok(Lookup::Unreadable);
+            }
+            Err(e) => return Err(KernelError::Pidfd(e)),
         };
         let state =
             task_storage::lookup(tasks, pidfd.as_fd()).map_err(KernelError::map_io(TASKS))?;
-        Ok(state.map(|state| Self { pidfd, state }))
+        Ok(state.map_or(Lookup::Untracked, |state| {
+            Lookup::Tracked(Self { pidfd, state })
+        }))
     }
 
     /// The entry as it is now.

@@ -22,7 +22,8 @@ use super::{KernelError, unwind_maps::RowsMapping};
 use crate::config::{Config, Target, Unwind};
 
 /// The compiled eBPF object, built by build.rs from profiler-ebpf.
-static EBPF_OBJECT: &[u8] = aya::include_bytes_aligned!(concat!(env!("OUT_DIR"), "/profiler-ebpf"));
+pub(super) static EBPF_OBJECT: &[u8] =
+    aya::include_bytes_aligned!(concat!(env!("OUT_DIR"), "/profiler-ebpf"));
 
 const ON_CPU_PROGRAM: &str = "on_cpu_sample";
 
@@ -59,7 +60,7 @@ pub struct Kernel {
     pub(super) last_flip_ns: u64,
     /// The unwind row array, mapped into the daemon.
     pub(super) unwind_rows: RowsMapping,
-    logger: Option<aya_log::EbpfLogger<&'static dyn log::Log>>,
+    pub(super) logger: Option<aya_log::EbpfLogger<&'static dyn log::Log>>,
 }
 
 impl Kernel {
@@ -87,10 +88,8 @@ impl Kernel {
             .allow_unsupported_maps()
             .load(EBPF_OBJECT)?;
         let unwind_rows = RowsMapping::new(
-            ebpf.map(UNWIND_ROWS).ok_or(KernelError::Missing {
-                kind: "map",
-                name: UNWIND_ROWS,
-            })?,
+            ebpf.map(UNWIND_ROWS)
+                .ok_or(KernelError::MissingMap(UNWIND_ROWS))?,
             config.unwind.table_rows(),
         )?;
 
@@ -137,12 +136,9 @@ impl Kernel {
     {
         self.ebpf
             .program_mut(name)
-            .ok_or(KernelError::Missing {
-                kind: "program",
-                name,
-            })?
+            .ok_or(KernelError::MissingProgram(name))?
             .try_into()
-            .map_err(|source| KernelError::Program { name, source })
+            .map_err(|source| KernelError::ProgramKind { name, source })
     }
 
     fn attach_on_cpu(&mut self, sample_period_ns: u64) -> Result<(), KernelError> {
@@ -150,7 +146,7 @@ impl Kernel {
         let program: &mut PerfEvent = self.program_mut(name)?;
         program
             .load()
-            .map_err(|source| KernelError::Program { name, source })?;
+            .map_err(|source| KernelError::LoadProgram { name, source })?;
         let cpus = online_cpus().map_err(|(path, source)| KernelError::Cpus { path, source })?;
         for cpu in cpus {
             program
@@ -174,13 +170,14 @@ impl Kernel {
             let program: &mut BtfTracePoint = self.program_mut(name)?;
             program
                 .load(tracepoint, btf)
-                .map_err(|source| KernelError::Program { name, source })?;
+                .map_err(|source| KernelError::LoadProgram { name, source })?;
             program
                 .attach()
-                .map_err(|source| KernelError::Program { name, source })?;
+                .map_err(|source| KernelError::AttachProgram { name, source })?;
         }
         Ok(())
     }
+
     /// Attaches `rseq_update`, and `sys_exit` if asked for or if the kernel
     /// has no `rseq_update` tracepoint (then with a warning: every system
     /// call pays for it).
@@ -191,7 +188,7 @@ impl Kernel {
                 tracing::warn!(
                     "off-CPU: cannot use the rseq_update tracepoint; taking user stacks \
                      at sys_exit instead, which slows every system call: {}",
-                    e
+                    crate::error_chain(&e)
                 );
                 false
             }
@@ -227,15 +224,10 @@ impl Kernel {
     }
 
     fn targets(&mut self) -> Result<HashMap<&mut MapData, u32, u8>, KernelError> {
-        let map = self.ebpf.map_mut(TARGETS).ok_or(KernelError::Missing {
-            kind: "map",
-            name: TARGETS,
-        })?;
+        let map = self
+            .ebpf
+            .map_mut(TARGETS)
+            .ok_or(KernelError::MissingMap(TARGETS))?;
         HashMap::try_from(map).map_err(KernelError::map(TARGETS))
-    }
-
-    /// Takes the eBPF log channel, to be polled by the caller.
-    pub fn take_logger(&mut self) -> Option<aya_log::EbpfLogger<&'static dyn log::Log>> {
-        self.logger.take()
     }
 }

@@ -1,7 +1,13 @@
 //! The kernel side as seen from userspace: load and attach the eBPF
 //! programs (`load.rs`), then drain their maps window by window
-//! (`drain.rs`). Only this module touches aya types.
+//! (`drain.rs`), account the intervals still open at a window's end
+//! (`in_flight.rs`), serve the unwinder's maps (`unwind_maps.rs`) and copy
+//! the programs' log into tracing (`ebpf_log.rs`). Only this module touches aya
+//! types.
+#[cfg(test)]
+mod contract_tests;
 mod drain;
+mod ebpf_log;
 mod in_flight;
 mod load;
 mod task_storage;
@@ -13,45 +19,56 @@ pub use load::Kernel;
 
 use aya::{EbpfError, maps::MapError, programs::ProgramError};
 
+/// A failure of the kernel side; the message names the operation, the
+/// source (if any) the cause.
 #[derive(Debug, thiserror::Error)]
 pub enum KernelError {
-    #[error("loading the eBPF object: {0}")]
+    #[error("loading the eBPF object")]
     Load(#[from] EbpfError),
-    #[error("eBPF program {name}: {source}")]
-    Program {
+    #[error("loading eBPF program {name}")]
+    LoadProgram {
         name: &'static str,
         source: ProgramError,
     },
-    #[error("attaching {name} to CPU {cpu}: {source}")]
+    #[error("attaching eBPF program {name}")]
+    AttachProgram {
+        name: &'static str,
+        source: ProgramError,
+    },
+    #[error("attaching {name} to CPU {cpu}")]
     Attach {
         name: &'static str,
         cpu: u32,
         source: ProgramError,
     },
-    #[error("eBPF map {name}: {source}")]
+    #[error("eBPF program {name} is not of the kind the daemon expects")]
+    ProgramKind {
+        name: &'static str,
+        source: ProgramError,
+    },
+    #[error("eBPF map {name}")]
     Map {
         name: &'static str,
         source: MapError,
     },
-    #[error("eBPF map {name}: {source}")]
+    #[error("eBPF map {name}")]
     MapIo {
         name: &'static str,
         source: std::io::Error,
     },
     #[error("eBPF map {name} is not of the type the daemon expects")]
     MapType { name: &'static str },
-    #[error("opening a pidfd for a thread (needs Linux 6.9 or later): {0}")]
-    Pidfd(std::io::Error),
-    #[error("eBPF object has no {kind} named {name}")]
-    Missing {
-        kind: &'static str,
-        name: &'static str,
-    },
-    #[error("mapping the unwind table array into memory: {0}")]
-    MapRows(std::io::Error),
-    #[error("reading the kernel's BTF: {0}")]
-    Btf(aya::BtfError),
-    #[error("listing online CPUs from {path}: {source}")]
+    #[error("opening a pidfd for a thread")]
+    Pidfd(#[source] std::io::Error),
+    #[error("eBPF object has no map named {0}")]
+    MissingMap(&'static str),
+    #[error("eBPF object has no program named {0}")]
+    MissingProgram(&'static str),
+    #[error("mapping the unwind table array into memory")]
+    MapRows(#[source] std::io::Error),
+    #[error("reading the kernel's BTF")]
+    Btf(#[source] aya::BtfError),
+    #[error("listing online CPUs from {path}")]
     Cpus {
         path: &'static str,
         source: std::io::Error,

@@ -30,7 +30,7 @@ struct ElemAttr {
 ///
 /// # Errors
 /// When the kernel refuses for another reason (EINVAL: no `PIDFD_THREAD`,
-/// before Linux 6.9).
+/// before Linux 6.9, for any thread but a process's first).
 pub fn open_thread(tid: u32) -> io::Result<Option<OwnedFd>> {
     // SAFETY: pidfd_open takes a pid and flags and returns a new fd or -1.
     let fd = unsafe {

@@ -26,10 +26,7 @@ impl RowsMapping {
     /// Maps the first `rows` rows of the mmap-able array `map`.
     pub(super) fn new(map: &Map, rows: u32) -> Result<Self, KernelError> {
         let Map::Array(data) = map else {
-            return Err(KernelError::Missing {
-                kind: "array map",
-                name: UNWIND_ROWS,
-            });
+            return Err(KernelError::MapType { name: UNWIND_ROWS });
         };
         let rows = rows as usize;
         // SAFETY: sysconf has no preconditions.

@@ -9,7 +9,10 @@ use std::{fmt::Write as _, process::Command};
 
 use anyhow::Context as _;
 
-use super::{Config, baseline, overhead, profiler, table};
+use super::{
+    overhead::{overhead, table},
+    tools::{Config, baseline, profiler},
+};
 
 /// The measured rates per configuration; the first is the baseline, the
 /// second `--pid` of an idle process, the third `--all`.

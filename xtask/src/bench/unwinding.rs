@@ -11,7 +11,13 @@ use std::{
 
 use anyhow::Context as _;
 
-use super::{RUN_SECS, Workload, attach, bpf_stats, field, profiler, release, strip_ansi};
+use super::{
+    RUN_SECS,
+    daemon_cost::strip_ansi,
+    kernel_cost::bpf_stats,
+    overhead::field,
+    tools::{Workload, attach, profiler, release},
+};
 use crate::workspace_root;
 
 /// The two ways the kernel can walk user stacks (`--unwind`).

@@ -1,0 +1,223 @@
+use super::*;
+
+const LIMITS: KernelLimits = KernelLimits {
+    max_sample_rate: 1000,
+};
+
+fn parse_ok(args: &[&str]) -> Config {
+    parse(
+        std::iter::once("profiler").chain(args.iter().copied()),
+        LIMITS,
+    )
+    .unwrap_or_else(|e| panic!("{args:?} rejected: {e}"))
+}
+
+fn parse_err(args: &[&str]) -> clap::Error {
+    match parse(
+        std::iter::once("profiler").chain(args.iter().copied()),
+        LIMITS,
+    ) {
+        Ok(config) => panic!("{args:?} accepted as {config:?}"),
+        Err(e) => e,
+    }
+}
+
+#[test]
+fn defaults() {
+    let config = parse_ok(&["--pid", "42"]);
+    assert_eq!(config.target, Target::Pids(vec![42]));
+    assert_eq!(config.output_dir, PathBuf::from("/var/lib/profiler"));
+    assert_eq!(config.interval, Duration::from_mins(1));
+    assert_eq!(config.duration, None);
+    assert_eq!(config.frequency_hz, 99);
+    assert_eq!(config.retain, 100);
+    assert_eq!(
+        config.unwind,
+        Unwind::Tables { rows: 4 << 20 },
+        "32 MiB of 8-byte rows"
+    );
+    assert_eq!(
+        parse_ok(&["--pid", "1", "--unwind-table-memory", "1GiB"]).unwind,
+        Unwind::Tables { rows: 128 << 20 }
+    );
+    assert_eq!(
+        parse_ok(&["--pid", "1", "--unwind", "frame-pointer"]).unwind,
+        Unwind::FramePointers
+    );
+    assert!(config.on_cpu);
+    assert_eq!(
+        config.off_cpu,
+        Some(OffCpu {
+            rate_ns: 1_000_000,
+            naive_weights: false,
+            sys_exit: false,
+            dispatch_only: false,
+        })
+    );
+}
+
+#[test]
+fn off_cpu_flags() {
+    let config = parse_ok(&["--all", "--off-cpu-rate", "0", "--no-on-cpu"]);
+    assert_eq!(
+        config.off_cpu,
+        Some(OffCpu {
+            rate_ns: 0,
+            naive_weights: false,
+            sys_exit: false,
+            dispatch_only: false,
+        })
+    );
+    assert!(!config.on_cpu);
+    let config = parse_ok(&[
+        "--all",
+        "--off-cpu-rate",
+        "250us",
+        "--off-cpu-naive-weights",
+        "--off-cpu-sys-exit",
+    ]);
+    assert_eq!(
+        config.off_cpu,
+        Some(OffCpu {
+            rate_ns: 250_000,
+            naive_weights: true,
+            sys_exit: true,
+            dispatch_only: false,
+        })
+    );
+    assert_eq!(parse_ok(&["--all", "--no-off-cpu"]).off_cpu, None);
+}
+
+#[test]
+fn durations_and_repeated_pids() {
+    let config = parse_ok(&[
+        "--pid",
+        "7",
+        "--pid",
+        "3",
+        "--pid",
+        "7",
+        "--interval",
+        "500ms",
+        "--duration",
+        "1m",
+        "--frequency",
+        "1000",
+        "--retain",
+        "3",
+        "--output-dir",
+        "/tmp/x",
+    ]);
+    assert_eq!(config.target, Target::Pids(vec![3, 7]));
+    assert_eq!(config.interval, Duration::from_millis(500));
+    assert_eq!(config.duration, Some(Duration::from_mins(1)));
+    assert_eq!(config.sample_period_ns(), 1_000_000);
+    assert_eq!(config.retain, 3);
+}
+
+#[test]
+fn discovery_flags() {
+    let config = parse_ok(&["--comm", "nginx", "--pid-file", "/run/x.pid", "--wait"]);
+    assert_eq!(config.target, Target::Pids(Vec::new()));
+    assert_eq!(
+        config.discover,
+        Discover {
+            comms: vec!["nginx".into()],
+            pid_files: vec![PathBuf::from("/run/x.pid")],
+            wait: true
+        }
+    );
+    assert_eq!(
+        parse_err(&["--pid", "1", "--wait"]).kind(),
+        ErrorKind::MissingRequiredArgument
+    );
+    assert_eq!(
+        parse_err(&["--all", "--comm", "x"]).kind(),
+        ErrorKind::ArgumentConflict
+    );
+}
+
+#[test]
+fn all_mode() {
+    assert_eq!(parse_ok(&["--all"]).target, Target::All);
+}
+
+#[test]
+fn target_is_required_and_exclusive() {
+    assert_eq!(parse_err(&[]).kind(), ErrorKind::MissingRequiredArgument);
+    assert_eq!(
+        parse_err(&["--all", "--pid", "1"]).kind(),
+        ErrorKind::ArgumentConflict
+    );
+}
+
+#[test]
+fn bad_values() {
+    for (args, needle) in [
+        (&["--pid", "1", "--frequency", "0"][..], "at least 1 Hz"),
+        (
+            &["--pid", "1", "--frequency", "1001"][..],
+            "exceeds the kernel's limit of 1000",
+        ),
+        (&["--pid", "1", "--interval", "0s"][..], "--interval"),
+        (&["--pid", "1", "--duration", "0s"][..], "--duration"),
+        (&["--pid", "1", "--retain", "0"][..], "--retain"),
+        (&["--pid", "0"][..], "not a process id"),
+        (
+            &["--pid", "1", "--no-off-cpu", "--no-on-cpu"][..],
+            "nothing to profile",
+        ),
+        (&["--pid", "1", "--off-cpu-rate", "5s"][..], "at most"),
+        (
+            &["--pid", "1", "--unwind-table-memory", "1K"][..],
+            "between 64K and 16G",
+        ),
+        (
+            &["--pid", "1", "--unwind-table-memory", "12X"][..],
+            "not a size",
+        ),
+        (
+            &[
+                "--pid",
+                "1",
+                "--unwind",
+                "frame-pointer",
+                "--unwind-table-memory",
+                "1G",
+            ][..],
+            "no use with --unwind frame-pointer",
+        ),
+    ] {
+        let err = parse_err(args);
+        assert_eq!(err.kind(), ErrorKind::ValueValidation, "{args:?}");
+        assert!(err.to_string().contains(needle), "{args:?}: {err}");
+    }
+}
+
+#[test]
+fn unknown_unwind_method_lists_the_known_ones() {
+    let err = parse_err(&["--pid", "1", "--unwind", "dwarf"]);
+    assert_eq!(err.kind(), ErrorKind::InvalidValue);
+    let text = err.to_string();
+    assert!(
+        text.contains("table") && text.contains("frame-pointer"),
+        "{text}"
+    );
+}
+
+#[test]
+fn malformed_flags() {
+    assert_eq!(
+        parse_err(&["--pid", "x"]).kind(),
+        ErrorKind::ValueValidation
+    );
+    assert!(
+        parse_err(&["--pid", "1", "--interval", "soon"])
+            .to_string()
+            .contains("10s")
+    );
+    assert_eq!(
+        parse_err(&["--pid", "1", "--bogus"]).kind(),
+        ErrorKind::UnknownArgument
+    );
+}

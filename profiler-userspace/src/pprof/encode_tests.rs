@@ -1,0 +1,190 @@
+use std::time::{Duration, SystemTime};
+
+use profiler_common::sample::ThreadState;
+use prost::Message as _;
+
+use super::*;
+
+fn line(function: &str, file: &str, line: u32) -> Line {
+    Line {
+        function: function.into(),
+        file: file.into(),
+        line,
+    }
+}
+
+fn fixture() -> Profile {
+    let exe = Arc::new(Mapping {
+        start: 0x1000,
+        limit: 0x9000,
+        file_offset: 0,
+        file: "/usr/bin/app".into(),
+        build_id: "abcd".into(),
+    });
+    let hot = Location {
+        mapping: Some(exe.clone()),
+        address: 0x1234,
+        // `inner` inlined into `hot`.
+        lines: Arc::from([line("inner", "app.rs", 7), line("hot", "app.rs", 20)]),
+    };
+    let main = Location {
+        mapping: Some(exe.clone()),
+        address: 0x2000,
+        lines: Arc::from([line("main", "app.rs", 40)]),
+    };
+    let unresolved = Location {
+        mapping: Some(exe),
+        address: 0x3000,
+        lines: Arc::from([]),
+    };
+    let sample = |tid, stack: Vec<Location>, samples| Sample {
+        pid: 10,
+        tid,
+        comm: Arc::from("app"),
+        thread: format!("worker-{tid}"),
+        state: ThreadState::Running,
+        stack,
+        samples,
+        off_cpu_ns: 0,
+        off_cpu_count: 0,
+    };
+    Profile {
+        start: SystemTime::UNIX_EPOCH + Duration::from_secs(1_700_000_000),
+        duration_ns: 10_000_000_000,
+        period_ns: 10_101_010,
+        samples: vec![
+            sample(12, vec![unresolved, main.clone()], 1),
+            sample(11, vec![hot.clone(), main.clone()], 30),
+            sample(
+                11,
+                vec![Location::marker("[lost user stack: stack map full]".into())],
+                2,
+            ),
+            Sample {
+                state: ThreadState::Sleeping,
+                off_cpu_ns: 5_000_000,
+                // 2.6 debiased events.
+                off_cpu_count: 2_600,
+                ..sample(13, vec![main.clone()], 0)
+            },
+        ],
+        comments: vec!["stack_map_full_drops=2".into()],
+    }
+}
+
+fn decode(bytes: &[u8]) -> proto::Profile {
+    proto::Profile::decode(bytes).expect("valid protobuf")
+}
+
+fn string(p: &proto::Profile, index: i64) -> &str {
+    &p.string_table[usize::try_from(index).unwrap()]
+}
+
+#[test]
+fn round_trip_tables() {
+    let p = decode(&encode(&fixture()));
+    assert_eq!(p.string_table[0], "", "string_table[0] must be empty");
+    let types: Vec<_> = p
+        .sample_type
+        .iter()
+        .map(|t| (string(&p, t.r#type), string(&p, t.unit)))
+        .collect();
+    assert_eq!(types, SAMPLE_TYPES);
+    assert_eq!(string(&p, p.default_sample_type), "wall");
+    let period_type = p.period_type.unwrap();
+    assert_eq!(
+        (string(&p, period_type.r#type), string(&p, period_type.unit)),
+        ("cpu", "nanoseconds")
+    );
+    assert_eq!(p.period, 10_101_010);
+    assert_eq!(p.time_nanos, 1_700_000_000_000_000_000);
+    assert_eq!(p.duration_nanos, 10_000_000_000);
+    assert_eq!(string(&p, p.comment[0]), "stack_map_full_drops=2");
+
+    assert_eq!(p.mapping.len(), 1);
+    assert_eq!(string(&p, p.mapping[0].filename), "/usr/bin/app");
+    assert_eq!(string(&p, p.mapping[0].build_id), "abcd");
+    // hot, main, unresolved, marker: main is shared between samples.
+    assert_eq!(p.location.len(), 4);
+    assert_eq!(p.sample.len(), 4);
+    let sleeping = &p.sample[3];
+    assert_eq!(
+        sleeping.value,
+        vec![0, 0, 3, 5_000_000, 5_000_000],
+        "events rounded"
+    );
+    assert_eq!(string(&p, sleeping.label[4].str), "sleeping");
+
+    let names = |loc_id: u64| -> Vec<&str> {
+        let loc = &p.location[usize::try_from(loc_id - 1).unwrap()];
+        assert_eq!(loc.id, loc_id);
+        loc.line
+            .iter()
+            .map(|l| {
+                string(
+                    &p,
+                    p.function[usize::try_from(l.function_id - 1).unwrap()].name,
+                )
+            })
+            .collect()
+    };
+    // Samples come out sorted by tid, then stack; tid 11's marker (no
+    // mapping) sorts before its real stack.
+    assert_eq!(
+        names(p.sample[0].location_id[0]),
+        ["[lost user stack: stack map full]"]
+    );
+    let first = &p.sample[1];
+    assert_eq!(
+        first.value,
+        vec![30, 30 * 10_101_010, 0, 0, 30 * 10_101_010]
+    );
+    assert_eq!(
+        names(first.location_id[0]),
+        ["inner", "hot"],
+        "inlined: callee first"
+    );
+    assert_eq!(names(first.location_id[1]), ["main"]);
+    let labels: Vec<_> = first
+        .label
+        .iter()
+        .map(|l| (string(&p, l.key), string(&p, l.str).to_owned(), l.num))
+        .collect();
+    assert_eq!(
+        labels,
+        [
+            ("pid", String::new(), 10),
+            ("tid", String::new(), 11),
+            ("comm", "app".into(), 0),
+            ("thread", "worker-11".into(), 0),
+            ("state", "running".into(), 0),
+        ]
+    );
+    let unresolved = &p.sample[2];
+    let loc = &p.location[usize::try_from(unresolved.location_id[0] - 1).unwrap()];
+    assert_eq!(loc.address, 0x3000);
+    assert!(
+        loc.line.is_empty(),
+        "unresolved address keeps its address, no lines"
+    );
+    assert_eq!(loc.mapping_id, 1);
+}
+
+#[test]
+fn deterministic_bytes_whatever_the_input_order() {
+    let profile = fixture();
+    let mut reversed = profile.clone();
+    reversed.samples.reverse();
+    let bytes = encode(&profile);
+    assert_eq!(bytes, encode(&profile));
+    assert_eq!(bytes, encode(&reversed));
+}
+
+#[test]
+fn every_string_is_interned_once() {
+    let p = decode(&encode(&fixture()));
+    let mut seen = std::collections::HashSet::new();
+    for s in &p.string_table {
+        assert!(seen.insert(s), "{s:?} appears twice");
+    }
+}

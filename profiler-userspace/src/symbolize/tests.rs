@@ -1,0 +1,64 @@
+use super::*;
+
+#[test]
+fn return_addresses_are_looked_up_one_byte_back() {
+    let frames = [0x1000, 0x2000, 0x3000];
+    assert_eq!(
+        lookup_addrs(&frames).collect::<Vec<_>>(),
+        vec![0x1000, 0x1fff, 0x2fff]
+    );
+}
+
+#[test]
+fn symbolizes_own_function_with_inlined_lines() {
+    let mut symbolizer = Symbolizer::new();
+    let pid = std::process::id();
+    let function: fn() = symbolizes_own_function_with_inlined_lines;
+    let addr = function as usize as u64;
+    let window = RawWindow {
+        samples: vec![crate::bpf::RawSample {
+            pid,
+            tid: pid,
+            thread: "t".into(),
+            state: profiler_common::sample::ThreadState::Running,
+            user_stack: Stack::Frames(Arc::from([addr])),
+            kernel_stack: Stack::Lost { errno: libc::E2BIG },
+            samples: 1,
+            off_cpu_ns: 0,
+            off_cpu_count: 0,
+        }],
+        ..RawWindow::default()
+    };
+    let stats = symbolizer.prepare(&window);
+    assert_eq!(stats.failed, 0, "{stats:?}");
+    let locations = symbolizer.user_locations(pid, &window.samples[0].user_stack);
+    assert_eq!(locations.len(), 1);
+    let location = &locations[0];
+    assert_eq!(location.address, addr);
+    let mapping = location.mapping.as_ref().expect("mapping");
+    assert!(!mapping.build_id.is_empty(), "build id of the test binary");
+    let outer = location.lines.last().expect("resolved");
+    assert!(
+        outer
+            .function
+            .ends_with("symbolizes_own_function_with_inlined_lines"),
+        "{outer:?}"
+    );
+    assert!(outer.file.ends_with("symbolize/tests.rs"), "{outer:?}");
+    assert_eq!(
+        symbolizer.processes[&pid].blaze_paths.len(),
+        1,
+        "file read is remembered"
+    );
+    // Windows without the process: its cache entries (ours and
+    // blazesym's) go after EVICT_AFTER_WINDOWS.
+    for _ in 0..EVICT_AFTER_WINDOWS {
+        symbolizer.prepare(&RawWindow::default());
+    }
+    assert!(!symbolizer.processes.contains_key(&pid));
+    let kernel = symbolizer.kernel_locations(&window.samples[0].kernel_stack);
+    assert_eq!(
+        kernel[0].lines[0].function,
+        "[lost kernel stack: stack map full]"
+    );
+}

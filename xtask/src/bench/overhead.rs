@@ -1,0 +1,175 @@
+//! Sections 1 and 2: workload throughput under each configuration, in
+//! interleaved rounds, as slowdowns paired by round.
+use std::fmt::Write as _;
+
+use anyhow::Context as _;
+
+use super::{
+    ROUNDS, RUN_SECS,
+    tools::{Config, Workload, attach, baseline, has, profiler},
+};
+
+pub(super) fn pingpong_configs() -> Vec<Config> {
+    let mut configs = vec![
+        baseline(),
+        profiler(
+            "profiler --pid (defaults: 99 Hz, off-CPU rate 1ms)",
+            &["--pid", "{pid}"],
+        ),
+        profiler("profiler --all (defaults)", &["--all"]),
+        profiler(
+            "profiler --pid --off-cpu-rate 0 (every event)",
+            &["--pid", "{pid}", "--off-cpu-rate", "0"],
+        ),
+        profiler(
+            "profiler --pid --no-off-cpu (on-CPU only)",
+            &["--pid", "{pid}", "--no-off-cpu"],
+        ),
+        profiler(
+            "profiler --pid --unwind frame-pointer (no tables)",
+            &["--pid", "{pid}", "--unwind", "frame-pointer"],
+        ),
+        profiler(
+            "profiler --pid --off-cpu-sys-exit (exact stacks without rseq)",
+            &["--pid", "{pid}", "--off-cpu-sys-exit"],
+        ),
+        profiler(
+            "profiler --pid, off-CPU programs returning at once (the floor)",
+            &["--pid", "{pid}", "--off-cpu-dispatch-only"],
+        ),
+    ];
+    if has("offcputime") {
+        configs.push(Config {
+            name: "libbpf-tools offcputime -p",
+            command: Some(vec!["offcputime".into(), "-p".into(), "{pid}".into()]),
+            // It prints nothing until it ends, and SIGINT simply ends it.
+            ready_marker: None,
+        });
+    }
+    if has("perf") {
+        configs.push(Config {
+            name: "perf record -F 99 -g -p",
+            command: Some(
+                [
+                    "perf",
+                    "record",
+                    "-q",
+                    "-F",
+                    "99",
+                    "-g",
+                    "-o",
+                    "/tmp/profiler-bench-perf.data",
+                    "-p",
+                    "{pid}",
+                ]
+                .map(String::from)
+                .to_vec(),
+            ),
+            ready_marker: None,
+        });
+    }
+    configs
+}
+
+pub(super) fn cpu_configs() -> Vec<Config> {
+    vec![
+        baseline(),
+        profiler(
+            "profiler --pid --no-off-cpu, 99 Hz",
+            &["--pid", "{pid}", "--no-off-cpu"],
+        ),
+        profiler(
+            "profiler --pid --no-off-cpu, 999 Hz",
+            &["--pid", "{pid}", "--no-off-cpu", "--frequency", "999"],
+        ),
+        profiler("profiler --pid (defaults, 99 Hz)", &["--pid", "{pid}"]),
+        profiler(
+            "profiler --pid --no-off-cpu --unwind frame-pointer, 999 Hz",
+            &[
+                "--pid",
+                "{pid}",
+                "--no-off-cpu",
+                "--frequency",
+                "999",
+                "--unwind",
+                "frame-pointer",
+            ],
+        ),
+    ]
+}
+
+/// Runs every configuration `ROUNDS` times, interleaved; returns the
+/// measured rates per configuration.
+pub(super) fn overhead(
+    fixture: &str,
+    metric: &str,
+    configs: &[Config],
+) -> anyhow::Result<Vec<(String, Vec<f64>)>> {
+    let mut rates: Vec<Vec<f64>> = vec![Vec::new(); configs.len()];
+    for round in 0..ROUNDS {
+        for (i, config) in configs.iter().enumerate() {
+            let mut workload = Workload::spawn(fixture, &[RUN_SECS])?;
+            let attached = attach(config, workload.pid)?;
+            let line = workload.go_and_wait()?;
+            if let Some(attached) = attached {
+                attached.stop()?;
+            }
+            let rate =
+                field(&line, metric).with_context(|| format!("{fixture} printed {line:?}"))?;
+            eprintln!("  round {}: {:<55} {rate:>12.0}", round + 1, config.name);
+            rates[i].push(rate);
+        }
+    }
+    Ok(configs
+        .iter()
+        .map(|c| c.name.to_owned())
+        .zip(rates)
+        .collect())
+}
+
+pub(super) fn median(values: &[f64]) -> f64 {
+    let mut sorted = values.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    sorted[sorted.len() / 2]
+}
+
+/// The slowdown of `rates` against `baseline`, paired by round: the
+/// median of each round's baseline / configuration. Rounds are
+/// interleaved, so pairing cancels the machine's drift between rounds.
+pub(super) fn paired_slowdown(baseline: &[f64], rates: &[f64]) -> f64 {
+    let ratios: Vec<f64> = baseline.iter().zip(rates).map(|(b, r)| b / r).collect();
+    median(&ratios)
+}
+
+pub(super) fn table(
+    report: &mut String,
+    title: &str,
+    unit: &str,
+    results: &[(String, Vec<f64>)],
+) -> anyhow::Result<()> {
+    let baseline = &results[0].1;
+    writeln!(report, "## {title}\n")?;
+    writeln!(
+        report,
+        "| configuration | median {unit} | min .. max | slowdown (paired by round) |"
+    )?;
+    writeln!(report, "| --- | --- | --- | --- |")?;
+    for (name, rates) in results {
+        let min = rates.iter().copied().fold(f64::INFINITY, f64::min);
+        let max = rates.iter().copied().fold(0.0, f64::max);
+        writeln!(
+            report,
+            "| {name} | {:.0} | {min:.0} .. {max:.0} | {:.3}x |",
+            median(rates),
+            paired_slowdown(baseline, rates)
+        )?;
+    }
+    writeln!(report)?;
+    Ok(())
+}
+
+/// The number after `key=` in a line of `key=value` words.
+pub(super) fn field(line: &str, key: &str) -> Option<f64> {
+    line.split_whitespace()
+        .find_map(|w| w.strip_prefix(key)?.strip_prefix('=')?.parse().ok())
+}

@@ -1,0 +1,200 @@
+//! Starting the workloads (fixtures with the tests' protocol) and the
+//! tools measured against them, and stopping the tools.
+use std::{
+    io::{BufRead as _, BufReader, Write as _},
+    path::{Path, PathBuf},
+    process::{Child, Command, Stdio},
+    thread::sleep,
+    time::{Duration, Instant},
+};
+
+use std::os::unix::process::ExitStatusExt as _;
+
+use anyhow::{Context as _, bail};
+
+use super::SCRATCH_DIR;
+use crate::workspace_root;
+
+pub(super) fn has(bin: &str) -> bool {
+    Command::new("sh")
+        .args(["-c", &format!("command -v {bin}")])
+        .stdout(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+pub(super) fn release(bin: &str) -> PathBuf {
+    workspace_root().join("target/release").join(bin)
+}
+
+/// A tool attached to the workload, `{pid}` standing for its pid.
+pub(super) struct Config {
+    pub(super) name: &'static str,
+    /// None: the workload alone.
+    pub(super) command: Option<Vec<String>>,
+    /// What the tool prints when attached; None: wait two seconds.
+    pub(super) ready_marker: Option<&'static str>,
+}
+
+/// The profiler with `args`, writing to the shared scratch directory and,
+/// unless `args` says otherwise, one window per run.
+pub(super) fn profiler(name: &'static str, args: &[&str]) -> Config {
+    profiler_into(name, args, Path::new(SCRATCH_DIR))
+}
+
+pub(super) fn profiler_into(name: &'static str, args: &[&str], output_dir: &Path) -> Config {
+    let mut command = vec![release("profiler").display().to_string()];
+    command.extend(args.iter().map(|a| (*a).to_owned()));
+    command.extend(["--output-dir".to_owned(), output_dir.display().to_string()]);
+    if !args.contains(&"--interval") {
+        command.extend(["--interval".to_owned(), "60s".to_owned()]);
+    }
+    Config {
+        name,
+        command: Some(command),
+        ready_marker: Some("profiling"),
+    }
+}
+
+pub(super) fn baseline() -> Config {
+    Config {
+        name: "no profiler",
+        command: None,
+        ready_marker: None,
+    }
+}
+
+/// A fixture started and waiting for "go".
+pub(super) struct Workload {
+    pub(super) child: Child,
+    pub(super) stdout: BufReader<std::process::ChildStdout>,
+    pub(super) pid: u32,
+}
+
+impl Workload {
+    pub(super) fn spawn(name: &str, args: &[&str]) -> anyhow::Result<Self> {
+        let mut child = Command::new(release(name))
+            .args(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .with_context(|| format!("starting fixture {name}"))?;
+        let mut stdout = BufReader::new(child.stdout.take().context("stdout")?);
+        let mut line = String::new();
+        stdout.read_line(&mut line)?;
+        let pid = line
+            .split_whitespace()
+            .find_map(|w| w.strip_prefix("pid=")?.parse().ok())
+            .with_context(|| format!("fixture ready line {line:?}"))?;
+        Ok(Self { child, stdout, pid })
+    }
+
+    pub(super) fn go_and_wait(&mut self) -> anyhow::Result<String> {
+        let stdin = self.child.stdin.as_mut().context("stdin")?;
+        stdin.write_all(b"go\n")?;
+        stdin.flush()?;
+        let mut line = String::new();
+        self.stdout.read_line(&mut line)?;
+        Ok(line)
+    }
+}
+
+impl Drop for Workload {
+    fn drop(&mut self) {
+        drop(self.child.stdin.take());
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A tool running against a workload; killed if dropped unstopped, so a
+/// failed run never leaves a tracer attached to the next one.
+pub(super) struct Attached {
+    pub(super) child: Child,
+    pub(super) output: Option<std::thread::JoinHandle<String>>,
+}
+
+impl Drop for Attached {
+    fn drop(&mut self) {
+        if self.output.is_some() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
+
+pub(super) fn attach(config: &Config, pid: u32) -> anyhow::Result<Option<Attached>> {
+    let Some(command) = &config.command else {
+        return Ok(None);
+    };
+    let command: Vec<String> = command
+        .iter()
+        .map(|a| a.replace("{pid}", &pid.to_string()))
+        .collect();
+    let mut child = Command::new(&command[0])
+        .args(&command[1..])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .with_context(|| format!("starting {command:?}"))?;
+    // The profiler logs to stderr, offcputime prints to stdout: watch both.
+    let (tx, rx) = std::sync::mpsc::channel::<String>();
+    for reader in [
+        Box::new(child.stdout.take().context("stdout")?) as Box<dyn std::io::Read + Send>,
+        Box::new(child.stderr.take().context("stderr")?),
+    ] {
+        let tx = tx.clone();
+        std::thread::spawn(move || {
+            for line in BufReader::new(reader).lines().map_while(Result::ok) {
+                let _ = tx.send(line);
+            }
+        });
+    }
+    drop(tx);
+    let mut seen = String::new();
+    if let Some(marker) = config.ready_marker {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            let line = rx
+                .recv_timeout(deadline.saturating_duration_since(Instant::now()))
+                .with_context(|| format!("{} did not start:\n{seen}", config.name))?;
+            seen.push_str(&line);
+            seen.push('\n');
+            if line.contains(marker) {
+                break;
+            }
+        }
+    } else {
+        sleep(Duration::from_secs(2));
+    }
+    let output = std::thread::spawn(move || {
+        let mut all = seen;
+        for line in rx {
+            all.push_str(&line);
+            all.push('\n');
+        }
+        all
+    });
+    Ok(Some(Attached {
+        child,
+        output: Some(output),
+    }))
+}
+
+impl Attached {
+    /// SIGINT, then the tool's output.
+    pub(super) fn stop(mut self) -> anyhow::Result<String> {
+        crate::interrupt(self.child.id())?;
+        let status = self.child.wait()?;
+        let output = self
+            .output
+            .take()
+            .map(|o| o.join().unwrap_or_default())
+            .unwrap_or_default();
+        let interrupted = status.code() == Some(130) || status.signal() == Some(libc::SIGINT);
+        if !status.success() && !interrupted {
+            bail!("tool exited with {status}:\n{output}");
+        }
+        Ok(output)
+    }
+}

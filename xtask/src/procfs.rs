@@ -1,0 +1,29 @@
+//! The `/proc` readers the bench and the soak share.
+use std::fs;
+
+use anyhow::Context as _;
+
+/// utime + stime of `pid`, in clock ticks (100 per second).
+pub fn cpu_ticks(pid: u32) -> anyhow::Result<u64> {
+    let stat = fs::read_to_string(format!("/proc/{pid}/stat"))?;
+    let fields: Vec<&str> = stat[stat.rfind(')').context("stat")? + 2..]
+        .split_whitespace()
+        .collect();
+    Ok(fields[11].parse::<u64>()? + fields[12].parse::<u64>()?)
+}
+
+/// A numeric field of `/proc/<pid>/status`, e.g. `VmRSS` (in kB).
+pub fn status_field(pid: u32, key: &str) -> anyhow::Result<u64> {
+    let status = fs::read_to_string(format!("/proc/{pid}/status"))?;
+    status
+        .lines()
+        .find_map(|l| {
+            l.strip_prefix(key)?
+                .strip_prefix(':')?
+                .split_whitespace()
+                .next()?
+                .parse()
+                .ok()
+        })
+        .with_context(|| format!("no {key} in /proc/{pid}/status"))
+}
