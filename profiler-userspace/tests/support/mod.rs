@@ -154,13 +154,15 @@ impl Profiler {
         self.child.try_wait().expect("try_wait").is_none()
     }
 
-    /// Waits until `dir` holds at least `count` entries. Windows are
-    /// written after a cold symbolization that can take seconds on a busy
-    /// machine, so a fixed sleep is not enough; after 30 s the daemon is
-    /// stuck, and the test fails with its log and exit status.
+    /// Waits until `dir` holds at least `count` finished profile files
+    /// (not the sink's temporary file, which exists while one is being
+    /// written). Windows are written after a cold symbolization that can
+    /// take seconds on a busy machine, so a fixed sleep is not enough;
+    /// after 30 s the daemon is stuck, and the test fails with its log and
+    /// exit status.
     pub fn wait_for_files(&mut self, dir: &Path, count: usize) {
         let started = std::time::Instant::now();
-        while fs::read_dir(dir).map_or(0, Iterator::count) < count {
+        while finished_profiles(dir) < count {
             if started.elapsed() > std::time::Duration::from_secs(30) || !self.is_alive() {
                 let _ = self.child.kill();
                 let status = self.child.wait().expect("wait profiler");
@@ -227,6 +229,22 @@ pub fn run_ok(args: &[&str]) -> Output {
     out
 }
 
+/// How many finished profile files `dir` holds.
+fn finished_profiles(dir: &Path) -> usize {
+    fs::read_dir(dir).map_or(0, |entries| {
+        entries
+            .filter_map(Result::ok)
+            .filter(|e| is_profile_name(&e.file_name().to_string_lossy()))
+            .count()
+    })
+}
+
+/// A finished profile's name: `profile-<time>.pb.gz` (the sink writes
+/// `.profile-<time>.pb.gz.tmp` first, then renames it).
+fn is_profile_name(name: &str) -> bool {
+    name.starts_with("profile-") && name.ends_with(".pb.gz")
+}
+
 /// The profile files in `dir`, oldest first, decoded.
 pub fn profiles(dir: &Path) -> Vec<(PathBuf, Profile)> {
     let mut paths: Vec<PathBuf> = fs::read_dir(dir)
@@ -239,7 +257,7 @@ pub fn profiles(dir: &Path) -> Vec<(PathBuf, Profile)> {
         .map(|path| {
             let name = path.file_name().unwrap().to_str().unwrap().to_owned();
             assert!(
-                name.starts_with("profile-") && name.ends_with(".pb.gz"),
+                is_profile_name(&name),
                 "unexpected file {name} in the output dir"
             );
             let profile = read_profile(&path);
