@@ -7,11 +7,11 @@
 //! that does not resolve keeps its mapping and address, with no lines.
 //!
 //! blazesym's `Symbolizer` is not `Send`: this type lives on one thread.
+mod convert;
 pub(crate) mod procmaps;
 
 use std::{
     collections::{BTreeMap, HashMap, HashSet},
-    fmt::Write as _,
     path::PathBuf,
     sync::Arc,
 };
@@ -19,11 +19,13 @@ use std::{
 use blazesym::{
     MaybeDefault,
     symbolize::{
-        Input, Symbolized,
+        Input,
         evict::{self, Evict},
         source::{Elf, Kernel, Source},
     },
 };
+pub(crate) use convert::map_files_path;
+use convert::{binary_key, find_vma, lines_of, locations, lookup_addrs, new_mapping};
 use procmaps::Vma;
 
 use crate::{
@@ -335,138 +337,6 @@ impl Symbolizer {
         }
         self.binaries
             .retain(|_, b| window - b.last_seen < EVICT_AFTER_WINDOWS);
-    }
-}
-
-/// Locations of a captured stack, leaf first; `location` maps an address and
-/// its lookup address to a location.
-fn locations(
-    stack: &Stack,
-    side: &str,
-    mut location: impl FnMut(u64, u64) -> Location,
-) -> Vec<Location> {
-    match stack {
-        Stack::Frames(frames) => frames
-            .iter()
-            .zip(lookup_addrs(frames))
-            .map(|(&addr, lookup)| location(addr, lookup))
-            .collect(),
-        Stack::Truncated(frames) => frames
-            .iter()
-            .zip(lookup_addrs(frames))
-            .map(|(&addr, lookup)| location(addr, lookup))
-            .chain([Location::marker(TRUNCATED.to_owned())])
-            .collect(),
-        Stack::Absent => Vec::new(),
-        Stack::Named(names) => names
-            .iter()
-            .map(|name| Location::marker(name.clone()))
-            .collect(),
-        Stack::StillOffCpu => vec![Location::marker(STILL_OFF_CPU.to_owned())],
-        Stack::Lost { errno } => {
-            vec![Location::marker(format!(
-                "[lost {side} stack: {}]",
-                errno_reason(*errno)
-            ))]
-        }
-    }
-}
-
-/// The addresses to symbolize for captured frames: every frame but the
-/// leaf is a return address, which points after the call; looking up
-/// `addr - 1` lands on the call itself (what perf and pprof do).
-fn lookup_addrs(frames: &[u64]) -> impl Iterator<Item = u64> + '_ {
-    frames
-        .iter()
-        .enumerate()
-        .map(|(i, &addr)| if i == 0 { addr } else { addr.saturating_sub(1) })
-}
-
-fn find_vma(vmas: &[(Vma, Arc<Mapping>)], addr: u64) -> Option<&(Vma, Arc<Mapping>)> {
-    procmaps::find(vmas, addr, |(vma, _)| vma)
-}
-
-fn binary_key(mapping: &Mapping) -> BinaryKey {
-    if mapping.build_id.is_empty() {
-        BinaryKey::Path(mapping.file.clone())
-    } else {
-        BinaryKey::BuildId(mapping.build_id.clone())
-    }
-}
-
-/// The exact file behind a mapping, even when deleted or in another mount
-/// namespace.
-pub(crate) fn map_files_path(pid: u32, vma: &Vma) -> PathBuf {
-    PathBuf::from(format!(
-        "/proc/{pid}/map_files/{:x}-{:x}",
-        vma.start, vma.end
-    ))
-}
-
-fn new_mapping(pid: u32, vma: &Vma) -> Mapping {
-    let build_id = if vma.is_file() {
-        blazesym::helper::read_elf_build_id(&map_files_path(pid, vma))
-            .ok()
-            .flatten()
-            .map(|id| {
-                id.iter().fold(String::new(), |mut hex, b| {
-                    let _ = write!(hex, "{b:02x}");
-                    hex
-                })
-            })
-            .unwrap_or_default()
-    } else {
-        String::new()
-    };
-    Mapping {
-        start: vma.start,
-        limit: vma.end,
-        file_offset: vma.offset,
-        file: vma.path.clone(),
-        build_id,
-    }
-}
-
-/// Frames of one symbolized address, innermost inlined function first.
-fn lines_of(result: &Symbolized<'_>) -> Arc<[Line]> {
-    let Symbolized::Sym(sym) = result else {
-        return Arc::new([]);
-    };
-    let code = |info: Option<&blazesym::symbolize::CodeInfo<'_>>| {
-        info.map_or((String::new(), 0), |info| {
-            (
-                info.to_path().to_string_lossy().into_owned(),
-                info.line.unwrap_or(0),
-            )
-        })
-    };
-    let mut lines: Vec<Line> = sym
-        .inlined
-        .iter()
-        .rev()
-        .map(|inlined| {
-            let (file, line) = code(inlined.code_info.as_ref());
-            Line {
-                function: inlined.name.to_string(),
-                file,
-                line,
-            }
-        })
-        .collect();
-    let (file, line) = code(sym.code_info.as_deref());
-    lines.push(Line {
-        function: sym.name.to_string(),
-        file,
-        line,
-    });
-    lines.into()
-}
-
-fn errno_reason(errno: i32) -> String {
-    match errno {
-        libc::E2BIG | libc::ENOMEM => "stack map full".to_owned(),
-        libc::ENOENT => "stack missing".to_owned(),
-        other => format!("errno {other}"),
     }
 }
 
