@@ -1,12 +1,16 @@
 //! `profiler`: parse flags, check the machine, run the window loop.
-use std::process::ExitCode;
+use std::{io::IsTerminal as _, process::ExitCode};
 
 use profiler_userspace::{cli, daemon, error_chain, preflight};
 use tracing_subscriber::EnvFilter;
 
 fn main() -> ExitCode {
+    // Colour only for a person at a terminal: journald and files get plain
+    // text, and NO_COLOR (https://no-color.org) turns it off.
+    let colour = std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none();
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
+        .with_ansi(colour)
         .with_env_filter(
             EnvFilter::try_from_env("PROFILER_LOG").unwrap_or_else(|_| EnvFilter::new("info")),
         )

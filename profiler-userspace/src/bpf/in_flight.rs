@@ -20,7 +20,7 @@
 //! `/proc/<pid>/task/<tid>/stack`. The sampling rule applies to each part
 //! as to any other interval.
 use std::{
-    collections::HashMap as StdHashMap,
+    collections::{HashMap as StdHashMap, HashSet},
     fs,
     os::fd::{AsFd as _, BorrowedFd, OwnedFd},
     sync::Arc,
@@ -125,40 +125,41 @@ impl Kernel {
             accounted: &accounted,
         };
 
-        let mut tracked = StdHashMap::new();
+        // One thread at a time, so only one pidfd is open at once (a
+        // machine has more threads than the daemon may open files).
+        let mut still_away = HashSet::new();
         for (pid, tid) in target_threads(target) {
-            let thread = match TrackedThread::open(tasks, tid)? {
-                Lookup::Tracked(thread) => Some(thread),
-                Lookup::Untracked => None,
-                Lookup::Unreadable => continue,
-            };
-            if let Some(thread) = thread {
-                tracked.insert(tid, thread);
-            } else if let Some(asleep) = sleeping_state(pid, tid) {
-                // Asleep since before the programs were attached.
-                stats.untracked += 1;
-                let thread = Thread {
-                    pid,
-                    tid,
-                    name: procfs::comm(pid, tid).unwrap_or_default(),
-                };
-                let length = flip.end_ns - flip.start_ns;
-                push_part(&mut samples, &thread, asleep, length, rule, rng);
-            }
-        }
-        for thread in tracked.values() {
-            if window.account(thread, tasks, &mut in_flight, &mut samples, rng)? {
-                stats.tracked += 1;
+            match TrackedThread::open(tasks, tid)? {
+                Lookup::Tracked(thread) => {
+                    if window.account(&thread, tasks, &mut in_flight, &mut samples, rng)? {
+                        stats.tracked += 1;
+                    }
+                    if thread.state.off_since_ns != 0 {
+                        still_away.insert(tid);
+                    }
+                }
+                Lookup::Untracked => {
+                    // Asleep since before the programs were attached?
+                    let Some(asleep) = sleeping_state(pid, tid) else {
+                        continue;
+                    };
+                    stats.untracked += 1;
+                    let thread = Thread {
+                        pid,
+                        tid,
+                        name: procfs::comm(pid, tid).unwrap_or_default(),
+                    };
+                    let length = flip.end_ns - flip.start_ns;
+                    push_part(&mut samples, &thread, asleep, length, rule, rng);
+                }
+                Lookup::Unreadable => {}
             }
         }
 
-        // Entries the kernel will never use: the thread is back or gone.
+        // Entries the kernel will never use: the thread is back (the kernel
+        // deletes the entry when it uses it) or gone.
         for tid in accounted.keys() {
-            let open = match tracked.get(tid) {
-                Some(thread) => thread.reread(tasks)?.is_some_and(|t| t.off_since_ns != 0),
-                None => false,
-            };
-            if !open {
+            if !still_away.contains(tid) {
                 let _ = in_flight.remove(tid);
             }
         }

@@ -197,6 +197,10 @@ impl Profiler {
         let status = self.child.wait().expect("wait profiler");
         let stderr = self.stderr.join().expect("stderr reader");
         assert!(status.success(), "profiler exited with {status}:\n{stderr}");
+        assert!(
+            !stderr.contains('\x1b'),
+            "colour codes in a log that is not a terminal:\n{stderr}"
+        );
         stderr
     }
 }
