@@ -111,7 +111,7 @@ pub const STACKS_MAX_ENTRIES: u32 = 16_384;
 /// Capacity of [`TARGETS`].
 pub const TARGETS_MAX_ENTRIES: u32 = 4_096;
 /// Capacity of [`IN_FLIGHT`]: threads off the CPU at a window's end.
-pub const TASKS_MAX_ENTRIES: u32 = 65_536;
+pub const IN_FLIGHT_MAX_ENTRIES: u32 = 65_536;
 
 /// Default capacity of [`UNWIND_ROWS`] (8-byte rows: 32 MiB); the daemon
 /// sets the real size from `--unwind-table-memory`.

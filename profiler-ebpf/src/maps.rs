@@ -8,8 +8,8 @@ use aya_ebpf::{
 };
 use profiler_common::{
     maps::{
-        CONTROL_ACTIVE_SLOT, CONTROL_LAST_FLIP_NS, CONTROL_LEN, SAMPLES_MAX_ENTRIES,
-        STACKS_MAX_ENTRIES, TARGETS_MAX_ENTRIES, TASKS_MAX_ENTRIES, UNWIND_PROCS_MAX_ENTRIES,
+        CONTROL_ACTIVE_SLOT, CONTROL_LAST_FLIP_NS, CONTROL_LEN, IN_FLIGHT_MAX_ENTRIES,
+        SAMPLES_MAX_ENTRIES, STACKS_MAX_ENTRIES, TARGETS_MAX_ENTRIES, UNWIND_PROCS_MAX_ENTRIES,
         UNWIND_REQUESTS_MAX_ENTRIES, UNWIND_ROWS_DEFAULT_ENTRIES,
     },
     sample::{SampleKey, SampleValue},
@@ -70,7 +70,7 @@ static TASKS: TaskStorage<TaskState> = TaskStorage::new();
 
 /// By tid: the time up to which userspace accounted an open interval.
 #[map]
-static IN_FLIGHT: HashMap<u32, u64> = HashMap::with_max_entries(TASKS_MAX_ENTRIES, 0);
+static IN_FLIGHT: HashMap<u32, u64> = HashMap::with_max_entries(IN_FLIGHT_MAX_ENTRIES, 0);
 
 #[map]
 static PENDING: Array<u64> = Array::with_max_entries(1, 0);

@@ -124,7 +124,7 @@ pub fn on_return_to_user(hook: Flush) {
     if maps::off_cpu_dispatch_only() {
         return;
     }
-    // Nearly always zero: return before any hash lookup.
+    // Nearly always zero: return before looking the thread up.
     let Some(pending) = maps::pending_counter() else {
         return;
     };

@@ -7,7 +7,9 @@ mod support;
 
 use std::path::PathBuf;
 
-use support::{Fixture, Profile, Profiler, build, go_pprof_raw, profiles, require_root};
+use support::{
+    Fixture, Profile, Profiler, build, go_pprof_raw, profile_fixture, profiles, require_root,
+};
 
 /// How the fixture ran: 4 s of CPU in the dlopen'ed library, 3:1 between
 /// lib_heavy and lib_light, sampled at 499 Hz (about 2,000 samples).
@@ -92,23 +94,7 @@ fn a_library_loaded_with_dlopen_after_start_gets_its_table() {
     let pid = fixture.pid();
     // The daemon publishes the process's mappings at start, before the
     // library is loaded: the library's PCs are then outside all of them.
-    let running = Profiler::start(&[
-        "--pid",
-        &pid.to_string(),
-        "--output-dir",
-        out_dir.to_str().unwrap(),
-        "--interval",
-        "60s",
-        "--frequency",
-        FREQUENCY,
-    ]);
-    fixture.go();
-    let truth = fixture.results();
-    running.stop();
-    let profiles = profiles(&out_dir);
-    for (path, _) in &profiles {
-        go_pprof_raw(path);
-    }
+    let (truth, profiles) = profile_fixture(&mut fixture, &out_dir, &["--frequency", FREQUENCY]);
     check(&walked(&profiles, pid), &truth);
 }
 

@@ -5,7 +5,7 @@ mod support;
 
 use std::path::PathBuf;
 
-use support::{Fixture, Profile, Profiler, go_pprof_raw, profiles, require_root, run_ok};
+use support::{Fixture, Profile, Profiler, go_pprof_raw, profiles, require_root, run_ok, sum};
 
 /// Sum of value `ty` over samples of thread `tid` whose stack contains a
 /// function ending with `function` (any function when empty), and whose
@@ -17,19 +17,11 @@ fn total(
     state: Option<&str>,
     ty: &str,
 ) -> i64 {
-    profiles
-        .iter()
-        .flat_map(|(_, p)| {
-            p.0.sample
-                .iter()
-                .filter(move |s| p.num_label(s, "tid") == Some(i64::from(tid)))
-                .filter(move |s| state.is_none_or(|st| p.str_label(s, "state") == Some(st)))
-                .filter(move |s| {
-                    function.is_empty() || p.functions(s).iter().any(|f| f.ends_with(function))
-                })
-                .map(move |s| p.value(s, ty))
-        })
-        .sum()
+    sum(profiles, ty, |p, s| {
+        p.is_thread(s, tid)
+            && state.is_none_or(|st| p.str_label(s, "state") == Some(st))
+            && (function.is_empty() || p.functions(s).iter().any(|f| f.ends_with(function)))
+    })
 }
 
 /// Profiles the blockers fixture for `seconds` and returns, for the short,

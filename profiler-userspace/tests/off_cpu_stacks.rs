@@ -9,7 +9,7 @@ mod support;
 
 use std::{path::PathBuf, process::Command};
 
-use support::{Fixture, Profile, build, profile_fixture, require_root};
+use support::{Fixture, Profile, build, profile_fixture, require_root, sum};
 
 /// What the profiles say about the Go fixture's napping thread.
 struct Naps {
@@ -73,16 +73,9 @@ impl Naps {
 /// off_cpu ns of thread `tid` in samples whose stack holds `function`
 /// (any stack when empty).
 fn off_cpu_under(profiles: &[(PathBuf, Profile)], tid: u32, function: &str) -> i64 {
-    profiles
-        .iter()
-        .flat_map(|(_, p)| {
-            p.0.sample
-                .iter()
-                .filter(move |s| p.num_label(s, "tid") == Some(i64::from(tid)))
-                .filter(move |s| function.is_empty() || p.functions(s).contains(&function))
-                .map(move |s| p.value(s, "off_cpu"))
-        })
-        .sum()
+    sum(profiles, "off_cpu", |p, s| {
+        p.is_thread(s, tid) && (function.is_empty() || p.functions(s).contains(&function))
+    })
 }
 
 /// By default a thread without rseq has its pending weight flushed at its

@@ -7,25 +7,15 @@ mod support;
 
 use std::{path::PathBuf, process::Command};
 
-use support::{
-    Fixture, Profile, Profiler, build, go_pprof_raw, profiles, read_profile, require_root,
-};
+use support::{Fixture, Profile, build, profile_fixture, read_profile, require_root, sum};
 
 /// Sum of value `ty` over thread `tid`'s samples whose user stack holds
 /// `function` (any stack when empty).
 fn total(profiles: &[(PathBuf, Profile)], tid: u32, function: &str, ty: &str) -> i64 {
-    profiles
-        .iter()
-        .flat_map(|(_, p)| {
-            p.0.sample
-                .iter()
-                .filter(move |s| p.num_label(s, "tid") == Some(i64::from(tid)))
-                .filter(move |s| {
-                    function.is_empty() || p.user_frames(s).iter().any(|(f, _)| *f == function)
-                })
-                .map(move |s| p.value(s, ty))
-        })
-        .sum()
+    sum(profiles, ty, |p, s| {
+        p.is_thread(s, tid)
+            && (function.is_empty() || p.user_frames(s).iter().any(|(f, _)| *f == function))
+    })
 }
 
 #[expect(clippy::cast_precision_loss, reason = "nanosecond totals")]
@@ -40,23 +30,9 @@ fn c_at_o2_without_frame_pointers_and_blocking_through_glibc() {
     let bin = build::c_program("natural", dir.path());
     let out_dir = dir.path().join("profiles");
     let mut fixture = Fixture::spawn_path(&bin, 5.0);
-    let (pid, cpu, block) = (fixture.pid(), fixture.tid("cpu"), fixture.tid("block"));
+    let (cpu, block) = (fixture.tid("cpu"), fixture.tid("block"));
     // The profile covers the whole measured phase.
-    let running = Profiler::start(&[
-        "--pid",
-        &pid.to_string(),
-        "--output-dir",
-        out_dir.to_str().unwrap(),
-        "--interval",
-        "60s",
-    ]);
-    fixture.go();
-    let truth = fixture.results();
-    running.stop();
-    let profiles = profiles(&out_dir);
-    for (path, _) in &profiles {
-        go_pprof_raw(path);
-    }
+    let (truth, profiles) = profile_fixture(&mut fixture, &out_dir, &[]);
 
     // Frameless leaf: both callers must be found. A frame-pointer walk goes
     // from `spin` straight to the thread's start and finds neither.
@@ -162,19 +138,7 @@ fn go_frameless_leaf_matches_go_own_cpu_profile() {
     let mut fixture = Fixture::spawn_command(command);
     let pid = fixture.pid();
     // Both profilers sample at about 500 Hz for the same 5 s.
-    let running = Profiler::start(&[
-        "--pid",
-        &pid.to_string(),
-        "--output-dir",
-        out_dir.to_str().unwrap(),
-        "--interval",
-        "60s",
-        "--frequency",
-        "499",
-    ]);
-    fixture.go();
-    fixture.results();
-    running.stop();
+    let (_, profiles) = profile_fixture(&mut fixture, &out_dir, &["--frequency", "499"]);
 
     // Go's own profile of the run: the reference.
     let go = read_profile(&go_profile);
@@ -187,10 +151,6 @@ fn go_frameless_leaf_matches_go_own_cpu_profile() {
         "Go's own profile gives main.heavy {go_share:.1}%: the fixture did not run as designed"
     );
 
-    let profiles = profiles(&out_dir);
-    for (path, _) in &profiles {
-        go_pprof_raw(path);
-    }
     let (mut heavy, mut light, mut spin) = (0, 0, 0);
     for (_, p) in &profiles {
         let samples: Vec<_> = p.samples_of(pid).collect();
@@ -229,21 +189,8 @@ fn frame_pointers_alone_lose_the_callers_of_a_frameless_leaf() {
     let bin = build::c_program("natural", dir.path());
     let out_dir = dir.path().join("profiles");
     let mut fixture = Fixture::spawn_path(&bin, 2.0);
-    let (pid, cpu) = (fixture.pid(), fixture.tid("cpu"));
-    let running = Profiler::start(&[
-        "--pid",
-        &pid.to_string(),
-        "--output-dir",
-        out_dir.to_str().unwrap(),
-        "--interval",
-        "60s",
-        "--unwind",
-        "frame-pointer",
-    ]);
-    fixture.go();
-    fixture.results();
-    running.stop();
-    let profiles = profiles(&out_dir);
+    let cpu = fixture.tid("cpu");
+    let (_, profiles) = profile_fixture(&mut fixture, &out_dir, &["--unwind", "frame-pointer"]);
     let spin = total(&profiles, cpu, "spin", "samples");
     let callers = total(&profiles, cpu, "cpu_heavy", "samples")
         + total(&profiles, cpu, "cpu_light", "samples");
@@ -269,22 +216,7 @@ fn a_stack_deeper_than_the_limit_ends_in_a_truncated_frame() {
     let out_dir = dir.path().join("profiles");
     let mut fixture = Fixture::spawn_path(&bin, 2.0);
     let pid = fixture.pid();
-    let running = Profiler::start(&[
-        "--pid",
-        &pid.to_string(),
-        "--output-dir",
-        out_dir.to_str().unwrap(),
-        "--interval",
-        "60s",
-        "--no-off-cpu",
-    ]);
-    fixture.go();
-    fixture.results();
-    running.stop();
-    let profiles = profiles(&out_dir);
-    for (path, _) in &profiles {
-        go_pprof_raw(path);
-    }
+    let (_, profiles) = profile_fixture(&mut fixture, &out_dir, &["--no-off-cpu"]);
     let (mut deep, mut truncated) = (0, 0);
     for (_, p) in &profiles {
         for s in p.samples_of(pid) {

@@ -106,6 +106,19 @@ fn run(cmd: &mut Command) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Builds the profiler and the fixture programs in release mode, as the
+/// bench and the soak measure them.
+fn build_release_with_fixtures() -> anyhow::Result<()> {
+    cargo(&[
+        "build",
+        "--release",
+        "--package",
+        "profiler-userspace",
+        "--package",
+        "profiler-fixtures",
+    ])
+}
+
 /// Sends SIGINT to process `pid` (a tool or the profiler, to stop it).
 fn interrupt(pid: u32) -> anyhow::Result<()> {
     let pid = libc::pid_t::try_from(pid).context("process id out of range")?;

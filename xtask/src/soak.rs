@@ -15,21 +15,13 @@ use std::{
 use anyhow::Context as _;
 
 use crate::{
-    cargo,
     procfs::{cpu_ticks, status_field},
     report::{BEGIN, END, replace_section},
     workspace_root,
 };
 
 pub fn run(minutes: u64) -> anyhow::Result<()> {
-    cargo(&[
-        "build",
-        "--release",
-        "--package",
-        "profiler-userspace",
-        "--package",
-        "profiler-fixtures",
-    ])?;
+    crate::build_release_with_fixtures()?;
     let release = workspace_root().join("target/release");
     let out_dir = std::env::temp_dir().join("profiler-soak");
     let _ = fs::remove_dir_all(&out_dir);

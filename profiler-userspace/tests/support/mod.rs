@@ -365,6 +365,11 @@ impl Profile {
         frames
     }
 
+    /// Whether `sample` is thread `tid`'s.
+    pub fn is_thread(&self, sample: &proto::Sample, tid: u32) -> bool {
+        self.num_label(sample, "tid") == Some(i64::from(tid))
+    }
+
     /// Samples whose `pid` label is `pid`.
     pub fn samples_of(&self, pid: u32) -> impl Iterator<Item = &proto::Sample> {
         self.0
@@ -417,6 +422,20 @@ pub fn profile_fixture(
         go_pprof_raw(path);
     }
     (truth, profiles)
+}
+
+/// Sum of value `ty` over the samples of all `profiles` that `keep` accepts.
+pub fn sum(
+    profiles: &[(PathBuf, Profile)],
+    ty: &str,
+    keep: impl Fn(&Profile, &proto::Sample) -> bool,
+) -> i64 {
+    profiles
+        .iter()
+        .flat_map(|(_, p)| p.0.sample.iter().map(move |s| (p, s)))
+        .filter(|(p, s)| keep(p, s))
+        .map(|(p, s)| p.value(s, ty))
+        .sum()
 }
 
 /// Runs `go tool pprof -raw` on `path`: it must accept the file.

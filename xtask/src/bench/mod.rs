@@ -9,7 +9,7 @@ use std::{fmt::Write as _, fs, process::Command};
 
 use anyhow::Context as _;
 
-use crate::{cargo, workspace_root};
+use crate::workspace_root;
 
 mod accuracy;
 mod daemon_cost;
@@ -33,14 +33,7 @@ const SCRATCH_DIR: &str = "/tmp/profiler-bench";
 
 pub fn run() -> anyhow::Result<()> {
     install_tools()?;
-    cargo(&[
-        "build",
-        "--release",
-        "--package",
-        "profiler-userspace",
-        "--package",
-        "profiler-fixtures",
-    ])?;
+    crate::build_release_with_fixtures()?;
     let mut report = String::new();
     header(&mut report)?;
 
