@@ -221,3 +221,40 @@ fn malformed_flags() {
         ErrorKind::UnknownArgument
     );
 }
+
+#[test]
+fn debug_directories_and_debuginfod_servers() {
+    let config = parse_ok(&["--pid", "1", "--debug-dir", "/opt/debug"]);
+    assert_eq!(
+        config.symbols.debug_dirs,
+        [PathBuf::from("/opt/debug"), PathBuf::from("/usr/lib/debug")],
+        "given directories first, then the distribution's"
+    );
+    let config = parse_ok(&[
+        "--pid",
+        "1",
+        "--debuginfod-url",
+        "http://127.0.0.1:8002",
+        "--debuginfod-url",
+        "https://debuginfod.debian.net",
+        "--debuginfod-max-size",
+        "64M",
+    ]);
+    let debuginfod = config.symbols.debuginfod.expect("on with a server");
+    assert_eq!(
+        debuginfod.urls,
+        ["http://127.0.0.1:8002", "https://debuginfod.debian.net"]
+    );
+    assert_eq!(debuginfod.max_bytes, 64 << 20);
+    assert_eq!(
+        debuginfod.cache_dir,
+        PathBuf::from("/var/cache/profiler/debuginfod")
+    );
+    parse_err(&[
+        "--pid",
+        "1",
+        "--no-debuginfod",
+        "--debuginfod-url",
+        "http://a",
+    ]);
+}

@@ -33,6 +33,43 @@ pub struct Config {
     pub unwind: Unwind,
     /// Targets found by name or PID file, besides `--pid`.
     pub discover: Discover,
+    /// Where function names come from besides the binaries themselves.
+    pub symbols: Symbols,
+}
+
+/// Where function names are looked for besides the binaries themselves.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Symbols {
+    /// Directories searched for separate debug files, by build id
+    /// (`DIR/.build-id/xx/rest.debug`) and by debug link.
+    pub debug_dirs: Vec<PathBuf>,
+    /// Downloads from debuginfod servers; `None`: off.
+    pub debuginfod: Option<Debuginfod>,
+}
+
+impl Default for Symbols {
+    fn default() -> Self {
+        Self {
+            debug_dirs: vec![PathBuf::from(DEFAULT_DEBUG_DIR)],
+            debuginfod: None,
+        }
+    }
+}
+
+/// Where distributions install debug files.
+pub const DEFAULT_DEBUG_DIR: &str = "/usr/lib/debug";
+
+/// Debug files downloaded from debuginfod servers.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Debuginfod {
+    /// Server base URLs, tried in order.
+    pub urls: Vec<String>,
+    /// Where downloads are kept, one directory per build id.
+    pub cache_dir: PathBuf,
+    /// Time-out of one request (connecting, and the whole download).
+    pub timeout: Duration,
+    /// Largest debug file accepted.
+    pub max_bytes: u64,
 }
 
 /// Processes found by name or PID file (besides `--pid`), looked for again

@@ -16,7 +16,10 @@ use crate::{
     config::{Config, Target, Unwind},
     pprof,
     sink::{FileSink, SinkError},
-    symbolize::Symbolizer,
+    symbolize::{
+        Symbolizer,
+        debuginfod::{Debuginfod, DebuginfodError},
+    },
     targets::Targets,
     unwind::Unwinder,
     window::{WindowTimes, assemble},
@@ -60,6 +63,8 @@ pub enum DaemonError {
     Signals(#[source] std::io::Error),
     #[error("final profile not written")]
     FinalWrite(#[source] SinkError),
+    #[error(transparent)]
+    Debuginfod(#[from] DebuginfodError),
 }
 
 /// Profiles until `--duration` ends, SIGINT or SIGTERM arrives, or every
@@ -73,16 +78,12 @@ pub async fn run(config: Config) -> Result<(), DaemonError> {
     let mut sigterm = signal(SignalKind::terminate()).map_err(DaemonError::Signals)?;
     let mut sighup = signal(SignalKind::hangup()).map_err(DaemonError::Signals)?;
 
+    let mut pipeline = Pipeline::new(&config)?;
     let mut targets = Targets::new(&config.target, &config.discover);
     let mut kernel = Kernel::load(&config, &targets.current())?;
     kernel.forward_logs();
     let mut unwinder = start_unwinder(&config, &targets.current(), &mut kernel)?;
     let mut unwind_poll = tokio::time::interval(UNWIND_POLL);
-    let mut pipeline = Pipeline {
-        symbolizer: Symbolizer::new(),
-        sink: FileSink::new(config.output_dir.clone(), config.retain),
-        rng: Rng::new(),
-    };
     tracing::info!(
         target = ?config.target,
         on_cpu_hz = config.on_cpu.then_some(config.frequency_hz),
@@ -240,6 +241,22 @@ enum Written {
 }
 
 impl Pipeline {
+    /// The symbolizer (with debuginfod's download thread, if configured),
+    /// the sink and the sampling RNG.
+    fn new(config: &Config) -> Result<Self, DaemonError> {
+        let debuginfod = config
+            .symbols
+            .debuginfod
+            .as_ref()
+            .map(Debuginfod::start)
+            .transpose()?;
+        Ok(Self {
+            symbolizer: Symbolizer::new(&config.symbols, debuginfod),
+            sink: FileSink::new(config.output_dir.clone(), config.retain),
+            rng: Rng::new(),
+        })
+    }
+
     /// Finishes the window of `flip`: drain, symbolize, encode, write.
     fn finish(
         &mut self,

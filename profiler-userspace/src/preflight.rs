@@ -34,6 +34,8 @@ pub enum PreflightError {
     ThreadNotProcess { tid: u32, pid: u32 },
     #[error("output directory {path}")]
     OutputDir { path: PathBuf, source: io::Error },
+    #[error("debuginfod cache directory {path}")]
+    DebuginfodCache { path: PathBuf, source: io::Error },
 }
 
 /// A capability by number, as in `linux/capability.h`.
@@ -75,6 +77,14 @@ pub fn check(config: &Config) -> Result<(), PreflightError> {
         if pids.is_empty() && !discover.wait && targets::find(discover).is_empty() {
             return Err(PreflightError::NoMatch(describe(discover)));
         }
+    }
+    if let Some(debuginfod) = &config.symbols.debuginfod {
+        fs::create_dir_all(&debuginfod.cache_dir).map_err(|source| {
+            PreflightError::DebuginfodCache {
+                path: debuginfod.cache_dir.clone(),
+                source,
+            }
+        })?;
     }
     prepare_output_dir(&config.output_dir)
 }

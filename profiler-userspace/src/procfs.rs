@@ -64,6 +64,14 @@ pub fn comm(pid: u32, tid: u32) -> Option<String> {
         .map(|c| c.trim_end_matches('\n').to_owned())
 }
 
+/// The id process `pid` has in its own (innermost) PID namespace.
+#[must_use]
+pub fn ns_pid(pid: u32) -> Option<u32> {
+    let status = fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let line = status.lines().find_map(|l| l.strip_prefix("NStgid:"))?;
+    line.split_whitespace().last()?.parse().ok()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -77,6 +85,7 @@ mod tests {
         assert!(thread_state(pid, pid).is_some());
         assert!(comm(pid, pid).is_some_and(|c| !c.is_empty()));
         assert!(!alive(u32::MAX - 1));
+        assert_eq!(ns_pid(pid), Some(pid), "tests run in the root namespace");
     }
 
     #[test]

@@ -35,6 +35,23 @@ fn lost_sample(raw: &RawWindow) -> Option<Sample> {
     })
 }
 
+/// User frames of a window's stacks (each stack counted once, whatever its
+/// weight), and how many of them resolved to a function.
+#[derive(Default)]
+struct UserFrames {
+    total: u64,
+    resolved: u64,
+}
+
+impl UserFrames {
+    fn count(&mut self, locations: &[Location]) {
+        for location in locations.iter().filter(|l| l.address != 0) {
+            self.total += 1;
+            self.resolved += u64::from(!location.lines.is_empty());
+        }
+    }
+}
+
 /// When a window began and how long it lasted.
 #[derive(Clone, Copy, Debug)]
 pub struct WindowTimes {
@@ -51,12 +68,15 @@ pub fn assemble(
     period_ns: u64,
 ) -> (Profile, SymbolizeStats) {
     let sym_stats = symbolizer.prepare(raw);
+    let mut user_frames = UserFrames::default();
     let mut samples: Vec<Sample> = raw
         .samples
         .iter()
         .map(|s| {
             let mut stack = symbolizer.kernel_locations(&s.kernel_stack);
-            stack.extend(symbolizer.user_locations(s.pid, &s.user_stack));
+            let user = symbolizer.user_locations(s.pid, &s.user_stack);
+            user_frames.count(&user);
+            stack.extend(user);
             Sample {
                 pid: s.pid,
                 tid: s.tid,
@@ -82,6 +102,17 @@ pub fn assemble(
         "processes_unreadable={}",
         sym_stats.processes_unreadable
     ));
+    comments.push(format!("user_frames={}", user_frames.total));
+    comments.push(format!("user_frames_resolved={}", user_frames.resolved));
+    comments.push(format!("debug_files_opened={}", sym_stats.debug_files));
+    if let Some((debuginfod, pending)) = sym_stats.debuginfod {
+        comments.push(format!("debuginfod_fetched={}", debuginfod.fetched));
+        comments.push(format!("debuginfod_missing={}", debuginfod.missing));
+        comments.push(format!("debuginfod_failed={}", debuginfod.failed));
+        comments.push(format!("debuginfod_bytes={}", debuginfod.bytes));
+        comments.push(format!("debuginfod_fetch_ms={}", debuginfod.fetch_ms));
+        comments.push(format!("debuginfod_pending={pending}"));
+    }
     comments.push(format!(
         "off_cpu_in_flight_tracked={}",
         raw.in_flight.tracked
@@ -120,7 +151,7 @@ mod tests {
             start: UNIX_EPOCH,
             duration_ns: 1,
         };
-        let (profile, _) = assemble(&raw, &mut Symbolizer::new(), times, 10);
+        let (profile, _) = assemble(&raw, &mut Symbolizer::default(), times, 10);
         let lost = &profile.samples[0];
         assert_eq!(lost.stack[0].lines[0].function, LOST_FRAME);
         assert_eq!(
@@ -136,7 +167,7 @@ mod tests {
             start: UNIX_EPOCH,
             duration_ns: 1,
         };
-        let (profile, _) = assemble(&RawWindow::default(), &mut Symbolizer::new(), times, 10);
+        let (profile, _) = assemble(&RawWindow::default(), &mut Symbolizer::default(), times, 10);
         assert!(profile.samples.is_empty());
     }
 }

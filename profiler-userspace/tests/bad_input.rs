@@ -65,6 +65,14 @@ fn usage_errors() {
             "expected e.g.",
         ),
         (vec!["--pid", "1", "--no-such-flag"], "--no-such-flag"),
+        (
+            vec!["--pid", "1", "--debuginfod-url", "ftp://debuginfod.example"],
+            "not an http or https URL",
+        ),
+        (
+            vec!["--pid", "1", "--debuginfod-timeout", "0s"],
+            "--debuginfod-timeout",
+        ),
     ] {
         let result = run(&args);
         assert_refused(&result, needle);
@@ -74,6 +82,40 @@ fn usage_errors() {
             "usage errors exit 2: {args:?}"
         );
     }
+    out.assert_untouched();
+}
+
+#[test]
+fn bad_debuginfod_urls_variable() {
+    let out = OutDir::new();
+    let result = support::profiler()
+        .args(["--pid", "1", "--output-dir", &out.path()])
+        .env("DEBUGINFOD_URLS", "https://debuginfod.example not-a-url")
+        .output()
+        .unwrap();
+    assert_refused(&result, "DEBUGINFOD_URLS");
+    assert_eq!(result.status.code(), Some(2));
+    out.assert_untouched();
+}
+
+#[test]
+fn unwritable_debuginfod_cache() {
+    require_root();
+    let out = OutDir::new();
+    let pid = std::process::id().to_string();
+    assert_refused(
+        &run(&[
+            "--pid",
+            &pid,
+            "--output-dir",
+            &out.path(),
+            "--debuginfod-url",
+            "http://127.0.0.1:9",
+            "--debuginfod-cache",
+            "/proc/profiler-test/cache",
+        ]),
+        "debuginfod cache directory /proc/profiler-test/cache",
+    );
     out.assert_untouched();
 }
 

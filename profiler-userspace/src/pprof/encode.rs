@@ -67,11 +67,32 @@ pub fn build(profile: &Profile) -> proto::Profile {
             label,
         });
     }
+    mark_unsymbolized_mappings(&mut out);
     for comment in &profile.comments {
         let index = tables.string(&mut out, comment);
         out.comment.push(index);
     }
     out
+}
+
+/// Clears the `has_*` flags of every mapping with a location that did not
+/// resolve, so readers with the binary (`go tool pprof` with
+/// `PPROF_BINARY_PATH`, by build id) symbolize those locations themselves.
+fn mark_unsymbolized_mappings(out: &mut proto::Profile) {
+    let unresolved: std::collections::HashSet<u64> = out
+        .location
+        .iter()
+        .filter(|l| l.line.is_empty() && l.mapping_id != 0)
+        .map(|l| l.mapping_id)
+        .collect();
+    for mapping in &mut out.mapping {
+        if unresolved.contains(&mapping.id) {
+            mapping.has_functions = false;
+            mapping.has_filenames = false;
+            mapping.has_line_numbers = false;
+            mapping.has_inline_frames = false;
+        }
+    }
 }
 
 /// (type, unit) of each sample value, in order; `wall` is the default.
@@ -186,7 +207,8 @@ impl Tables {
             file_offset: mapping.file_offset,
             filename,
             build_id,
-            // Symbols are resolved here, so readers must not try again.
+            // Resolved here, so readers must not try again; cleared by
+            // `mark_unsymbolized_mappings` where a location did not resolve.
             has_functions: true,
             has_filenames: true,
             has_line_numbers: true,

@@ -77,6 +77,13 @@ pub(crate) fn map_files_path(pid: u32, vma: &Vma) -> PathBuf {
     ))
 }
 
+/// The directory a mapped file was mapped from, as the process sees it
+/// (through `/proc/PID/root`, for processes in other mount namespaces).
+pub(super) fn mapped_dir(pid: u32, vma: &Vma) -> Option<PathBuf> {
+    let dir = std::path::Path::new(&vma.path).parent()?;
+    Some(PathBuf::from(format!("/proc/{pid}/root")).join(dir.strip_prefix("/").unwrap_or(dir)))
+}
+
 pub(super) fn new_mapping(pid: u32, vma: &Vma) -> Mapping {
     let build_id = if vma.is_file() {
         blazesym::helper::read_elf_build_id(&map_files_path(pid, vma))

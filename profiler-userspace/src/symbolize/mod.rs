@@ -1,13 +1,21 @@
 //! Addresses → functions, files and lines, with blazesym.
 //!
 //! User addresses are turned into file offsets with the process's mappings
-//! (`procmaps.rs`) and symbolized per binary, so results are cached per
-//! binary (keyed by build id, else path) and shared by every process that
-//! maps it. Kernel addresses are symbolized through kallsyms. An address
-//! that does not resolve keeps its mapping and address, with no lines.
+//! (`procmaps.rs`) and symbolized per binary (`binaries.rs`), so results are
+//! cached per binary (keyed by build id, else path) and shared by every
+//! process that maps it. Names come from the binary, a separate debug file
+//! or debuginfod (`debug_files.rs`, `debuginfod.rs`). Addresses outside any
+//! file (JIT code, the vDSO) go through the process's perf map
+//! (`anonymous.rs`). Kernel addresses are symbolized through kallsyms. An
+//! address that does not resolve keeps its mapping and address, with no
+//! lines, so a reader with the binary can still symbolize it.
 //!
 //! blazesym's `Symbolizer` is not `Send`: this type lives on one thread.
+mod anonymous;
+mod binaries;
 mod convert;
+mod debug_files;
+pub mod debuginfod;
 pub(crate) mod procmaps;
 
 use std::{
@@ -16,21 +24,24 @@ use std::{
     sync::Arc,
 };
 
+use anonymous::{AnonymousCache, symbolize_anonymous};
+use binaries::{Binaries, Todo};
 use blazesym::{
     MaybeDefault,
     symbolize::{
         Input,
         evict::{self, Evict},
-        source::{Elf, Kernel, Source},
+        source::{Kernel, Source},
     },
 };
 pub(crate) use convert::map_files_path;
-use convert::{binary_key, find_vma, lines_of, locations, lookup_addrs, new_mapping};
+use convert::{binary_key, find_vma, lines_of, locations, lookup_addrs, mapped_dir, new_mapping};
+pub use debuginfod::{Debuginfod, DebuginfodStats};
 use procmaps::Vma;
 
 use crate::{
     bpf::{RawWindow, Stack},
-    procfs,
+    config, procfs,
     profile::{Line, Location, Mapping},
 };
 
@@ -63,13 +74,8 @@ struct ProcessInfo {
     /// cache with the process: `/proc/<pid>/map_files/...` paths are
     /// per process, so without this the cache grows with process churn.
     blaze_paths: HashSet<PathBuf>,
-}
-
-#[derive(Default)]
-struct BinaryCache {
-    /// Lookup file offset → frames (empty: did not resolve).
-    lines: HashMap<u64, Arc<[Line]>>,
-    last_seen: u64,
+    /// Results for addresses outside files (JIT code, vDSO).
+    anonymous: AnonymousCache,
 }
 
 /// Per-window symbolization accounting.
@@ -81,12 +87,24 @@ pub struct SymbolizeStats {
     pub failed: u64,
     /// Processes whose mappings could not be read (exited before the drain).
     pub processes_unreadable: u64,
+    /// Separate debug files (local or downloaded) first used this window.
+    pub debug_files: u64,
+    /// Debuginfod's accounting this window, and downloads under way at its
+    /// end; `None` when debuginfod is off.
+    pub debuginfod: Option<(DebuginfodStats, u64)>,
+}
+
+/// The new addresses of one window, by process and by side.
+#[derive(Default)]
+struct WindowAddrs {
+    user: BTreeMap<u32, HashSet<u64>>,
+    kernel: HashSet<u64>,
 }
 
 pub struct Symbolizer {
     blaze: blazesym::symbolize::Symbolizer,
     processes: HashMap<u32, ProcessInfo>,
-    binaries: HashMap<BinaryKey, BinaryCache>,
+    binaries: Binaries,
     kernel: HashMap<u64, Arc<[Line]>>,
     kernel_mapping: Arc<Mapping>,
     window: u64,
@@ -94,13 +112,15 @@ pub struct Symbolizer {
 
 impl Default for Symbolizer {
     fn default() -> Self {
-        Self::new()
+        Self::new(&config::Symbols::default(), None)
     }
 }
 
 impl Symbolizer {
+    /// A symbolizer that looks for debug files as `symbols` says, with
+    /// `debuginfod` (already started) for those not found locally.
     #[must_use]
-    pub fn new() -> Self {
+    pub fn new(symbols: &config::Symbols, debuginfod: Option<Debuginfod>) -> Self {
         let blaze = blazesym::symbolize::Symbolizer::builder()
             // Reload checks compare modification times, and procfs files
             // (kallsyms, map_files) always look modified: with it on, every
@@ -110,11 +130,12 @@ impl Symbolizer {
             .enable_code_info(true)
             .enable_inlined_fns(true)
             .enable_demangling(true)
+            .set_debug_dirs(Some(&symbols.debug_dirs))
             .build();
         Self {
             blaze,
             processes: HashMap::new(),
-            binaries: HashMap::new(),
+            binaries: Binaries::new(symbols.debug_dirs.clone(), debuginfod),
             kernel: HashMap::new(),
             kernel_mapping: Arc::new(Mapping {
                 start: 0,
@@ -132,19 +153,8 @@ impl Symbolizer {
     pub fn prepare(&mut self, window: &RawWindow) -> SymbolizeStats {
         self.window += 1;
         let mut stats = SymbolizeStats::default();
-
-        let mut user: BTreeMap<u32, HashSet<u64>> = BTreeMap::new();
-        let mut kernel: HashSet<u64> = HashSet::new();
-        for sample in &window.samples {
-            if let Stack::Frames(frames) | Stack::Truncated(frames) = &sample.user_stack {
-                user.entry(sample.pid)
-                    .or_default()
-                    .extend(lookup_addrs(frames));
-            }
-            if let Stack::Frames(frames) | Stack::Truncated(frames) = &sample.kernel_stack {
-                kernel.extend(lookup_addrs(frames));
-            }
-        }
+        self.binaries.collect_downloads();
+        let addrs = window_addrs(window);
         for sample in &window.samples {
             if self
                 .processes
@@ -155,65 +165,10 @@ impl Symbolizer {
                     u64::from(!self.refresh_process(sample.pid, &sample.thread));
             }
         }
-
-        // Group the new user lookups by binary, remembering a path to read it from.
-        let mut todo: HashMap<BinaryKey, (u32, PathBuf, Vec<u64>)> = HashMap::new();
-        for (pid, addrs) in &user {
-            let Some(process) = self.processes.get(pid) else {
-                continue;
-            };
-            for &addr in addrs {
-                let Some((vma, mapping)) = find_vma(&process.vmas, addr) else {
-                    continue;
-                };
-                if !vma.is_file() {
-                    continue;
-                }
-                let key = binary_key(mapping);
-                let cache = self.binaries.entry(key.clone()).or_default();
-                cache.last_seen = self.window;
-                let offset = vma.file_offset(addr);
-                if !cache.lines.contains_key(&offset) {
-                    todo.entry(key)
-                        .or_insert_with(|| (*pid, map_files_path(*pid, vma), Vec::new()))
-                        .2
-                        .push(offset);
-                }
-            }
-        }
-        for (key, (pid, path, offsets)) in todo {
-            let resolved = self.symbolize(
-                &Source::Elf(Elf::new(path.clone())),
-                Input::FileOffset(&offsets),
-            );
-            if let Some(process) = self.processes.get_mut(&pid) {
-                process.blaze_paths.insert(path);
-            }
-            let cache = self.binaries.entry(key).or_default();
-            for (offset, lines) in offsets.into_iter().zip(resolved) {
-                stats.resolved += 1;
-                stats.failed += u64::from(lines.is_empty());
-                cache.lines.insert(offset, lines);
-            }
-        }
-
-        let kernel: Vec<u64> = kernel
-            .into_iter()
-            .filter(|a| !self.kernel.contains_key(a))
-            .collect();
-        if !kernel.is_empty() {
-            let source = Source::Kernel(Kernel {
-                vmlinux: MaybeDefault::None,
-                ..Kernel::default()
-            });
-            let resolved = self.symbolize(&source, Input::AbsAddr(&kernel));
-            for (addr, lines) in kernel.into_iter().zip(resolved) {
-                stats.resolved += 1;
-                stats.failed += u64::from(lines.is_empty());
-                self.kernel.insert(addr, lines);
-            }
-        }
-
+        self.symbolize_user(&addrs.user, &mut stats);
+        self.symbolize_kernel(addrs.kernel, &mut stats);
+        stats.debug_files = self.binaries.take_debug_files();
+        stats.debuginfod = self.binaries.take_debuginfod_stats();
         self.evict();
         stats
     }
@@ -229,7 +184,8 @@ impl Symbolizer {
     /// The locations of a captured user stack, leaf first.
     #[must_use]
     pub fn user_locations(&self, pid: u32, stack: &Stack) -> Vec<Location> {
-        let vmas = self.processes.get(&pid).map_or(&[][..], |p| &p.vmas[..]);
+        let process = self.processes.get(&pid);
+        let vmas = process.map_or(&[][..], |p| &p.vmas[..]);
         locations(stack, "user", |addr, lookup| {
             let Some((vma, mapping)) = find_vma(vmas, addr) else {
                 return Location {
@@ -238,16 +194,16 @@ impl Symbolizer {
                     lines: Arc::new([]),
                 };
             };
-            let lines = self
-                .binaries
-                .get(&binary_key(mapping))
-                .and_then(|cache| cache.lines.get(&vma.file_offset(lookup)))
-                .cloned()
-                .unwrap_or_else(|| Arc::new([]));
+            let lines = if vma.is_file() {
+                self.binaries
+                    .lines(&binary_key(mapping), vma.file_offset(lookup))
+            } else {
+                process.and_then(|p| p.anonymous.lines.get(&lookup))
+            };
             Location {
                 mapping: Some(mapping.clone()),
                 address: addr,
-                lines,
+                lines: lines.cloned().unwrap_or_else(|| Arc::new([])),
             }
         })
     }
@@ -264,6 +220,83 @@ impl Symbolizer {
                 .cloned()
                 .unwrap_or_else(|| Arc::new([])),
         })
+    }
+
+    /// Looks up the user addresses not cached yet: file-backed ones per
+    /// binary, the rest per process.
+    fn symbolize_user(&mut self, user: &BTreeMap<u32, HashSet<u64>>, stats: &mut SymbolizeStats) {
+        let mut todo: HashMap<BinaryKey, Todo> = HashMap::new();
+        let mut anonymous: BTreeMap<u32, Vec<u64>> = BTreeMap::new();
+        let mut read_paths = Vec::new();
+        for (&pid, addrs) in user {
+            let Some(process) = self.processes.get(&pid) else {
+                continue;
+            };
+            for &addr in addrs {
+                let Some((vma, mapping)) = find_vma(&process.vmas, addr) else {
+                    continue;
+                };
+                if !vma.is_file() {
+                    anonymous.entry(pid).or_default().push(addr);
+                    continue;
+                }
+                let key = binary_key(mapping);
+                let offset = vma.file_offset(addr);
+                if self.binaries.needs(&key, offset, self.window) {
+                    todo.entry(key)
+                        .or_insert_with(|| {
+                            read_paths.push((pid, map_files_path(pid, vma)));
+                            Todo {
+                                path: map_files_path(pid, vma),
+                                dir: mapped_dir(pid, vma),
+                                offsets: Vec::new(),
+                            }
+                        })
+                        .offsets
+                        .push(offset);
+                }
+            }
+        }
+        for (pid, path) in read_paths {
+            if let Some(process) = self.processes.get_mut(&pid) {
+                process.blaze_paths.insert(path);
+            }
+        }
+        for (key, todo) in todo {
+            let (looked_up, failed) = self.binaries.symbolize(&self.blaze, key, &todo);
+            stats.resolved += looked_up;
+            stats.failed += failed;
+        }
+        for (pid, addrs) in anonymous {
+            let Some(process) = self.processes.get_mut(&pid) else {
+                continue;
+            };
+            let (looked_up, failed) =
+                symbolize_anonymous(&mut self.blaze, pid, &mut process.anonymous, &addrs);
+            stats.resolved += looked_up;
+            stats.failed += failed;
+        }
+    }
+
+    /// Looks up the kernel addresses not cached yet, through kallsyms.
+    fn symbolize_kernel(&mut self, kernel: HashSet<u64>, stats: &mut SymbolizeStats) {
+        let kernel: Vec<u64> = kernel
+            .into_iter()
+            .filter(|a| !self.kernel.contains_key(a))
+            .collect();
+        if kernel.is_empty() {
+            return;
+        }
+        let source = Source::Kernel(Kernel {
+            vmlinux: MaybeDefault::None,
+            ..Kernel::default()
+        });
+        let resolved = symbolize(&self.blaze, &source, Input::AbsAddr(&kernel));
+        for (addr, lines) in kernel.into_iter().zip(resolved) {
+            stats.resolved += 1;
+            stats.failed += u64::from(lines.is_empty());
+            self.kernel.insert(addr, lines);
+        }
     }
 
     /// Re-reads a process's mappings and name; keeps the last good copy when
@@ -291,8 +324,10 @@ impl Symbolizer {
             (Err(_), Some(previous)) => previous.vmas.clone(),
             (Err(_), None) => Vec::new(),
         };
-        let (previous_comm, blaze_paths) =
-            previous.map_or((None, HashSet::new()), |p| (Some(p.comm), p.blaze_paths));
+        let (previous_comm, blaze_paths, anonymous) = previous
+            .map_or((None, HashSet::new(), AnonymousCache::default()), |p| {
+                (Some(p.comm), p.blaze_paths, p.anonymous)
+            });
         let comm = comm.or(previous_comm).unwrap_or_else(|| Arc::from(thread));
         self.processes.insert(
             pid,
@@ -301,42 +336,73 @@ impl Symbolizer {
                 vmas,
                 last_seen: window,
                 blaze_paths,
+                anonymous,
             },
         );
         readable
     }
 
-    fn symbolize(&self, source: &Source<'_>, input: Input<&[u64]>) -> Vec<Arc<[Line]>> {
-        let count = match input {
-            Input::AbsAddr(a) | Input::VirtOffset(a) | Input::FileOffset(a) => a.len(),
-        };
-        match self.blaze.symbolize(source, input) {
-            Ok(results) => results
-                .into_iter()
-                .map(|result| lines_of(&result))
-                .collect(),
-            Err(e) => {
-                tracing::debug!("symbolization failed: {e}");
-                vec![Arc::from([]); count]
-            }
-        }
-    }
-
     fn evict(&mut self) {
         let window = self.window;
         let mut gone = Vec::new();
-        self.processes.retain(|_, p| {
+        let mut gone_pids = Vec::new();
+        self.processes.retain(|&pid, p| {
             let keep = window - p.last_seen < EVICT_AFTER_WINDOWS;
             if !keep {
                 gone.extend(p.blaze_paths.drain());
+                gone_pids.push(pid);
             }
             keep
         });
         for path in gone {
             let _ = self.blaze.evict(&Evict::Elf(evict::Elf::new(path)));
         }
-        self.binaries
-            .retain(|_, b| window - b.last_seen < EVICT_AFTER_WINDOWS);
+        for pid in gone_pids {
+            let _ = self
+                .blaze
+                .evict(&Evict::Process(evict::Process::new(pid.into())));
+        }
+        self.binaries.evict(window, EVICT_AFTER_WINDOWS);
+    }
+}
+
+/// The addresses to look up in `window`, deduplicated.
+fn window_addrs(window: &RawWindow) -> WindowAddrs {
+    let mut addrs = WindowAddrs::default();
+    for sample in &window.samples {
+        if let Stack::Frames(frames) | Stack::Truncated(frames) = &sample.user_stack {
+            addrs
+                .user
+                .entry(sample.pid)
+                .or_default()
+                .extend(lookup_addrs(frames));
+        }
+        if let Stack::Frames(frames) | Stack::Truncated(frames) = &sample.kernel_stack {
+            addrs.kernel.extend(lookup_addrs(frames));
+        }
+    }
+    addrs
+}
+
+/// Symbolizes `input` in `source`: one entry per address, empty where it
+/// did not resolve (or the whole source failed).
+fn symbolize(
+    blaze: &blazesym::symbolize::Symbolizer,
+    source: &Source<'_>,
+    input: Input<&[u64]>,
+) -> Vec<Arc<[Line]>> {
+    let count = match input {
+        Input::AbsAddr(a) | Input::VirtOffset(a) | Input::FileOffset(a) => a.len(),
+    };
+    match blaze.symbolize(source, input) {
+        Ok(results) => results
+            .into_iter()
+            .map(|result| lines_of(&result))
+            .collect(),
+        Err(e) => {
+            tracing::debug!("symbolization failed: {e}");
+            vec![Arc::from([]); count]
+        }
     }
 }
 

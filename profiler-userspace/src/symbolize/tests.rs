@@ -11,7 +11,7 @@ fn return_addresses_are_looked_up_one_byte_back() {
 
 #[test]
 fn symbolizes_own_function_with_inlined_lines() {
-    let mut symbolizer = Symbolizer::new();
+    let mut symbolizer = Symbolizer::default();
     let pid = std::process::id();
     let function: fn() = symbolizes_own_function_with_inlined_lines;
     let addr = function as usize as u64;
@@ -61,4 +61,66 @@ fn symbolizes_own_function_with_inlined_lines() {
         kernel[0].lines[0].function,
         "[lost kernel stack: stack map full]"
     );
+}
+
+/// JIT code: an address in anonymous executable memory is named from the
+/// process's perf map, and named once the map grows to cover it.
+#[test]
+fn anonymous_code_is_named_from_a_growing_perf_map() {
+    use std::io::Write as _;
+
+    const LEN: usize = 4096;
+    // SAFETY: a fresh private anonymous mapping; nothing else uses it, and
+    // it is unmapped at the end of the test.
+    let code = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            LEN,
+            libc::PROT_READ | libc::PROT_EXEC,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+            -1,
+            0,
+        )
+    };
+    assert_ne!(code, libc::MAP_FAILED);
+    let addr = code as u64 + 0x100;
+    let pid = std::process::id();
+    let map = PathBuf::from(format!("/tmp/perf-{pid}.map"));
+    std::fs::write(&map, "").unwrap();
+    let window = RawWindow {
+        samples: vec![crate::bpf::RawSample {
+            pid,
+            tid: pid,
+            thread: "t".into(),
+            state: profiler_common::sample::ThreadState::Running,
+            user_stack: Stack::Frames(Arc::from([addr])),
+            kernel_stack: Stack::Absent,
+            samples: 1,
+            off_cpu_ns: 0,
+            off_cpu_count: 0,
+        }],
+        ..RawWindow::default()
+    };
+    let mut symbolizer = Symbolizer::default();
+    let name = |symbolizer: &Symbolizer| {
+        symbolizer.user_locations(pid, &window.samples[0].user_stack)[0]
+            .lines
+            .first()
+            .map(|l| l.function.clone())
+    };
+
+    let stats = symbolizer.prepare(&window);
+    assert_eq!((stats.resolved, stats.failed), (1, 1), "not in the map yet");
+    assert_eq!(name(&symbolizer), None);
+
+    let mut file = std::fs::OpenOptions::new().append(true).open(&map).unwrap();
+    writeln!(file, "{:x} 200 JS:*jitted /app/main.js:3", code as u64).unwrap();
+    drop(file);
+    let stats = symbolizer.prepare(&window);
+    let named = name(&symbolizer);
+    let _ = std::fs::remove_file(&map);
+    // SAFETY: `code` is the mapping made above, not used after this.
+    unsafe { libc::munmap(code, LEN) };
+    assert_eq!((stats.resolved, stats.failed), (1, 0), "looked up again");
+    assert_eq!(named.as_deref(), Some("JS:*jitted /app/main.js:3"));
 }

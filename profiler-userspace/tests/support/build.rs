@@ -1,9 +1,12 @@
 //! Builds the fixtures written in C and Go, the way their users build
 //! them: plain `cc -O2` (no frame-pointer flags), plain `go build`.
 use std::{
+    fmt::Write as _,
     path::{Path, PathBuf},
     process::Command,
 };
+
+use object::Object as _;
 
 fn source(language: &str, file: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -53,4 +56,63 @@ pub fn go_program(name: &str, dir: &Path) -> PathBuf {
     }
     run(command, &format!("go build {name}.go"));
     bin
+}
+
+/// A C fixture built as distributions ship it: `cc -O2 -g`, the debug
+/// information split off with `objcopy --only-keep-debug`, the program
+/// stripped of every symbol and given a `.gnu_debuglink` to the debug file.
+pub struct Stripped {
+    /// The stripped program, `bin_dir/NAME`.
+    pub bin: PathBuf,
+    /// The debug file, `scratch/NAME.debug`: nowhere the profiler looks
+    /// until a test puts it there.
+    pub debug_file: PathBuf,
+    /// The program's build id, hex.
+    pub build_id: String,
+}
+
+/// Builds `profiler-fixtures/c/NAME.c` as [`Stripped`] into `bin_dir`,
+/// using `scratch` for the intermediate files.
+pub fn stripped_c_program(name: &str, bin_dir: &Path, scratch: &Path) -> Stripped {
+    let full = scratch.join(format!("{name}.full"));
+    let mut command = Command::new("cc");
+    command.args(["-O2", "-g", "-pthread", "-o"]).arg(&full);
+    command.arg(source("c", &format!("{name}.c")));
+    run(command, &format!("cc -O2 -g {name}.c"));
+
+    let debug_file = scratch.join(format!("{name}.debug"));
+    let mut command = Command::new("objcopy");
+    command.arg("--only-keep-debug").arg(&full).arg(&debug_file);
+    run(command, "objcopy --only-keep-debug");
+
+    let bin = bin_dir.join(name);
+    let mut command = Command::new("objcopy");
+    command
+        .arg("--strip-all")
+        .arg(format!("--add-gnu-debuglink={}", debug_file.display()))
+        .arg(&full)
+        .arg(&bin);
+    run(command, "objcopy --strip-all --add-gnu-debuglink");
+
+    let data = std::fs::read(&bin).expect("read stripped program");
+    let elf = object::File::parse(&*data).expect("stripped program is ELF");
+    assert!(
+        elf.section_by_name(".symtab").is_none(),
+        "{} still has a symbol table",
+        bin.display()
+    );
+    let build_id = elf
+        .build_id()
+        .expect("read build id")
+        .expect("cc gives programs a build id")
+        .iter()
+        .fold(String::new(), |mut hex, b| {
+            let _ = write!(hex, "{b:02x}");
+            hex
+        });
+    Stripped {
+        bin,
+        debug_file,
+        build_id,
+    }
 }

@@ -15,6 +15,7 @@ mod accuracy;
 mod daemon_cost;
 mod kernel_cost;
 mod overhead;
+mod symbolization;
 mod syscalls;
 mod tools;
 mod unwinding;
@@ -65,6 +66,8 @@ pub fn run() -> anyhow::Result<()> {
     unwinding::table_costs(&mut report)?;
     eprintln!("bench: system-call overhead on a process that is not profiled");
     let syscalls = syscalls::overhead_on_others(&mut report)?;
+    eprintln!("bench: symbolization time per window");
+    symbolization::symbolization(&mut report)?;
 
     let slowdown =
         |results: &[(String, Vec<f64>)], i: usize| paired_slowdown(&results[0].1, &results[i].1);
@@ -137,6 +140,7 @@ fn install_tools() -> anyhow::Result<()> {
         ("bpftool", "bpftool"),
         ("perf", "linux-perf"),
         ("offcputime", "libbpf-tools"),
+        ("debuginfod", "debuginfod"),
     ]
     .into_iter()
     .filter(|(bin, _)| !has(bin))

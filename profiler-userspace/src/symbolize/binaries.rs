@@ -1,0 +1,201 @@
+//! The per-binary symbol cache, and where each binary's names come from
+//! (`debug_files.rs`, `debuginfod.rs`).
+//!
+//! Binaries are keyed by build id, else path, so every process that maps a
+//! binary shares its results. A binary whose only names are `.dynsym` while
+//! debuginfod looks for its debug file is symbolized again, from scratch,
+//! once the file arrives.
+use std::{
+    collections::HashMap,
+    path::{Path, PathBuf},
+    sync::Arc,
+};
+
+use blazesym::symbolize::{
+    Input,
+    source::{Elf, Source},
+};
+
+use super::{
+    BinaryKey,
+    debug_files::{self, ElfFacts},
+    debuginfod::{Debuginfod, Lookup},
+    symbolize,
+};
+use crate::profile::Line;
+
+/// Where one binary's names are read from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Names {
+    /// The binary's own `.symtab` (and DWARF, if it has any).
+    Own,
+    /// A separate debug file, looked up by virtual address.
+    DebugFile { path: PathBuf, facts: ElfFacts },
+    /// `.dynsym` only: exported functions.
+    Dynsym,
+}
+
+#[derive(Default)]
+struct BinaryCache {
+    /// Decided at the binary's first lookup; `None` again when debuginfod
+    /// delivers its debug file.
+    names: Option<Names>,
+    /// Lookup file offset → frames (empty: did not resolve).
+    lines: HashMap<u64, Arc<[Line]>>,
+    last_seen: u64,
+}
+
+/// One binary to symbolize: its cache key, a path to read it through, the
+/// directory it was mapped from (for debug links), and new file offsets.
+pub(super) struct Todo {
+    pub path: PathBuf,
+    pub dir: Option<PathBuf>,
+    pub offsets: Vec<u64>,
+}
+
+pub(super) struct Binaries {
+    caches: HashMap<BinaryKey, BinaryCache>,
+    debug_dirs: Vec<PathBuf>,
+    debuginfod: Option<Debuginfod>,
+    /// Separate debug files used since the last [`Binaries::take_debug_files`].
+    debug_files_used: u64,
+}
+
+impl Binaries {
+    pub fn new(debug_dirs: Vec<PathBuf>, debuginfod: Option<Debuginfod>) -> Self {
+        Self {
+            caches: HashMap::new(),
+            debug_dirs,
+            debuginfod,
+            debug_files_used: 0,
+        }
+    }
+
+    /// Marks `key` seen in `window`; whether `offset` still needs a lookup.
+    pub fn needs(&mut self, key: &BinaryKey, offset: u64, window: u64) -> bool {
+        let cache = self.caches.entry(key.clone()).or_default();
+        cache.last_seen = window;
+        !cache.lines.contains_key(&offset)
+    }
+
+    /// The cached frames of `offset` in `key`.
+    pub fn lines(&self, key: &BinaryKey, offset: u64) -> Option<&Arc<[Line]>> {
+        self.caches.get(key)?.lines.get(&offset)
+    }
+
+    /// Symbolizes `todo` and caches the results; returns how many offsets
+    /// were looked up and how many of them did not resolve.
+    pub fn symbolize(
+        &mut self,
+        blaze: &blazesym::symbolize::Symbolizer,
+        key: BinaryKey,
+        todo: &Todo,
+    ) -> (u64, u64) {
+        let names = if let Some(names) = self.caches.get(&key).and_then(|c| c.names.clone()) {
+            names
+        } else {
+            let names = self.choose_names(&todo.path, todo.dir.as_deref());
+            self.debug_files_used += u64::from(matches!(names, Names::DebugFile { .. }));
+            names
+        };
+        let resolved = match &names {
+            Names::Own => symbolize(
+                blaze,
+                &Source::Elf(Elf::new(todo.path.clone())),
+                Input::FileOffset(&todo.offsets),
+            ),
+            Names::Dynsym => {
+                let mut elf = Elf::new(todo.path.clone());
+                elf.debug_syms = false;
+                symbolize(blaze, &Source::Elf(elf), Input::FileOffset(&todo.offsets))
+            }
+            Names::DebugFile { path, facts } => {
+                by_virtual_address(blaze, path, facts, &todo.offsets)
+            }
+        };
+        let cache = self.caches.entry(key).or_default();
+        cache.names = Some(names);
+        let mut failed = 0;
+        for (&offset, lines) in todo.offsets.iter().zip(resolved) {
+            failed += u64::from(lines.is_empty());
+            cache.lines.insert(offset, lines);
+        }
+        (todo.offsets.len() as u64, failed)
+    }
+
+    /// Forgets what was resolved for binaries whose debug file debuginfod
+    /// just delivered, so their next lookups use it.
+    pub fn collect_downloads(&mut self) {
+        let Some(debuginfod) = &mut self.debuginfod else {
+            return;
+        };
+        for id in debuginfod.finished() {
+            if let Some(cache) = self.caches.get_mut(&BinaryKey::BuildId(id)) {
+                *cache = BinaryCache {
+                    last_seen: cache.last_seen,
+                    ..BinaryCache::default()
+                };
+            }
+        }
+    }
+
+    /// Debuginfod's accounting since the last call (zero when it is off),
+    /// and the downloads still under way.
+    pub fn take_debuginfod_stats(&mut self) -> Option<(super::DebuginfodStats, u64)> {
+        self.debuginfod
+            .as_mut()
+            .map(|d| (d.take_stats(), d.pending()))
+    }
+
+    /// Separate debug files first used since the last call.
+    pub fn take_debug_files(&mut self) -> u64 {
+        std::mem::take(&mut self.debug_files_used)
+    }
+
+    /// Drops binaries unseen for `windows` windows.
+    pub fn evict(&mut self, window: u64, windows: u64) {
+        self.caches.retain(|_, b| window - b.last_seen < windows);
+    }
+
+    fn choose_names(&mut self, path: &Path, dir: Option<&Path>) -> Names {
+        let Ok(facts) = ElfFacts::read(path) else {
+            return Names::Own;
+        };
+        if facts.has_symtab {
+            return Names::Own;
+        }
+        if let Some(debug) = debug_files::find(&facts, dir, &self.debug_dirs) {
+            return Names::DebugFile { path: debug, facts };
+        }
+        let (Some(debuginfod), Some(id)) = (&mut self.debuginfod, &facts.build_id) else {
+            return Names::Dynsym;
+        };
+        match debuginfod.lookup(&debug_files::hex(id)) {
+            Lookup::Cached(debug) => Names::DebugFile { path: debug, facts },
+            Lookup::Pending | Lookup::Unavailable => Names::Dynsym,
+        }
+    }
+}
+
+/// Symbolizes file offsets of a binary in its separate debug file.
+fn by_virtual_address(
+    blaze: &blazesym::symbolize::Symbolizer,
+    debug_file: &Path,
+    binary: &ElfFacts,
+    offsets: &[u64],
+) -> Vec<Arc<[Line]>> {
+    let virt: Vec<Option<u64>> = offsets.iter().map(|&o| binary.virt_offset(o)).collect();
+    let known: Vec<u64> = virt.iter().flatten().copied().collect();
+    let mut resolved = symbolize(
+        blaze,
+        &Source::Elf(Elf::new(debug_file)),
+        Input::VirtOffset(&known),
+    )
+    .into_iter();
+    virt.iter()
+        .map(|v| match v {
+            Some(_) => resolved.next().unwrap_or_else(|| Arc::new([])),
+            None => Arc::new([]),
+        })
+        .collect()
+}

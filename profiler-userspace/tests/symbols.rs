@@ -1,0 +1,369 @@
+//! Real-kernel tests of where function names come from, on a program
+//! shipped the way distributions ship them: stripped, with its debug
+//! information in a separate file (`support::build::stripped_c_program`).
+//! The stripped program has no symbol for any of the fixture's functions
+//! (they are static or unexported), so every name checked here can only
+//! have come from the debug file.
+mod support;
+
+use std::{
+    fs,
+    io::{Read as _, Write as _},
+    net::{TcpListener, TcpStream},
+    path::{Path, PathBuf},
+    process::{Child, Command, Stdio},
+    time::{Duration, Instant},
+};
+
+use support::{
+    Fixture, Profile, Profiler, build, go_pprof_raw, profile_fixture, profiles, require_root, sum,
+};
+
+/// The `cpu` thread's on-CPU samples: all of them, and those whose user
+/// stack names the frameless leaf `spin` and one of its two callers.
+fn cpu_thread_named(profiles: &[(PathBuf, Profile)], cpu: u32) -> (i64, i64) {
+    let all = sum(profiles, "samples", |p, s| p.is_thread(s, cpu));
+    let named = sum(profiles, "samples", |p, s| {
+        let frames = p.user_frames(s);
+        p.is_thread(s, cpu)
+            && frames.iter().any(|(f, _)| *f == "spin")
+            && frames
+                .iter()
+                .any(|(f, _)| *f == "cpu_heavy" || *f == "cpu_light")
+    });
+    (all, named)
+}
+
+/// Directories of one test: the program's, a scratch one, the profiles'.
+struct Dirs {
+    _root: tempfile::TempDir,
+    bin: PathBuf,
+    scratch: PathBuf,
+    out: PathBuf,
+    root: PathBuf,
+}
+
+fn dirs() -> Dirs {
+    let root = tempfile::tempdir().unwrap();
+    let path = root.path().to_owned();
+    let dirs = Dirs {
+        bin: path.join("bin"),
+        scratch: path.join("scratch"),
+        out: path.join("profiles"),
+        root: path,
+        _root: root,
+    };
+    fs::create_dir_all(&dirs.bin).unwrap();
+    fs::create_dir_all(&dirs.scratch).unwrap();
+    dirs
+}
+
+#[test]
+fn stripped_program_is_named_from_a_local_build_id_directory() {
+    require_root();
+    let dirs = dirs();
+    let program = build::stripped_c_program("natural", &dirs.bin, &dirs.scratch);
+    let debug_dir = dirs.root.join("debug");
+    let installed = debug_dir
+        .join(".build-id")
+        .join(&program.build_id[..2])
+        .join(format!("{}.debug", &program.build_id[2..]));
+    fs::create_dir_all(installed.parent().unwrap()).unwrap();
+    fs::copy(&program.debug_file, &installed).unwrap();
+
+    let mut fixture = Fixture::spawn_path(&program.bin, 3.0);
+    let cpu = fixture.tid("cpu");
+    let (_, profiles) = profile_fixture(
+        &mut fixture,
+        &dirs.out,
+        &["--debug-dir", debug_dir.to_str().unwrap()],
+    );
+    let (all, named) = cpu_thread_named(&profiles, cpu);
+    // ~300 samples in 3 s at 99 Hz; nearly all of them are in spin.
+    assert!(all > 150, "only {all} samples of the cpu thread");
+    assert!(
+        named * 10 >= all * 9,
+        "{named} of {all} cpu-thread samples named spin and its caller"
+    );
+    let p = &profiles[0].1;
+    assert!(p.comment_value("debug_files_opened") >= 1);
+    let (frames, resolved) = (
+        p.comment_value("user_frames"),
+        p.comment_value("user_frames_resolved"),
+    );
+    assert!(
+        resolved * 10 >= frames * 9,
+        "{resolved} of {frames} user frames resolved"
+    );
+    // Source lines come from the debug file's DWARF.
+    let raw = go_pprof_raw(&profiles[0].0);
+    assert!(raw.contains("natural.c"), "no source file in:\n{raw}");
+}
+
+/// A debuginfod server (Debian's `debuginfod`) on loopback, serving the
+/// debug files under `dir`.
+struct Server {
+    child: Child,
+    url: String,
+}
+
+impl Server {
+    /// Starts it and waits until it serves `build_id`'s debug file.
+    fn start(dir: &Path, db: &Path, build_id: &str) -> Self {
+        let port = free_port();
+        let child = Command::new("debuginfod")
+            .args(["-p", &port.to_string(), "-F"])
+            .arg(dir)
+            .arg("-d")
+            .arg(db)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("debuginfod not found: install Debian's debuginfod (.ci/run does)");
+        let mut server = Self {
+            child,
+            url: format!("http://127.0.0.1:{port}"),
+        };
+        let started = Instant::now();
+        while status_of(port, &format!("/buildid/{build_id}/debuginfo")) != Some(200) {
+            assert!(
+                started.elapsed() < Duration::from_mins(1),
+                "debuginfod on port {port} did not index {}",
+                dir.display()
+            );
+            assert!(
+                server.child.try_wait().unwrap().is_none(),
+                "debuginfod exited"
+            );
+            std::thread::sleep(Duration::from_millis(200));
+        }
+        server
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// The HTTP status of `GET path` on loopback `port`, if it answered.
+fn status_of(port: u16, path: &str) -> Option<u16> {
+    let mut stream = TcpStream::connect(("127.0.0.1", port)).ok()?;
+    write!(stream, "GET {path} HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n").ok()?;
+    let mut head = [0; 12];
+    stream.read_exact(&mut head).ok()?;
+    std::str::from_utf8(&head[9..12]).ok()?.parse().ok()
+}
+
+/// Runs the profiler on `fixture` in 1 s windows until the fixture has
+/// reported, with `extra` flags; returns the profiles, oldest first.
+fn profile_in_windows(
+    fixture: &mut Fixture,
+    out: &Path,
+    extra: &[&str],
+) -> Vec<(PathBuf, Profile)> {
+    let pid = fixture.pid().to_string();
+    let mut args = vec![
+        "--pid",
+        &pid,
+        "--output-dir",
+        out.to_str().unwrap(),
+        "--interval",
+        "1s",
+        "--no-off-cpu",
+    ];
+    args.extend_from_slice(extra);
+    let running = Profiler::start(&args);
+    fixture.go();
+    fixture.results();
+    running.stop();
+    let profiles = profiles(out);
+    for (path, _) in &profiles {
+        go_pprof_raw(path);
+    }
+    profiles
+}
+
+#[test]
+fn debuginfod_names_a_stripped_program_from_the_next_window_on() {
+    require_root();
+    let dirs = dirs();
+    let program = build::stripped_c_program("natural", &dirs.bin, &dirs.scratch);
+    let served_dir = dirs.root.join("served");
+    fs::create_dir_all(&served_dir).unwrap();
+    fs::copy(&program.debug_file, served_dir.join("natural.debug")).unwrap();
+    let server = Server::start(
+        &served_dir,
+        &dirs.root.join("debuginfod.sqlite"),
+        &program.build_id,
+    );
+    let cache = dirs.root.join("cache");
+
+    let mut fixture = Fixture::spawn_path(&program.bin, 5.0);
+    let cpu = fixture.tid("cpu");
+    let profiles = profile_in_windows(
+        &mut fixture,
+        &dirs.out,
+        &[
+            "--debuginfod-url",
+            &server.url,
+            "--debuginfod-cache",
+            cache.to_str().unwrap(),
+        ],
+    );
+    drop(server);
+
+    let fetched: u64 = profiles
+        .iter()
+        .map(|(_, p)| p.comment_value("debuginfod_fetched"))
+        .sum();
+    assert_eq!(fetched, 1, "one download for the one stripped program");
+    assert!(
+        cache.join(&program.build_id).join("debuginfo").is_file(),
+        "kept in the cache directory"
+    );
+    // The download runs in the background while the first window is
+    // profiled; it is counted in the first window symbolized after it
+    // ended, and that window already has the names.
+    let first_after = profiles
+        .iter()
+        .position(|(_, p)| p.comment_value("debuginfod_fetched") > 0)
+        .unwrap();
+    let (before, named_before) = cpu_thread_named(&profiles[..first_after], cpu);
+    let later = &profiles[first_after..profiles.len() - 1];
+    assert!(!later.is_empty(), "{} windows in all", profiles.len());
+    let (all, named) = cpu_thread_named(later, cpu);
+    assert!(all > 50, "only {all} samples after the download");
+    assert!(
+        named * 10 >= all * 9,
+        "{named} of {all} cpu-thread samples named after the download"
+    );
+    // Before it, the stripped program's own symbols name nothing.
+    assert_eq!(
+        named_before, 0,
+        "{named_before} of {before} samples named before the download"
+    );
+}
+
+#[test]
+fn stalled_debuginfod_delays_no_window_and_addresses_stay_symbolizable() {
+    require_root();
+    let dirs = dirs();
+    let program = build::stripped_c_program("natural", &dirs.bin, &dirs.scratch);
+    // A server that accepts connections and never answers.
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let held = std::thread::spawn(move || {
+        listener
+            .incoming()
+            .take(4)
+            .filter_map(Result::ok)
+            .collect::<Vec<_>>()
+    });
+
+    let mut fixture = Fixture::spawn_path(&program.bin, 5.0);
+    let cpu = fixture.tid("cpu");
+    let started = Instant::now();
+    let profiles = profile_in_windows(
+        &mut fixture,
+        &dirs.out,
+        &[
+            "--debuginfod-url",
+            &url,
+            "--debuginfod-cache",
+            dirs.root.join("cache").to_str().unwrap(),
+            "--debuginfod-timeout",
+            "2s",
+        ],
+    );
+    let elapsed = started.elapsed();
+    drop(held);
+
+    // Windows kept their 1 s cadence while the request hung.
+    assert!(
+        profiles.len() >= 4,
+        "{} windows in {elapsed:?} of 1 s windows",
+        profiles.len()
+    );
+    let failed: u64 = profiles
+        .iter()
+        .map(|(_, p)| p.comment_value("debuginfod_failed"))
+        .sum();
+    assert_eq!(failed, 1, "the timed-out request is counted once");
+    let (all, named) = cpu_thread_named(&profiles, cpu);
+    assert!(all > 150, "only {all} samples of the cpu thread");
+    assert_eq!(named, 0, "no names without the debug file");
+
+    // The addresses stay addresses in the program's mapping, with its
+    // build id, so a reader that has the debug file names them later.
+    let last = &profiles[profiles.len() / 2].0;
+    let symbols = dirs.root.join("symbols");
+    fs::create_dir_all(symbols.join(&program.build_id)).unwrap();
+    fs::copy(
+        &program.debug_file,
+        symbols.join(&program.build_id).join("natural"),
+    )
+    .unwrap();
+    let out = Command::new("go")
+        .args(["tool", "pprof", "-top", "-nodecount=10"])
+        .arg(last)
+        .env("PPROF_BINARY_PATH", &symbols)
+        .output()
+        .unwrap();
+    let top = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        top.contains("spin"),
+        "go tool pprof did not name the addresses with the debug file:\n{top}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
+fn node_jit_functions_are_named_from_its_perf_map() {
+    require_root();
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../profiler-fixtures/js/hot.js");
+    let out = tempfile::tempdir().unwrap();
+    let mut command = Command::new("node");
+    // V8 also writes an isolate log into its working directory.
+    command
+        .arg("--perf-basic-prof")
+        .arg(&script)
+        .arg("4")
+        .current_dir(out.path());
+    let mut fixture = Fixture::spawn_command(command);
+    let pid = fixture.pid();
+    let (truth, profiles) = profile_fixture(
+        &mut fixture,
+        &out.path().join("profiles"),
+        &["--no-off-cpu"],
+    );
+    drop(fixture);
+    let _ = fs::remove_file(format!("/tmp/perf-{pid}.map"));
+
+    assert!(
+        truth["hot_ms"] >= 3_900,
+        "hotSpin ran {} ms",
+        truth["hot_ms"]
+    );
+    let main = sum(&profiles, "samples", |p, s| p.is_thread(s, pid));
+    let hot = sum(&profiles, "samples", |p, s| {
+        p.is_thread(s, pid) && p.functions(s).iter().any(|f| f.contains("hotSpin"))
+    });
+    // ~400 samples in 4 s at 99 Hz, nearly all in hotSpin's compiled code;
+    // without the perf map none of them names it.
+    assert!(main > 200, "only {main} samples of node's main thread");
+    assert!(
+        hot * 10 >= main * 8,
+        "{hot} of {main} samples of node's main thread under hotSpin"
+    );
+}
