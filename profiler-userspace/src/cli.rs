@@ -6,7 +6,7 @@ use clap::{ArgGroup, CommandFactory as _, Parser, error::ErrorKind};
 use profiler_common::off_cpu::MAX_RATE_NS;
 
 use crate::config::{
-    Config, DEFAULT_DEBUG_DIR, Debuginfod, Discover, OffCpu, Symbols, Target, Unwind,
+    Config, DEFAULT_DEBUG_DIR, Debuginfod, Discover, Modes, OffCpu, Symbols, Target, Unwind,
 };
 
 /// Where the kernel's sampling-rate ceiling is published.
@@ -228,18 +228,7 @@ where
     if args.retain == 0 {
         return Err(invalid("--retain must keep at least 1 file".into()));
     }
-    if args.no_off_cpu && args.no_on_cpu {
-        return Err(invalid(
-            "--no-off-cpu and --no-on-cpu together leave nothing to profile".into(),
-        ));
-    }
-    let off_cpu_rate_ns = u64::try_from(args.off_cpu_rate.as_nanos()).unwrap_or(u64::MAX);
-    if off_cpu_rate_ns > MAX_RATE_NS {
-        return Err(invalid(format!(
-            "--off-cpu-rate must be at most {:?}",
-            Duration::from_nanos(MAX_RATE_NS)
-        )));
-    }
+    let modes = modes(&args)?;
     let unwind = unwind(args.unwind, args.unwind_table_memory)?;
     let symbols = symbols(&args)?;
     if let Some(&pid) = args.pids.iter().find(|&&pid| pid == 0) {
@@ -262,13 +251,7 @@ where
         frequency_hz: args.frequency,
         retain: args.retain,
         unwind,
-        on_cpu: !args.no_on_cpu,
-        off_cpu: (!args.no_off_cpu).then_some(OffCpu {
-            rate_ns: off_cpu_rate_ns,
-            naive_weights: args.off_cpu_naive_weights,
-            sys_exit: args.off_cpu_sys_exit,
-            dispatch_only: args.off_cpu_dispatch_only,
-        }),
+        modes,
         discover: Discover {
             comms: args.comms,
             pid_files: args.pid_files,
@@ -276,6 +259,31 @@ where
         },
         symbols,
     })
+}
+
+/// `--no-on-cpu`, `--no-off-cpu` and the off-CPU flags as [`Modes`].
+fn modes(args: &Args) -> Result<Modes, clap::Error> {
+    let rate_ns = u64::try_from(args.off_cpu_rate.as_nanos()).unwrap_or(u64::MAX);
+    if rate_ns > MAX_RATE_NS {
+        return Err(invalid(format!(
+            "--off-cpu-rate must be at most {:?}",
+            Duration::from_nanos(MAX_RATE_NS)
+        )));
+    }
+    let off_cpu = OffCpu {
+        rate_ns,
+        naive_weights: args.off_cpu_naive_weights,
+        sys_exit: args.off_cpu_sys_exit,
+        dispatch_only: args.off_cpu_dispatch_only,
+    };
+    match (args.no_on_cpu, args.no_off_cpu) {
+        (false, false) => Ok(Modes::Both(off_cpu)),
+        (false, true) => Ok(Modes::OnCpu),
+        (true, false) => Ok(Modes::OffCpu(off_cpu)),
+        (true, true) => Err(invalid(
+            "--no-off-cpu and --no-on-cpu together leave nothing to profile".into(),
+        )),
+    }
 }
 
 /// The debug directories and debuginfod flags as [`Symbols`].

@@ -44,9 +44,9 @@ fn defaults() {
         parse_ok(&["--pid", "1", "--unwind", "frame-pointer"]).unwind,
         Unwind::FramePointers
     );
-    assert!(config.on_cpu);
+    assert!(config.modes.on_cpu());
     assert_eq!(
-        config.off_cpu,
+        config.modes.off_cpu(),
         Some(OffCpu {
             rate_ns: 1_000_000,
             naive_weights: false,
@@ -60,7 +60,7 @@ fn defaults() {
 fn off_cpu_flags() {
     let config = parse_ok(&["--all", "--off-cpu-rate", "0", "--no-on-cpu"]);
     assert_eq!(
-        config.off_cpu,
+        config.modes.off_cpu(),
         Some(OffCpu {
             rate_ns: 0,
             naive_weights: false,
@@ -68,7 +68,7 @@ fn off_cpu_flags() {
             dispatch_only: false,
         })
     );
-    assert!(!config.on_cpu);
+    assert!(!config.modes.on_cpu());
     let config = parse_ok(&[
         "--all",
         "--off-cpu-rate",
@@ -77,7 +77,7 @@ fn off_cpu_flags() {
         "--off-cpu-sys-exit",
     ]);
     assert_eq!(
-        config.off_cpu,
+        config.modes.off_cpu(),
         Some(OffCpu {
             rate_ns: 250_000,
             naive_weights: true,
@@ -85,7 +85,7 @@ fn off_cpu_flags() {
             dispatch_only: false,
         })
     );
-    assert_eq!(parse_ok(&["--all", "--no-off-cpu"]).off_cpu, None);
+    assert_eq!(parse_ok(&["--all", "--no-off-cpu"]).modes.off_cpu(), None);
 }
 
 #[test]

@@ -23,10 +23,8 @@ pub struct Config {
     pub duration: Option<Duration>,
     /// On-CPU sampling frequency per CPU.
     pub frequency_hz: u64,
-    /// Whether on-CPU samples are taken (`--no-on-cpu` turns them off).
-    pub on_cpu: bool,
-    /// Off-CPU tracking; `None` with `--no-off-cpu`.
-    pub off_cpu: Option<OffCpu>,
+    /// On-CPU sampling, off-CPU tracking, or both.
+    pub modes: Modes,
     /// Number of newest profile files to keep.
     pub retain: usize,
     /// How user stacks are walked (`--unwind`, `--unwind-table-memory`).
@@ -105,6 +103,34 @@ impl Unwind {
         match self {
             Self::Tables { rows } => rows,
             Self::FramePointers => 1,
+        }
+    }
+}
+
+/// What is profiled; never nothing.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Modes {
+    /// On-CPU samples only (`--no-off-cpu`).
+    OnCpu,
+    /// Off-CPU time only (`--no-on-cpu`).
+    OffCpu(OffCpu),
+    /// Both (the default).
+    Both(OffCpu),
+}
+
+impl Modes {
+    /// Whether on-CPU samples are taken.
+    #[must_use]
+    pub fn on_cpu(self) -> bool {
+        !matches!(self, Self::OffCpu(_))
+    }
+
+    /// How off-CPU time is tracked, if it is.
+    #[must_use]
+    pub fn off_cpu(self) -> Option<OffCpu> {
+        match self {
+            Self::OnCpu => None,
+            Self::OffCpu(off_cpu) | Self::Both(off_cpu) => Some(off_cpu),
         }
     }
 }

@@ -86,8 +86,8 @@ pub async fn run(config: Config) -> Result<(), DaemonError> {
     let mut unwind_poll = tokio::time::interval(UNWIND_POLL);
     tracing::info!(
         target = ?config.target,
-        on_cpu_hz = config.on_cpu.then_some(config.frequency_hz),
-        off_cpu_rate = ?config.off_cpu.map(|o| Duration::from_nanos(o.rate_ns)),
+        on_cpu_hz = config.modes.on_cpu().then_some(config.frequency_hz),
+        off_cpu_rate = ?config.modes.off_cpu().map(|o| Duration::from_nanos(o.rate_ns)),
         interval = ?config.interval,
         output_dir = %config.output_dir.display(),
         "profiling"
@@ -269,7 +269,7 @@ impl Pipeline {
     ) -> Result<Written, KernelError> {
         let drain_started = Instant::now();
         let mut raw = kernel.drain(flip)?;
-        if let Some(rule) = config.off_cpu {
+        if let Some(rule) = config.modes.off_cpu() {
             let (open, stats) = kernel.account_in_flight(flip, rule, targets, &mut self.rng)?;
             raw.samples.extend(open);
             raw.in_flight = stats;

@@ -72,9 +72,9 @@ impl Kernel {
     /// When the kernel refuses the object, a map, a program or an attach.
     pub fn load(config: &Config, targets: &Target) -> Result<Self, KernelError> {
         let target_all = u8::from(matches!(config.target, Target::All));
-        let rate_ns = config.off_cpu.map_or(0, |o| o.rate_ns);
-        let naive = u8::from(config.off_cpu.is_some_and(|o| o.naive_weights));
-        let dispatch_only = u8::from(config.off_cpu.is_some_and(|o| o.dispatch_only));
+        let rate_ns = config.modes.off_cpu().map_or(0, |o| o.rate_ns);
+        let naive = u8::from(config.modes.off_cpu().is_some_and(|o| o.naive_weights));
+        let dispatch_only = u8::from(config.modes.off_cpu().is_some_and(|o| o.dispatch_only));
         let unwind_tables = u8::from(matches!(config.unwind, Unwind::Tables { .. }));
         let mut ebpf = EbpfLoader::new()
             .override_global(GLOBAL_TARGET_ALL, &target_all, true)
@@ -117,11 +117,11 @@ impl Kernel {
         }
         let btf = Btf::from_sys_fs().map_err(KernelError::Btf)?;
         kernel.attach_tracepoints(&UNWIND_PROGRAMS, &btf)?;
-        if let Some(off_cpu) = config.off_cpu {
+        if let Some(off_cpu) = config.modes.off_cpu() {
             kernel.attach_return_hooks(off_cpu.sys_exit, &btf)?;
             kernel.attach_tracepoints(&OFF_CPU_PROGRAMS, &btf)?;
         }
-        if config.on_cpu {
+        if config.modes.on_cpu() {
             kernel.attach_on_cpu(config.sample_period_ns())?;
         }
         // The first window starts once everything is attached.

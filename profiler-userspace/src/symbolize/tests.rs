@@ -9,12 +9,22 @@ fn return_addresses_are_looked_up_one_byte_back() {
     );
 }
 
+/// The address of an instruction inside this function's body, which is
+/// inlined into its caller even in a debug build.
+#[inline(always)]
+#[expect(clippy::inline_always, reason = "the test needs an inlined frame")]
+fn inlined_here() -> u64 {
+    let pc: u64;
+    // SAFETY: only reads the instruction pointer into a register.
+    unsafe { std::arch::asm!("lea {0}, [rip]", out(reg) pc) };
+    pc
+}
+
 #[test]
 fn symbolizes_own_function_with_inlined_lines() {
     let mut symbolizer = Symbolizer::default();
     let pid = std::process::id();
-    let function: fn() = symbolizes_own_function_with_inlined_lines;
-    let addr = function as usize as u64;
+    let addr = inlined_here();
     let window = RawWindow {
         samples: vec![crate::bpf::RawSample {
             pid,
@@ -37,14 +47,29 @@ fn symbolizes_own_function_with_inlined_lines() {
     assert_eq!(location.address, addr);
     let mapping = location.mapping.as_ref().expect("mapping");
     assert!(!mapping.build_id.is_empty(), "build id of the test binary");
-    let outer = location.lines.last().expect("resolved");
+    // Innermost first: the inlined function, then the one it was
+    // inlined into, both with this file's lines.
+    let [inner, outer] = &location.lines[..] else {
+        panic!(
+            "expected an inlined and an outer frame: {:?}",
+            location.lines
+        );
+    };
+    assert!(inner.function.ends_with("inlined_here"), "{inner:?}");
     assert!(
         outer
             .function
             .ends_with("symbolizes_own_function_with_inlined_lines"),
         "{outer:?}"
     );
-    assert!(outer.file.ends_with("symbolize/tests.rs"), "{outer:?}");
+    for line in [inner, outer] {
+        assert!(line.file.ends_with("symbolize/tests.rs"), "{line:?}");
+        assert!(line.line > 0, "{line:?}");
+    }
+    assert!(
+        inner.line < outer.line,
+        "the inlined body is above its caller"
+    );
     assert_eq!(
         symbolizer.processes[&pid].blaze_paths.len(),
         1,
