@@ -8,6 +8,7 @@
 //! dlopen) and at start for `--pid` targets. Tables are shared by every
 //! process that maps the same file (same device, inode, size and mtime),
 //! kept while unused until their space is needed, and built at most once.
+mod binary;
 mod store;
 pub mod table;
 
@@ -19,6 +20,7 @@ use std::{
 use profiler_common::unwind::{MAX_MAPPINGS, ProcessMappings, UnwindMapping, UnwindRow};
 
 use crate::symbolize::procmaps::{self, Vma};
+use binary::{BinaryId, binary_id, read_binary};
 use store::RowSpace;
 use table::ElfUnwindInfo;
 
@@ -42,18 +44,6 @@ pub trait UnwindMaps {
     /// # Errors
     /// When the kernel map cannot be read.
     fn take_requests(&mut self) -> Result<Vec<u32>, Self::Error>;
-}
-
-/// How a binary is recognised across processes: the file's identity.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
-enum BinaryId {
-    File {
-        dev: u64,
-        ino: u64,
-        size: i64,
-        mtime: i64,
-    },
-    Vdso,
 }
 
 struct Binary {
@@ -336,71 +326,6 @@ impl Unwinder {
             }
         }
     }
-}
-
-/// The identity of the binary behind `vma`; `None` for anonymous memory
-/// (JIT code) and files that cannot be opened.
-fn binary_id(pid: u32, vma: &Vma) -> Option<BinaryId> {
-    use std::os::unix::fs::MetadataExt as _;
-    if vma.path == "[vdso]" {
-        return Some(BinaryId::Vdso);
-    }
-    if !vma.is_file() {
-        return None;
-    }
-    let meta = std::fs::metadata(crate::symbolize::map_files_path(pid, vma)).ok()?;
-    Some(BinaryId::File {
-        dev: meta.dev(),
-        ino: meta.ino(),
-        size: meta.size().try_into().ok()?,
-        mtime: meta.mtime(),
-    })
-}
-
-/// The bytes of the binary behind `vma`: the file (through map_files, so
-/// deleted and containerised files work), or for the vDSO our own copy,
-/// which is the same image in every process.
-fn read_binary(pid: u32, vma: &Vma, id: &BinaryId) -> Option<Bytes> {
-    match id {
-        BinaryId::File { .. } => {
-            let file = std::fs::File::open(crate::symbolize::map_files_path(pid, vma)).ok()?;
-            // SAFETY: the file is only read, while the table is built. A
-            // binary is replaced by rename on upgrade, which leaves this
-            // mapping intact; the same holds for blazesym's own mappings.
-            let map = unsafe { memmap2::Mmap::map(&file) }.ok()?;
-            Some(Bytes::Mapped(map))
-        }
-        BinaryId::Vdso => own_vdso().map(Bytes::Owned),
-    }
-}
-
-/// A binary's bytes: mapped, so that building a table touches only the
-/// pages of its headers and CFI, not the whole file.
-enum Bytes {
-    Mapped(memmap2::Mmap),
-    Owned(Vec<u8>),
-}
-
-impl std::ops::Deref for Bytes {
-    type Target = [u8];
-    fn deref(&self) -> &[u8] {
-        match self {
-            Self::Mapped(map) => map,
-            Self::Owned(bytes) => bytes,
-        }
-    }
-}
-
-fn own_vdso() -> Option<Vec<u8>> {
-    let text = std::fs::read_to_string("/proc/self/maps").ok()?;
-    let line = text.lines().find(|l| l.ends_with("[vdso]"))?;
-    let (start, end) = line.split_whitespace().next()?.split_once('-')?;
-    let start = usize::from_str_radix(start, 16).ok()?;
-    let end = usize::from_str_radix(end, 16).ok()?;
-    // SAFETY: the vDSO is mapped readable in every process for its whole
-    // lifetime, at the range /proc/self/maps reports.
-    let image = unsafe { std::slice::from_raw_parts(start as *const u8, end - start) };
-    Some(image.to_vec())
 }
 
 #[cfg(test)]
