@@ -67,6 +67,34 @@ pub enum DaemonError {
     Debuginfod(#[from] DebuginfodError),
 }
 
+/// The line tests and tools wait for: everything is attached.
+fn log_start(config: &Config) {
+    tracing::info!(
+        target = ?config.target,
+        on_cpu_hz = config.modes.on_cpu().then_some(config.frequency_hz),
+        off_cpu_rate = ?config.modes.off_cpu().map(|o| Duration::from_nanos(o.rate_ns)),
+        interval = ?config.interval,
+        output_dir = %config.output_dir.display(),
+        "profiling"
+    );
+}
+
+/// Adds new `--comm`/`--pid-file` matches to the kernel's targets and
+/// removes exited ones; returns whether every target is gone (and nothing
+/// is waited for).
+fn follow_targets(targets: &mut Targets, kernel: &mut Kernel) -> Result<bool, KernelError> {
+    let (added, exited) = targets.refresh();
+    for pid in added {
+        kernel.add_target(pid)?;
+        tracing::info!(pid, "profiling a new target");
+    }
+    for pid in exited {
+        kernel.remove_target(pid)?;
+        tracing::info!(pid, "target exited");
+    }
+    Ok(targets.all_gone())
+}
+
 /// Profiles until `--duration` ends, SIGINT or SIGTERM arrives, or every
 /// target has exited with nothing to wait for.
 ///
@@ -84,14 +112,7 @@ pub async fn run(config: Config) -> Result<(), DaemonError> {
     kernel.forward_logs();
     let mut unwinder = start_unwinder(&config, &targets.current(), &mut kernel)?;
     let mut unwind_poll = tokio::time::interval(UNWIND_POLL);
-    tracing::info!(
-        target = ?config.target,
-        on_cpu_hz = config.modes.on_cpu().then_some(config.frequency_hz),
-        off_cpu_rate = ?config.modes.off_cpu().map(|o| Duration::from_nanos(o.rate_ns)),
-        interval = ?config.interval,
-        output_dir = %config.output_dir.display(),
-        "profiling"
-    );
+    log_start(&config);
 
     let started = Instant::now();
     let deadline = config
@@ -120,16 +141,7 @@ pub async fn run(config: Config) -> Result<(), DaemonError> {
                     serve_unwinder(unwinder.as_mut(), &mut kernel)?;
                 }
                 _ = liveness.tick(), if watch_targets => {
-                    let (added, exited) = targets.refresh();
-                    for pid in added {
-                        kernel.add_target(pid)?;
-                        tracing::info!(pid, "profiling a new target");
-                    }
-                    for pid in exited {
-                        kernel.remove_target(pid)?;
-                        tracing::info!(pid, "target exited");
-                    }
-                    if targets.all_gone() {
+                    if follow_targets(&mut targets, &mut kernel)? {
                         break WindowEnd::TargetsGone;
                     }
                 }
