@@ -286,3 +286,66 @@ impl Worker {
         result
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn downloads_over_the_cap_are_refused_and_leave_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let worker = Worker {
+            urls: Vec::new(),
+            cache_dir: dir.path().to_owned(),
+            timeout: Duration::from_secs(1),
+            max_bytes: 10,
+        };
+        assert!(worker.store("abcd", &[0_u8; 11][..]).is_err());
+        let entry = dir.path().join("abcd");
+        assert_eq!(
+            fs::read_dir(&entry).unwrap().count(),
+            0,
+            "no partial file left"
+        );
+        assert_eq!(worker.store("abcd", &[7_u8; 10][..]), Ok(10));
+        assert_eq!(fs::read(cached_path(dir.path(), "abcd")).unwrap(), [7; 10]);
+    }
+
+    #[test]
+    fn an_id_no_server_has_is_not_asked_for_again() {
+        let dir = tempfile::tempdir().unwrap();
+        let (requests, queue) = mpsc::channel();
+        let (finished, done) = mpsc::channel();
+        let mut debuginfod = Debuginfod {
+            cache_dir: dir.path().to_owned(),
+            requests,
+            done,
+            states: HashMap::new(),
+            stats: DebuginfodStats::default(),
+        };
+        assert_eq!(debuginfod.lookup("ab12"), Lookup::Pending);
+        assert_eq!(debuginfod.lookup("ab12"), Lookup::Pending);
+        assert_eq!(queue.try_iter().count(), 1, "asked for once");
+        assert_eq!(debuginfod.pending(), 1);
+
+        finished
+            .send(Fetched {
+                id: "ab12".into(),
+                outcome: Outcome::Missing,
+                elapsed: Duration::from_millis(5),
+            })
+            .unwrap();
+        assert_eq!(debuginfod.finished(), ["ab12"]);
+        assert_eq!(debuginfod.lookup("ab12"), Lookup::Unavailable);
+        assert_eq!(queue.try_iter().count(), 0, "not asked for again");
+        let stats = debuginfod.take_stats();
+        assert_eq!((stats.missing, stats.fetch_ms, stats.fetched), (1, 5, 0));
+        assert_eq!(debuginfod.pending(), 0);
+
+        // A file in the cache (from an earlier run) is used as it is.
+        let path = cached_path(dir.path(), "ab12");
+        fs::create_dir_all(path.parent().unwrap()).unwrap();
+        fs::write(&path, b"elf").unwrap();
+        assert_eq!(debuginfod.lookup("ab12"), Lookup::Cached(path));
+    }
+}
