@@ -304,28 +304,79 @@ fn stalled_debuginfod_delays_no_window_and_addresses_stay_symbolizable() {
     assert!(all > 150, "only {all} samples of the cpu thread");
     assert_eq!(named, 0, "no names without the debug file");
 
-    // The addresses stay addresses in the program's mapping, with its
-    // build id, so a reader that has the debug file names them later.
-    let last = &profiles[profiles.len() / 2].0;
-    let symbols = dirs.root.join("symbols");
-    fs::create_dir_all(symbols.join(&program.build_id)).unwrap();
-    fs::copy(
-        &program.debug_file,
-        symbols.join(&program.build_id).join("natural"),
-    )
-    .unwrap();
-    let out = Command::new("go")
-        .args(["tool", "pprof", "-top", "-nodecount=10"])
-        .arg(last)
-        .env("PPROF_BINARY_PATH", &symbols)
+    // The addresses stay addresses in the program's mapping, marked
+    // unsymbolized, so a reader with the program's symbols names them
+    // later. The reader here is binutils' addr2line on the unstripped
+    // build (Go 1.19's pprof cannot read these binaries' build ids, so its
+    // PPROF_BINARY_PATH lookup refuses them).
+    let (p, location) = hottest_unresolved(&profiles, "/natural");
+    let mapping =
+        p.0.mapping
+            .iter()
+            .find(|m| m.id == location.mapping_id)
+            .unwrap();
+    assert!(!mapping.has_functions, "marked for later symbolization");
+    assert_eq!(p.string(mapping.build_id), program.build_id);
+    let file_offset = location.address - mapping.memory_start + mapping.file_offset;
+    let out = Command::new("addr2line")
+        .arg("-f")
+        .arg("-e")
+        .arg(&program.unstripped)
+        .arg(format!(
+            "{:#x}",
+            virtual_address(&program.unstripped, file_offset)
+        ))
         .output()
         .unwrap();
-    let top = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        top.contains("spin"),
-        "go tool pprof did not name the addresses with the debug file:\n{top}\n{}",
-        String::from_utf8_lossy(&out.stderr)
+    let named = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        named.lines().next(),
+        Some("spin"),
+        "the hottest unresolved address, at file offset {file_offset:#x}"
     );
+}
+
+/// The unresolved leaf location with the most samples in a mapping whose
+/// file name ends with `file`, and its profile.
+fn hottest_unresolved<'a>(
+    profiles: &'a [(PathBuf, Profile)],
+    file: &str,
+) -> (&'a Profile, &'a profiler_userspace::pprof::proto::Location) {
+    let mut best = None;
+    let mut most = 0;
+    for (_, p) in profiles {
+        for sample in &p.0.sample {
+            let Some(&leaf) = sample.location_id.first() else {
+                continue;
+            };
+            let location = &p.0.location[usize::try_from(leaf - 1).unwrap()];
+            let in_file =
+                p.0.mapping
+                    .iter()
+                    .any(|m| m.id == location.mapping_id && p.string(m.filename).ends_with(file));
+            let samples = p.value(sample, "samples");
+            if in_file && location.line.is_empty() && samples > most {
+                most = samples;
+                best = Some((p, location));
+            }
+        }
+    }
+    best.unwrap_or_else(|| panic!("no unresolved leaf in {file}"))
+}
+
+/// The virtual address that `file_offset` of the ELF file `path` loads at.
+fn virtual_address(path: &Path, file_offset: u64) -> u64 {
+    use object::{Object as _, ObjectSegment as _};
+    let data = fs::read(path).unwrap();
+    let elf = object::File::parse(&*data).unwrap();
+    elf.segments()
+        .find_map(|segment| {
+            let (start, size) = segment.file_range();
+            (start..start + size)
+                .contains(&file_offset)
+                .then(|| file_offset - start + segment.address())
+        })
+        .expect("offset in a loadable segment")
 }
 
 #[test]

@@ -69,6 +69,8 @@ pub struct Stripped {
     pub debug_file: PathBuf,
     /// The program's build id, hex.
     pub build_id: String,
+    /// The program before stripping, `scratch/NAME.full`.
+    pub unstripped: PathBuf,
 }
 
 /// Builds `profiler-fixtures/c/NAME.c` as [`Stripped`] into `bin_dir`,
@@ -114,5 +116,6 @@ pub fn stripped_c_program(name: &str, bin_dir: &Path, scratch: &Path) -> Strippe
         bin,
         debug_file,
         build_id,
+        unstripped: full,
     }
 }
