@@ -9,6 +9,24 @@ fn return_addresses_are_looked_up_one_byte_back() {
     );
 }
 
+/// A window of one on-CPU sample of `pid` at user address `addr`.
+fn one_sample(pid: u32, addr: u64, kernel_stack: Stack) -> RawWindow {
+    RawWindow {
+        samples: vec![crate::bpf::RawSample {
+            pid,
+            tid: pid,
+            thread: "t".into(),
+            state: profiler_common::sample::ThreadState::Running,
+            user_stack: Stack::Frames(Arc::from([addr])),
+            kernel_stack,
+            samples: 1,
+            off_cpu_ns: 0,
+            off_cpu_count: 0,
+        }],
+        ..RawWindow::default()
+    }
+}
+
 /// The address of an instruction inside this function's body, which is
 /// inlined into its caller even in a debug build.
 #[inline(always)]
@@ -25,20 +43,7 @@ fn symbolizes_own_function_with_inlined_lines() {
     let mut symbolizer = Symbolizer::default();
     let pid = std::process::id();
     let addr = inlined_here();
-    let window = RawWindow {
-        samples: vec![crate::bpf::RawSample {
-            pid,
-            tid: pid,
-            thread: "t".into(),
-            state: profiler_common::sample::ThreadState::Running,
-            user_stack: Stack::Frames(Arc::from([addr])),
-            kernel_stack: Stack::Lost { errno: libc::E2BIG },
-            samples: 1,
-            off_cpu_ns: 0,
-            off_cpu_count: 0,
-        }],
-        ..RawWindow::default()
-    };
+    let window = one_sample(pid, addr, Stack::Lost { errno: libc::E2BIG });
     let stats = symbolizer.prepare(&window);
     assert_eq!(stats.failed, 0, "{stats:?}");
     let locations = symbolizer.user_locations(pid, &window.samples[0].user_stack);
@@ -112,20 +117,7 @@ fn anonymous_code_is_named_from_a_growing_perf_map() {
     let pid = std::process::id();
     let map = PathBuf::from(format!("/tmp/perf-{pid}.map"));
     std::fs::write(&map, "").unwrap();
-    let window = RawWindow {
-        samples: vec![crate::bpf::RawSample {
-            pid,
-            tid: pid,
-            thread: "t".into(),
-            state: profiler_common::sample::ThreadState::Running,
-            user_stack: Stack::Frames(Arc::from([addr])),
-            kernel_stack: Stack::Absent,
-            samples: 1,
-            off_cpu_ns: 0,
-            off_cpu_count: 0,
-        }],
-        ..RawWindow::default()
-    };
+    let window = one_sample(pid, addr, Stack::Absent);
     let mut symbolizer = Symbolizer::default();
     let name = |symbolizer: &Symbolizer| {
         symbolizer.user_locations(pid, &window.samples[0].user_stack)[0]
