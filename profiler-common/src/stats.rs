@@ -45,11 +45,16 @@ pub enum Stat {
     /// registered with rseq (Go, static musl) that ran user code in
     /// between, so the stack is where they blocked next (an approximation).
     OffCpuNsApproxUserStack = 15,
+    /// New entries in the samples maps. Since the last drain, this is the
+    /// active slot's fill, which the daemon watches to drain early.
+    SampleEntries = 16,
+    /// New entries in the stack maps (the same, for stacks).
+    StackEntries = 17,
 }
 
 impl Stat {
     /// Every counter, in index order.
-    pub const ALL: [Self; 16] = [
+    pub const ALL: [Self; 18] = [
         Self::OnCpuSamples,
         Self::UserStackErrors,
         Self::KernelStackErrors,
@@ -66,6 +71,8 @@ impl Stat {
         Self::PcsWithoutTable,
         Self::StacksTruncated,
         Self::OffCpuNsApproxUserStack,
+        Self::SampleEntries,
+        Self::StackEntries,
     ];
 
     /// Name used in logs and profile comments.
@@ -88,6 +95,8 @@ impl Stat {
             Self::PcsWithoutTable => "pcs_without_table",
             Self::StacksTruncated => "stacks_truncated",
             Self::OffCpuNsApproxUserStack => "off_cpu_ns_approx_user_stack",
+            Self::SampleEntries => "sample_entries",
+            Self::StackEntries => "stack_entries",
         }
     }
 }

@@ -18,7 +18,7 @@ pub fn add(samples: &HashMap<SampleKey, SampleValue>, key: &SampleKey, weight: &
         return;
     }
     match samples.insert(key, weight, u64::from(BPF_NOEXIST)) {
-        Ok(()) => {}
+        Ok(()) => maps::count(Stat::SampleEntries, 1),
         // Another CPU inserted the same key between our lookup and insert.
         Err(err) if err == -EEXIST => match samples.get_ptr_mut(key) {
             Some(value) => bump(value, weight),

@@ -104,7 +104,10 @@ pub fn store(slot: &Slot, trace: *mut StackTrace, len: u32, flags: u32) -> (u64,
     let trace = unsafe { &*trace };
     // Passed by reference: a 1 KiB copy would not fit the 512-byte BPF stack.
     match slot.stacks.insert(hash, trace, u64::from(BPF_NOEXIST)) {
-        Ok(()) => (hash, 0),
+        Ok(()) => {
+            maps::count(Stat::StackEntries, 1);
+            (hash, 0)
+        }
         // Another CPU stored the same stack first.
         Err(err) if err == -EEXIST => (hash, 0),
         Err(err) => {

@@ -1,5 +1,10 @@
 //! Command-line flags → a validated [`Config`]. The only module that sees clap.
-use std::{ffi::OsString, path::PathBuf, time::Duration};
+use std::{
+    ffi::OsString,
+    net::{Ipv4Addr, SocketAddr},
+    path::PathBuf,
+    time::Duration,
+};
 
 use clap::{ArgGroup, CommandFactory as _, Parser, error::ErrorKind};
 
@@ -143,6 +148,24 @@ struct Args {
     /// Refuse debug files larger than this, e.g. 512M, 2G.
     #[arg(long, value_name = "BYTES", default_value = "1G", value_parser = parse_size)]
     debuginfod_max_size: u64,
+
+    /// Serve profiles on demand (/debug/pprof/profile, offcpu, wall) and
+    /// /metrics over HTTP on this address; a port alone binds loopback
+    /// (8080 is 127.0.0.1:8080). Off by default.
+    #[arg(long, value_name = "ADDR", value_parser = parse_listen)]
+    listen: Option<SocketAddr>,
+}
+
+/// `PORT` (loopback) or `HOST:PORT`.
+fn parse_listen(s: &str) -> Result<SocketAddr, String> {
+    if let Ok(port) = s.parse::<u16>() {
+        return Ok(SocketAddr::from((Ipv4Addr::LOCALHOST, port)));
+    }
+    s.parse().map_err(|_| {
+        format!(
+            "{s:?} is not an address (expected a port such as 8080, or 127.0.0.1:8080, [::1]:8080)"
+        )
+    })
 }
 
 /// `--unwind`'s values.
@@ -258,6 +281,7 @@ where
             wait: args.wait,
         },
         symbols,
+        listen: args.listen,
     })
 }
 

@@ -258,3 +258,27 @@ fn debug_directories_and_debuginfod_servers() {
         "http://a",
     ]);
 }
+
+#[test]
+fn listen_is_off_by_default_and_a_port_alone_binds_loopback() {
+    assert_eq!(parse_ok(&["--all"]).listen, None);
+    assert_eq!(
+        parse_ok(&["--all", "--listen", "6060"]).listen,
+        Some("127.0.0.1:6060".parse().unwrap())
+    );
+    assert_eq!(
+        parse_ok(&["--all", "--listen", "[::1]:6060"]).listen,
+        Some("[::1]:6060".parse().unwrap())
+    );
+    assert_eq!(
+        parse_ok(&["--all", "--listen", "0.0.0.0:80"]).listen,
+        Some("0.0.0.0:80".parse().unwrap())
+    );
+    for bad in ["localhost", "6060x", "1.2.3.4", "70000"] {
+        let err = parse_err(&["--all", "--listen", bad]).to_string();
+        assert!(
+            err.contains("--listen") && err.contains("not an address"),
+            "{bad}: {err}"
+        );
+    }
+}

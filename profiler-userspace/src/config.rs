@@ -1,6 +1,6 @@
 //! The validated configuration the daemon runs with. Built by `cli.rs`;
 //! nothing past it knows about command-line flags.
-use std::{path::PathBuf, time::Duration};
+use std::{net::SocketAddr, path::PathBuf, time::Duration};
 
 /// What to profile.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -33,6 +33,8 @@ pub struct Config {
     pub discover: Discover,
     /// Where function names come from besides the binaries themselves.
     pub symbols: Symbols,
+    /// Where the HTTP endpoints listen (`--listen`); `None`: off.
+    pub listen: Option<SocketAddr>,
 }
 
 /// Where function names are looked for besides the binaries themselves.

@@ -1,28 +1,29 @@
 //! The window loop: every interval, at the end of `--duration`, on
 //! SIGINT/SIGTERM (then exit), on SIGHUP (then start a new window) and when
 //! every target has exited and none is waited for (then exit), drain the
-//! kernel, symbolize, encode and write one file. Between windows, targets
-//! found by `--comm`/`--pid-file` are added as they appear.
-use std::time::{Duration, Instant, SystemTime};
+//! kernel, symbolize, encode and write one file. The kernel is also
+//! drained, into the same window, when an on-demand profile starts or ends
+//! (`on_demand`). Between drains, targets found by `--comm`/`--pid-file`
+//! are added as they appear.
+use std::{sync::Arc, time::Duration};
 
-use profiler_common::stats::Stat;
 use tokio::{
     signal::unix::{SignalKind, signal},
-    time::{MissedTickBehavior, interval_at, sleep, sleep_until},
+    sync::mpsc,
+    time::{MissedTickBehavior, interval_at, sleep_until},
 };
 
 use crate::{
-    bpf::{Flip, Kernel, KernelError, Rng},
+    bpf::{Kernel, KernelError},
     config::{Config, Target, Unwind},
-    pprof,
-    sink::{FileSink, SinkError},
-    symbolize::{
-        Symbolizer,
-        debuginfod::{Debuginfod, DebuginfodError},
-    },
+    http::{self, HttpError},
+    metrics::Metrics,
+    on_demand::{OnDemand, ProfileRequest},
+    pipeline::{DrainReason, EARLY_DRAIN_FILL, Pipeline, Written},
+    sink::SinkError,
+    symbolize::debuginfod::DebuginfodError,
     targets::Targets,
     unwind::Unwinder,
-    window::{WindowTimes, assemble},
 };
 
 /// How often the unwinder serves the kernel's requests for mappings: a
@@ -50,10 +51,27 @@ impl WindowEnd {
     }
 }
 
-/// How long to wait after flipping slots before reading the old one: an
-/// eBPF program that read the slot number just before the flip finishes
-/// within microseconds.
-const FLIP_GRACE: Duration = Duration::from_millis(5);
+/// How often the kernel maps' fill is checked (see `EARLY_DRAIN_FILL`).
+const FILL_CHECK: Duration = Duration::from_millis(250);
+
+/// What ends a chunk: the window's end, an on-demand profile's start or
+/// end, or a kernel map filling up.
+enum Event {
+    WindowEnd(WindowEnd),
+    Request(ProfileRequest),
+    RequestsDue,
+    MapsFilling,
+}
+
+impl Event {
+    fn drain_reason(&self) -> DrainReason {
+        match self {
+            Self::WindowEnd(_) => DrainReason::Window,
+            Self::Request(_) | Self::RequestsDue => DrainReason::Request,
+            Self::MapsFilling => DrainReason::Full,
+        }
+    }
+}
 
 #[derive(Debug, thiserror::Error)]
 pub enum DaemonError {
@@ -65,6 +83,10 @@ pub enum DaemonError {
     FinalWrite(#[source] SinkError),
     #[error(transparent)]
     Debuginfod(#[from] DebuginfodError),
+    #[error(transparent)]
+    Http(#[from] HttpError),
+    #[error("starting the on-demand profile thread")]
+    OnDemand(#[source] std::io::Error),
 }
 
 /// The line tests and tools wait for: everything is attached.
@@ -106,7 +128,9 @@ pub async fn run(config: Config) -> Result<(), DaemonError> {
     let mut sigterm = signal(SignalKind::terminate()).map_err(DaemonError::Signals)?;
     let mut sighup = signal(SignalKind::hangup()).map_err(DaemonError::Signals)?;
 
-    let mut pipeline = Pipeline::new(&config)?;
+    let metrics = Arc::new(Metrics::new());
+    let (mut requests, mut on_demand) = start_http(&config, &metrics)?;
+    let mut pipeline = Pipeline::new(&config, metrics)?;
     let mut targets = Targets::new(&config.target, &config.discover);
     let mut kernel = Kernel::load(&config, &targets.current())?;
     kernel.forward_logs();
@@ -114,39 +138,61 @@ pub async fn run(config: Config) -> Result<(), DaemonError> {
     let mut unwind_poll = tokio::time::interval(UNWIND_POLL);
     log_start(&config);
 
-    let started = Instant::now();
-    let deadline = config
-        .duration
-        .map(|d| tokio::time::Instant::from_std(started + d));
-    let mut ticker = interval_at(
-        tokio::time::Instant::from_std(started + config.interval),
-        config.interval,
-    );
+    let started = tokio::time::Instant::now();
+    let deadline = config.duration.map(|d| started + d);
+    let mut ticker = interval_at(started + config.interval, config.interval);
     ticker.set_missed_tick_behavior(MissedTickBehavior::Delay);
-    let mut window_start = SystemTime::now();
 
     // With --pid/--comm/--pid-file: notice exits and new matches.
     let mut liveness = tokio::time::interval(TARGET_CHECK);
     let watch_targets = matches!(config.target, Target::Pids(_));
+    let mut fill_check = tokio::time::interval(FILL_CHECK);
 
     loop {
-        let end = loop {
+        let due = on_demand.as_ref().and_then(OnDemand::next_due);
+        let event = loop {
             tokio::select! {
-                _ = ticker.tick() => break WindowEnd::Interval,
-                () = sleep_until(deadline.unwrap_or_else(tokio::time::Instant::now)), if deadline.is_some() => break WindowEnd::Deadline,
-                _ = sigint.recv() => break WindowEnd::Signal("SIGINT"),
-                _ = sigterm.recv() => break WindowEnd::Signal("SIGTERM"),
-                _ = sighup.recv() => break WindowEnd::Hangup,
+                _ = ticker.tick() => break Event::WindowEnd(WindowEnd::Interval),
+                () = sleep_until(deadline.unwrap_or(started)), if deadline.is_some() => break Event::WindowEnd(WindowEnd::Deadline),
+                _ = sigint.recv() => break Event::WindowEnd(WindowEnd::Signal("SIGINT")),
+                _ = sigterm.recv() => break Event::WindowEnd(WindowEnd::Signal("SIGTERM")),
+                _ = sighup.recv() => break Event::WindowEnd(WindowEnd::Hangup),
+                Some(request) = next_request(requests.as_mut()) => break Event::Request(request),
+                () = sleep_until(due.unwrap_or(started)), if due.is_some() => break Event::RequestsDue,
                 _ = unwind_poll.tick(), if unwinder.is_some() => {
                     serve_unwinder(unwinder.as_mut(), &mut kernel)?;
                 }
                 _ = liveness.tick(), if watch_targets => {
                     if follow_targets(&mut targets, &mut kernel)? {
-                        break WindowEnd::TargetsGone;
+                        break Event::WindowEnd(WindowEnd::TargetsGone);
+                    }
+                }
+                _ = fill_check.tick() => {
+                    if maps_filling(&kernel)? {
+                        break Event::MapsFilling;
                     }
                 }
             }
         };
+        let current = targets.current();
+        let (chunk, end_ns) = pipeline
+            .drain_chunk(&mut kernel, &config, &current, event.drain_reason())
+            .await?;
+        if let Some(on_demand) = on_demand.as_mut() {
+            on_demand.add_chunk(&chunk, end_ns);
+        }
+        pipeline.collect(chunk);
+        let end = match event {
+            Event::WindowEnd(end) => end,
+            Event::Request(request) => {
+                if let Some(on_demand) = on_demand.as_mut() {
+                    on_demand.start(request, end_ns);
+                }
+                continue;
+            }
+            Event::RequestsDue | Event::MapsFilling => continue,
+        };
+
         // A tick that lands on the deadline ends the run too, rather than
         // leaving an empty window after it.
         let last = end.is_last() || deadline.is_some_and(|d| tokio::time::Instant::now() >= d);
@@ -154,26 +200,10 @@ pub async fn run(config: Config) -> Result<(), DaemonError> {
         if end == WindowEnd::Hangup {
             ticker.reset();
         }
-
-        let flip = kernel.flip()?;
-        let times = WindowTimes {
-            start: window_start,
-            duration_ns: flip.end_ns - flip.start_ns,
-        };
-        window_start = SystemTime::now();
-        sleep(FLIP_GRACE).await;
-
         // Stacks of processes that appeared since the last poll are walked
-        // by table from here on; serve them before the window's drain.
+        // by table from here on; serve them before the next window.
         let unwind_comments = serve_unwinder(unwinder.as_mut(), &mut kernel)?;
-        match pipeline.finish(
-            &mut kernel,
-            &config,
-            &targets.current(),
-            &flip,
-            times,
-            unwind_comments,
-        )? {
+        match pipeline.finish(&config, &current, end_ns, unwind_comments) {
             Written::Done => {}
             Written::Deferred(e) if last => return Err(DaemonError::FinalWrite(e)),
             Written::Deferred(e) => tracing::error!(
@@ -185,6 +215,39 @@ pub async fn run(config: Config) -> Result<(), DaemonError> {
         if last {
             return Ok(());
         }
+    }
+}
+
+/// The HTTP endpoints and the on-demand profiles behind them, with
+/// `--listen`; `(None, None)` without.
+fn start_http(
+    config: &Config,
+    metrics: &Arc<Metrics>,
+) -> Result<(Option<mpsc::Receiver<ProfileRequest>>, Option<OnDemand>), DaemonError> {
+    let Some(addr) = config.listen else {
+        return Ok((None, None));
+    };
+    let requests = http::start(addr, metrics.clone(), config.modes)?;
+    let on_demand =
+        OnDemand::new(&config.symbols, config.sample_period_ns()).map_err(DaemonError::OnDemand)?;
+    tracing::info!(%addr, "serving /debug/pprof/{{profile,offcpu,wall}} and /metrics");
+    Ok((Some(requests), Some(on_demand)))
+}
+
+/// Whether the samples or stacks map of the active slot is past
+/// [`EARLY_DRAIN_FILL`].
+fn maps_filling(kernel: &Kernel) -> Result<bool, KernelError> {
+    let (samples, stacks) = kernel.active_entries()?.fill();
+    Ok(samples.max(stacks) >= EARLY_DRAIN_FILL)
+}
+
+/// The next profile request; never, without `--listen`.
+async fn next_request(
+    requests: Option<&mut mpsc::Receiver<ProfileRequest>>,
+) -> Option<ProfileRequest> {
+    match requests {
+        Some(requests) => requests.recv().await,
+        None => std::future::pending().await,
     }
 }
 
@@ -232,88 +295,4 @@ fn start_unwinder(
         }
     }
     Ok(Some(unwinder))
-}
-
-/// What a window passes through once the kernel has flipped: drain,
-/// symbolize, encode, write.
-struct Pipeline {
-    symbolizer: Symbolizer,
-    sink: FileSink,
-    /// The random source of the sampling rule for still-open intervals.
-    rng: Rng,
-}
-
-/// How writing a finished window went. A kernel failure is an error of
-/// [`Pipeline::finish`] (fatal); a sink failure is not, since the window
-/// is kept for another try.
-enum Written {
-    Done,
-    /// The file could not be written; the sink keeps the window.
-    Deferred(SinkError),
-}
-
-impl Pipeline {
-    /// The symbolizer (with debuginfod's download thread, if configured),
-    /// the sink and the sampling RNG.
-    fn new(config: &Config) -> Result<Self, DaemonError> {
-        let debuginfod = config
-            .symbols
-            .debuginfod
-            .as_ref()
-            .map(Debuginfod::start)
-            .transpose()?;
-        Ok(Self {
-            symbolizer: Symbolizer::new(&config.symbols, debuginfod),
-            sink: FileSink::new(config.output_dir.clone(), config.retain),
-            rng: Rng::new(),
-        })
-    }
-
-    /// Finishes the window of `flip`: drain, symbolize, encode, write.
-    fn finish(
-        &mut self,
-        kernel: &mut Kernel,
-        config: &Config,
-        targets: &Target,
-        flip: &Flip,
-        times: WindowTimes,
-        unwind_comments: Vec<String>,
-    ) -> Result<Written, KernelError> {
-        let drain_started = Instant::now();
-        let mut raw = kernel.drain(flip)?;
-        if let Some(rule) = config.modes.off_cpu() {
-            let (open, stats) = kernel.account_in_flight(flip, rule, targets, &mut self.rng)?;
-            raw.samples.extend(open);
-            raw.in_flight = stats;
-        }
-        let drain_us = drain_started.elapsed().as_micros();
-        let step = Instant::now();
-        let (mut profile, sym_stats) =
-            assemble(&raw, &mut self.symbolizer, times, config.sample_period_ns());
-        profile.comments.extend(unwind_comments);
-        let symbolize_us = step.elapsed().as_micros();
-        let step = Instant::now();
-        let bytes = pprof::encode(&profile);
-        let encode_us = step.elapsed().as_micros();
-        let path = match self.sink.write(&bytes, times.start) {
-            Ok(path) => path,
-            Err(e) => return Ok(Written::Deferred(e)),
-        };
-        tracing::info!(
-            path = %path.display(),
-            entries = raw.samples.len(),
-            samples = profile.samples.iter().map(|s| s.samples).sum::<u64>(),
-            symbolization_failures = sym_stats.failed,
-            frames_by_table = raw.stat(Stat::FramesByTable),
-            frames_by_frame_pointer = raw.stat(Stat::FramesByFramePointer),
-            pcs_without_table = raw.stat(Stat::PcsWithoutTable),
-            stacks_truncated = raw.stat(Stat::StacksTruncated),
-            drain_us,
-            symbolize_us,
-            encode_us,
-            total_us = drain_started.elapsed().as_micros(),
-            "wrote profile"
-        );
-        Ok(Written::Done)
-    }
 }

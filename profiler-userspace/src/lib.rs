@@ -1,11 +1,18 @@
 //! The profiler daemon as a library; `main.rs` is a thin binary over it.
 //!
-//! Data flows cli → preflight → bpf (load, drain) → window (symbolize) →
-//! pprof → sink, driven by the window loop in `daemon`. See ARCHITECTURE.md.
+//! Data flows cli → preflight → bpf (load, drain) → pipeline (chunks into
+//! windows) → window (symbolize) → pprof → sink, driven by the window loop
+//! in `daemon`; `http` serves `on_demand` profiles and `metrics`. See
+//! ARCHITECTURE.md.
 pub mod bpf;
+pub mod cgroup;
 pub mod cli;
 pub mod config;
 pub mod daemon;
+pub mod http;
+pub mod metrics;
+pub mod on_demand;
+pub mod pipeline;
 pub mod pprof;
 pub mod preflight;
 pub mod procfs;

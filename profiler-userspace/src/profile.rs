@@ -4,6 +4,8 @@ use std::{sync::Arc, time::SystemTime};
 
 use profiler_common::sample::ThreadState;
 
+use crate::cgroup::Placement;
+
 /// A mapped object a location belongs to.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Mapping {
@@ -64,6 +66,8 @@ pub struct Sample {
     pub comm: Arc<str>,
     /// Name of the thread.
     pub thread: String,
+    /// The process's cgroup, container and systemd unit.
+    pub placement: Arc<Placement>,
     pub state: ThreadState,
     /// Leaf first: kernel frames, then user frames.
     pub stack: Vec<Location>,
@@ -75,9 +79,36 @@ pub struct Sample {
     pub off_cpu_count: u64,
 }
 
+/// Which weight a profile is about: the sample type readers show first,
+/// and which rows it holds.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum View {
+    /// Every row; on-CPU plus off-CPU time (the periodic files).
+    #[default]
+    Wall,
+    /// On-CPU rows only (`/debug/pprof/profile`).
+    Cpu,
+    /// Off-CPU rows only (`/debug/pprof/offcpu`).
+    OffCpu,
+}
+
+impl View {
+    /// Whether a row with this weight belongs in the view.
+    #[must_use]
+    pub fn keeps(self, on_cpu_samples: u64, off_cpu_ns: u64, off_cpu_count: u64) -> bool {
+        match self {
+            Self::Wall => true,
+            Self::Cpu => on_cpu_samples != 0,
+            Self::OffCpu => off_cpu_ns != 0 || off_cpu_count != 0,
+        }
+    }
+}
+
 /// A whole window.
 #[derive(Clone, Debug)]
 pub struct Profile {
+    /// The weight readers show by default.
+    pub view: View,
     pub start: SystemTime,
     pub duration_ns: u64,
     /// CPU nanoseconds one on-CPU sample stands for.

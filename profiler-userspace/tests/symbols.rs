@@ -172,6 +172,17 @@ fn profile_in_windows(
     out: &Path,
     extra: &[&str],
 ) -> Vec<(PathBuf, Profile)> {
+    profile_in_windows_scraped(fixture, out, extra, None).0
+}
+
+/// As [`profile_in_windows`]; with `listen` (a port), also `/metrics` as
+/// scraped just before the daemon stops.
+fn profile_in_windows_scraped(
+    fixture: &mut Fixture,
+    out: &Path,
+    extra: &[&str],
+    listen: Option<&str>,
+) -> (Vec<(PathBuf, Profile)>, String) {
     let pid = fixture.pid().to_string();
     let mut args = vec![
         "--pid",
@@ -183,15 +194,26 @@ fn profile_in_windows(
         "--no-off-cpu",
     ];
     args.extend_from_slice(extra);
+    if let Some(port) = listen {
+        args.extend(["--listen", port]);
+    }
     let running = Profiler::start(&args);
     fixture.go();
     fixture.results();
+    let metrics = listen.map_or_else(String::new, |port| {
+        let (status, body) = support::get(
+            &format!("http://127.0.0.1:{port}/metrics"),
+            &std::env::temp_dir(),
+        );
+        assert_eq!(status, 200);
+        String::from_utf8(body).unwrap()
+    });
     running.stop();
     let profiles = profiles(out);
     for (path, _) in &profiles {
         go_pprof_raw(path);
     }
-    profiles
+    (profiles, metrics)
 }
 
 #[test]
@@ -211,7 +233,8 @@ fn debuginfod_names_a_stripped_program_from_the_next_window_on() {
 
     let mut fixture = Fixture::spawn_path(&program.bin, 5.0);
     let cpu = fixture.tid("cpu");
-    let profiles = profile_in_windows(
+    let port = support::free_port().to_string();
+    let (profiles, metrics) = profile_in_windows_scraped(
         &mut fixture,
         &dirs.out,
         &[
@@ -220,8 +243,19 @@ fn debuginfod_names_a_stripped_program_from_the_next_window_on() {
             "--debuginfod-cache",
             cache.to_str().unwrap(),
         ],
+        Some(&port),
     );
     drop(server);
+    // /metrics counts the same download, its bytes and its time.
+    let events = "profiler_window_events";
+    assert!(
+        (support::metric(&metrics, events, Some("debuginfod_fetched")) - 1.0).abs() < f64::EPSILON,
+        "{metrics}"
+    );
+    assert!(support::metric(&metrics, events, Some("debuginfod_bytes")) > 0.0);
+    assert!(support::metric(&metrics, events, Some("debuginfod_failed")).abs() < f64::EPSILON);
+    // Exported (it may round to 0 ms on loopback): metric() panics if not.
+    support::metric(&metrics, events, Some("debuginfod_fetch_ms"));
 
     let fetched: u64 = profiles
         .iter()

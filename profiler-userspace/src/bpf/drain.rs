@@ -4,7 +4,10 @@ use std::{collections::HashMap as StdHashMap, sync::Arc};
 
 use aya::maps::{Array, HashMap, Map, MapData, PerCpuArray};
 use profiler_common::{
-    maps::{CONTROL, CONTROL_ACTIVE_SLOT, CONTROL_LAST_FLIP_NS, SLOTS, STATS, slot_maps},
+    maps::{
+        CONTROL, CONTROL_ACTIVE_SLOT, CONTROL_LAST_FLIP_NS, SAMPLES_MAX_ENTRIES, SLOTS,
+        STACKS_MAX_ENTRIES, STATS, slot_maps,
+    },
     sample::{SampleKey, SampleValue, ThreadState, comm_str},
     stack::{NO_STACK, StackTrace},
     stats::{STATS_LEN, Stat},
@@ -35,7 +38,7 @@ pub fn monotonic_ns() -> u64 {
 }
 
 /// A captured stack, or why there is none.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum Stack {
     /// Instruction pointers, leaf first.
     Frames(Arc<[u64]>),
@@ -84,6 +87,28 @@ pub struct RawWindow {
     pub unknown_entries: u64,
     /// What the accounting of still-open off-CPU intervals added.
     pub in_flight: super::InFlightStats,
+    /// Entries the drained maps held (the most of any chunk, once merged).
+    pub map_entries: MapEntries,
+    /// Chunks drained early because a map was filling up.
+    pub early_drains: u64,
+}
+
+/// How many entries the kernel's maps held when drained.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct MapEntries {
+    pub samples: u32,
+    pub stacks: u32,
+}
+
+impl MapEntries {
+    /// Fill of the samples and stacks maps, 0 to 1.
+    #[must_use]
+    pub fn fill(self) -> (f64, f64) {
+        (
+            f64::from(self.samples) / f64::from(SAMPLES_MAX_ENTRIES),
+            f64::from(self.stacks) / f64::from(STACKS_MAX_ENTRIES),
+        )
+    }
 }
 
 impl RawWindow {
@@ -154,6 +179,7 @@ impl Kernel {
             HashMap::try_from(self.map_mut(stacks_name)?).map_err(KernelError::map(stacks_name))?;
         let mut resolved: StdHashMap<u64, Stack> = StdHashMap::new();
         let mut window = RawWindow::default();
+        window.map_entries.samples = u32::try_from(raw.len()).unwrap_or(u32::MAX);
         for (key, value) in raw {
             let Some(state) = ThreadState::from_raw(key.state) else {
                 window.unknown_entries += 1;
@@ -180,6 +206,7 @@ impl Kernel {
             });
         }
         let hashes: Vec<u64> = stacks.keys().filter_map(Result::ok).collect();
+        window.map_entries.stacks = u32::try_from(hashes.len()).unwrap_or(u32::MAX);
         for hash in hashes {
             stacks
                 .remove(&hash)
@@ -188,6 +215,30 @@ impl Kernel {
 
         window.stats = self.stats_delta()?;
         Ok(window)
+    }
+
+    /// Entries the active slot's maps hold now (from the kernel's insert
+    /// counters since the last drain: two per-CPU reads, not a map walk).
+    ///
+    /// # Errors
+    /// When the counters cannot be read.
+    pub fn active_entries(&self) -> Result<MapEntries, KernelError> {
+        let map = self.ebpf.map(STATS).ok_or(KernelError::MissingMap(STATS))?;
+        let stats: PerCpuArray<&MapData, u64> =
+            PerCpuArray::try_from(map).map_err(KernelError::map(STATS))?;
+        let since_drain = |stat: Stat| -> Result<u32, KernelError> {
+            let total: u64 = stats
+                .get(&(stat as u32), 0)
+                .map_err(KernelError::map(STATS))?
+                .iter()
+                .sum();
+            let new = total.saturating_sub(self.last_stats[stat as usize]);
+            Ok(u32::try_from(new).unwrap_or(u32::MAX))
+        };
+        Ok(MapEntries {
+            samples: since_drain(Stat::SampleEntries)?,
+            stacks: since_drain(Stat::StackEntries)?,
+        })
     }
 
     fn stats_delta(&mut self) -> Result<[u64; STATS_LEN as usize], KernelError> {

@@ -13,7 +13,7 @@ mod load;
 mod task_storage;
 mod unwind_maps;
 
-pub use drain::{Flip, RawSample, RawWindow, Stack};
+pub use drain::{Flip, MapEntries, RawSample, RawWindow, Stack};
 pub use in_flight::{InFlightStats, Rng};
 pub use load::Kernel;
 

@@ -7,7 +7,7 @@ use profiler_common::off_cpu::COUNT_SCALE;
 use prost::Message as _;
 
 use super::proto;
-use crate::profile::{Line, Location, Mapping, Profile, Sample};
+use crate::profile::{Line, Location, Mapping, Profile, Sample, View};
 
 /// Encodes `profile` as an (uncompressed) pprof protobuf.
 #[must_use]
@@ -31,7 +31,7 @@ pub fn build(profile: &Profile) -> proto::Profile {
         .collect();
     out.period_type = Some(out.sample_type[1]);
     out.period = to_i64(profile.period_ns);
-    out.default_sample_type = out.sample_type[4].r#type;
+    out.default_sample_type = out.sample_type[default_sample_type(profile.view)].r#type;
     out.time_nanos = profile
         .start
         .duration_since(UNIX_EPOCH)
@@ -44,6 +44,9 @@ pub fn build(profile: &Profile) -> proto::Profile {
         comm: tables.string(&mut out, "comm"),
         thread: tables.string(&mut out, "thread"),
         state: tables.string(&mut out, "state"),
+        cgroup: tables.string(&mut out, "cgroup"),
+        container_id: tables.string(&mut out, "container_id"),
+        service: tables.string(&mut out, "service"),
     };
 
     let mut samples: Vec<_> = profile.samples.iter().collect();
@@ -54,13 +57,23 @@ pub fn build(profile: &Profile) -> proto::Profile {
             .iter()
             .map(|location| tables.location(&mut out, location))
             .collect();
-        let label = vec![
+        let mut label = vec![
             num_label(keys.pid, sample.pid),
             num_label(keys.tid, sample.tid),
             str_label(keys.comm, tables.string(&mut out, &sample.comm)),
             str_label(keys.thread, tables.string(&mut out, &sample.thread)),
             str_label(keys.state, tables.string(&mut out, sample.state.label())),
         ];
+        let placement = &sample.placement;
+        for (key, value) in [
+            (keys.cgroup, &placement.cgroup),
+            (keys.container_id, &placement.container_id),
+            (keys.service, &placement.service),
+        ] {
+            if !value.is_empty() {
+                label.push(str_label(key, tables.string(&mut out, value)));
+            }
+        }
         out.sample.push(proto::Sample {
             location_id,
             value: values(sample, profile.period_ns),
@@ -95,7 +108,16 @@ fn mark_unsymbolized_mappings(out: &mut proto::Profile) {
     }
 }
 
-/// (type, unit) of each sample value, in order; `wall` is the default.
+/// Index in [`SAMPLE_TYPES`] of the type readers show first.
+fn default_sample_type(view: View) -> usize {
+    match view {
+        View::Cpu => 1,
+        View::OffCpu => 3,
+        View::Wall => 4,
+    }
+}
+
+/// (type, unit) of each sample value, in order.
 pub const SAMPLE_TYPES: [(&str, &str); 5] = [
     ("samples", "count"),
     ("cpu", "nanoseconds"),
@@ -125,6 +147,9 @@ struct Labels {
     comm: i64,
     thread: i64,
     state: i64,
+    cgroup: i64,
+    container_id: i64,
+    service: i64,
 }
 
 fn num_label(key: i64, num: u32) -> proto::Label {

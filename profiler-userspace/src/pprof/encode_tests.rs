@@ -42,6 +42,7 @@ fn fixture() -> Profile {
         tid,
         comm: Arc::from("app"),
         thread: format!("worker-{tid}"),
+        placement: Arc::default(),
         state: ThreadState::Running,
         stack,
         samples,
@@ -49,6 +50,7 @@ fn fixture() -> Profile {
         off_cpu_count: 0,
     };
     Profile {
+        view: View::Wall,
         start: SystemTime::UNIX_EPOCH + Duration::from_secs(1_700_000_000),
         duration_ns: 10_000_000_000,
         period_ns: 10_101_010,
@@ -168,6 +170,50 @@ fn round_trip_tables() {
         "unresolved address keeps its address, no lines"
     );
     assert_eq!(loc.mapping_id, 1);
+}
+
+#[test]
+fn each_view_names_its_own_default_sample_type() {
+    for (view, name) in [
+        (View::Cpu, "cpu"),
+        (View::OffCpu, "off_cpu"),
+        (View::Wall, "wall"),
+    ] {
+        let p = decode(&encode(&Profile { view, ..fixture() }));
+        assert_eq!(string(&p, p.default_sample_type), name, "{view:?}");
+    }
+}
+
+#[test]
+fn placement_labels_only_where_known() {
+    let mut profile = fixture();
+    profile.samples[0].placement = Arc::new(crate::cgroup::Placement {
+        cgroup: "/system.slice/nginx.service".into(),
+        container_id: String::new(),
+        service: "nginx.service".into(),
+    });
+    let p = decode(&encode(&profile));
+    let labels = |s: &proto::Sample| -> Vec<(String, String)> {
+        s.label
+            .iter()
+            .filter(|l| l.str != 0)
+            .map(|l| (string(&p, l.key).to_owned(), string(&p, l.str).to_owned()))
+            .collect()
+    };
+    let with: Vec<_> = p
+        .sample
+        .iter()
+        .filter(|s| labels(s).iter().any(|(k, _)| k == "service"))
+        .collect();
+    assert_eq!(with.len(), 1);
+    assert!(labels(with[0]).contains(&("cgroup".into(), "/system.slice/nginx.service".into())));
+    assert!(
+        p.sample
+            .iter()
+            .flat_map(labels)
+            .all(|(k, _)| k != "container_id"),
+        "no empty container_id labels"
+    );
 }
 
 #[test]

@@ -41,6 +41,7 @@ use procmaps::Vma;
 
 use crate::{
     bpf::{RawWindow, Stack},
+    cgroup::{self, Placement},
     config, procfs,
     profile::{Line, Location, Mapping},
 };
@@ -67,6 +68,8 @@ enum BinaryKey {
 
 struct ProcessInfo {
     comm: Arc<str>,
+    /// Its cgroup, container and unit (`cgroup.rs`).
+    placement: Arc<Placement>,
     /// Executable mappings, sorted, with their pprof mapping.
     vmas: Vec<(Vma, Arc<Mapping>)>,
     last_seen: u64,
@@ -179,6 +182,15 @@ impl Symbolizer {
         self.processes
             .get(&pid)
             .map_or_else(|| Arc::from(""), |p| p.comm.clone())
+    }
+
+    /// The cgroup, container and unit of `pid`, as read during
+    /// [`Symbolizer::prepare`].
+    #[must_use]
+    pub fn placement(&self, pid: u32) -> Arc<Placement> {
+        self.processes
+            .get(&pid)
+            .map_or_else(Arc::default, |p| p.placement.clone())
     }
 
     /// The locations of a captured user stack, leaf first.
@@ -304,6 +316,7 @@ impl Symbolizer {
     fn refresh_process(&mut self, pid: u32, thread: &str) -> bool {
         let window = self.window;
         let comm = procfs::comm(pid, pid).map(Arc::<str>::from);
+        let placement = cgroup::read(pid).map(Arc::new);
         let vmas = procmaps::read(pid);
         let readable = vmas.is_ok();
         let previous = self.processes.remove(&pid);
@@ -324,15 +337,16 @@ impl Symbolizer {
             (Err(_), Some(previous)) => previous.vmas.clone(),
             (Err(_), None) => Vec::new(),
         };
-        let (previous_comm, blaze_paths, anonymous) = previous
-            .map_or((None, HashSet::new(), AnonymousCache::default()), |p| {
-                (Some(p.comm), p.blaze_paths, p.anonymous)
-            });
+        let (previous_comm, previous_placement, blaze_paths, anonymous) = previous.map_or(
+            (None, None, HashSet::new(), AnonymousCache::default()),
+            |p| (Some(p.comm), Some(p.placement), p.blaze_paths, p.anonymous),
+        );
         let comm = comm.or(previous_comm).unwrap_or_else(|| Arc::from(thread));
         self.processes.insert(
             pid,
             ProcessInfo {
                 comm,
+                placement: placement.or(previous_placement).unwrap_or_default(),
                 vmas,
                 last_seen: window,
                 blaze_paths,

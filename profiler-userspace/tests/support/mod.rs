@@ -8,10 +8,12 @@ use std::{
     collections::HashMap,
     fs,
     io::{BufRead as _, BufReader, Read as _, Write as _},
+    net::TcpListener,
     path::{Path, PathBuf},
     process::{Child, ChildStdin, ChildStdout, Command, Output, Stdio},
 };
 
+use openmetrics_parser::{OpenMetricsValue, openmetrics::parse_openmetrics};
 use profiler_userspace::pprof::proto;
 use prost::Message as _;
 
@@ -456,4 +458,50 @@ pub fn go_pprof_raw(path: &Path) -> String {
         String::from_utf8_lossy(&out.stderr)
     );
     String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// A port nobody listens on now.
+pub fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// `GET url` with curl: status and body (saved under `scratch`).
+pub fn get(url: &str, scratch: &Path) -> (u16, Vec<u8>) {
+    let body = scratch.join(format!("body-{}", url.len() ^ url.as_ptr() as usize));
+    let out = Command::new("curl")
+        .args(["-sS", "--max-time", "120", "-o"])
+        .arg(&body)
+        .args(["-w", "%{http_code}", url])
+        .output()
+        .expect("`curl` not found: .ci/run installs it");
+    assert!(out.status.success(), "curl {url}: {out:?}");
+    let status = String::from_utf8_lossy(&out.stdout).trim().parse().unwrap();
+    let bytes = fs::read(&body).unwrap_or_default();
+    let _ = fs::remove_file(&body);
+    (status, bytes)
+}
+
+/// The value of `family{label=value}` in an OpenMetrics text.
+#[expect(clippy::cast_precision_loss, reason = "small counts")]
+pub fn metric(text: &str, family: &str, label: Option<&str>) -> f64 {
+    let exposition = parse_openmetrics(text).unwrap_or_else(|e| panic!("{e:?}:\n{text}"));
+    let family = exposition
+        .families
+        .get(family)
+        .unwrap_or_else(|| panic!("no {family} in:\n{text}"));
+    let sample = match label {
+        Some(value) => family.get_sample_by_label_values(&[value.to_owned()]),
+        None => family.iter_samples().next(),
+    }
+    .unwrap_or_else(|| panic!("no {label:?} in {family:?}"));
+    match &sample.value {
+        OpenMetricsValue::Counter(c) => c.value.as_f64(),
+        OpenMetricsValue::Gauge(g) => g.as_f64(),
+        OpenMetricsValue::Histogram(h) => h.count.unwrap_or_default() as f64,
+        other => panic!("{other:?}"),
+    }
 }

@@ -1,4 +1,6 @@
 //! One window, from what the kernel recorded to a symbolized [`Profile`].
+mod merge;
+
 use std::time::SystemTime;
 
 use std::sync::Arc;
@@ -7,7 +9,7 @@ use profiler_common::{sample::ThreadState, stats::Stat};
 
 use crate::{
     bpf::RawWindow,
-    profile::{Location, Profile, Sample},
+    profile::{Location, Profile, Sample, View},
     symbolize::{SymbolizeStats, Symbolizer},
 };
 
@@ -27,6 +29,7 @@ fn lost_sample(raw: &RawWindow) -> Option<Sample> {
         tid: 0,
         comm: Arc::from("[lost]"),
         thread: "[lost]".to_owned(),
+        placement: Arc::default(),
         state: ThreadState::Unknown,
         stack: vec![Location::marker(LOST_FRAME.to_owned())],
         samples,
@@ -60,13 +63,15 @@ pub struct WindowTimes {
 }
 
 /// Symbolizes `raw` and assembles the window's profile, with its
-/// accounting in the comments.
+/// accounting in the comments. `view` picks the sample type readers show
+/// first; which rows `raw` holds is the caller's choice.
 pub fn assemble(
     raw: &RawWindow,
     symbolizer: &mut Symbolizer,
     times: WindowTimes,
     period_ns: u64,
-) -> (Profile, SymbolizeStats) {
+    view: View,
+) -> (Profile, Accounting) {
     let sym_stats = symbolizer.prepare(raw);
     let mut user_frames = UserFrames::default();
     let mut samples: Vec<Sample> = raw
@@ -81,6 +86,7 @@ pub fn assemble(
                 pid: s.pid,
                 tid: s.tid,
                 comm: symbolizer.process_name(s.pid),
+                placement: symbolizer.placement(s.pid),
                 thread: s.thread.clone(),
                 state: s.state,
                 stack,
@@ -92,47 +98,77 @@ pub fn assemble(
         .collect();
     samples.extend(lost_sample(raw));
 
-    let mut comments: Vec<String> = Stat::ALL
-        .iter()
-        .map(|&stat| format!("{}={}", stat.name(), raw.stat(stat)))
-        .collect();
-    comments.push(format!("addresses_symbolized={}", sym_stats.resolved));
-    comments.push(format!("symbolization_failures={}", sym_stats.failed));
-    comments.push(format!(
-        "processes_unreadable={}",
-        sym_stats.processes_unreadable
-    ));
-    comments.push(format!("user_frames={}", user_frames.total));
-    comments.push(format!("user_frames_resolved={}", user_frames.resolved));
-    comments.push(format!("debug_files_opened={}", sym_stats.debug_files));
-    if let Some((debuginfod, pending)) = sym_stats.debuginfod {
-        comments.push(format!("debuginfod_fetched={}", debuginfod.fetched));
-        comments.push(format!("debuginfod_missing={}", debuginfod.missing));
-        comments.push(format!("debuginfod_failed={}", debuginfod.failed));
-        comments.push(format!("debuginfod_bytes={}", debuginfod.bytes));
-        comments.push(format!("debuginfod_fetch_ms={}", debuginfod.fetch_ms));
-        comments.push(format!("debuginfod_pending={pending}"));
-    }
-    comments.push(format!(
-        "off_cpu_in_flight_tracked={}",
-        raw.in_flight.tracked
-    ));
-    comments.push(format!(
-        "off_cpu_in_flight_untracked={}",
-        raw.in_flight.untracked
-    ));
-    if raw.unknown_entries > 0 {
-        comments.push(format!("unknown_entries={}", raw.unknown_entries));
-    }
-
+    let accounting = Accounting::of(raw, sym_stats, &user_frames);
+    let comments = accounting.comments();
     let profile = Profile {
+        view,
         start: times.start,
         duration_ns: times.duration_ns,
         period_ns,
         samples,
         comments,
     };
-    (profile, sym_stats)
+    (profile, accounting)
+}
+
+/// A window's counters: the profile's comments, and `/metrics`.
+#[derive(Clone, Debug, Default)]
+pub struct Accounting {
+    pub symbolize: SymbolizeStats,
+    /// Counts of this window alone, by name (`map_full_drops`, ...).
+    pub counters: Vec<(&'static str, u64)>,
+    /// Levels at the window's end (`debuginfod_pending`).
+    pub gauges: Vec<(&'static str, u64)>,
+}
+
+impl Accounting {
+    fn of(raw: &RawWindow, symbolize: SymbolizeStats, user_frames: &UserFrames) -> Self {
+        let mut counters: Vec<(&'static str, u64)> = Stat::ALL
+            .iter()
+            .map(|&stat| (stat.name(), raw.stat(stat)))
+            .collect();
+        counters.extend([
+            ("addresses_symbolized", symbolize.resolved),
+            ("symbolization_failures", symbolize.failed),
+            ("processes_unreadable", symbolize.processes_unreadable),
+            ("user_frames", user_frames.total),
+            ("user_frames_resolved", user_frames.resolved),
+            ("debug_files_opened", symbolize.debug_files),
+        ]);
+        let mut gauges = Vec::new();
+        if let Some((debuginfod, pending)) = symbolize.debuginfod {
+            counters.extend([
+                ("debuginfod_fetched", debuginfod.fetched),
+                ("debuginfod_missing", debuginfod.missing),
+                ("debuginfod_failed", debuginfod.failed),
+                ("debuginfod_bytes", debuginfod.bytes),
+                ("debuginfod_fetch_ms", debuginfod.fetch_ms),
+            ]);
+            gauges.push(("debuginfod_pending", pending));
+        }
+        counters.extend([
+            ("off_cpu_in_flight_tracked", raw.in_flight.tracked),
+            ("off_cpu_in_flight_untracked", raw.in_flight.untracked),
+            ("early_drains", raw.early_drains),
+            ("unknown_entries", raw.unknown_entries),
+        ]);
+        Self {
+            symbolize,
+            counters,
+            gauges,
+        }
+    }
+
+    /// `name=value` lines, counters then gauges (`unknown_entries` only
+    /// when there were any).
+    fn comments(&self) -> Vec<String> {
+        self.counters
+            .iter()
+            .chain(&self.gauges)
+            .filter(|&&(name, value)| name != "unknown_entries" || value > 0)
+            .map(|(name, value)| format!("{name}={value}"))
+            .collect()
+    }
 }
 
 #[cfg(test)]
@@ -151,7 +187,7 @@ mod tests {
             start: UNIX_EPOCH,
             duration_ns: 1,
         };
-        let (profile, _) = assemble(&raw, &mut Symbolizer::default(), times, 10);
+        let (profile, _) = assemble(&raw, &mut Symbolizer::default(), times, 10, View::Wall);
         let lost = &profile.samples[0];
         assert_eq!(lost.stack[0].lines[0].function, LOST_FRAME);
         assert_eq!(
@@ -167,7 +203,13 @@ mod tests {
             start: UNIX_EPOCH,
             duration_ns: 1,
         };
-        let (profile, _) = assemble(&RawWindow::default(), &mut Symbolizer::default(), times, 10);
+        let (profile, _) = assemble(
+            &RawWindow::default(),
+            &mut Symbolizer::default(),
+            times,
+            10,
+            View::Wall,
+        );
         assert!(profile.samples.is_empty());
     }
 }

@@ -1,0 +1,280 @@
+//! The daemon's own health in the Prometheus text format, served at
+//! `/metrics` (`http`). Updated by the window loop; read by the HTTP
+//! thread, so every metric is an atomic shared through [`Metrics`].
+use std::{sync::atomic::AtomicU64, time::Duration};
+
+use prometheus_client::{
+    encoding::text::encode,
+    metrics::{
+        counter::Counter,
+        family::Family,
+        gauge::Gauge,
+        histogram::{Histogram, exponential_buckets},
+    },
+    registry::Registry,
+};
+
+use crate::window::Accounting;
+
+type Labels = Vec<(&'static str, &'static str)>;
+
+/// A step of finishing a window, timed in `profiler_window_step_seconds`.
+#[derive(Clone, Copy, Debug)]
+pub enum Step {
+    Drain,
+    Symbolize,
+    Encode,
+    Write,
+}
+
+impl Step {
+    fn label(self) -> &'static str {
+        match self {
+            Self::Drain => "drain",
+            Self::Symbolize => "symbolize",
+            Self::Encode => "encode",
+            Self::Write => "write",
+        }
+    }
+}
+
+/// A kernel map whose fill level is exported.
+#[derive(Clone, Copy, Debug)]
+pub enum FilledMap {
+    Samples,
+    Stacks,
+}
+
+impl FilledMap {
+    fn label(self) -> &'static str {
+        match self {
+            Self::Samples => "samples",
+            Self::Stacks => "stacks",
+        }
+    }
+}
+
+fn step_histogram() -> Histogram {
+    // 0.5 ms .. ~16 s.
+    Histogram::new(exponential_buckets(0.000_5, 2.0, 16))
+}
+
+/// Every metric the daemon exports.
+pub struct Metrics {
+    registry: Registry,
+    window_counters: Family<Labels, Counter>,
+    window_gauges: Family<Labels, Gauge>,
+    step_seconds: Family<Labels, Histogram, fn() -> Histogram>,
+    windows_written: Counter,
+    window_write_failures: Counter,
+    windows_waiting: Gauge,
+    targets: Gauge,
+    map_fill: Family<Labels, Gauge<f64, AtomicU64>>,
+    drains: Family<Labels, Counter>,
+    http_profiles: Family<Labels, Counter>,
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Metrics {
+    /// Registers every metric under the `profiler_` prefix.
+    #[must_use]
+    pub fn new() -> Self {
+        let mut registry = Registry::with_prefix("profiler");
+        let metrics = Self {
+            registry: Registry::default(),
+            window_counters: Family::default(),
+            window_gauges: Family::default(),
+            step_seconds: Family::new_with_constructor(step_histogram),
+            windows_written: Counter::default(),
+            window_write_failures: Counter::default(),
+            windows_waiting: Gauge::default(),
+            targets: Gauge::default(),
+            map_fill: Family::default(),
+            drains: Family::default(),
+            http_profiles: Family::default(),
+        };
+        registry.register(
+            "window_events",
+            "Per-window counters, as in each profile's comments (label `counter`)",
+            metrics.window_counters.clone(),
+        );
+        registry.register(
+            "window_level",
+            "Levels at the last window's end, as in its comments (label `gauge`)",
+            metrics.window_gauges.clone(),
+        );
+        registry.register(
+            "window_step_seconds",
+            "Time to drain, symbolize, encode and write one window",
+            metrics.step_seconds.clone(),
+        );
+        registry.register(
+            "windows_written",
+            "Profile files written",
+            metrics.windows_written.clone(),
+        );
+        registry.register(
+            "window_write_failures",
+            "Profile file writes that failed (the window is kept and tried again)",
+            metrics.window_write_failures.clone(),
+        );
+        registry.register(
+            "windows_waiting",
+            "Windows kept in memory because their file could not be written",
+            metrics.windows_waiting.clone(),
+        );
+        registry.register(
+            "targets",
+            "Processes profiled: the targets, or with --all those seen in the last window",
+            metrics.targets.clone(),
+        );
+        registry.register(
+            "map_fill_ratio",
+            "Fill of a kernel map when last drained, 0 to 1 (label `map`)",
+            metrics.map_fill.clone(),
+        );
+        registry.register(
+            "drains",
+            "Kernel map drains, by reason (label `reason`)",
+            metrics.drains.clone(),
+        );
+        registry.register(
+            "http_profiles",
+            "Profiles served over HTTP (label `endpoint`)",
+            metrics.http_profiles.clone(),
+        );
+        Self {
+            registry,
+            ..metrics
+        }
+    }
+
+    /// The text exposition (OpenMetrics, which Prometheus reads).
+    #[must_use]
+    pub fn render(&self) -> String {
+        let mut text = String::new();
+        // Writing to a String cannot fail.
+        let _ = encode(&mut text, &self.registry);
+        text
+    }
+
+    /// Adds a finished window's counters and sets its levels.
+    pub fn add_window(&self, accounting: &Accounting) {
+        for &(name, value) in &accounting.counters {
+            self.window_counters
+                .get_or_create(&vec![("counter", name)])
+                .inc_by(value);
+        }
+        for &(name, value) in &accounting.gauges {
+            self.window_gauges
+                .get_or_create(&vec![("gauge", name)])
+                .set(i64::try_from(value).unwrap_or(i64::MAX));
+        }
+    }
+
+    pub fn step(&self, step: Step, took: Duration) {
+        self.step_seconds
+            .get_or_create(&vec![("step", step.label())])
+            .observe(took.as_secs_f64());
+    }
+
+    /// A file written (`true`) or not; `waiting` windows are kept.
+    pub fn window_written(&self, ok: bool, waiting: usize) {
+        if ok {
+            self.windows_written.inc();
+        } else {
+            self.window_write_failures.inc();
+        }
+        self.windows_waiting
+            .set(i64::try_from(waiting).unwrap_or(i64::MAX));
+    }
+
+    pub fn set_targets(&self, targets: usize) {
+        self.targets.set(i64::try_from(targets).unwrap_or(i64::MAX));
+    }
+
+    pub fn set_map_fill(&self, map: FilledMap, ratio: f64) {
+        self.map_fill
+            .get_or_create(&vec![("map", map.label())])
+            .set(ratio);
+    }
+
+    /// A drain of the kernel maps, and why (`window`, `request`, `full`).
+    pub fn drained(&self, reason: &'static str) {
+        self.drains.get_or_create(&vec![("reason", reason)]).inc();
+    }
+
+    /// A profile served at `endpoint` (`profile`, `offcpu`, `wall`).
+    pub fn http_profile(&self, endpoint: &'static str) {
+        self.http_profiles
+            .get_or_create(&vec![("endpoint", endpoint)])
+            .inc();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use openmetrics_parser::{OpenMetricsValue, openmetrics::parse_openmetrics};
+
+    use super::*;
+
+    /// The value of `family{label}` (families here have one label at
+    /// most), parsed by an OpenMetrics parser that checks the format
+    /// strictly (types, names, `# EOF`).
+    #[expect(clippy::cast_precision_loss, reason = "small counts")]
+    fn value(text: &str, family: &str, label: Option<(&str, &str)>) -> f64 {
+        let exposition = parse_openmetrics(text).unwrap();
+        let family = &exposition.families[family];
+        let sample = match label {
+            Some((name, value)) => {
+                assert_eq!(family.get_label_names(), [name]);
+                family.get_sample_by_label_values(&[value.to_owned()])
+            }
+            None => family.iter_samples().next(),
+        }
+        .unwrap_or_else(|| panic!("{label:?} missing"));
+        match &sample.value {
+            OpenMetricsValue::Counter(c) => c.value.as_f64(),
+            OpenMetricsValue::Gauge(g) => g.as_f64(),
+            OpenMetricsValue::Histogram(h) => h.count.unwrap_or_default() as f64,
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    #[expect(clippy::float_cmp, reason = "small integers and 1/4 are exact")]
+    fn window_counters_add_up_across_windows_and_levels_are_set() {
+        let metrics = Metrics::new();
+        let accounting = |lost, pending| Accounting {
+            counters: vec![("lost_samples", lost), ("debuginfod_fetched", 1)],
+            gauges: vec![("debuginfod_pending", pending)],
+            ..Accounting::default()
+        };
+        metrics.add_window(&accounting(3, 2));
+        metrics.add_window(&accounting(4, 0));
+        metrics.step(Step::Symbolize, Duration::from_millis(20));
+        metrics.window_written(true, 0);
+        metrics.window_written(false, 1);
+        metrics.set_map_fill(FilledMap::Samples, 0.25);
+
+        let text = metrics.render();
+        let events = "profiler_window_events";
+        assert_eq!(value(&text, events, Some(("counter", "lost_samples"))), 7.0);
+        let fetched = ("counter", "debuginfod_fetched");
+        assert_eq!(value(&text, events, Some(fetched)), 2.0);
+        let pending = ("gauge", "debuginfod_pending");
+        assert_eq!(value(&text, "profiler_window_level", Some(pending)), 0.0);
+        let samples = ("map", "samples");
+        assert_eq!(value(&text, "profiler_map_fill_ratio", Some(samples)), 0.25);
+        assert_eq!(value(&text, "profiler_windows_written", None), 1.0);
+        assert_eq!(value(&text, "profiler_window_write_failures", None), 1.0);
+        assert_eq!(value(&text, "profiler_windows_waiting", None), 1.0);
+        let symbolize = Some(("step", "symbolize"));
+        assert_eq!(value(&text, "profiler_window_step_seconds", symbolize), 1.0);
+    }
+}

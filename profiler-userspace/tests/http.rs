@@ -1,0 +1,265 @@
+//! Real-kernel tests of `--listen`: profiles on demand, read as a user
+//! reads them (`go tool pprof` on the URL, `curl`), `/metrics` parsed by an
+//! OpenMetrics parser, and bad requests.
+//!
+//! The fixture is `natural.c` at plain `cc -O2`: thread `cpu` spins
+//! without pause (so it has ~99 on-CPU samples a second, the ground truth
+//! the checks below use), thread `block` is off the CPU nearly always.
+mod support;
+
+use std::{
+    fs,
+    net::TcpListener,
+    path::{Path, PathBuf},
+    process::Command,
+    thread,
+    time::Duration,
+};
+
+use support::{
+    Fixture, Profile, Profiler, build, free_port, get, go_pprof_raw, metric, profiles,
+    require_root, sum,
+};
+
+/// On-CPU samples a second at the default frequency.
+const HZ: f64 = 99.0;
+
+fn decode(gzipped: &[u8], scratch: &Path, name: &str) -> Profile {
+    let path = scratch.join(name);
+    fs::write(&path, gzipped).unwrap();
+    go_pprof_raw(&path);
+    support::read_profile(&path)
+}
+
+struct Setup {
+    _dir: tempfile::TempDir,
+    scratch: PathBuf,
+    out: PathBuf,
+    fixture: Fixture,
+}
+
+/// `natural` built at plain -O2, running for `seconds` (measuring from
+/// "go").
+fn setup(seconds: f64) -> Setup {
+    require_root();
+    let dir = tempfile::tempdir().unwrap();
+    let bin = build::c_program("natural", dir.path());
+    let mut fixture = Fixture::spawn_path(&bin, seconds);
+    fixture.go();
+    Setup {
+        scratch: dir.path().to_owned(),
+        out: dir.path().join("profiles"),
+        _dir: dir,
+        fixture,
+    }
+}
+
+/// Three requests at once, each for a different view and length, while
+/// the periodic files go on. Each request holds its own seconds of data:
+/// the `cpu` thread's samples match 99 Hz over the request's length. The
+/// periodic files still hold every sample (a request that took its chunks
+/// away from the window would leave them a third short) and keep their
+/// 3 s cadence.
+#[test]
+#[expect(clippy::cast_precision_loss, reason = "sample counts, ns and seconds")]
+fn profiles_on_demand_while_files_are_written() {
+    let setup = setup(14.0);
+    let port = free_port().to_string();
+    let pid = setup.fixture.pid().to_string();
+    let out = setup.out.to_str().unwrap().to_owned();
+    let mut profiler = Profiler::start(&[
+        "--pid",
+        &pid,
+        "--output-dir",
+        &out,
+        "--interval",
+        "3s",
+        "--listen",
+        &port,
+    ]);
+    profiler.wait_for_files(&setup.out, 1);
+
+    let base = format!("http://127.0.0.1:{port}/debug/pprof");
+    let (scratch, wall_url) = (setup.scratch.clone(), format!("{base}/wall?seconds=2"));
+    // As a user would: go tool pprof reads the URL itself.
+    let wall = thread::spawn(move || {
+        let out = Command::new("go")
+            .args(["tool", "pprof", "-raw", &wall_url])
+            .env("PPROF_TMPDIR", &scratch)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "go tool pprof {wall_url}: {out:?}");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    });
+    let cpu_url = format!("{base}/profile?seconds=3");
+    let scratch = setup.scratch.clone();
+    let cpu = thread::spawn(move || get(&cpu_url, &scratch));
+    let off = get(&format!("{base}/offcpu?seconds=2"), &setup.scratch);
+    let wall = wall.join().unwrap();
+    let cpu = cpu.join().unwrap();
+
+    for function in [
+        "spin",
+        "cpu_heavy",
+        "sleep_phase",
+        "read_phase",
+        "lock_phase",
+    ] {
+        assert!(wall.contains(function), "{function} not in:\n{wall}");
+    }
+
+    assert_eq!(cpu.0, 200, "{}", String::from_utf8_lossy(&cpu.1));
+    let cpu = decode(&cpu.1, &setup.scratch, "cpu.pb.gz");
+    assert_eq!(cpu.string(cpu.0.default_sample_type), "cpu");
+    let seconds = cpu.0.duration_nanos as f64 / 1e9;
+    assert!(
+        (2.9..3.5).contains(&seconds),
+        "a 3 s request lasted {seconds} s"
+    );
+    assert!(
+        cpu.0.sample.iter().all(|s| cpu.value(s, "samples") > 0),
+        "only on-CPU rows in /profile"
+    );
+    let spinner = setup.fixture.tid("cpu");
+    let spins = sum(&[(PathBuf::new(), cpu)], "samples", |p, s| {
+        p.is_thread(s, spinner)
+    });
+    let expected = HZ * seconds;
+    assert!(
+        (0.85..1.1).contains(&(spins as f64 / expected)),
+        "{spins} samples of the spinning thread in {seconds} s (expected ~{expected})"
+    );
+
+    assert_eq!(off.0, 200, "{}", String::from_utf8_lossy(&off.1));
+    let off = decode(&off.1, &setup.scratch, "off.pb.gz");
+    assert_eq!(off.string(off.0.default_sample_type), "off_cpu");
+    let blocker = setup.fixture.tid("block");
+    let blocked_ns = sum(&[(PathBuf::new(), off)], "off_cpu", |p, s| {
+        p.is_thread(s, blocker)
+    });
+    // Nearly always blocked, never more than the request's 2 s (plus the
+    // few ms the drain takes): time from before the request would exceed it.
+    assert!(
+        (1.2e9..2.3e9).contains(&(blocked_ns as f64)),
+        "block thread off the CPU {blocked_ns} ns in a 2 s request"
+    );
+
+    // Let the files cover the requests, then compare them with 99 Hz.
+    thread::sleep(Duration::from_secs(4));
+    drop(setup.fixture);
+    profiler.stop();
+    let files = profiles(&setup.out);
+    let durations: Vec<f64> = files
+        .iter()
+        .map(|(_, p)| p.0.duration_nanos as f64 / 1e9)
+        .collect();
+    for d in &durations[..durations.len() - 1] {
+        assert!((2.8..3.6).contains(d), "windows of 3 s, not {durations:?}");
+    }
+    // The fixture ran (and spun) through every window but the last.
+    let covered: f64 = durations[..durations.len() - 1].iter().sum();
+    let in_files = sum(&files[..files.len() - 1], "samples", |p, s| {
+        p.is_thread(s, spinner)
+    });
+    assert!(
+        (0.85..1.1).contains(&(in_files as f64 / (HZ * covered))),
+        "{in_files} samples in {covered} s of files (expected ~{})",
+        HZ * covered
+    );
+}
+
+/// `/metrics` agrees with the files: the on-CPU samples counted equal the
+/// sum of the files' `on_cpu_samples` comments, one step observation per
+/// file, one target. Bad queries get 400 and unknown paths 404, with a
+/// message.
+#[test]
+#[expect(clippy::float_cmp, reason = "counts are exact integers")]
+#[expect(clippy::cast_precision_loss, reason = "small counts")]
+fn metrics_match_the_files_and_bad_requests_are_refused() {
+    let setup = setup(30.0);
+    let port = free_port().to_string();
+    let pid = setup.fixture.pid().to_string();
+    let out = setup.out.to_str().unwrap().to_owned();
+    let mut profiler = Profiler::start(&[
+        "--pid",
+        &pid,
+        "--output-dir",
+        &out,
+        "--interval",
+        "1s",
+        "--listen",
+        &port,
+        "--no-off-cpu",
+    ]);
+    let base = format!("http://127.0.0.1:{port}");
+    for (path, status, says) in [
+        ("/debug/pprof/profile?seconds=abc", 400, "seconds"),
+        ("/debug/pprof/profile?seconds=0", 400, "out of range"),
+        ("/debug/pprof/wall?seconds=100000", 400, "out of range"),
+        ("/debug/pprof/wall?secs=2", 400, "unknown query parameter"),
+        ("/debug/pprof/offcpu?seconds=1", 404, "--no-off-cpu"),
+        ("/debug/pprof/heap", 404, "no such endpoint"),
+    ] {
+        let (got, body) = get(&format!("{base}{path}"), &setup.scratch);
+        let body = String::from_utf8_lossy(&body);
+        assert_eq!(got, status, "{path}: {body}");
+        assert!(body.contains(says), "{path}: {body}");
+    }
+
+    profiler.wait_for_files(&setup.out, 3);
+    // A window may finish between the scrape and the listing: scrape,
+    // list, scrape again until both scrapes agree.
+    let (text, files) = loop {
+        let (status, first) = get(&format!("{base}/metrics"), &setup.scratch);
+        assert_eq!(status, 200);
+        let files = profiles(&setup.out);
+        let (_, again) = get(&format!("{base}/metrics"), &setup.scratch);
+        let written = |t: &[u8]| {
+            metric(
+                &String::from_utf8_lossy(t),
+                "profiler_windows_written",
+                None,
+            )
+        };
+        if written(&first) == written(&again) && written(&first) == files.len() as f64 {
+            break (String::from_utf8(first).unwrap(), files);
+        }
+    };
+    let on_cpu: u64 = files
+        .iter()
+        .map(|(_, p)| p.comment_value("on_cpu_samples"))
+        .sum();
+    assert!(on_cpu > 0);
+    let events = "profiler_window_events";
+    assert_eq!(metric(&text, events, Some("on_cpu_samples")), on_cpu as f64);
+    let steps = "profiler_window_step_seconds";
+    assert_eq!(metric(&text, steps, Some("symbolize")), files.len() as f64);
+    assert_eq!(metric(&text, "profiler_targets", None), 1.0);
+    let fill = metric(&text, "profiler_map_fill_ratio", Some("samples"));
+    assert!(fill > 0.0 && fill < 0.5, "samples map fill {fill}");
+    drop(setup.fixture);
+    profiler.stop();
+}
+
+/// A taken port fails at start, naming the address, with nothing written.
+#[test]
+fn a_taken_port_fails_before_anything_is_written() {
+    require_root();
+    let dir = tempfile::tempdir().unwrap();
+    let taken = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = taken.local_addr().unwrap().to_string();
+    let out = dir.path().join("profiles");
+    let run = support::run(&[
+        "--all",
+        "--duration",
+        "2s",
+        "--listen",
+        &addr,
+        "--output-dir",
+        out.to_str().unwrap(),
+    ]);
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert!(!run.status.success(), "{stderr}");
+    assert!(stderr.contains(&format!("listening on {addr}")), "{stderr}");
+    assert!(!out.exists() || fs::read_dir(&out).unwrap().count() == 0);
+}
