@@ -30,6 +30,10 @@ pub const CONTROL_LEN: u32 = 2;
 
 /// Set of target process ids (tgid -> 1), used unless profiling everything.
 pub const TARGETS: &str = "TARGETS";
+/// Process names of `--comm` ([`crate::sample::comm_key`] -> 1): a process
+/// that execs into one of them becomes a target in the kernel at once, so
+/// a short-lived match is profiled from its first instruction.
+pub const TARGET_COMMS: &str = "TARGET_COMMS";
 /// Per-CPU array of `u64` counters indexed by [`crate::stats::Stat`].
 pub const STATS: &str = "STATS";
 
@@ -77,7 +81,7 @@ pub const GLOBAL_UNWIND_TABLES: &str = "UNWIND_TABLES";
 /// Every map of the eBPF object (besides aya-log's own). A test in
 /// profiler-userspace checks the built object against this list both
 /// ways, so a map renamed on one side only, or left unused, fails it.
-pub const ALL: [&str; 15] = [
+pub const ALL: [&str; 16] = [
     SAMPLES_0,
     SAMPLES_1,
     STACKS_0,
@@ -85,6 +89,7 @@ pub const ALL: [&str; 15] = [
     STACK_SCRATCH,
     CONTROL,
     TARGETS,
+    TARGET_COMMS,
     STATS,
     TASKS,
     IN_FLIGHT,
@@ -110,6 +115,8 @@ pub const SAMPLES_MAX_ENTRIES: u32 = 32_768;
 pub const STACKS_MAX_ENTRIES: u32 = 16_384;
 /// Capacity of [`TARGETS`].
 pub const TARGETS_MAX_ENTRIES: u32 = 4_096;
+/// Capacity of [`TARGET_COMMS`]: the most `--comm` names.
+pub const TARGET_COMMS_MAX_ENTRIES: u32 = 64;
 /// Capacity of [`IN_FLIGHT`]: threads off the CPU at a window's end.
 pub const IN_FLIGHT_MAX_ENTRIES: u32 = 65_536;
 

@@ -108,6 +108,16 @@ pub fn comm_str(comm: &[u8; COMM_LEN]) -> &[u8] {
     &comm[..end]
 }
 
+/// A process name as the kernel stores it: cut to `COMM_LEN - 1` bytes,
+/// NUL-padded (the key of the `TARGET_COMMS` map).
+#[must_use]
+pub fn comm_key(name: &str) -> [u8; COMM_LEN] {
+    let mut key = [0u8; COMM_LEN];
+    let len = name.len().min(COMM_LEN - 1);
+    key[..len].copy_from_slice(&name.as_bytes()[..len]);
+    key
+}
+
 // The layouts both sides agree on, checked wherever this crate is built
 // (the eBPF target included): no padding.
 const _: () = assert!(size_of::<SampleKey>() == 40);
@@ -123,6 +133,14 @@ mod tests {
         comm[..4].copy_from_slice(b"spin");
         assert_eq!(comm_str(&comm), b"spin");
         assert_eq!(comm_str(&[b'x'; COMM_LEN]).len(), COMM_LEN);
+    }
+
+    #[test]
+    fn comm_keys_are_cut_as_the_kernel_cuts_names() {
+        assert_eq!(comm_str(&comm_key("short_lived")), b"short_lived");
+        let long = comm_key("a-very-long-process-name");
+        assert_eq!(comm_str(&long), b"a-very-long-pro");
+        assert_eq!(long[COMM_LEN - 1], 0, "always NUL-terminated");
     }
 
     #[test]

@@ -81,7 +81,7 @@ pub fn sys_exit(_ctx: BtfTracePointContext) -> i32 {
 /// A process replaced its image (execve).
 #[btf_tracepoint(function = "sched_process_exec")]
 pub fn sched_process_exec(_ctx: BtfTracePointContext) -> i32 {
-    off_cpu::on_exec();
+    target::on_exec();
     0
 }
 

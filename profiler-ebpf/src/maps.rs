@@ -9,10 +9,10 @@ use aya_ebpf::{
 use profiler_common::{
     maps::{
         CONTROL_ACTIVE_SLOT, CONTROL_LAST_FLIP_NS, CONTROL_LEN, IN_FLIGHT_MAX_ENTRIES,
-        SAMPLES_MAX_ENTRIES, STACKS_MAX_ENTRIES, TARGETS_MAX_ENTRIES, UNWIND_PROCS_MAX_ENTRIES,
-        UNWIND_REQUESTS_MAX_ENTRIES, UNWIND_ROWS_DEFAULT_ENTRIES,
+        SAMPLES_MAX_ENTRIES, STACKS_MAX_ENTRIES, TARGET_COMMS_MAX_ENTRIES, TARGETS_MAX_ENTRIES,
+        UNWIND_PROCS_MAX_ENTRIES, UNWIND_REQUESTS_MAX_ENTRIES, UNWIND_ROWS_DEFAULT_ENTRIES,
     },
-    sample::{SampleKey, SampleValue},
+    sample::{COMM_LEN, SampleKey, SampleValue},
     stack::StackTrace,
     stats::{STATS_LEN, Stat},
     task::TaskState,
@@ -47,6 +47,11 @@ static CONTROL: Array<u64> = Array::with_max_entries(CONTROL_LEN, 0);
 
 #[map]
 static TARGETS: HashMap<u32, u8> = HashMap::with_max_entries(TARGETS_MAX_ENTRIES, 0);
+
+/// `--comm` names: a process that execs into one becomes a target.
+#[map]
+static TARGET_COMMS: HashMap<[u8; COMM_LEN], u8> =
+    HashMap::with_max_entries(TARGET_COMMS_MAX_ENTRIES, 0);
 
 #[map]
 static STATS: PerCpuArray<u64> = PerCpuArray::with_max_entries(STATS_LEN, 0);
@@ -207,6 +212,20 @@ pub fn target_all() -> bool {
 #[inline(always)]
 pub fn is_target(pid: u32) -> bool {
     TARGETS.get_ptr(pid).is_some()
+}
+
+/// Whether `comm` is one of the `--comm` names.
+#[inline(always)]
+pub fn is_target_comm(comm: &[u8; COMM_LEN]) -> bool {
+    // SAFETY: only the presence of the value is used.
+    unsafe { TARGET_COMMS.get(comm).is_some() }
+}
+
+/// Makes `pid` a target (a `--comm` match seen at exec); a full map
+/// leaves it to the daemon's next look at `/proc`.
+#[inline(always)]
+pub fn add_target(pid: u32) {
+    let _ = TARGETS.insert(pid, 1, 0);
 }
 
 /// Adds `by` to the calling CPU's counter `stat`.

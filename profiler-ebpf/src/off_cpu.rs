@@ -144,14 +144,6 @@ pub fn on_return_to_user(hook: Flush) {
     }
 }
 
-/// sched_process_exec: the process's mappings are gone; the walker asks
-/// the daemon for the new ones.
-pub fn on_exec() {
-    if let Some((pid, _)) = target::current() {
-        maps::invalidate_mappings(pid);
-    }
-}
-
 /// sched_process_exit: flush what the exiting thread still owes, forget it.
 pub fn on_exit() {
     // SAFETY: bpf_get_current_task_btf has no preconditions.

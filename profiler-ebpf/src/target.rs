@@ -1,5 +1,5 @@
 //! Which threads are profiled.
-use aya_ebpf::helpers::bpf_get_current_pid_tgid;
+use aya_ebpf::helpers::{bpf_get_current_comm, bpf_get_current_pid_tgid};
 
 use crate::maps;
 
@@ -20,4 +20,22 @@ pub fn current() -> Option<(u32, u32)> {
     } else {
         None
     }
+}
+
+/// sched_process_exec: a process that execs into a `--comm` name becomes a
+/// target now, not at the daemon's next look at `/proc`. A target's old
+/// mappings are gone: the daemon is asked for the new ones at once, so
+/// they are read (for the walker and the symbolizer) while it lives.
+pub fn on_exec() {
+    let pid = (bpf_get_current_pid_tgid() >> 32) as u32;
+    if !maps::target_all() && !maps::is_target(pid) {
+        let Ok(comm) = bpf_get_current_comm() else {
+            return;
+        };
+        if !maps::is_target_comm(&comm) {
+            return;
+        }
+        maps::add_target(pid);
+    }
+    maps::invalidate_mappings(pid);
 }

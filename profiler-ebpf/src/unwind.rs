@@ -178,6 +178,11 @@ fn start_frame(state: &mut WalkState, trace: &mut StackTrace) -> bool {
     trace.ips[i] = state.pc;
     state.len += 1;
     if !maps::unwind_tables() {
+        // No tables to look up, but the symbolizer wants the mappings of
+        // a process read while it lives: ask once per process (and exec).
+        if i == 0 && maps::process_mappings(state.pid).is_none() {
+            maps::request_mappings(state.pid);
+        }
         state.by_frame_pointer += 1;
         return unwind(state, RowKind::FramePointer, 0, 0);
     }

@@ -8,7 +8,7 @@ use std::{
 
 use clap::{ArgGroup, CommandFactory as _, Parser, error::ErrorKind};
 
-use profiler_common::off_cpu::MAX_RATE_NS;
+use profiler_common::{maps::TARGET_COMMS_MAX_ENTRIES, off_cpu::MAX_RATE_NS};
 
 use crate::config::{
     Config, DEFAULT_DEBUG_DIR, Debuginfod, Discover, Modes, OffCpu, Symbols, Target, Unwind,
@@ -254,6 +254,11 @@ where
     let modes = modes(&args)?;
     let unwind = unwind(args.unwind, args.unwind_table_memory)?;
     let symbols = symbols(&args)?;
+    if args.comms.len() > TARGET_COMMS_MAX_ENTRIES as usize {
+        return Err(invalid(format!(
+            "at most {TARGET_COMMS_MAX_ENTRIES} --comm names (the kernel's table of names)"
+        )));
+    }
     if let Some(&pid) = args.pids.iter().find(|&&pid| pid == 0) {
         return Err(invalid(format!("--pid {pid}: not a process id")));
     }

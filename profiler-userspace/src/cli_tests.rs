@@ -135,6 +135,17 @@ fn discovery_flags() {
         parse_err(&["--all", "--comm", "x"]).kind(),
         ErrorKind::ArgumentConflict
     );
+    let names: Vec<String> = (0..=TARGET_COMMS_MAX_ENTRIES)
+        .map(|i| format!("name{i}"))
+        .collect();
+    let args: Vec<&str> = names.iter().flat_map(|n| ["--comm", n.as_str()]).collect();
+    let err = parse_err(&args);
+    assert_eq!(err.kind(), ErrorKind::ValueValidation);
+    assert!(err.to_string().contains("at most 64 --comm names"), "{err}");
+    assert_eq!(
+        parse_ok(&args[2..]).discover.comms.len(),
+        TARGET_COMMS_MAX_ENTRIES as usize
+    );
 }
 
 #[test]

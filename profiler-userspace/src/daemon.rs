@@ -15,19 +15,20 @@ use tokio::{
 
 use crate::{
     bpf::{Kernel, KernelError},
-    config::{Config, Target, Unwind},
+    config::{Config, Target},
     http::{self, HttpError},
     metrics::Metrics,
     on_demand::{OnDemand, ProfileRequest},
     pipeline::{DrainReason, EARLY_DRAIN_FILL, Pipeline, Written},
+    process_watch::ProcessWatch,
     sink::SinkError,
     symbolize::debuginfod::DebuginfodError,
     targets::Targets,
-    unwind::Unwinder,
 };
 
-/// How often the unwinder serves the kernel's requests for mappings: a
-/// process started after the daemon gets full stacks within this.
+/// How often the kernel's requests for mappings are served: a process
+/// started after the daemon gets full stacks within this, and its
+/// mappings are read for the symbolizer.
 const UNWIND_POLL: Duration = Duration::from_millis(200);
 
 /// How often targets are checked again: exits, and new `--comm` or
@@ -105,7 +106,8 @@ fn log_start(config: &Config) {
 /// removes exited ones; returns whether every target is gone (and nothing
 /// is waited for).
 fn follow_targets(targets: &mut Targets, kernel: &mut Kernel) -> Result<bool, KernelError> {
-    let (added, exited) = targets.refresh();
+    let in_kernel = kernel.target_pids()?;
+    let (added, exited) = targets.refresh(&in_kernel);
     for pid in added {
         kernel.add_target(pid)?;
         tracing::info!(pid, "profiling a new target");
@@ -134,7 +136,7 @@ pub async fn run(config: Config) -> Result<(), DaemonError> {
     let mut targets = Targets::new(&config.target, &config.discover);
     let mut kernel = Kernel::load(&config, &targets.current())?;
     kernel.forward_logs();
-    let mut unwinder = start_unwinder(&config, &targets.current(), &mut kernel)?;
+    let mut watch = ProcessWatch::start(config.unwind, &targets.current(), &mut kernel)?;
     let mut unwind_poll = tokio::time::interval(UNWIND_POLL);
     log_start(&config);
 
@@ -159,9 +161,7 @@ pub async fn run(config: Config) -> Result<(), DaemonError> {
                 _ = sighup.recv() => break Event::WindowEnd(WindowEnd::Hangup),
                 Some(request) = next_request(requests.as_mut()) => break Event::Request(request),
                 () = sleep_until(due.unwrap_or(started)), if due.is_some() => break Event::RequestsDue,
-                _ = unwind_poll.tick(), if unwinder.is_some() => {
-                    serve_unwinder(unwinder.as_mut(), &mut kernel)?;
-                }
+                _ = unwind_poll.tick() => watch.serve(&mut kernel)?,
                 _ = liveness.tick(), if watch_targets => {
                     if follow_targets(&mut targets, &mut kernel)? {
                         break Event::WindowEnd(WindowEnd::TargetsGone);
@@ -175,9 +175,13 @@ pub async fn run(config: Config) -> Result<(), DaemonError> {
             }
         };
         let current = targets.current();
-        let (chunk, end_ns) = pipeline
+        // Processes that appeared since the last poll: their mappings
+        // belong with this chunk's samples.
+        watch.serve(&mut kernel)?;
+        let (mut chunk, end_ns) = pipeline
             .drain_chunk(&mut kernel, &config, &current, event.drain_reason())
             .await?;
+        chunk.processes = watch.take_snapshots();
         if let Some(on_demand) = on_demand.as_mut() {
             on_demand.add_chunk(&chunk, end_ns);
         }
@@ -200,10 +204,7 @@ pub async fn run(config: Config) -> Result<(), DaemonError> {
         if end == WindowEnd::Hangup {
             ticker.reset();
         }
-        // Stacks of processes that appeared since the last poll are walked
-        // by table from here on; serve them before the next window.
-        let unwind_comments = serve_unwinder(unwinder.as_mut(), &mut kernel)?;
-        match pipeline.finish(&config, &current, end_ns, unwind_comments) {
+        match pipeline.finish(&config, &current, end_ns, watch.comments()) {
             Written::Done => {}
             Written::Deferred(e) if last => return Err(DaemonError::FinalWrite(e)),
             Written::Deferred(e) => tracing::error!(
@@ -262,37 +263,4 @@ fn log_end(end: WindowEnd) {
         }
         WindowEnd::Interval | WindowEnd::Deadline => {}
     }
-}
-
-/// Serves the kernel's requests for tables; returns the unwinder's
-/// counters as profile comments (none without an unwinder).
-fn serve_unwinder(
-    unwinder: Option<&mut Unwinder>,
-    kernel: &mut Kernel,
-) -> Result<Vec<String>, KernelError> {
-    let Some(unwinder) = unwinder else {
-        return Ok(Vec::new());
-    };
-    unwinder.serve(kernel)?;
-    Ok(unwinder.stats().comments())
-}
-
-/// The unwinder, with the `--pid` targets' tables already in the kernel so
-/// their first samples are walked by table; none with `--unwind
-/// frame-pointer`.
-fn start_unwinder(
-    config: &Config,
-    targets: &Target,
-    kernel: &mut Kernel,
-) -> Result<Option<Unwinder>, KernelError> {
-    let Unwind::Tables { rows } = config.unwind else {
-        return Ok(None);
-    };
-    let mut unwinder = Unwinder::new(rows);
-    if let Target::Pids(pids) = targets {
-        for &pid in pids {
-            unwinder.publish(kernel, pid)?;
-        }
-    }
-    Ok(Some(unwinder))
 }

@@ -15,6 +15,7 @@ pub mod on_demand;
 pub mod pipeline;
 pub mod pprof;
 pub mod preflight;
+pub mod process_watch;
 pub mod procfs;
 pub mod profile;
 pub mod sink;

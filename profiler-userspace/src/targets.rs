@@ -46,12 +46,14 @@ impl Targets {
     }
 
     /// Looks again: returns the processes that became targets and those
-    /// that exited.
-    pub fn refresh(&mut self) -> (Vec<u32>, Vec<u32>) {
+    /// that exited. `in_kernel` is the kernel's target set, which also
+    /// holds the `--comm` matches the kernel added itself at their exec:
+    /// live ones are adopted, gone ones reported as exited.
+    pub fn refresh(&mut self, in_kernel: &[u32]) -> (Vec<u32>, Vec<u32>) {
         if self.all {
             return (Vec::new(), Vec::new());
         }
-        let exited: Vec<u32> = self
+        let mut exited: Vec<u32> = self
             .current
             .iter()
             .copied()
@@ -60,8 +62,15 @@ impl Targets {
         for pid in &exited {
             self.current.remove(pid);
         }
+        let (alive, gone): (Vec<u32>, Vec<u32>) = in_kernel
+            .iter()
+            .copied()
+            .filter(|p| !self.current.contains(p) && !exited.contains(p))
+            .partition(|&p| procfs::alive(p));
+        exited.extend(gone);
         let added: Vec<u32> = find(&self.discover)
             .into_iter()
+            .chain(alive)
             .filter(|p| self.current.insert(*p))
             .collect();
         (added, exited)
@@ -144,8 +153,28 @@ mod tests {
         assert!(matches!(targets.current(), Target::Pids(p) if p.contains(&pid)));
         child.kill().unwrap();
         child.wait().unwrap();
-        let (_, exited) = targets.refresh();
+        let (_, exited) = targets.refresh(&[]);
         assert!(exited.contains(&pid));
         assert!(!targets.all_gone(), "--wait keeps the run going");
+    }
+
+    #[test]
+    fn adopts_what_the_kernel_added_and_reports_it_gone() {
+        let mut live = std::process::Command::new("sleep")
+            .arg("30")
+            .spawn()
+            .unwrap();
+        let mut dead = std::process::Command::new("true").spawn().unwrap();
+        dead.wait().unwrap();
+        let mut targets = Targets::new(&Target::Pids(Vec::new()), &Discover::default());
+        let (added, exited) = targets.refresh(&[live.id(), dead.id()]);
+        assert_eq!(added, vec![live.id()]);
+        assert_eq!(exited, vec![dead.id()]);
+        assert_eq!(targets.current(), Target::Pids(vec![live.id()]));
+        live.kill().unwrap();
+        live.wait().unwrap();
+        let (added, exited) = targets.refresh(&[live.id()]);
+        assert!(added.is_empty());
+        assert_eq!(exited, vec![live.id()]);
     }
 }

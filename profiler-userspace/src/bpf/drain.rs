@@ -14,6 +14,7 @@ use profiler_common::{
 };
 
 use super::{Kernel, KernelError};
+use crate::symbolize::ProcessSnapshot;
 
 /// A window's end as the kernel saw it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -91,6 +92,9 @@ pub struct RawWindow {
     pub map_entries: MapEntries,
     /// Chunks drained early because a map was filling up.
     pub early_drains: u64,
+    /// Processes' mappings read while they lived (first seen, exec), for
+    /// those gone by the window's end.
+    pub processes: Vec<Arc<ProcessSnapshot>>,
 }
 
 /// How many entries the kernel's maps held when drained.

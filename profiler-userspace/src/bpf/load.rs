@@ -13,8 +13,9 @@ use aya::{
 use profiler_common::{
     maps::{
         GLOBAL_OFF_CPU_DISPATCH_ONLY, GLOBAL_OFF_CPU_NAIVE, GLOBAL_OFF_CPU_RATE_NS,
-        GLOBAL_TARGET_ALL, GLOBAL_UNWIND_TABLES, TARGETS, UNWIND_ROWS,
+        GLOBAL_TARGET_ALL, GLOBAL_UNWIND_TABLES, TARGET_COMMS, TARGETS, UNWIND_ROWS,
     },
+    sample::{COMM_LEN, comm_key},
     stats::STATS_LEN,
 };
 
@@ -115,6 +116,7 @@ impl Kernel {
                 kernel.add_target(pid)?;
             }
         }
+        kernel.set_target_comms(&config.discover.comms)?;
         let btf = Btf::from_sys_fs().map_err(KernelError::Btf)?;
         kernel.attach_tracepoints(&UNWIND_PROGRAMS, &btf)?;
         if let Some(off_cpu) = config.modes.off_cpu() {
@@ -221,6 +223,32 @@ impl Kernel {
                 source: e,
             }),
         }
+    }
+
+    /// The `--comm` names: a process that execs into one becomes a target
+    /// in the kernel at once.
+    fn set_target_comms(&mut self, comms: &[String]) -> Result<(), KernelError> {
+        let map = self
+            .ebpf
+            .map_mut(TARGET_COMMS)
+            .ok_or(KernelError::MissingMap(TARGET_COMMS))?;
+        let mut map: HashMap<&mut MapData, [u8; COMM_LEN], u8> =
+            HashMap::try_from(map).map_err(KernelError::map(TARGET_COMMS))?;
+        for comm in comms {
+            map.insert(comm_key(comm), 1, 0)
+                .map_err(KernelError::map(TARGET_COMMS))?;
+        }
+        Ok(())
+    }
+
+    /// The pids in the kernel's target set: the `--pid` targets and the
+    /// matches found by the daemon, and `--comm` matches the kernel added
+    /// itself at their exec.
+    ///
+    /// # Errors
+    /// When the target map cannot be read.
+    pub fn target_pids(&mut self) -> Result<Vec<u32>, KernelError> {
+        Ok(self.targets()?.keys().filter_map(Result::ok).collect())
     }
 
     fn targets(&mut self) -> Result<HashMap<&mut MapData, u32, u8>, KernelError> {

@@ -1,6 +1,10 @@
 //! The pure conversions of the symbolizer: captured stacks to locations,
 //! blazesym's results to lines, mappings to cache keys and pprof mappings.
-use std::{fmt::Write as _, path::PathBuf, sync::Arc};
+use std::{
+    fmt::Write as _,
+    path::{Path, PathBuf},
+    sync::Arc,
+};
 
 use blazesym::symbolize::Symbolized;
 
@@ -80,22 +84,13 @@ pub(crate) fn map_files_path(pid: u32, vma: &Vma) -> PathBuf {
 /// The directory a mapped file was mapped from, as the process sees it
 /// (through `/proc/PID/root`, for processes in other mount namespaces).
 pub(super) fn mapped_dir(pid: u32, vma: &Vma) -> Option<PathBuf> {
-    let dir = std::path::Path::new(&vma.path).parent()?;
+    let dir = Path::new(&vma.path).parent()?;
     Some(PathBuf::from(format!("/proc/{pid}/root")).join(dir.strip_prefix("/").unwrap_or(dir)))
 }
 
 pub(super) fn new_mapping(pid: u32, vma: &Vma) -> Mapping {
     let build_id = if vma.is_file() {
-        blazesym::helper::read_elf_build_id(&map_files_path(pid, vma))
-            .ok()
-            .flatten()
-            .map(|id| {
-                id.iter().fold(String::new(), |mut hex, b| {
-                    let _ = write!(hex, "{b:02x}");
-                    hex
-                })
-            })
-            .unwrap_or_default()
+        build_id(&map_files_path(pid, vma)).unwrap_or_default()
     } else {
         String::new()
     };
@@ -106,6 +101,15 @@ pub(super) fn new_mapping(pid: u32, vma: &Vma) -> Mapping {
         file: vma.path.clone(),
         build_id,
     }
+}
+
+/// The build id of the ELF file at `path`, in hex.
+pub(super) fn build_id(path: &Path) -> Option<String> {
+    let id = blazesym::helper::read_elf_build_id(path).ok()??;
+    Some(id.iter().fold(String::new(), |mut hex, b| {
+        let _ = write!(hex, "{b:02x}");
+        hex
+    }))
 }
 
 /// Frames of one symbolized address, innermost inlined function first.

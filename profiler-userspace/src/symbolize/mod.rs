@@ -16,15 +16,15 @@ mod binaries;
 mod convert;
 mod debug_files;
 pub mod debuginfod;
+mod processes;
 pub(crate) mod procmaps;
 
 use std::{
     collections::{BTreeMap, HashMap, HashSet},
-    path::PathBuf,
     sync::Arc,
 };
 
-use anonymous::{AnonymousCache, symbolize_anonymous};
+use anonymous::symbolize_anonymous;
 use binaries::{Binaries, Todo};
 use blazesym::{
     MaybeDefault,
@@ -35,14 +35,15 @@ use blazesym::{
     },
 };
 pub(crate) use convert::map_files_path;
-use convert::{binary_key, find_vma, lines_of, locations, lookup_addrs, mapped_dir, new_mapping};
+use convert::{binary_key, find_vma, lines_of, locations, lookup_addrs};
 pub use debuginfod::{Debuginfod, DebuginfodStats};
-use procmaps::Vma;
+pub use processes::ProcessSnapshot;
+use processes::{Mappings, Processes, binary_path};
 
 use crate::{
     bpf::{RawWindow, Stack},
-    cgroup::{self, Placement},
-    config, procfs,
+    cgroup::Placement,
+    config,
     profile::{Line, Location, Mapping},
 };
 
@@ -66,21 +67,6 @@ enum BinaryKey {
     Path(String),
 }
 
-struct ProcessInfo {
-    comm: Arc<str>,
-    /// Its cgroup, container and unit (`cgroup.rs`).
-    placement: Arc<Placement>,
-    /// Executable mappings, sorted, with their pprof mapping.
-    vmas: Vec<(Vma, Arc<Mapping>)>,
-    last_seen: u64,
-    /// Files blazesym read (and caches) for this process, evicted from its
-    /// cache with the process: `/proc/<pid>/map_files/...` paths are
-    /// per process, so without this the cache grows with process churn.
-    blaze_paths: HashSet<PathBuf>,
-    /// Results for addresses outside files (JIT code, vDSO).
-    anonymous: AnonymousCache,
-}
-
 /// Per-window symbolization accounting.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct SymbolizeStats {
@@ -88,8 +74,12 @@ pub struct SymbolizeStats {
     pub resolved: u64,
     /// Of those, addresses with no symbol.
     pub failed: u64,
-    /// Processes whose mappings could not be read (exited before the drain).
+    /// Processes whose mappings could not be read (exited before the
+    /// window's end, never read while they lived).
     pub processes_unreadable: u64,
+    /// Processes gone at the window's end, symbolized with the mappings
+    /// read while they lived (when first seen, or at exec).
+    pub processes_remembered: u64,
     /// Separate debug files (local or downloaded) first used this window.
     pub debug_files: u64,
     /// Debuginfod's accounting this window, and downloads under way at its
@@ -97,16 +87,17 @@ pub struct SymbolizeStats {
     pub debuginfod: Option<(DebuginfodStats, u64)>,
 }
 
-/// The new addresses of one window, by process and by side.
+/// The new addresses of one window, by process and image
+/// (`processes.rs`), and by side.
 #[derive(Default)]
 struct WindowAddrs {
-    user: BTreeMap<u32, HashSet<u64>>,
+    user: BTreeMap<(u32, usize), HashSet<u64>>,
     kernel: HashSet<u64>,
 }
 
 pub struct Symbolizer {
     blaze: blazesym::symbolize::Symbolizer,
-    processes: HashMap<u32, ProcessInfo>,
+    processes: Processes,
     binaries: Binaries,
     kernel: HashMap<u64, Arc<[Line]>>,
     kernel_mapping: Arc<Mapping>,
@@ -137,7 +128,7 @@ impl Symbolizer {
             .build();
         Self {
             blaze,
-            processes: HashMap::new(),
+            processes: Processes::default(),
             binaries: Binaries::new(symbols.debug_dirs.clone(), debuginfod),
             kernel: HashMap::new(),
             kernel_mapping: Arc::new(Mapping {
@@ -157,17 +148,8 @@ impl Symbolizer {
         self.window += 1;
         let mut stats = SymbolizeStats::default();
         self.binaries.collect_downloads();
-        let addrs = window_addrs(window);
-        for sample in &window.samples {
-            if self
-                .processes
-                .get(&sample.pid)
-                .is_none_or(|p| p.last_seen != self.window)
-            {
-                stats.processes_unreadable +=
-                    u64::from(!self.refresh_process(sample.pid, &sample.thread));
-            }
-        }
+        self.read_processes(window, &mut stats);
+        let addrs = self.window_addrs(window);
         self.symbolize_user(&addrs.user, &mut stats);
         self.symbolize_kernel(addrs.kernel, &mut stats);
         stats.debug_files = self.binaries.take_debug_files();
@@ -176,11 +158,30 @@ impl Symbolizer {
         stats
     }
 
+    /// Takes in the mappings read while processes lived, then reads every
+    /// process of the window's samples as it is now.
+    fn read_processes(&mut self, window: &RawWindow, stats: &mut SymbolizeStats) {
+        self.processes.start_window();
+        for snapshot in &window.processes {
+            self.processes.remember(snapshot, self.window);
+        }
+        for sample in &window.samples {
+            match self
+                .processes
+                .refresh(sample.pid, &sample.thread, self.window)
+            {
+                None | Some(Mappings::Read) => {}
+                Some(Mappings::Remembered) => stats.processes_remembered += 1,
+                Some(Mappings::Unreadable) => stats.processes_unreadable += 1,
+            }
+        }
+    }
+
     /// The process name of `pid`, as read during [`Symbolizer::prepare`].
     #[must_use]
     pub fn process_name(&self, pid: u32) -> Arc<str> {
         self.processes
-            .get(&pid)
+            .get(pid)
             .map_or_else(|| Arc::from(""), |p| p.comm.clone())
     }
 
@@ -189,15 +190,17 @@ impl Symbolizer {
     #[must_use]
     pub fn placement(&self, pid: u32) -> Arc<Placement> {
         self.processes
-            .get(&pid)
+            .get(pid)
             .map_or_else(Arc::default, |p| p.placement.clone())
     }
 
     /// The locations of a captured user stack, leaf first.
     #[must_use]
     pub fn user_locations(&self, pid: u32, stack: &Stack) -> Vec<Location> {
-        let process = self.processes.get(&pid);
-        let vmas = process.map_or(&[][..], |p| &p.vmas[..]);
+        let process = self.processes.get(pid);
+        let vmas = process.map_or(&[][..], |p| {
+            &p.generation(p.generation_of(stack_frames(stack))).vmas[..]
+        });
         locations(stack, "user", |addr, lookup| {
             let Some((vma, mapping)) = find_vma(vmas, addr) else {
                 return Location {
@@ -236,16 +239,21 @@ impl Symbolizer {
 
     /// Looks up the user addresses not cached yet: file-backed ones per
     /// binary, the rest per process.
-    fn symbolize_user(&mut self, user: &BTreeMap<u32, HashSet<u64>>, stats: &mut SymbolizeStats) {
+    fn symbolize_user(
+        &mut self,
+        user: &BTreeMap<(u32, usize), HashSet<u64>>,
+        stats: &mut SymbolizeStats,
+    ) {
         let mut todo: HashMap<BinaryKey, Todo> = HashMap::new();
         let mut anonymous: BTreeMap<u32, Vec<u64>> = BTreeMap::new();
         let mut read_paths = Vec::new();
-        for (&pid, addrs) in user {
-            let Some(process) = self.processes.get(&pid) else {
+        for (&(pid, index), addrs) in user {
+            let Some(process) = self.processes.get(pid) else {
                 continue;
             };
+            let generation = process.generation(index);
             for &addr in addrs {
-                let Some((vma, mapping)) = find_vma(&process.vmas, addr) else {
+                let Some((vma, mapping)) = find_vma(&generation.vmas, addr) else {
                     continue;
                 };
                 if !vma.is_file() {
@@ -254,23 +262,32 @@ impl Symbolizer {
                 }
                 let key = binary_key(mapping);
                 let offset = vma.file_offset(addr);
-                if self.binaries.needs(&key, offset, self.window) {
-                    todo.entry(key)
-                        .or_insert_with(|| {
-                            read_paths.push((pid, map_files_path(pid, vma)));
-                            Todo {
-                                path: map_files_path(pid, vma),
-                                dir: mapped_dir(pid, vma),
-                                offsets: Vec::new(),
-                            }
-                        })
-                        .offsets
-                        .push(offset);
+                if !self.binaries.needs(&key, offset, self.window) {
+                    continue;
                 }
+                if let Some(todo) = todo.get_mut(&key) {
+                    todo.offsets.push(offset);
+                    continue;
+                }
+                let current = process.is_current(index);
+                // Unreadable now (gone, in another namespace, replaced):
+                // the address keeps its mapping, for a reader with the file.
+                let Some((path, dir)) = binary_path(pid, vma, mapping, generation, current) else {
+                    continue;
+                };
+                read_paths.push((pid, path.clone()));
+                todo.insert(
+                    key,
+                    Todo {
+                        path,
+                        dir,
+                        offsets: vec![offset],
+                    },
+                );
             }
         }
         for (pid, path) in read_paths {
-            if let Some(process) = self.processes.get_mut(&pid) {
+            if let Some(process) = self.processes.get_mut(pid) {
                 process.blaze_paths.insert(path);
             }
         }
@@ -280,7 +297,7 @@ impl Symbolizer {
             stats.failed += failed;
         }
         for (pid, addrs) in anonymous {
-            let Some(process) = self.processes.get_mut(&pid) else {
+            let Some(process) = self.processes.get_mut(pid) else {
                 continue;
             };
             let (looked_up, failed) =
@@ -311,91 +328,50 @@ impl Symbolizer {
         }
     }
 
-    /// Re-reads a process's mappings and name; keeps the last good copy when
-    /// the process is gone. Returns whether the mappings were read.
-    fn refresh_process(&mut self, pid: u32, thread: &str) -> bool {
-        let window = self.window;
-        let comm = procfs::comm(pid, pid).map(Arc::<str>::from);
-        let placement = cgroup::read(pid).map(Arc::new);
-        let vmas = procmaps::read(pid);
-        let readable = vmas.is_ok();
-        let previous = self.processes.remove(&pid);
-        let vmas = match (vmas, &previous) {
-            (Ok(vmas), _) => vmas
-                .into_iter()
-                .map(|vma| {
-                    let reused = previous.as_ref().and_then(|p| {
-                        p.vmas
-                            .iter()
-                            .find(|(old, _)| *old == vma)
-                            .map(|(_, m)| m.clone())
-                    });
-                    let mapping = reused.unwrap_or_else(|| Arc::new(new_mapping(pid, &vma)));
-                    (vma, mapping)
-                })
-                .collect(),
-            (Err(_), Some(previous)) => previous.vmas.clone(),
-            (Err(_), None) => Vec::new(),
-        };
-        let (previous_comm, previous_placement, blaze_paths, anonymous) = previous.map_or(
-            (None, None, HashSet::new(), AnonymousCache::default()),
-            |p| (Some(p.comm), Some(p.placement), p.blaze_paths, p.anonymous),
-        );
-        let comm = comm.or(previous_comm).unwrap_or_else(|| Arc::from(thread));
-        self.processes.insert(
-            pid,
-            ProcessInfo {
-                comm,
-                placement: placement.or(previous_placement).unwrap_or_default(),
-                vmas,
-                last_seen: window,
-                blaze_paths,
-                anonymous,
-            },
-        );
-        readable
-    }
-
     fn evict(&mut self) {
-        let window = self.window;
-        let mut gone = Vec::new();
-        let mut gone_pids = Vec::new();
-        self.processes.retain(|&pid, p| {
-            let keep = window - p.last_seen < EVICT_AFTER_WINDOWS;
-            if !keep {
-                gone.extend(p.blaze_paths.drain());
-                gone_pids.push(pid);
-            }
-            keep
-        });
-        for path in gone {
+        let (paths, pids) = self.processes.evict(self.window, EVICT_AFTER_WINDOWS);
+        for path in paths {
             let _ = self.blaze.evict(&Evict::Elf(evict::Elf::new(path)));
         }
-        for pid in gone_pids {
+        for pid in pids {
             let _ = self
                 .blaze
                 .evict(&Evict::Process(evict::Process::new(pid.into())));
         }
-        self.binaries.evict(window, EVICT_AFTER_WINDOWS);
+        self.binaries.evict(self.window, EVICT_AFTER_WINDOWS);
+    }
+
+    /// The addresses to look up in `window`, deduplicated, user ones by
+    /// the process image their stack belongs to.
+    fn window_addrs(&self, window: &RawWindow) -> WindowAddrs {
+        let mut addrs = WindowAddrs::default();
+        for sample in &window.samples {
+            let frames = stack_frames(&sample.user_stack);
+            if !frames.is_empty() {
+                let index = self
+                    .processes
+                    .get(sample.pid)
+                    .map_or(0, |p| p.generation_of(frames));
+                addrs
+                    .user
+                    .entry((sample.pid, index))
+                    .or_default()
+                    .extend(lookup_addrs(frames));
+            }
+            addrs
+                .kernel
+                .extend(lookup_addrs(stack_frames(&sample.kernel_stack)));
+        }
+        addrs
     }
 }
 
-/// The addresses to look up in `window`, deduplicated.
-fn window_addrs(window: &RawWindow) -> WindowAddrs {
-    let mut addrs = WindowAddrs::default();
-    for sample in &window.samples {
-        if let Stack::Frames(frames) | Stack::Truncated(frames) = &sample.user_stack {
-            addrs
-                .user
-                .entry(sample.pid)
-                .or_default()
-                .extend(lookup_addrs(frames));
-        }
-        if let Stack::Frames(frames) | Stack::Truncated(frames) = &sample.kernel_stack {
-            addrs.kernel.extend(lookup_addrs(frames));
-        }
+/// The captured addresses of `stack`, leaf first (none for markers).
+fn stack_frames(stack: &Stack) -> &[u64] {
+    match stack {
+        Stack::Frames(frames) | Stack::Truncated(frames) => frames,
+        _ => &[],
     }
-    addrs
 }
 
 /// Symbolizes `input` in `source`: one entry per address, empty where it

@@ -1,4 +1,5 @@
 use super::*;
+use std::path::PathBuf;
 
 #[test]
 fn return_addresses_are_looked_up_one_byte_back() {
@@ -76,7 +77,7 @@ fn symbolizes_own_function_with_inlined_lines() {
         "the inlined body is above its caller"
     );
     assert_eq!(
-        symbolizer.processes[&pid].blaze_paths.len(),
+        symbolizer.processes.get(pid).unwrap().blaze_paths.len(),
         1,
         "file read is remembered"
     );
@@ -85,7 +86,7 @@ fn symbolizes_own_function_with_inlined_lines() {
     for _ in 0..EVICT_AFTER_WINDOWS {
         symbolizer.prepare(&RawWindow::default());
     }
-    assert!(!symbolizer.processes.contains_key(&pid));
+    assert!(!symbolizer.processes.contains(pid));
     let kernel = symbolizer.kernel_locations(&window.samples[0].kernel_stack);
     assert_eq!(
         kernel[0].lines[0].function,

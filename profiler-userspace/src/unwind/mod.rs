@@ -5,7 +5,9 @@
 //!
 //! Processes are published when the kernel walker asks (a process it has
 //! no mappings for, or a PC outside them: a new process, exec, mmap,
-//! dlopen) and at start for `--pid` targets. Tables are shared by every
+//! dlopen) and at start for `--pid` targets. With `--unwind frame-pointer`
+//! the same requests are served without tables: the mappings read are
+//! still what the symbolizer needs of processes gone by the window's end. Tables are shared by every
 //! process that maps the same file (same device, inode, size and mtime),
 //! kept while unused until their space is needed, and built at most once.
 mod binary;
@@ -115,6 +117,8 @@ impl UnwindStats {
 }
 
 pub struct Unwinder {
+    /// Whether tables are built (else mappings are published bare).
+    tables: bool,
     space: RowSpace,
     binaries: HashMap<BinaryId, Binary>,
     processes: HashMap<u32, Process>,
@@ -126,11 +130,34 @@ impl Unwinder {
     #[must_use]
     pub fn new(rows: u32) -> Self {
         Self {
+            tables: true,
             space: RowSpace::new(rows),
             binaries: HashMap::new(),
             processes: HashMap::new(),
             stats: UnwindStats::default(),
         }
+    }
+
+    /// An unwinder that serves the kernel's requests for mappings but
+    /// builds no tables (`--unwind frame-pointer`).
+    #[must_use]
+    pub fn without_tables() -> Self {
+        Self {
+            tables: false,
+            ..Self::new(0)
+        }
+    }
+
+    /// Whether it builds tables.
+    #[must_use]
+    pub fn builds_tables(&self) -> bool {
+        self.tables
+    }
+
+    /// The executable mappings last published for `pid`.
+    #[must_use]
+    pub fn mappings(&self, pid: u32) -> Option<&[Vma]> {
+        self.processes.get(&pid).map(|p| &p.vmas[..])
     }
 
     #[must_use]
@@ -142,16 +169,19 @@ impl Unwinder {
     }
 
     /// Publishes the processes the kernel asked for, and forgets processes
-    /// that have exited.
+    /// that have exited. Returns the pids whose mappings were read anew.
     ///
     /// # Errors
     /// When the kernel maps cannot be read or written.
-    pub fn serve<M: UnwindMaps>(&mut self, maps: &mut M) -> Result<(), M::Error> {
+    pub fn serve<M: UnwindMaps>(&mut self, maps: &mut M) -> Result<Vec<u32>, M::Error> {
+        let mut published = Vec::new();
         for pid in maps.take_requests()? {
             // A full mappings map (more processes than it holds under
             // --all) costs that process its table walk, not the daemon.
-            if self.publish(maps, pid).is_err() {
-                self.stats.publish_failures += 1;
+            match self.publish(maps, pid) {
+                Ok(true) => published.push(pid),
+                Ok(false) => {}
+                Err(_) => self.stats.publish_failures += 1,
             }
         }
         let gone: Vec<u32> = self
@@ -163,21 +193,21 @@ impl Unwinder {
         for pid in gone {
             self.forget(maps, pid)?;
         }
-        Ok(())
+        Ok(published)
     }
 
     /// Builds what `pid` needs and publishes its mappings; a process that
-    /// is gone or whose mappings did not change is left alone.
+    /// is gone or whose mappings did not change is left alone. Returns
+    /// whether new mappings were published.
     ///
     /// # Errors
     /// When the kernel maps cannot be written.
-    pub fn publish<M: UnwindMaps>(&mut self, maps: &mut M, pid: u32) -> Result<(), M::Error> {
-        let Ok(text) = std::fs::read_to_string(format!("/proc/{pid}/maps")) else {
-            return Ok(());
+    pub fn publish<M: UnwindMaps>(&mut self, maps: &mut M, pid: u32) -> Result<bool, M::Error> {
+        let Ok(vmas) = procmaps::read(pid) else {
+            return Ok(false);
         };
-        let vmas = procmaps::parse(&text);
         if self.processes.get(&pid).is_some_and(|p| p.vmas == vmas) {
-            return Ok(());
+            return Ok(false);
         }
         let mut mappings = ProcessMappings::default();
         let mut used = HashSet::new();
@@ -218,7 +248,7 @@ impl Unwinder {
             },
         );
         self.release(old);
-        Ok(())
+        Ok(true)
     }
 
     /// The (first row, rows, bias) of `vma`'s table, building and placing
@@ -230,6 +260,9 @@ impl Unwinder {
         vma: &Vma,
         id: &BinaryId,
     ) -> Option<(u32, u32, u64)> {
+        if !self.tables {
+            return None;
+        }
         if !self.binaries.contains_key(id) {
             let started = Instant::now();
             let mut info = read_binary(pid, vma, id)

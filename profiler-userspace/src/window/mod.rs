@@ -131,6 +131,7 @@ impl Accounting {
             ("addresses_symbolized", symbolize.resolved),
             ("symbolization_failures", symbolize.failed),
             ("processes_unreadable", symbolize.processes_unreadable),
+            ("processes_remembered", symbolize.processes_remembered),
             ("user_frames", user_frames.total),
             ("user_frames_resolved", user_frames.resolved),
             ("debug_files_opened", symbolize.debug_files),

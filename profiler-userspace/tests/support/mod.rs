@@ -212,7 +212,7 @@ impl Profiler {
 }
 
 /// `key=value` pairs of whitespace-separated text (other words ignored).
-fn fields<T: std::str::FromStr>(text: &str) -> HashMap<String, T>
+pub fn fields<T: std::str::FromStr>(text: &str) -> HashMap<String, T>
 where
     T::Err: std::fmt::Debug,
 {

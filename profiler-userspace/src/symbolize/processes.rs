@@ -1,0 +1,370 @@
+//! What the symbolizer knows of each process: its name, placement and
+//! executable mappings, read at the window's end and, for processes that
+//! may be gone by then, earlier: when the kernel first sees them or sees
+//! them exec (a [`ProcessSnapshot`], taken by the daemon while they live).
+//!
+//! A process that execs within a window has two images in it. Each read
+//! of different mappings is kept as a *generation*; a stack is symbolized
+//! with the newest generation that maps all of its frames (addresses of
+//! the old image fall outside the new image's mappings, both being placed
+//! at random; where they are not, both map the same file the same way).
+use std::{
+    collections::{HashMap, HashSet},
+    path::{Path, PathBuf},
+    sync::Arc,
+};
+
+use super::{
+    anonymous::AnonymousCache,
+    convert::{build_id, find_vma, lookup_addrs, map_files_path, mapped_dir, new_mapping},
+    procmaps::{self, Vma},
+};
+use crate::{
+    cgroup::{self, Placement},
+    procfs,
+    profile::Mapping,
+};
+
+/// Most generations kept per process within a window: a process that
+/// execs more often than this keeps its newest images.
+const MAX_GENERATIONS: usize = 4;
+
+/// A process's mappings read while it lived, with what needs reading then:
+/// the build ids behind them, its name and placement.
+#[derive(Debug)]
+pub struct ProcessSnapshot {
+    pub pid: u32,
+    comm: Option<Arc<str>>,
+    placement: Option<Arc<Placement>>,
+    generation: Generation,
+}
+
+impl ProcessSnapshot {
+    /// Reads what the symbolizer needs of `pid`, whose executable mappings
+    /// are `vmas` (just read from `/proc/PID/maps`).
+    #[must_use]
+    pub fn read(pid: u32, vmas: Vec<Vma>) -> Self {
+        Self {
+            pid,
+            comm: procfs::comm(pid, pid).map(Arc::from),
+            placement: cgroup::read(pid).map(Arc::new),
+            generation: Generation::read(pid, vmas, None),
+        }
+    }
+}
+
+/// One image of a process: its executable mappings, as pprof mappings.
+#[derive(Clone, Debug)]
+pub(super) struct Generation {
+    pub vmas: Vec<(Vma, Arc<Mapping>)>,
+    /// Whether the process saw files at the paths we see (same mount
+    /// namespace), so they can be read by path once it is gone.
+    same_mount_ns: bool,
+}
+
+impl Generation {
+    /// `vmas` of `pid` with their build ids, reusing `previous`'s pprof
+    /// mapping where a mapping did not change.
+    fn read(pid: u32, vmas: Vec<Vma>, previous: Option<&Generation>) -> Self {
+        let vmas = vmas
+            .into_iter()
+            .map(|vma| {
+                let reused = previous.and_then(|p| {
+                    p.vmas
+                        .iter()
+                        .find(|(old, _)| *old == vma)
+                        .map(|(_, m)| m.clone())
+                });
+                let mapping = reused.unwrap_or_else(|| Arc::new(new_mapping(pid, &vma)));
+                (vma, mapping)
+            })
+            .collect();
+        Self {
+            vmas,
+            same_mount_ns: same_mount_ns(pid),
+        }
+    }
+
+    fn same_mappings(&self, other: &Generation) -> bool {
+        self.vmas.len() == other.vmas.len()
+            && self.vmas.iter().zip(&other.vmas).all(|(a, b)| a.0 == b.0)
+    }
+}
+
+/// Where to read the file behind `vma` of `pid`, in `generation`, and the
+/// directory it was mapped from; `None` when it cannot be read safely.
+///
+/// `/proc/PID/map_files` is exact (even for deleted files and other mount
+/// namespaces) but only for the image the process runs now. Otherwise the
+/// path is used if the process shared our mount namespace and the file
+/// there still has the build id it had.
+pub(super) fn binary_path(
+    pid: u32,
+    vma: &Vma,
+    mapping: &Mapping,
+    generation: &Generation,
+    current: bool,
+) -> Option<(PathBuf, Option<PathBuf>)> {
+    let exact = map_files_path(pid, vma);
+    if current && exact.exists() {
+        return Some((exact, mapped_dir(pid, vma)));
+    }
+    if !generation.same_mount_ns {
+        return None;
+    }
+    let path = PathBuf::from(&vma.path);
+    let same_file =
+        mapping.build_id.is_empty() || build_id(&path).is_some_and(|id| id == mapping.build_id);
+    same_file.then(|| {
+        let dir = path.parent().map(Path::to_path_buf);
+        (path, dir)
+    })
+}
+
+fn same_mount_ns(pid: u32) -> bool {
+    let theirs = std::fs::read_link(format!("/proc/{pid}/ns/mnt"));
+    let ours = std::fs::read_link("/proc/self/ns/mnt");
+    matches!((theirs, ours), (Ok(a), Ok(b)) if a == b)
+}
+
+pub(super) struct ProcessInfo {
+    pub comm: Arc<str>,
+    /// Its cgroup, container and unit (`cgroup.rs`).
+    pub placement: Arc<Placement>,
+    /// Its images this window, oldest first; never empty.
+    generations: Vec<Generation>,
+    /// Whether the newest generation is what `/proc/PID/maps` showed at
+    /// this window's end (the process still runs that image).
+    current: bool,
+    pub last_seen: u64,
+    /// The window whose end last read `/proc/PID/maps` (or tried to).
+    refreshed: u64,
+    /// Files blazesym read (and caches) for this process, evicted from its
+    /// cache with the process: `/proc/<pid>/map_files/...` paths are
+    /// per process, so without this the cache grows with process churn.
+    pub blaze_paths: HashSet<PathBuf>,
+    /// Results for addresses outside files (JIT code, vDSO).
+    pub anonymous: AnonymousCache,
+}
+
+impl ProcessInfo {
+    /// The generation `frames` (leaf first) belong to: the newest one that
+    /// maps every frame, else the one that maps the most.
+    pub fn generation_of(&self, frames: &[u64]) -> usize {
+        let mapped = |g: &Generation| {
+            lookup_addrs(frames)
+                .filter(|&a| find_vma(&g.vmas, a).is_some())
+                .count()
+        };
+        let newest = self.generations.len() - 1;
+        (0..=newest)
+            .rev()
+            .max_by_key(|&i| (mapped(&self.generations[i]), i))
+            .unwrap_or(newest)
+    }
+
+    pub fn generation(&self, index: usize) -> &Generation {
+        &self.generations[index.min(self.generations.len() - 1)]
+    }
+
+    /// Whether `index` is the image the process runs now.
+    pub fn is_current(&self, index: usize) -> bool {
+        self.current && index + 1 == self.generations.len()
+    }
+
+    fn add_generation(&mut self, generation: Generation) {
+        if self
+            .generations
+            .last()
+            .is_some_and(|last| last.same_mappings(&generation))
+        {
+            return;
+        }
+        self.generations.push(generation);
+        if self.generations.len() > MAX_GENERATIONS {
+            self.generations.remove(0);
+        }
+    }
+}
+
+/// How a process's mappings are known at a window's end.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Mappings {
+    /// Read now.
+    Read,
+    /// Gone, but read while it lived (first seen, or exec).
+    Remembered,
+    /// Gone, and never read.
+    Unreadable,
+}
+
+/// Every process the symbolizer knows.
+#[derive(Default)]
+pub(super) struct Processes {
+    map: HashMap<u32, ProcessInfo>,
+}
+
+impl Processes {
+    pub fn get(&self, pid: u32) -> Option<&ProcessInfo> {
+        self.map.get(&pid)
+    }
+
+    pub fn get_mut(&mut self, pid: u32) -> Option<&mut ProcessInfo> {
+        self.map.get_mut(&pid)
+    }
+
+    #[cfg(test)]
+    pub fn contains(&self, pid: u32) -> bool {
+        self.map.contains_key(&pid)
+    }
+
+    /// A new window: only each process's newest image is still needed.
+    pub fn start_window(&mut self) {
+        for process in self.map.values_mut() {
+            let newest = process.generations.len().saturating_sub(1);
+            process.generations.drain(..newest);
+            process.current = false;
+        }
+    }
+
+    /// Adds what `snapshot` read while the process lived.
+    pub fn remember(&mut self, snapshot: &ProcessSnapshot, window: u64) {
+        let process = self.map.entry(snapshot.pid).or_insert_with(|| ProcessInfo {
+            comm: Arc::from(""),
+            placement: Arc::default(),
+            generations: Vec::new(),
+            current: false,
+            last_seen: window,
+            refreshed: 0,
+            blaze_paths: HashSet::new(),
+            anonymous: AnonymousCache::default(),
+        });
+        if let Some(comm) = &snapshot.comm {
+            process.comm = comm.clone();
+        }
+        if let Some(placement) = &snapshot.placement {
+            process.placement = placement.clone();
+        }
+        process.add_generation(snapshot.generation.clone());
+        process.last_seen = window;
+    }
+
+    /// Reads `pid`'s mappings, name and placement at this window's end
+    /// (once per window: `None` when done already), keeping what was read
+    /// before when it is gone.
+    pub fn refresh(&mut self, pid: u32, thread: &str, window: u64) -> Option<Mappings> {
+        if self.map.get(&pid).is_some_and(|p| p.refreshed == window) {
+            return None;
+        }
+        let comm = procfs::comm(pid, pid).map(Arc::<str>::from);
+        let placement = cgroup::read(pid).map(Arc::new);
+        let vmas = procmaps::read(pid).ok();
+        let process = self.map.entry(pid).or_insert_with(|| ProcessInfo {
+            comm: Arc::from(thread),
+            placement: Arc::default(),
+            generations: Vec::new(),
+            current: false,
+            last_seen: window,
+            refreshed: window,
+            blaze_paths: HashSet::new(),
+            anonymous: AnonymousCache::default(),
+        });
+        process.refreshed = window;
+        process.last_seen = window;
+        if let Some(comm) = comm {
+            process.comm = comm;
+        }
+        if let Some(placement) = placement {
+            process.placement = placement;
+        }
+        if let Some(vmas) = vmas {
+            let generation = Generation::read(pid, vmas, process.generations.last());
+            process.add_generation(generation);
+            process.current = true;
+            return Some(Mappings::Read);
+        }
+        if process.generations.is_empty() {
+            process.generations.push(Generation {
+                vmas: Vec::new(),
+                same_mount_ns: false,
+            });
+            return Some(Mappings::Unreadable);
+        }
+        Some(Mappings::Remembered)
+    }
+
+    /// Drops processes unseen for `after` windows; returns the files and
+    /// pids whose blazesym caches go with them.
+    pub fn evict(&mut self, window: u64, after: u64) -> (Vec<PathBuf>, Vec<u32>) {
+        let mut paths = Vec::new();
+        let mut pids = Vec::new();
+        self.map.retain(|&pid, p| {
+            let keep = window - p.last_seen < after;
+            if !keep {
+                paths.extend(p.blaze_paths.drain());
+                pids.push(pid);
+            }
+            keep
+        });
+        (paths, pids)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn generation(ranges: &[(u64, u64)]) -> Generation {
+        Generation {
+            vmas: ranges
+                .iter()
+                .map(|&(start, end)| {
+                    let vma = Vma {
+                        start,
+                        end,
+                        offset: 0,
+                        path: format!("/bin/{start:x}"),
+                    };
+                    let mapping = Arc::new(Mapping {
+                        start,
+                        limit: end,
+                        file_offset: 0,
+                        file: vma.path.clone(),
+                        build_id: String::new(),
+                    });
+                    (vma, mapping)
+                })
+                .collect(),
+            same_mount_ns: true,
+        }
+    }
+
+    #[test]
+    fn a_stack_goes_to_the_image_that_maps_it() {
+        let mut processes = Processes::default();
+        processes.refresh(u32::MAX, "gone", 1);
+        let process = processes.get_mut(u32::MAX).unwrap();
+        process.generations.clear();
+        process.add_generation(generation(&[(0x1000, 0x2000), (0x9000, 0xa000)]));
+        process.add_generation(generation(&[(0x5000, 0x6000), (0x9000, 0xa000)]));
+        process.add_generation(generation(&[(0x5000, 0x6000), (0x9000, 0xa000)]));
+        assert_eq!(
+            process.generations.len(),
+            2,
+            "an unchanged read adds nothing"
+        );
+        // Leaf first; callers are looked up one byte back.
+        assert_eq!(process.generation_of(&[0x1500, 0x9101]), 0);
+        assert_eq!(process.generation_of(&[0x5500, 0x9101]), 1);
+        assert_eq!(process.generation_of(&[0x9500]), 1, "both map it: newest");
+        assert_eq!(
+            process.generation_of(&[0x1500, 0x7001, 0x7001]),
+            0,
+            "most mapped"
+        );
+        assert_eq!(process.generation_of(&[0x7000]), 1, "none maps it: newest");
+        assert!(!process.is_current(1), "never read at a window's end");
+        processes.start_window();
+        assert_eq!(processes.get(u32::MAX).unwrap().generations.len(), 1);
+    }
+}

@@ -1,0 +1,213 @@
+//! Real-kernel tests of processes that are gone before their window ends,
+//! and of processes that exec: their mappings must be read while they
+//! live, and each image's samples symbolized with its own mappings.
+//!
+//! The fixtures (plain `cc -O2`) live about a second inside a 10 s window
+//! and report their own CPU and sleep time. Before the daemon read
+//! mappings at exec and first sight, such a process had exited by the
+//! window's end: its frames kept bare addresses (`processes_unreadable`),
+//! which fails every "symbolized" count below. Under `--comm` the daemon
+//! found new matches by scanning `/proc` every 500 ms, which misses most
+//! of a 0.3 s run; the kernel now makes an exec into a `--comm` name a
+//! target at once.
+mod support;
+
+use std::{
+    collections::HashMap,
+    path::{Path, PathBuf},
+    process::Command,
+};
+
+use support::{Profile, Profiler, build, go_pprof_raw, profiles, require_root};
+
+/// What the fixtures printed: each line's numbers, by its first word.
+type Printed = HashMap<String, HashMap<String, u64>>;
+
+/// The files a run wrote, decoded.
+type Files = Vec<(PathBuf, Profile)>;
+
+/// On-CPU sampling frequency the tests run at (the default).
+const HZ: f64 = 99.0;
+
+/// Runs `command` to its end; returns each line it printed, by its first
+/// word (`short_lived`, `exec_into`), as `key=value` numbers.
+fn run_to_end(mut command: Command) -> Printed {
+    let out = command.output().expect("run fixture");
+    assert!(out.status.success(), "{command:?}: {out:?}");
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|line| {
+            let (name, rest) = line.split_once(' ')?;
+            Some((name.to_owned(), support::fields(rest)))
+        })
+        .collect()
+}
+
+/// Starts the profiler with `args` and a 10 s window into `out`, runs
+/// `command` to its end, then waits for the window's file (written ~9 s
+/// after the fixture is gone) and stops. Returns the fixture's lines and
+/// every file written.
+fn profile_around(args: &[&str], out: &Path, command: Command) -> (Printed, Files) {
+    let mut all = args.to_vec();
+    all.extend(["--interval", "10s", "--output-dir", out.to_str().unwrap()]);
+    let mut profiler = Profiler::start(&all);
+    // Past the daemon's first look at /proc (at its start) and well before
+    // its next (500 ms later): only the kernel's match at exec catches a
+    // `--comm` fixture in time.
+    std::thread::sleep(std::time::Duration::from_millis(250));
+    let truth = run_to_end(command);
+    profiler.wait_for_files(out, 1);
+    profiler.stop();
+    let files = profiles(out);
+    for (path, _) in &files {
+        go_pprof_raw(path);
+    }
+    assert!(
+        files[0].1.comment_value("processes_remembered") > 0,
+        "the fixture was gone at the window's end"
+    );
+    (truth, files)
+}
+
+/// On-CPU samples of `pid` whose user frames hold `function` from the
+/// binary `bin`.
+fn samples_in(files: &Files, pid: u32, function: &str, bin: &Path) -> i64 {
+    let bin = bin.to_str().unwrap();
+    files
+        .iter()
+        .flat_map(|(_, p)| p.samples_of(pid).map(move |s| (p, s)))
+        .filter(|(p, s)| p.user_frames(s).contains(&(function, bin)))
+        .map(|(p, s)| p.value(s, "samples"))
+        .sum()
+}
+
+/// Off-CPU nanoseconds of `pid` whose user frames hold `function` (any
+/// frames, with `None`).
+fn off_cpu_in(files: &Files, pid: u32, function: Option<&str>) -> i64 {
+    files
+        .iter()
+        .flat_map(|(_, p)| p.samples_of(pid).map(move |s| (p, s)))
+        .filter(|(p, s)| {
+            function.is_none_or(|function| p.user_frames(s).iter().any(|(f, _)| *f == function))
+        })
+        .map(|(p, s)| p.value(s, "off_cpu"))
+        .sum()
+}
+
+/// Checks `samples` against `cpu_ns` of measured CPU time at 99 Hz.
+///
+/// Timer sampling of one busy thread is nearly exact (±2 samples here);
+/// 0.85 fails a profiler that starts sampling the process 50 ms late or
+/// leaves its frames unsymbolized, and 1.15 one that counts twice.
+#[expect(clippy::cast_precision_loss, reason = "sample counts")]
+fn assert_samples(what: &str, samples: i64, cpu_ns: u64) {
+    let expected = cpu_ns as f64 * HZ / 1e9;
+    let ratio = samples as f64 / expected;
+    assert!(
+        (0.85..1.15).contains(&ratio),
+        "{what}: {samples} samples symbolized for {expected:.0} expected ({ratio:.2})"
+    );
+}
+
+#[expect(clippy::cast_precision_loss, reason = "nanoseconds")]
+fn assert_slept(files: &Files, pid: u32, under: Option<&str>, sleep_ns: u64) {
+    let off = off_cpu_in(files, pid, under);
+    let ratio = off as f64 / sleep_ns as f64;
+    assert!(
+        (0.9..1.1).contains(&ratio),
+        "{off} ns off-CPU under {under:?} for {sleep_ns} ns slept ({ratio:.2})"
+    );
+}
+
+#[test]
+fn all_symbolizes_a_process_gone_before_the_window_ends() {
+    require_root();
+    let dir = tempfile::tempdir().unwrap();
+    let bin = build::c_program("short_lived", dir.path());
+    let mut command = Command::new(&bin);
+    command.args(["0.7", "0.3"]);
+    let (truth, files) = profile_around(&["--all"], &dir.path().join("out"), command);
+    let fixture = &truth["short_lived"];
+    let pid = u32::try_from(fixture["pid"]).unwrap();
+    assert_samples(
+        "brief_work",
+        samples_in(&files, pid, "brief_work", &bin),
+        fixture["cpu_ns"],
+    );
+    assert_slept(&files, pid, Some("nap"), fixture["sleep_ns"]);
+}
+
+#[test]
+fn comm_profiles_a_short_match_from_its_exec() {
+    require_root();
+    let dir = tempfile::tempdir().unwrap();
+    let bin = build::c_program("short_lived", dir.path());
+    let mut command = Command::new(&bin);
+    command.args(["0.3", "0.7"]);
+    let (truth, files) = profile_around(
+        &["--comm", "short_lived", "--wait"],
+        &dir.path().join("out"),
+        command,
+    );
+    let fixture = &truth["short_lived"];
+    let pid = u32::try_from(fixture["pid"]).unwrap();
+    assert_samples(
+        "brief_work",
+        samples_in(&files, pid, "brief_work", &bin),
+        fixture["cpu_ns"],
+    );
+    assert_slept(&files, pid, Some("nap"), fixture["sleep_ns"]);
+}
+
+/// Runs `exec_into 0.5 short_lived 0.5 0.3` under `args` and checks each
+/// image's samples against its own measurement, symbolized with its own
+/// binary, and none of one image's frames attributed to the other; the
+/// sleep's weight is looked for under `sleep_under`.
+fn exec_is_followed(args: &[&str], sleep_under: Option<&str>) {
+    require_root();
+    let dir = tempfile::tempdir().unwrap();
+    let first = build::c_program("exec_into", dir.path());
+    let second = build::c_program("short_lived", dir.path());
+    let mut command = Command::new(&first);
+    command.arg("0.5").arg(&second).args(["0.5", "0.3"]);
+    let (truth, files) = profile_around(args, &dir.path().join("out"), command);
+    let before = &truth["exec_into"];
+    let after = &truth["short_lived"];
+    let pid = u32::try_from(before["pid"]).unwrap();
+    assert_eq!(after["pid"], before["pid"], "exec keeps the pid");
+    assert_samples(
+        "before_exec",
+        samples_in(&files, pid, "before_exec", &first),
+        before["cpu_ns"],
+    );
+    assert_samples(
+        "brief_work",
+        samples_in(&files, pid, "brief_work", &second),
+        after["cpu_ns"],
+    );
+    assert_slept(&files, pid, sleep_under, after["sleep_ns"]);
+    let (first, second) = (first.to_str().unwrap(), second.to_str().unwrap());
+    for (_, profile) in &files {
+        for sample in profile.samples_of(pid) {
+            let frames = profile.user_frames(sample);
+            let files: Vec<&str> = frames.iter().map(|(_, file)| *file).collect();
+            assert!(
+                !(files.contains(&first) && files.contains(&second)),
+                "one stack with frames of both images: {frames:?}"
+            );
+        }
+    }
+}
+
+/// By frame pointers, the walk of the sleep stops in glibc's
+/// `clock_nanosleep` (built without them), so `nap` is not in its stack:
+/// the sleep is looked for in the process's whole off-CPU weight.
+#[test]
+fn all_follows_an_exec_with_frame_pointers() {
+    exec_is_followed(&["--all", "--unwind", "frame-pointer"], None);
+}
+
+#[test]
+fn comm_follows_an_exec() {
+    exec_is_followed(&["--comm", "exec_into", "--wait"], Some("nap"));
+}
