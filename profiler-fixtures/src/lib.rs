@@ -1,6 +1,9 @@
 //! Shared helpers of the fixture programs. Fixtures are built as users
 //! build Rust: optimised, without frame pointers; the measured functions
 //! are `#[inline(never)]` only so that they exist as functions to measure.
+//! [`client`] is the protocol's other end, for the tests and xtask.
+
+pub mod client;
 
 use std::time::Duration;
 

@@ -38,7 +38,7 @@ fn run_to_end(mut command: Command) -> Printed {
         .lines()
         .filter_map(|line| {
             let (name, rest) = line.split_once(' ')?;
-            Some((name.to_owned(), support::fields(rest)))
+            Some((name.to_owned(), profiler_fixtures::client::fields(rest)))
         })
         .collect()
 }

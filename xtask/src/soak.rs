@@ -6,13 +6,13 @@
 use std::{
     fmt::Write as _,
     fs,
-    io::{BufRead as _, BufReader, Write as _},
     process::{Command, Stdio},
     thread::sleep,
     time::{Duration, Instant},
 };
 
 use anyhow::Context as _;
+use profiler_fixtures::client::Fixture;
 
 use crate::{
     procfs::{cpu_ticks, status_field},
@@ -26,15 +26,9 @@ pub fn run(minutes: u64) -> anyhow::Result<()> {
     let out_dir = std::env::temp_dir().join("profiler-soak");
     let _ = fs::remove_dir_all(&out_dir);
 
-    let mut workload = Command::new(release.join("pingpong"))
-        .arg((minutes * 60 + 60).to_string())
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .context("starting pingpong")?;
-    let mut stdout = BufReader::new(workload.stdout.take().context("stdout")?);
-    let mut line = String::new();
-    stdout.read_line(&mut line)?;
+    let mut pingpong = Command::new(release.join("pingpong"));
+    pingpong.arg((minutes * 60 + 60).to_string());
+    let mut workload = Fixture::spawn(pingpong).context("starting pingpong")?;
 
     let mut profiler = Command::new(release.join("profiler"))
         .args([
@@ -50,9 +44,7 @@ pub fn run(minutes: u64) -> anyhow::Result<()> {
         .spawn()
         .context("starting profiler")?;
     sleep(Duration::from_secs(5));
-    let stdin = workload.stdin.as_mut().context("stdin")?;
-    stdin.write_all(b"go\n")?;
-    stdin.flush()?;
+    workload.go()?;
 
     let pid = profiler.id();
     let started = Instant::now();
@@ -68,9 +60,7 @@ pub fn run(minutes: u64) -> anyhow::Result<()> {
     }
     crate::interrupt(pid)?;
     let status = profiler.wait()?;
-    drop(workload.stdin.take());
-    let _ = workload.kill();
-    let _ = workload.wait();
+    drop(workload);
     anyhow::ensure!(status.success(), "profiler exited with {status}");
 
     let mut section = String::new();

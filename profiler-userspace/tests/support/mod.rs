@@ -7,13 +7,14 @@ pub mod build;
 use std::{
     collections::HashMap,
     fs,
-    io::{BufRead as _, BufReader, Read as _, Write as _},
+    io::{BufRead as _, BufReader, Read as _},
     net::TcpListener,
     path::{Path, PathBuf},
-    process::{Child, ChildStdin, ChildStdout, Command, Output, Stdio},
+    process::{Child, Command, Output, Stdio},
 };
 
 use openmetrics_parser::{OpenMetricsValue, openmetrics::parse_openmetrics};
+use profiler_fixtures::client;
 use profiler_userspace::pprof::proto;
 use prost::Message as _;
 
@@ -36,18 +37,15 @@ pub fn require_root() {
     );
 }
 
-/// A fixture program from profiler-fixtures, driven by its protocol:
-/// `ready ...` ids, a "go" line, the measured phase, a result line, then
-/// lingering (alive, mappings readable) until stdin closes.
-pub struct Fixture {
-    child: Child,
-    stdin: Option<ChildStdin>,
-    stdout: BufReader<ChildStdout>,
-    /// The ids from the ready line: `pid`, and thread ids by name.
-    pub ids: HashMap<String, u32>,
-}
+/// A fixture program from profiler-fixtures, driven by its protocol
+/// (`ready` ids, a "go" line, the measured phase, a result line, then
+/// lingering, alive with its mappings readable, until stdin closes) through
+/// the client the bench shares.
+pub struct Fixture(client::Fixture);
 
 impl Fixture {
+    /// Starts the Rust fixture `name` (built next to the profiler) for
+    /// `seconds` of measured phase.
     pub fn spawn(name: &str, seconds: f64) -> Self {
         let bin = Path::new(env!("CARGO_BIN_EXE_profiler")).with_file_name(name);
         assert!(
@@ -66,55 +64,28 @@ impl Fixture {
     }
 
     /// Starts a fixture from a prepared command (its own arguments).
-    pub fn spawn_command(mut command: Command) -> Self {
-        let mut child = command
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .spawn()
-            .expect("spawn fixture");
-        let stdin = child.stdin.take();
-        let mut stdout = BufReader::new(child.stdout.take().expect("stdout"));
-        let mut line = String::new();
-        stdout.read_line(&mut line).expect("fixture ready line");
-        Self {
-            child,
-            stdin,
-            stdout,
-            ids: fields(&line),
-        }
+    pub fn spawn_command(command: Command) -> Self {
+        let what = format!("{command:?}");
+        Self(client::Fixture::spawn(command).unwrap_or_else(|e| panic!("fixture {what}: {e}")))
     }
 
     pub fn pid(&self) -> u32 {
-        self.ids["pid"]
+        self.0.pid()
     }
 
     /// The thread id the fixture reported under `name`.
     pub fn tid(&self, name: &str) -> u32 {
-        self.ids[name]
+        self.0.ids[name]
     }
 
     /// Starts the measured phase.
     pub fn go(&mut self) {
-        let stdin = self.stdin.as_mut().expect("stdin open");
-        stdin.write_all(b"go\n").expect("fixture stdin");
-        stdin.flush().expect("fixture stdin");
+        self.0.go().expect("fixture stdin");
     }
 
     /// Waits for the measured phase to end and returns its measured truth.
     pub fn results(&mut self) -> HashMap<String, u64> {
-        let mut line = String::new();
-        self.stdout
-            .read_line(&mut line)
-            .expect("fixture result line");
-        fields(&line)
-    }
-}
-
-impl Drop for Fixture {
-    fn drop(&mut self) {
-        drop(self.stdin.take());
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        self.0.results().expect("fixture result line")
     }
 }
 
@@ -209,17 +180,6 @@ impl Profiler {
         );
         stderr
     }
-}
-
-/// `key=value` pairs of whitespace-separated text (other words ignored).
-pub fn fields<T: std::str::FromStr>(text: &str) -> HashMap<String, T>
-where
-    T::Err: std::fmt::Debug,
-{
-    text.split_whitespace()
-        .filter_map(|w| w.split_once('='))
-        .map(|(k, v)| (k.to_owned(), v.parse().expect("numeric field")))
-        .collect()
 }
 
 /// Runs the profiler to completion and returns its output.

@@ -13,7 +13,7 @@ use anyhow::{Context as _, bail};
 use super::{
     RUN_SECS,
     overhead::field,
-    tools::{Workload, attach, profiler_into},
+    tools::{attach, go_and_wait, profiler_into, workload},
 };
 
 /// Error of the debiased off-CPU totals against the blockers fixture's own
@@ -31,14 +31,14 @@ pub(super) fn accuracy(report: &mut String) -> anyhow::Result<()> {
     writeln!(report, "| --- | --- | --- | --- | --- |")?;
     for rate in ["0", "100us", "1ms", "5ms", "20ms"] {
         let dir = tempdir()?;
-        let mut workload = Workload::spawn("blockers", &[RUN_SECS])?;
+        let mut workload = workload("blockers", &[RUN_SECS])?;
         let config = profiler_into(
             "",
             &["--pid", "{pid}", "--off-cpu-rate", rate, "--no-on-cpu"],
             &dir,
         );
-        let attached = attach(&config, workload.pid)?.context("profiler")?;
-        let line = workload.go_and_wait()?;
+        let attached = attach(&config, workload.pid())?.context("profiler")?;
+        let line = go_and_wait(&mut workload)?;
         attached.stop()?;
         let file = fs::read_dir(&dir)?
             .filter_map(Result::ok)

@@ -1,7 +1,6 @@
 //! Section 4: the daemon's own CPU and memory, and its time per window.
 use std::{
     fmt::Write as _,
-    io::Write as _,
     thread::sleep,
     time::{Duration, Instant},
 };
@@ -10,7 +9,7 @@ use anyhow::Context as _;
 
 use super::{
     overhead::field,
-    tools::{Workload, attach, profiler},
+    tools::{attach, profiler, workload},
 };
 use crate::procfs::{cpu_ticks, status_field};
 
@@ -32,17 +31,15 @@ pub(super) fn daemon_cost(report: &mut String) -> anyhow::Result<(f64, f64)> {
         ("--pid (200 threads)", vec!["--pid", "{pid}"]),
         ("--all", vec!["--all"]),
     ] {
-        let mut workload = Workload::spawn("many_threads", &["17"])?;
+        let mut workload = workload("many_threads", &["17"])?;
         let mut args = args;
         args.extend(["--interval", "5s"]);
         let config = profiler("", &args);
-        let attached = attach(&config, workload.pid)?.context("profiler")?;
+        let attached = attach(&config, workload.pid())?.context("profiler")?;
         let pid = attached.child.id();
         let ticks0 = cpu_ticks(pid)?;
         let started = Instant::now();
-        let stdin = workload.child.stdin.as_mut().context("stdin")?;
-        stdin.write_all(b"go\n")?;
-        stdin.flush()?;
+        workload.go()?;
         sleep(Duration::from_secs(15));
         let ticks = cpu_ticks(pid)? - ticks0;
         let elapsed = started.elapsed().as_secs_f64();

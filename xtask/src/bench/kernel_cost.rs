@@ -5,7 +5,7 @@ use anyhow::Context as _;
 
 use super::{
     RUN_SECS,
-    tools::{Workload, attach, profiler},
+    tools::{attach, go_and_wait, profiler, workload},
 };
 
 /// Average kernel time per run of each of the profiler's programs, from
@@ -20,11 +20,11 @@ pub(super) fn program_costs(report: &mut String) -> anyhow::Result<f64> {
     )?;
     writeln!(report, "| program | runs | ns per run |")?;
     writeln!(report, "| --- | --- | --- |")?;
-    let mut workload = Workload::spawn("pingpong", &[RUN_SECS])?;
-    let attached = attach(&profiler("", &["--all"]), workload.pid)?.context("profiler")?;
+    let mut workload = workload("pingpong", &[RUN_SECS])?;
+    let attached = attach(&profiler("", &["--all"]), workload.pid())?.context("profiler")?;
     fs::write("/proc/sys/kernel/bpf_stats_enabled", "1")?;
     let before = bpf_stats()?;
-    workload.go_and_wait()?;
+    go_and_wait(&mut workload)?;
     let after = bpf_stats()?;
     fs::write("/proc/sys/kernel/bpf_stats_enabled", "0")?;
     attached.stop()?;

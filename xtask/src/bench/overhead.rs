@@ -6,7 +6,7 @@ use anyhow::Context as _;
 
 use super::{
     ROUNDS, RUN_SECS,
-    tools::{Config, Workload, attach, baseline, has, profiler},
+    tools::{Config, attach, baseline, go_and_wait, has, profiler, workload},
 };
 
 pub(super) fn pingpong_configs() -> Vec<Config> {
@@ -108,9 +108,9 @@ pub(super) fn overhead(
     let mut rates: Vec<Vec<f64>> = vec![Vec::new(); configs.len()];
     for round in 0..ROUNDS {
         for (i, config) in configs.iter().enumerate() {
-            let mut workload = Workload::spawn(fixture, &[RUN_SECS])?;
-            let attached = attach(config, workload.pid)?;
-            let line = workload.go_and_wait()?;
+            let mut workload = workload(fixture, &[RUN_SECS])?;
+            let attached = attach(config, workload.pid())?;
+            let line = go_and_wait(&mut workload)?;
             if let Some(attached) = attached {
                 attached.stop()?;
             }

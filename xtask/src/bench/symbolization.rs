@@ -5,7 +5,6 @@
 use std::{
     fmt::Write as _,
     fs,
-    io::Write as _,
     path::{Path, PathBuf},
     process::{Child, Command, Stdio},
     thread::sleep,
@@ -13,6 +12,7 @@ use std::{
 };
 
 use anyhow::{Context as _, bail};
+use profiler_fixtures::client::Fixture;
 
 use super::{
     SCRATCH_DIR,
@@ -22,8 +22,9 @@ use super::{
 };
 use crate::workspace_root;
 
-/// Background load that keeps both CPUs busy in several binaries.
-struct Load(Vec<Child>);
+/// Background load that keeps both CPUs busy in several binaries (the
+/// fixture is reaped by its own drop).
+struct Load(Vec<Child>, Option<Fixture>);
 
 impl Drop for Load {
     fn drop(&mut self) {
@@ -148,7 +149,7 @@ fn stripped_natural(dir: &Path) -> anyhow::Result<(PathBuf, PathBuf)> {
 
 /// xz, gzip and the stripped program, all running until dropped.
 fn start_load(program: &Path) -> anyhow::Result<Load> {
-    let mut load = Load(Vec::new());
+    let mut load = Load(Vec::new(), None);
     for pipeline in [
         "head -c 8G /dev/urandom | xz -T1 -c > /dev/null",
         "head -c 8G /dev/urandom | gzip -c > /dev/null",
@@ -160,16 +161,11 @@ fn start_load(program: &Path) -> anyhow::Result<Load> {
                 .with_context(|| format!("starting {pipeline}"))?,
         );
     }
-    let mut natural = Command::new(program)
-        .arg("600")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::null())
-        .spawn()
-        .context("starting the stripped program")?;
-    let stdin = natural.stdin.as_mut().context("stdin")?;
-    stdin.write_all(b"go\n")?;
-    stdin.flush()?;
-    load.0.push(natural);
+    let mut command = Command::new(program);
+    command.arg("600");
+    let mut natural = Fixture::spawn(command).context("starting the stripped program")?;
+    natural.go()?;
+    load.1 = Some(natural);
     Ok(load)
 }
 

@@ -1,7 +1,7 @@
 //! Starting the workloads (fixtures with the tests' protocol) and the
 //! tools measured against them, and stopping the tools.
 use std::{
-    io::{BufRead as _, BufReader, Write as _},
+    io::{BufRead as _, BufReader},
     path::{Path, PathBuf},
     process::{Child, Command, Stdio},
     thread::sleep,
@@ -11,6 +11,7 @@ use std::{
 use std::os::unix::process::ExitStatusExt as _;
 
 use anyhow::{Context as _, bail};
+use profiler_fixtures::client::Fixture;
 
 use super::SCRATCH_DIR;
 use crate::workspace_root;
@@ -64,47 +65,18 @@ pub(super) fn baseline() -> Config {
     }
 }
 
-/// A fixture started and waiting for "go".
-pub(super) struct Workload {
-    pub(super) child: Child,
-    pub(super) stdout: BufReader<std::process::ChildStdout>,
-    pub(super) pid: u32,
+/// Starts the release fixture `name` with `args`, ready and waiting for
+/// "go" (through the protocol client the real-kernel tests use too).
+pub(super) fn workload(name: &str, args: &[&str]) -> anyhow::Result<Fixture> {
+    let mut command = Command::new(release(name));
+    command.args(args);
+    Fixture::spawn(command).with_context(|| format!("starting fixture {name}"))
 }
 
-impl Workload {
-    pub(super) fn spawn(name: &str, args: &[&str]) -> anyhow::Result<Self> {
-        let mut child = Command::new(release(name))
-            .args(args)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .spawn()
-            .with_context(|| format!("starting fixture {name}"))?;
-        let mut stdout = BufReader::new(child.stdout.take().context("stdout")?);
-        let mut line = String::new();
-        stdout.read_line(&mut line)?;
-        let pid = line
-            .split_whitespace()
-            .find_map(|w| w.strip_prefix("pid=")?.parse().ok())
-            .with_context(|| format!("fixture ready line {line:?}"))?;
-        Ok(Self { child, stdout, pid })
-    }
-
-    pub(super) fn go_and_wait(&mut self) -> anyhow::Result<String> {
-        let stdin = self.child.stdin.as_mut().context("stdin")?;
-        stdin.write_all(b"go\n")?;
-        stdin.flush()?;
-        let mut line = String::new();
-        self.stdout.read_line(&mut line)?;
-        Ok(line)
-    }
-}
-
-impl Drop for Workload {
-    fn drop(&mut self) {
-        drop(self.child.stdin.take());
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
+/// Starts `workload`'s measured phase and waits for its result line.
+pub(super) fn go_and_wait(workload: &mut Fixture) -> anyhow::Result<String> {
+    workload.go()?;
+    Ok(workload.result_line()?)
 }
 
 /// A tool running against a workload; killed if dropped unstopped, so a

@@ -16,7 +16,7 @@ use super::{
     daemon_cost::strip_ansi,
     kernel_cost::bpf_stats,
     overhead::field,
-    tools::{Workload, attach, profiler, release},
+    tools::{attach, go_and_wait, profiler, release, workload},
 };
 use crate::workspace_root;
 
@@ -74,13 +74,13 @@ pub(super) fn kernel_costs(report: &mut String) -> anyhow::Result<()> {
 /// Runs `fixture` under `profiler --pid` with `args`; returns the ns per
 /// run of each program and the user frames per stack the daemon logged.
 fn walk_cost(fixture: &str, args: &[&str]) -> anyhow::Result<(Vec<(String, f64)>, f64)> {
-    let mut workload = Workload::spawn(fixture, &[RUN_SECS])?;
+    let mut workload = workload(fixture, &[RUN_SECS])?;
     let mut all_args = vec!["--pid", "{pid}"];
     all_args.extend(args);
-    let attached = attach(&profiler("", &all_args), workload.pid)?.context("profiler")?;
+    let attached = attach(&profiler("", &all_args), workload.pid())?.context("profiler")?;
     fs::write("/proc/sys/kernel/bpf_stats_enabled", "1")?;
     let before = bpf_stats()?;
-    workload.go_and_wait()?;
+    go_and_wait(&mut workload)?;
     let after = bpf_stats()?;
     fs::write("/proc/sys/kernel/bpf_stats_enabled", "0")?;
     let log = attached.stop()?;
