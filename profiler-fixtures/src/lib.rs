@@ -1,9 +1,13 @@
 //! Shared helpers of the fixture programs. Fixtures are built as users
 //! build Rust: optimised, without frame pointers; the measured functions
 //! are `#[inline(never)]` only so that they exist as functions to measure.
-//! [`client`] is the protocol's other end, for the tests and xtask.
+//! [`client`] is the protocol's other end, for the tests and xtask;
+//! [`http`], [`openmetrics`] and [`debuginfod`] serve the same readers.
 
 pub mod client;
+pub mod debuginfod;
+pub mod http;
+pub mod openmetrics;
 
 use std::time::Duration;
 

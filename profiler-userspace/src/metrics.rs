@@ -219,31 +219,12 @@ impl Metrics {
 
 #[cfg(test)]
 mod tests {
-    use openmetrics_parser::{OpenMetricsValue, openmetrics::parse_openmetrics};
+    use profiler_fixtures::openmetrics;
 
     use super::*;
 
-    /// The value of `family{label}` (families here have one label at
-    /// most), parsed by an OpenMetrics parser that checks the format
-    /// strictly (types, names, `# EOF`).
-    #[expect(clippy::cast_precision_loss, reason = "small counts")]
     fn value(text: &str, family: &str, label: Option<(&str, &str)>) -> f64 {
-        let exposition = parse_openmetrics(text).unwrap();
-        let family = &exposition.families[family];
-        let sample = match label {
-            Some((name, value)) => {
-                assert_eq!(family.get_label_names(), [name]);
-                family.get_sample_by_label_values(&[value.to_owned()])
-            }
-            None => family.iter_samples().next(),
-        }
-        .unwrap_or_else(|| panic!("{label:?} missing"));
-        match &sample.value {
-            OpenMetricsValue::Counter(c) => c.value.as_f64(),
-            OpenMetricsValue::Gauge(g) => g.as_f64(),
-            OpenMetricsValue::Histogram(h) => h.count.unwrap_or_default() as f64,
-            other => panic!("{other:?}"),
-        }
+        openmetrics::value(text, family, label).unwrap().number()
     }
 
     #[test]

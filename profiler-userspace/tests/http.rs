@@ -54,6 +54,28 @@ fn setup(seconds: f64) -> Setup {
     }
 }
 
+impl Setup {
+    /// The profiler of the fixture with `--listen` on a free port and
+    /// `interval` windows, plus `extra`; returns it and the port.
+    fn listen(&self, interval: &str, extra: &[&str]) -> (Profiler, String) {
+        let port = free_port().to_string();
+        let pid = self.fixture.pid().to_string();
+        let out = self.out.to_str().unwrap();
+        let mut args = vec![
+            "--pid",
+            &pid,
+            "--output-dir",
+            out,
+            "--interval",
+            interval,
+            "--listen",
+            &port,
+        ];
+        args.extend_from_slice(extra);
+        (Profiler::start(&args), port)
+    }
+}
+
 /// Three requests at once, each for a different view and length, while
 /// the periodic files go on. Each request holds its own seconds of data:
 /// the `cpu` thread's samples match 99 Hz over the request's length. The
@@ -64,19 +86,7 @@ fn setup(seconds: f64) -> Setup {
 #[expect(clippy::cast_precision_loss, reason = "sample counts, ns and seconds")]
 fn profiles_on_demand_while_files_are_written() {
     let setup = setup(14.0);
-    let port = free_port().to_string();
-    let pid = setup.fixture.pid().to_string();
-    let out = setup.out.to_str().unwrap().to_owned();
-    let mut profiler = Profiler::start(&[
-        "--pid",
-        &pid,
-        "--output-dir",
-        &out,
-        "--interval",
-        "3s",
-        "--listen",
-        &port,
-    ]);
+    let (mut profiler, port) = setup.listen("3s", &[]);
     profiler.wait_for_files(&setup.out, 1);
 
     let base = format!("http://127.0.0.1:{port}/debug/pprof");
@@ -92,9 +102,8 @@ fn profiles_on_demand_while_files_are_written() {
         String::from_utf8_lossy(&out.stdout).into_owned()
     });
     let cpu_url = format!("{base}/profile?seconds=3");
-    let scratch = setup.scratch.clone();
-    let cpu = thread::spawn(move || get(&cpu_url, &scratch));
-    let off = get(&format!("{base}/offcpu?seconds=2"), &setup.scratch);
+    let cpu = thread::spawn(move || get(&cpu_url));
+    let off = get(&format!("{base}/offcpu?seconds=2"));
     let wall = wall.join().unwrap();
     let cpu = cpu.join().unwrap();
 
@@ -175,20 +184,7 @@ fn profiles_on_demand_while_files_are_written() {
 #[expect(clippy::cast_precision_loss, reason = "small counts")]
 fn metrics_match_the_files_and_bad_requests_are_refused() {
     let setup = setup(30.0);
-    let port = free_port().to_string();
-    let pid = setup.fixture.pid().to_string();
-    let out = setup.out.to_str().unwrap().to_owned();
-    let mut profiler = Profiler::start(&[
-        "--pid",
-        &pid,
-        "--output-dir",
-        &out,
-        "--interval",
-        "1s",
-        "--listen",
-        &port,
-        "--no-off-cpu",
-    ]);
+    let (mut profiler, port) = setup.listen("1s", &["--no-off-cpu"]);
     let base = format!("http://127.0.0.1:{port}");
     for (path, status, says) in [
         ("/debug/pprof/profile?seconds=abc", 400, "seconds"),
@@ -198,7 +194,7 @@ fn metrics_match_the_files_and_bad_requests_are_refused() {
         ("/debug/pprof/offcpu?seconds=1", 404, "--no-off-cpu"),
         ("/debug/pprof/heap", 404, "no such endpoint"),
     ] {
-        let (got, body) = get(&format!("{base}{path}"), &setup.scratch);
+        let (got, body) = get(&format!("{base}{path}"));
         let body = String::from_utf8_lossy(&body);
         assert_eq!(got, status, "{path}: {body}");
         assert!(body.contains(says), "{path}: {body}");
@@ -208,10 +204,10 @@ fn metrics_match_the_files_and_bad_requests_are_refused() {
     // A window may finish between the scrape and the listing: scrape,
     // list, scrape again until both scrapes agree.
     let (text, files) = loop {
-        let (status, first) = get(&format!("{base}/metrics"), &setup.scratch);
+        let (status, first) = get(&format!("{base}/metrics"));
         assert_eq!(status, 200);
         let files = profiles(&setup.out);
-        let (_, again) = get(&format!("{base}/metrics"), &setup.scratch);
+        let (_, again) = get(&format!("{base}/metrics"));
         let written = |t: &[u8]| {
             metric(
                 &String::from_utf8_lossy(t),
@@ -229,11 +225,17 @@ fn metrics_match_the_files_and_bad_requests_are_refused() {
         .sum();
     assert!(on_cpu > 0);
     let events = "profiler_window_events";
-    assert_eq!(metric(&text, events, Some("on_cpu_samples")), on_cpu as f64);
+    assert_eq!(
+        metric(&text, events, Some(("counter", "on_cpu_samples"))),
+        on_cpu as f64
+    );
     let steps = "profiler_window_step_seconds";
-    assert_eq!(metric(&text, steps, Some("symbolize")), files.len() as f64);
+    assert_eq!(
+        metric(&text, steps, Some(("step", "symbolize"))),
+        files.len() as f64
+    );
     assert_eq!(metric(&text, "profiler_targets", None), 1.0);
-    let fill = metric(&text, "profiler_map_fill_ratio", Some("samples"));
+    let fill = metric(&text, "profiler_map_fill_ratio", Some(("map", "samples")));
     assert!(fill > 0.0 && fill < 0.5, "samples map fill {fill}");
     drop(setup.fixture);
     profiler.stop();

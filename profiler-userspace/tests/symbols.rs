@@ -8,11 +8,10 @@ mod support;
 
 use std::{
     fs,
-    io::{Read as _, Write as _},
-    net::{TcpListener, TcpStream},
+    net::TcpListener,
     path::{Path, PathBuf},
-    process::{Child, Command, Stdio},
-    time::{Duration, Instant},
+    process::Command,
+    time::Instant,
 };
 
 use support::{
@@ -100,71 +99,6 @@ fn stripped_program_is_named_from_a_local_build_id_directory() {
     assert!(raw.contains("natural.c"), "no source file in:\n{raw}");
 }
 
-/// A debuginfod server (Debian's `debuginfod`) on loopback, serving the
-/// debug files under `dir`.
-struct Server {
-    child: Child,
-    url: String,
-}
-
-impl Server {
-    /// Starts it and waits until it serves `build_id`'s debug file.
-    fn start(dir: &Path, db: &Path, build_id: &str) -> Self {
-        let port = free_port();
-        let child = Command::new("debuginfod")
-            .args(["-p", &port.to_string(), "-F"])
-            .arg(dir)
-            .arg("-d")
-            .arg(db)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("debuginfod not found: install Debian's debuginfod (.ci/run does)");
-        let mut server = Self {
-            child,
-            url: format!("http://127.0.0.1:{port}"),
-        };
-        let started = Instant::now();
-        while status_of(port, &format!("/buildid/{build_id}/debuginfo")) != Some(200) {
-            assert!(
-                started.elapsed() < Duration::from_mins(1),
-                "debuginfod on port {port} did not index {}",
-                dir.display()
-            );
-            assert!(
-                server.child.try_wait().unwrap().is_none(),
-                "debuginfod exited"
-            );
-            std::thread::sleep(Duration::from_millis(200));
-        }
-        server
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
-/// The HTTP status of `GET path` on loopback `port`, if it answered.
-fn status_of(port: u16, path: &str) -> Option<u16> {
-    let mut stream = TcpStream::connect(("127.0.0.1", port)).ok()?;
-    write!(stream, "GET {path} HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n").ok()?;
-    let mut head = [0; 12];
-    stream.read_exact(&mut head).ok()?;
-    std::str::from_utf8(&head[9..12]).ok()?.parse().ok()
-}
-
 /// Runs the profiler on `fixture` in 1 s windows until the fixture has
 /// reported, with `extra` flags; returns the profiles, oldest first.
 fn profile_in_windows(
@@ -201,10 +135,7 @@ fn profile_in_windows_scraped(
     fixture.go();
     fixture.results();
     let metrics = listen.map_or_else(String::new, |port| {
-        let (status, body) = support::get(
-            &format!("http://127.0.0.1:{port}/metrics"),
-            &std::env::temp_dir(),
-        );
+        let (status, body) = support::get(&format!("http://127.0.0.1:{port}/metrics"));
         assert_eq!(status, 200);
         String::from_utf8(body).unwrap()
     });
@@ -224,11 +155,12 @@ fn debuginfod_names_a_stripped_program_from_the_next_window_on() {
     let served_dir = dirs.root.join("served");
     fs::create_dir_all(&served_dir).unwrap();
     fs::copy(&program.debug_file, served_dir.join("natural.debug")).unwrap();
-    let server = Server::start(
+    let server = profiler_fixtures::debuginfod::Server::start(
         &served_dir,
         &dirs.root.join("debuginfod.sqlite"),
         &program.build_id,
-    );
+    )
+    .expect("debuginfod (Debian's debuginfod; .ci/run installs it)");
     let cache = dirs.root.join("cache");
 
     let mut fixture = Fixture::spawn_path(&program.bin, 5.0);
@@ -239,7 +171,7 @@ fn debuginfod_names_a_stripped_program_from_the_next_window_on() {
         &dirs.out,
         &[
             "--debuginfod-url",
-            &server.url,
+            server.url(),
             "--debuginfod-cache",
             cache.to_str().unwrap(),
         ],
@@ -249,13 +181,17 @@ fn debuginfod_names_a_stripped_program_from_the_next_window_on() {
     // /metrics counts the same download, its bytes and its time.
     let events = "profiler_window_events";
     assert!(
-        (support::metric(&metrics, events, Some("debuginfod_fetched")) - 1.0).abs() < f64::EPSILON,
+        (support::metric(&metrics, events, Some(("counter", "debuginfod_fetched"))) - 1.0).abs()
+            < f64::EPSILON,
         "{metrics}"
     );
-    assert!(support::metric(&metrics, events, Some("debuginfod_bytes")) > 0.0);
-    assert!(support::metric(&metrics, events, Some("debuginfod_failed")).abs() < f64::EPSILON);
+    assert!(support::metric(&metrics, events, Some(("counter", "debuginfod_bytes"))) > 0.0);
+    assert!(
+        support::metric(&metrics, events, Some(("counter", "debuginfod_failed"))).abs()
+            < f64::EPSILON
+    );
     // Exported (it may round to 0 ms on loopback): metric() panics if not.
-    support::metric(&metrics, events, Some("debuginfod_fetch_ms"));
+    support::metric(&metrics, events, Some(("counter", "debuginfod_fetch_ms")));
 
     let fetched: u64 = profiles
         .iter()

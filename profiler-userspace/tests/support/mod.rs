@@ -13,8 +13,7 @@ use std::{
     process::{Child, Command, Output, Stdio},
 };
 
-use openmetrics_parser::{OpenMetricsValue, openmetrics::parse_openmetrics};
-use profiler_fixtures::client;
+use profiler_fixtures::{client, http, openmetrics};
 use profiler_userspace::pprof::proto;
 use prost::Message as _;
 
@@ -331,6 +330,29 @@ impl Profile {
         frames
     }
 
+    /// Whether `sample`'s stack is its kernel part (addresses in the
+    /// kernel's half, in the kernel mapping) followed by its user part
+    /// (user addresses only), leaf first.
+    pub fn kernel_then_user(&self, sample: &proto::Sample) -> bool {
+        const KERNEL_HALF: u64 = 0xffff_8000_0000_0000;
+        let mut in_user_part = false;
+        for &id in &sample.location_id {
+            let location = &self.0.location[usize::try_from(id - 1).unwrap()];
+            let in_kernel = self
+                .0
+                .mapping
+                .iter()
+                .find(|m| m.id == location.mapping_id)
+                .is_some_and(|m| self.string(m.filename) == "[kernel.kallsyms]");
+            let kernel_address = location.address >= KERNEL_HALF;
+            if kernel_address != in_kernel || (in_kernel && in_user_part) {
+                return false;
+            }
+            in_user_part |= !in_kernel;
+        }
+        true
+    }
+
     /// Whether `sample` is thread `tid`'s.
     pub fn is_thread(&self, sample: &proto::Sample, tid: u32) -> bool {
         self.num_label(sample, "tid") == Some(i64::from(tid))
@@ -429,39 +451,15 @@ pub fn free_port() -> u16 {
         .port()
 }
 
-/// `GET url` with curl: status and body (saved under `scratch`).
-pub fn get(url: &str, scratch: &Path) -> (u16, Vec<u8>) {
-    let body = scratch.join(format!("body-{}", url.len() ^ url.as_ptr() as usize));
-    let out = Command::new("curl")
-        .args(["-sS", "--max-time", "120", "-o"])
-        .arg(&body)
-        .args(["-w", "%{http_code}", url])
-        .output()
-        .expect("`curl` not found: .ci/run installs it");
-    assert!(out.status.success(), "curl {url}: {out:?}");
-    let status = String::from_utf8_lossy(&out.stdout).trim().parse().unwrap();
-    let bytes = fs::read(&body).unwrap_or_default();
-    let _ = fs::remove_file(&body);
-    (status, bytes)
+/// `GET url` with curl: status and body.
+pub fn get(url: &str) -> (u16, Vec<u8>) {
+    http::get(url).unwrap_or_else(|e| panic!("{e} (.ci/run installs curl)"))
 }
 
-/// The value of `family{label=value}` in an OpenMetrics text.
-#[expect(clippy::cast_precision_loss, reason = "small counts")]
-pub fn metric(text: &str, family: &str, label: Option<&str>) -> f64 {
-    let exposition = parse_openmetrics(text).unwrap_or_else(|e| panic!("{e:?}:\n{text}"));
-    let family = exposition
-        .families
-        .get(family)
-        .unwrap_or_else(|| panic!("no {family} in:\n{text}"));
-    let sample = match label {
-        Some(value) => family.get_sample_by_label_values(&[value.to_owned()]),
-        None => family.iter_samples().next(),
-    }
-    .unwrap_or_else(|| panic!("no {label:?} in {family:?}"));
-    match &sample.value {
-        OpenMetricsValue::Counter(c) => c.value.as_f64(),
-        OpenMetricsValue::Gauge(g) => g.as_f64(),
-        OpenMetricsValue::Histogram(h) => h.count.unwrap_or_default() as f64,
-        other => panic!("{other:?}"),
-    }
+/// The value of `family{label}` in an OpenMetrics text (a histogram's
+/// count), read by the fixtures crate's strict parser.
+pub fn metric(text: &str, family: &str, label: Option<(&str, &str)>) -> f64 {
+    openmetrics::value(text, family, label)
+        .unwrap_or_else(|e| panic!("{e}:\n{text}"))
+        .number()
 }

@@ -8,7 +8,7 @@ use std::{
 use anyhow::Context as _;
 
 use super::{
-    overhead::field,
+    daemon_metrics::Metrics,
     tools::{attach, profiler, workload},
 };
 use crate::procfs::{cpu_ticks, status_field};
@@ -20,7 +20,7 @@ pub(super) fn daemon_cost(report: &mut String) -> anyhow::Result<(f64, f64)> {
     writeln!(report, "## 4. Daemon cost\n")?;
     writeln!(
         report,
-        "The daemon's own CPU (utime + stime) and peak RSS (VmHWM) over 15 s with 5 s windows (12 times as many windows as the default 60 s), while a 200-thread process (`many_threads`: each thread spins 100 µs and sleeps 20 ms) runs; and the time per window to drain, symbolize and encode, from its log.\n"
+        "The daemon's own CPU (utime + stime) and peak RSS (VmHWM) over 15 s with 5 s windows (12 times as many windows as the default 60 s), while a 200-thread process (`many_threads`: each thread spins 100 µs and sleeps 20 ms) runs; and the time per window to drain, symbolize and encode, from its `/metrics` (`profiler_window_step_seconds`).\n"
     )?;
     writeln!(
         report,
@@ -32,8 +32,10 @@ pub(super) fn daemon_cost(report: &mut String) -> anyhow::Result<(f64, f64)> {
         ("--all", vec!["--all"]),
     ] {
         let mut workload = workload("many_threads", &["17"])?;
+        let metrics = Metrics::new()?;
         let mut args = args;
         args.extend(["--interval", "5s"]);
+        args.extend(metrics.args());
         let config = profiler("", &args);
         let attached = attach(&config, workload.pid())?.context("profiler")?;
         let pid = attached.child.id();
@@ -44,48 +46,22 @@ pub(super) fn daemon_cost(report: &mut String) -> anyhow::Result<(f64, f64)> {
         let ticks = cpu_ticks(pid)? - ticks0;
         let elapsed = started.elapsed().as_secs_f64();
         let hwm_kb = status_field(pid, "VmHWM")?;
-        let log = attached.stop()?;
+        let scrape = metrics.scrape()?;
+        attached.stop()?;
         drop(workload);
         #[expect(clippy::cast_precision_loss, reason = "a percentage")]
         let cpu_pct = ticks as f64 / 100.0 / elapsed * 100.0;
-        let avg = |key: &str| {
-            let values: Vec<f64> = log
-                .lines()
-                .filter(|l| l.contains("wrote profile"))
-                .filter_map(|l| field(&strip_ansi(l), key))
-                .collect();
-            #[expect(clippy::cast_precision_loss, reason = "an average")]
-            let n = values.len().max(1) as f64;
-            values.iter().sum::<f64>() / n / 1000.0
-        };
         #[expect(clippy::cast_precision_loss, reason = "megabytes")]
         let rss_mb = hwm_kb as f64 / 1024.0;
         pid_mode.get_or_insert((cpu_pct, rss_mb));
         writeln!(
             report,
             "| {mode} | {cpu_pct:.2} | {rss_mb:.1} | {:.2} | {:.2} | {:.2} |",
-            avg("drain_us"),
-            avg("symbolize_us"),
-            avg("encode_us")
+            scrape.mean_step_ms("drain")?,
+            scrape.mean_step_ms("symbolize")?,
+            scrape.mean_step_ms("encode")?
         )?;
     }
     writeln!(report)?;
     pid_mode.context("no daemon measurement")
-}
-
-pub(super) fn strip_ansi(line: &str) -> String {
-    let mut out = String::new();
-    let mut chars = line.chars();
-    while let Some(c) = chars.next() {
-        if c == '\x1b' {
-            for c in chars.by_ref() {
-                if c.is_ascii_alphabetic() {
-                    break;
-                }
-            }
-        } else {
-            out.push(c);
-        }
-    }
-    out
 }

@@ -13,6 +13,7 @@ use crate::workspace_root;
 
 mod accuracy;
 mod daemon_cost;
+mod daemon_metrics;
 mod kernel_cost;
 mod overhead;
 mod symbolization;

@@ -6,18 +6,17 @@ use std::{
     fmt::Write as _,
     fs,
     path::{Path, PathBuf},
-    process::{Child, Command, Stdio},
+    process::{Child, Command},
     thread::sleep,
-    time::{Duration, Instant},
+    time::Duration,
 };
 
 use anyhow::{Context as _, bail};
-use profiler_fixtures::client::Fixture;
+use profiler_fixtures::{client::Fixture, debuginfod};
 
 use super::{
     SCRATCH_DIR,
-    daemon_cost::strip_ansi,
-    overhead::field,
+    daemon_metrics::{Metrics, Scrape},
     tools::{attach, profiler_into},
 };
 use crate::workspace_root;
@@ -48,7 +47,7 @@ pub(super) fn symbolization(report: &mut String) -> anyhow::Result<()> {
     writeln!(report, "## 9. Symbolization time per window\n")?;
     writeln!(
         report,
-        "`--all` with 2 s windows for 9 s while the machine is busy: `xz` and `gzip` compressing random data, and a stripped C program (`natural.c`, `cc -O2 -g`, debug information split off with `objcopy`). The first window is cold (every binary new to the daemon), the later ones warm; with debuginfod, a local server (Debian's `debuginfod`) serves the stripped program's debug file, fetched in the background. Times are the daemon's own `symbolize_us` per window, from its log.\n"
+        "`--all` with 2 s windows for 9 s while the machine is busy: `xz` and `gzip` compressing random data, and a stripped C program (`natural.c`, `cc -O2 -g`, debug information split off with `objcopy`). The first window is cold (every binary new to the daemon), the later ones warm; with debuginfod, a local server (Debian's `debuginfod`) serves the stripped program's debug file, fetched in the background. Times are the daemon's own symbolization step per window, from its `/metrics` (`profiler_window_step_seconds`), scraped after the first window and after the fourth.\n"
     )?;
     writeln!(
         report,
@@ -56,67 +55,84 @@ pub(super) fn symbolization(report: &mut String) -> anyhow::Result<()> {
     )?;
     writeln!(report, "| --- | --- | --- | --- |")?;
 
-    let log = run_profiler(&dir.join("local"), &[])?;
-    row(report, "local files only", &log)?;
+    let times = run_profiler(&dir.join("local"), &[])?;
+    row(report, "local files only", &times)?;
 
-    let mut debuginfod = start_debuginfod(&served, &dir.join("debuginfod.sqlite"))?;
+    let build_id = build_id(&program)?;
+    let debuginfod = debuginfod::Server::start(&served, &dir.join("debuginfod.sqlite"), &build_id)?;
     let cache = dir.join("cache");
-    let log = run_profiler(
+    let times = run_profiler(
         &dir.join("debuginfod"),
         &[
             "--debuginfod-url",
-            &debuginfod.1,
+            debuginfod.url(),
             "--debuginfod-cache",
             cache.to_str().context("UTF-8 path")?,
         ],
     );
-    let _ = debuginfod.0.kill();
-    let _ = debuginfod.0.wait();
-    row(report, "with debuginfod (cold cache)", &log?)?;
+    drop(debuginfod);
+    row(report, "with debuginfod (cold cache)", &times?)?;
     writeln!(report)?;
     Ok(())
 }
 
-/// One table row from a daemon log.
-fn row(report: &mut String, name: &str, log: &str) -> anyhow::Result<()> {
-    let windows: Vec<f64> = log
-        .lines()
-        .map(strip_ansi)
-        .filter(|l| l.contains("wrote profile"))
-        .filter_map(|l| field(&l, "symbolize_us"))
-        .map(|us| us / 1000.0)
-        .collect();
-    let Some((first, later)) = windows.split_first() else {
-        bail!("no windows in the log:\n{log}");
+/// A run's `/metrics`: after its first window, and after its fourth.
+struct Times {
+    first: Scrape,
+    last: Scrape,
+}
+
+/// One table row: the cold window, the mean of the later ones, and the
+/// debuginfod download time (if one finished).
+fn row(report: &mut String, name: &str, times: &Times) -> anyhow::Result<()> {
+    let (_, first) = times.first.step("symbolize")?;
+    let (windows, total) = times.last.step("symbolize")?;
+    let later = (total - first) / (windows - 1.0).max(1.0);
+    let download = if times.last.counter("debuginfod_fetched").unwrap_or(0.0) > 0.0 {
+        format!("{:.0}", times.last.counter("debuginfod_fetch_ms")?)
+    } else {
+        "-".to_owned()
     };
-    #[expect(clippy::cast_precision_loss, reason = "an average")]
-    let mean = later.iter().sum::<f64>() / later.len().max(1) as f64;
-    let download = log
-        .lines()
-        .map(strip_ansi)
-        .filter(|l| l.contains("fetched debug file"))
-        .find_map(|l| field(&l, "ms"))
-        .map_or_else(|| "-".to_owned(), |ms| format!("{ms:.0}"));
-    writeln!(report, "| {name} | {first:.1} | {mean:.1} | {download} |")?;
+    writeln!(report, "| {name} | {first:.1} | {later:.1} | {download} |")?;
     Ok(())
 }
 
-/// Runs `profiler --all` for 9 s in 2 s windows; returns its log.
-fn run_profiler(out: &Path, extra: &[&str]) -> anyhow::Result<String> {
-    let mut args = vec!["--all", "--interval", "2s", "--duration", "9s"];
+/// Runs `profiler --all` in 2 s windows until it has written four;
+/// returns its `/metrics` after the first and the fourth.
+fn run_profiler(out: &Path, extra: &[&str]) -> anyhow::Result<Times> {
+    let metrics = Metrics::new()?;
+    let mut args = vec!["--all", "--interval", "2s"];
     args.extend_from_slice(extra);
+    args.extend(metrics.args());
     let config = profiler_into("profiler --all", &args, out);
-    let mut attached = attach(&config, 0)?.context("profiler")?;
-    let status = attached.child.wait()?;
-    let log = attached
-        .output
-        .take()
-        .map(|o| o.join().unwrap_or_default())
-        .unwrap_or_default();
-    if !status.success() {
-        bail!("profiler exited with {status}:\n{log}");
+    let attached = attach(&config, 0)?.context("profiler")?;
+    let first = scrape_after(&metrics, 1.0)?;
+    let last = scrape_after(&metrics, 4.0)?;
+    attached.stop()?;
+    Ok(Times { first, last })
+}
+
+/// Polls `/metrics` until `windows` windows went through symbolization
+/// (at most a minute).
+fn scrape_after(metrics: &Metrics, windows: f64) -> anyhow::Result<Scrape> {
+    for _ in 0..600 {
+        if let Ok(scrape) = metrics.scrape()
+            && scrape.step("symbolize").is_ok_and(|(n, _)| n >= windows)
+        {
+            return Ok(scrape);
+        }
+        sleep(Duration::from_millis(100));
     }
-    Ok(log)
+    bail!("the profiler did not finish {windows} windows in a minute")
+}
+
+/// The hex build id of an ELF file, as binutils' `readelf -n` prints it.
+fn build_id(path: &Path) -> anyhow::Result<String> {
+    let out = Command::new("readelf").arg("-n").arg(path).output()?;
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .find_map(|l| Some(l.trim().strip_prefix("Build ID:")?.trim().to_owned()))
+        .with_context(|| format!("no build id in {}", path.display()))
 }
 
 /// Builds `natural.c` as a distribution would ship it: stripped, with a
@@ -167,34 +183,4 @@ fn start_load(program: &Path) -> anyhow::Result<Load> {
     natural.go()?;
     load.1 = Some(natural);
     Ok(load)
-}
-
-/// Debian's debuginfod on a free loopback port, serving `dir`; returns it
-/// and its URL once it serves what it indexed.
-fn start_debuginfod(dir: &Path, db: &Path) -> anyhow::Result<(Child, String)> {
-    let port = std::net::TcpListener::bind("127.0.0.1:0")?
-        .local_addr()?
-        .port();
-    let child = Command::new("debuginfod")
-        .args(["-p", &port.to_string(), "-F"])
-        .arg(dir)
-        .arg("-d")
-        .arg(db)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .context("starting debuginfod (Debian's debuginfod package)")?;
-    let url = format!("http://127.0.0.1:{port}");
-    // Its first scan of a one-file directory takes about a second; a file
-    // asked for before that is "missing", which the table would show as no
-    // download.
-    let started = Instant::now();
-    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-        if started.elapsed() > Duration::from_secs(30) {
-            bail!("debuginfod did not start listening on {port}");
-        }
-        sleep(Duration::from_millis(200));
-    }
-    sleep(Duration::from_secs(5));
-    Ok((child, url))
 }

@@ -13,7 +13,7 @@ use anyhow::Context as _;
 
 use super::{
     RUN_SECS,
-    daemon_cost::strip_ansi,
+    daemon_metrics::Metrics,
     kernel_cost::bpf_stats,
     overhead::field,
     tools::{attach, go_and_wait, profiler, release, workload},
@@ -72,18 +72,24 @@ pub(super) fn kernel_costs(report: &mut String) -> anyhow::Result<()> {
 }
 
 /// Runs `fixture` under `profiler --pid` with `args`; returns the ns per
-/// run of each program and the user frames per stack the daemon logged.
+/// run of each program and the user frames per on-CPU sample (from the
+/// daemon's `/metrics` counters).
 fn walk_cost(fixture: &str, args: &[&str]) -> anyhow::Result<(Vec<(String, f64)>, f64)> {
     let mut workload = workload(fixture, &[RUN_SECS])?;
+    let metrics = Metrics::new()?;
     let mut all_args = vec!["--pid", "{pid}"];
     all_args.extend(args);
+    // 1 s windows: /metrics counts a window once it is written.
+    all_args.extend(["--interval", "1s"]);
+    all_args.extend(metrics.args());
     let attached = attach(&profiler("", &all_args), workload.pid())?.context("profiler")?;
     fs::write("/proc/sys/kernel/bpf_stats_enabled", "1")?;
     let before = bpf_stats()?;
     go_and_wait(&mut workload)?;
     let after = bpf_stats()?;
     fs::write("/proc/sys/kernel/bpf_stats_enabled", "0")?;
-    let log = attached.stop()?;
+    let scrape = metrics.scrape()?;
+    attached.stop()?;
     let mut per_run = Vec::new();
     for (name, (runs, ns)) in after {
         let (runs0, ns0) = before
@@ -95,13 +101,8 @@ fn walk_cost(fixture: &str, args: &[&str]) -> anyhow::Result<(Vec<(String, f64)>
             per_run.push((name, (ns - ns0) as f64 / (runs - runs0) as f64));
         }
     }
-    let (mut frames, mut stacks) = (0.0, 0.0);
-    for line in log.lines().filter(|l| l.contains("wrote profile")) {
-        let line = strip_ansi(line);
-        frames += field(&line, "frames_by_table").unwrap_or(0.0)
-            + field(&line, "frames_by_frame_pointer").unwrap_or(0.0);
-        stacks += field(&line, "samples").unwrap_or(0.0);
-    }
+    let frames = scrape.counter("frames_by_table")? + scrape.counter("frames_by_frame_pointer")?;
+    let stacks = scrape.counter("on_cpu_samples")?;
     Ok((per_run, if stacks > 0.0 { frames / stacks } else { 0.0 }))
 }
 

@@ -1,0 +1,78 @@
+//! The daemon's own numbers, read as an operator reads them: `/metrics`
+//! over loopback (the same counters as each profile's comments, and the
+//! time of each step of finishing a window), not its log.
+use std::net::TcpListener;
+
+use anyhow::{Context as _, bail};
+use profiler_fixtures::{
+    http,
+    openmetrics::{self, Value},
+};
+
+/// Where a profiler started with [`Metrics::args`] serves `/metrics`.
+pub(super) struct Metrics {
+    port: String,
+}
+
+impl Metrics {
+    /// A free loopback port for the next profiler.
+    pub(super) fn new() -> anyhow::Result<Self> {
+        let port = TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
+        Ok(Self {
+            port: port.to_string(),
+        })
+    }
+
+    /// The profiler flags that serve it.
+    pub(super) fn args(&self) -> [&str; 2] {
+        ["--listen", &self.port]
+    }
+
+    /// `GET /metrics` now.
+    pub(super) fn scrape(&self) -> anyhow::Result<Scrape> {
+        let url = format!("http://127.0.0.1:{}/metrics", self.port);
+        let (status, body) = http::get(&url)?;
+        if status != 200 {
+            bail!("{url}: HTTP {status}");
+        }
+        Ok(Scrape(
+            String::from_utf8(body).context("/metrics is not UTF-8")?,
+        ))
+    }
+}
+
+/// One `/metrics` text.
+pub(super) struct Scrape(String);
+
+impl Scrape {
+    fn value(&self, family: &str, label: (&str, &str)) -> anyhow::Result<Value> {
+        openmetrics::value(&self.0, family, Some(label))
+            .map_err(|e| anyhow::anyhow!("{e} in:\n{}", self.0))
+    }
+
+    /// A per-window counter (`profiler_window_events{counter=name}`),
+    /// summed over every window so far.
+    pub(super) fn counter(&self, name: &str) -> anyhow::Result<f64> {
+        Ok(self
+            .value("profiler_window_events", ("counter", name))?
+            .number())
+    }
+
+    /// The windows that went through `step` (`drain`, `symbolize`,
+    /// `encode`, `write`) and their total time in milliseconds.
+    pub(super) fn step(&self, step: &str) -> anyhow::Result<(f64, f64)> {
+        match self.value("profiler_window_step_seconds", ("step", step))? {
+            Value::Histogram { count, sum } => Ok((count, sum * 1000.0)),
+            Value::Number(_) => bail!("profiler_window_step_seconds is not a histogram"),
+        }
+    }
+
+    /// The mean milliseconds per window of `step`.
+    pub(super) fn mean_step_ms(&self, step: &str) -> anyhow::Result<f64> {
+        let (count, sum_ms) = self.step(step)?;
+        if count == 0.0 {
+            bail!("no window went through {step}");
+        }
+        Ok(sum_ms / count)
+    }
+}
