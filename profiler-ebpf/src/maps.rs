@@ -80,9 +80,10 @@ static IN_FLIGHT: HashMap<u32, u64> = HashMap::with_max_entries(IN_FLIGHT_MAX_EN
 #[map]
 static PENDING: Array<u64> = Array::with_max_entries(1, 0);
 
-/// Per-CPU buffer stacks are captured into (too big for the BPF stack).
+/// Per-CPU buffer stacks are captured into (too big for the BPF stack),
+/// one per [`Scratch`] context.
 #[map]
-static STACK_SCRATCH: PerCpuArray<StackTrace> = PerCpuArray::with_max_entries(1, 0);
+static STACK_SCRATCH: PerCpuArray<StackTrace> = PerCpuArray::with_max_entries(SCRATCH_CONTEXTS, 0);
 
 /// Unwind rows of every binary; the daemon sizes it at load time and
 /// writes it through mmap.
@@ -100,9 +101,28 @@ static UNWIND_PROCS: HashMap<u32, ProcessMappings> =
 static UNWIND_REQUESTS: HashMap<u32, u8> =
     HashMap::with_max_entries(UNWIND_REQUESTS_MAX_ENTRIES, 0);
 
-/// Per-CPU state of the user stack walk between `bpf_loop` iterations.
+/// Per-CPU state of the user stack walk between `bpf_loop` iterations,
+/// one per [`Scratch`] context.
 #[map]
-static UNWIND_STATE: PerCpuArray<WalkState> = PerCpuArray::with_max_entries(1, 0);
+static UNWIND_STATE: PerCpuArray<WalkState> = PerCpuArray::with_max_entries(SCRATCH_CONTEXTS, 0);
+
+/// Which per-CPU scratch entry a program uses. The cpu-clock sampler runs
+/// from a timer interrupt, so it can interrupt a tracepoint program that
+/// is walking a stack on the same CPU (`rseq_update` flushing off-CPU
+/// weight, with interrupts on): sharing one entry, the sampler's walk
+/// would overwrite the interrupted one mid-stack.
+#[derive(Clone, Copy)]
+#[repr(u32)]
+pub enum Scratch {
+    /// Tracepoint programs (they do not interrupt one another's walks:
+    /// `sched_switch` runs with interrupts off, `sched_wakeup` walks none).
+    Tracing = 0,
+    /// The perf_event sampler.
+    Sampling = 1,
+}
+
+/// Entries of each per-CPU scratch map: one per [`Scratch`] variant.
+const SCRATCH_CONTEXTS: u32 = 2;
 
 /// The maps of the slot the kernel writes to in this window.
 pub struct Slot {
@@ -127,10 +147,10 @@ pub fn active_slot() -> Slot {
     }
 }
 
-/// This CPU's scratch stack trace.
+/// This CPU's scratch stack trace for `context`.
 #[inline(always)]
-pub fn stack_scratch() -> Option<*mut StackTrace> {
-    STACK_SCRATCH.get_ptr_mut(0)
+pub fn stack_scratch(context: Scratch) -> Option<*mut StackTrace> {
+    STACK_SCRATCH.get_ptr_mut(context as u32)
 }
 
 /// The off-CPU sampling rate and whether to weight naively.
@@ -268,8 +288,12 @@ pub fn unwind_row(index: u32) -> Option<&'static UnwindRow> {
     UNWIND_ROWS.get(index)
 }
 
-/// This CPU's stack walk state.
+/// This CPU's stack walk state and scratch trace for the context numbered
+/// `context` (a [`Scratch`] as passed through `bpf_loop`).
 #[inline(always)]
-pub fn walk_state() -> Option<*mut WalkState> {
-    UNWIND_STATE.get_ptr_mut(0)
+pub fn walk_scratch(context: u32) -> Option<(*mut WalkState, *mut StackTrace)> {
+    Some((
+        UNWIND_STATE.get_ptr_mut(context)?,
+        STACK_SCRATCH.get_ptr_mut(context)?,
+    ))
 }

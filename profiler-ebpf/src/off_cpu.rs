@@ -289,7 +289,8 @@ fn flush(entry: *mut TaskState, hook: Flush) {
             return;
         }
         let slot = maps::active_slot();
-        let (user_stack, user_stack_err) = unwind::capture_user(&slot, (*entry).pid);
+        let (user_stack, user_stack_err) =
+            unwind::capture_user(&slot, (*entry).pid, maps::Scratch::Tracing);
         let mut key = SampleKey {
             pid: (*entry).pid,
             tid: (*entry).tid,

@@ -6,7 +6,7 @@ use profiler_common::{
     stats::Stat,
 };
 
-use crate::{aggregate, maps, stack, target, unwind};
+use crate::{aggregate, maps, maps::Scratch, stack, target, unwind};
 
 pub fn record(ctx: &PerfEventContext) {
     let Some((pid, tid)) = target::current() else {
@@ -14,9 +14,9 @@ pub fn record(ctx: &PerfEventContext) {
     };
     maps::count(Stat::OnCpuSamples, 1);
     let slot = maps::active_slot();
-    let (user_stack, user_stack_err) = unwind::capture_user(&slot, pid);
+    let (user_stack, user_stack_err) = unwind::capture_user(&slot, pid, Scratch::Sampling);
     let (kernel_stack, kernel_stack_err) =
-        stack::capture_current(ctx, &slot, 0, Stat::KernelStackErrors);
+        stack::capture_current(ctx, &slot, 0, Stat::KernelStackErrors, Scratch::Sampling);
     let key = SampleKey {
         pid,
         tid,

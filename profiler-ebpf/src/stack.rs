@@ -11,7 +11,7 @@ use profiler_common::{
     stats::Stat,
 };
 
-use crate::maps::{self, Slot};
+use crate::maps::{self, Scratch, Slot};
 
 const EFAULT: i32 = 14;
 const EEXIST: i32 = 17;
@@ -19,33 +19,35 @@ pub const ENOMEM: i32 = 12;
 #[expect(clippy::cast_possible_truncation, reason = "1016 bytes")]
 const STACK_BYTES: u32 = (MAX_STACK_DEPTH * 8) as u32;
 
-/// Captures the current thread's stack (`flags` selects user or kernel).
-/// See [`capture`] for the result.
+/// Captures the current thread's stack (`flags` selects user or kernel)
+/// in the scratch entry of `context`. See [`capture`] for the result.
 #[inline(always)]
 pub fn capture_current<C: EbpfContext>(
     ctx: &C,
     slot: &Slot,
     flags: u64,
     error_stat: Stat,
+    context: Scratch,
 ) -> (u64, i32) {
-    capture(slot, error_stat, |buf| {
+    capture(slot, error_stat, context, |buf| {
         // SAFETY: `buf` is a writable buffer of STACK_BYTES (see `capture`).
         unsafe { bpf_get_stack(ctx.as_ptr(), buf, STACK_BYTES, flags) }
     })
 }
 
 /// Captures the kernel stack of `task`, a thread that is not running (its
-/// user stack cannot be read from another thread's context).
+/// user stack cannot be read from another thread's context), from a
+/// tracepoint.
 #[inline(always)]
 pub fn capture_task_kernel(task: *mut c_void, slot: &Slot) -> (u64, i32) {
-    capture(slot, Stat::KernelStackErrors, |buf| {
+    capture(slot, Stat::KernelStackErrors, Scratch::Tracing, |buf| {
         // SAFETY: `task` is a task_struct pointer the tracepoint handed us
         // and `buf` is a writable buffer of STACK_BYTES (see `capture`).
         unsafe { bpf_get_task_stack(task.cast(), buf, STACK_BYTES, 0) }
     })
 }
 
-/// Runs `get_stack` into the per-CPU scratch trace and stores the trace in
+/// Runs `get_stack` into the per-CPU scratch trace of `context` and stores the trace in
 /// the slot's stack map. Returns (hash, 0), (`NO_STACK`, 0) when there is no
 /// such context, or (`NO_STACK`, -errno) when capture failed; failures are
 /// counted in `error_stat` (or `StackMapFull`).
@@ -53,9 +55,10 @@ pub fn capture_task_kernel(task: *mut c_void, slot: &Slot) -> (u64, i32) {
 fn capture(
     slot: &Slot,
     error_stat: Stat,
+    context: Scratch,
     get_stack: impl FnOnce(*mut c_void) -> i64,
 ) -> (u64, i32) {
-    let Some(trace) = maps::stack_scratch() else {
+    let Some(trace) = maps::stack_scratch(context) else {
         return (NO_STACK, -ENOMEM);
     };
     // SAFETY: `trace` points at this CPU's scratch entry, valid for the

@@ -14,7 +14,7 @@ use aya_ebpf::helpers::{
     bpf_probe_read_kernel, bpf_probe_read_user,
     generated::{bpf_get_current_task_btf, bpf_loop, bpf_task_pt_regs},
 };
-use core::{ffi::c_void, ptr};
+use core::ffi::c_void;
 use profiler_common::{
     stack::{NO_STACK, StackTrace, TRUNCATED},
     stats::Stat,
@@ -25,7 +25,7 @@ use profiler_common::{
 };
 
 use crate::{
-    maps::{self, Slot},
+    maps::{self, Scratch, Slot},
     stack,
 };
 
@@ -71,11 +71,13 @@ pub struct WalkState {
 }
 
 /// Walks the current thread's user stack of process `pid` into the slot's
-/// stack map. Returns (hash, 0), (`NO_STACK`, 0) for a thread with no user
-/// context (a kernel thread), or (`NO_STACK`, -errno).
+/// stack map, in the scratch entries of `context`. Returns (hash, 0),
+/// (`NO_STACK`, 0) for a thread with no user context (a kernel thread), or
+/// (`NO_STACK`, -errno).
 #[inline(always)]
-pub fn capture_user(slot: &Slot, pid: u32) -> (u64, i32) {
-    let (Some(trace), Some(state)) = (maps::stack_scratch(), maps::walk_state()) else {
+pub fn capture_user(slot: &Slot, pid: u32, context: Scratch) -> (u64, i32) {
+    let mut context = context as u32;
+    let Some((state, trace)) = maps::walk_scratch(context) else {
         return (NO_STACK, -stack::ENOMEM);
     };
     let Some(regs) = user_regs() else {
@@ -106,8 +108,15 @@ pub fn capture_user(slot: &Slot, pid: u32) -> (u64, i32) {
     }
     let callback: extern "C" fn(u64, *mut c_void) -> i64 = walk_one;
     // SAFETY: `callback` is a static function with bpf_loop's callback
-    // signature; it takes no context.
-    unsafe { bpf_loop(MAX_ITERATIONS, callback as *mut c_void, ptr::null_mut(), 0) };
+    // signature; its context is `context`, on this stack for the loop.
+    unsafe {
+        bpf_loop(
+            MAX_ITERATIONS,
+            callback as *mut c_void,
+            (&raw mut context).cast(),
+            0,
+        )
+    };
     // SAFETY: as above; the loop has finished with it.
     let state = unsafe { &*state };
     maps::count(Stat::FramesByTable, u64::from(state.by_table));
@@ -152,9 +161,13 @@ fn user_regs() -> Option<Regs> {
     (cs & 3 == 3).then_some(Regs { pc, sp, bp })
 }
 
-/// One iteration of the walk; returns 1 to stop the loop.
-extern "C" fn walk_one(_index: u64, _ctx: *mut c_void) -> i64 {
-    let (Some(state), Some(trace)) = (maps::walk_state(), maps::stack_scratch()) else {
+/// One iteration of the walk; returns 1 to stop the loop. `context`
+/// points at the walk's [`Scratch`] number.
+extern "C" fn walk_one(_index: u64, context: *mut c_void) -> i64 {
+    // SAFETY: `capture_user` passes a pointer to a u32 on its stack, alive
+    // for the whole loop.
+    let context = unsafe { *context.cast::<u32>() };
+    let Some((state, trace)) = maps::walk_scratch(context) else {
         return 1;
     };
     // SAFETY: both are this CPU's per-CPU entries, valid for the program's

@@ -139,3 +139,40 @@ fn with_sys_exit_a_go_thread_gets_the_stack_it_blocked_with() {
         naps.approx
     );
 }
+
+/// The cpu-clock sampler fires from a timer interrupt, which can land
+/// while `rseq_update` is walking a user stack on the same CPU. Each needs
+/// its own per-CPU walk state and scratch trace: when they shared one,
+/// `natural.c` (a thread blocking ~500 times a second, another spinning)
+/// under 99 Hz sampling got about one off-CPU row in sixteen whose "user"
+/// part was the sampler's kernel stack (BPF programs, the rseq exit path)
+/// glued to the blocked thread's user frames. Sampling at 999 Hz makes
+/// that ten times likelier; the check is that no stack ever mixes them.
+#[test]
+fn an_interrupting_sample_never_mixes_into_an_off_cpu_stack() {
+    require_root();
+    let dir = tempfile::tempdir().unwrap();
+    let bin = build::c_program("natural", dir.path());
+    let mut fixture = Fixture::spawn_path(&bin, 4.0);
+    let (_, profiles) = profile_fixture(
+        &mut fixture,
+        &dir.path().join("profiles"),
+        &["--frequency", "999"],
+    );
+    let (mut rows, mut mixed) = (0, Vec::new());
+    for (_, p) in &profiles {
+        for sample in &p.0.sample {
+            rows += 1;
+            if !p.kernel_then_user(sample) {
+                mixed.push(p.functions(sample).join(" < "));
+            }
+        }
+    }
+    assert!(rows > 20, "only {rows} rows");
+    assert!(
+        mixed.is_empty(),
+        "{} of {rows} rows mix kernel addresses into their user part:\n{}",
+        mixed.len(),
+        mixed.join("\n")
+    );
+}
