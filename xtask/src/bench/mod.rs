@@ -53,7 +53,7 @@ pub fn run() -> anyhow::Result<()> {
     table(&mut report, "2. CPU-bound overhead", "loops/s", &cpu)?;
 
     eprintln!("bench: per-program kernel cost");
-    let per_switch_ns = program_costs(&mut report)?;
+    let (per_switch_ns, floor_per_switch_ns) = program_costs(&mut report)?;
 
     eprintln!("bench: daemon cost");
     let daemon = daemon_cost(&mut report)?;
@@ -108,6 +108,12 @@ pub fn run() -> anyhow::Result<()> {
             (
                 "BPF time per context switch (all tracing programs)",
                 per_switch_ns,
+                150.0,
+                "ns",
+            ),
+            (
+                "the same, less the floor of programs that return at once",
+                per_switch_ns - floor_per_switch_ns,
                 150.0,
                 "ns",
             ),
@@ -231,8 +237,12 @@ const ANALYSIS: &str = "\
   with `--pid`, every switch-out of a thread that is not tracked (the
   rest of the machine's threads) pays a `TARGETS` hash lookup, which
   `--all` does not. bpf_stats adds its own clock reads
-  to every run it measures, so section 3 overstates small programs (an
-  `rseq_update` that reads one array entry shows about 100 ns).
+  to every run it measures, so section 3 overstates small programs: its
+  floor column is what three programs that return at once show, about
+  200 ns per switch together here. The 150 ns goal for all the programs
+  of a switch is below that floor as bpf_stats measures it; the row
+  \"less the floor\" is the programs' own work, the part a change to them
+  can move.
 - User stacks of off-CPU intervals are taken at `rseq_update`, once per
   switch, not at `sys_exit`, once per system call: section 8 shows what a
   `sys_exit` hook costs every process on the machine, profiled or not.
