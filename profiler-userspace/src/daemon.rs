@@ -8,9 +8,9 @@
 use std::{sync::Arc, time::Duration};
 
 use tokio::{
-    signal::unix::{SignalKind, signal},
+    signal::unix::{Signal, SignalKind, signal},
     sync::mpsc,
-    time::{MissedTickBehavior, interval_at, sleep_until},
+    time::{Instant, Interval, MissedTickBehavior, interval_at, sleep_until},
 };
 
 use crate::{
@@ -126,10 +126,7 @@ fn follow_targets(targets: &mut Targets, kernel: &mut Kernel) -> Result<bool, Ke
 /// When loading or draining the kernel side fails, or the last window
 /// cannot be written.
 pub async fn run(config: Config) -> Result<(), DaemonError> {
-    let mut sigint = signal(SignalKind::interrupt()).map_err(DaemonError::Signals)?;
-    let mut sigterm = signal(SignalKind::terminate()).map_err(DaemonError::Signals)?;
-    let mut sighup = signal(SignalKind::hangup()).map_err(DaemonError::Signals)?;
-
+    let signals = Signals::install()?;
     let metrics = Arc::new(Metrics::new());
     let (mut requests, mut on_demand) = start_http(&config, &metrics)?;
     let mut pipeline = Pipeline::new(&config, metrics)?;
@@ -137,43 +134,19 @@ pub async fn run(config: Config) -> Result<(), DaemonError> {
     let mut kernel = Kernel::load(&config, &targets.current())?;
     kernel.forward_logs();
     let mut watch = ProcessWatch::start(config.unwind, &targets.current(), &mut kernel)?;
-    let mut unwind_poll = tokio::time::interval(UNWIND_POLL);
     log_start(&config);
-
-    let started = tokio::time::Instant::now();
-    let deadline = config.duration.map(|d| started + d);
-    let mut ticker = interval_at(started + config.interval, config.interval);
-    ticker.set_missed_tick_behavior(MissedTickBehavior::Delay);
-
-    // With --pid/--comm/--pid-file: notice exits and new matches.
-    let mut liveness = tokio::time::interval(TARGET_CHECK);
-    let watch_targets = matches!(config.target, Target::Pids(_));
-    let mut fill_check = tokio::time::interval(FILL_CHECK);
+    let mut clocks = Clocks::start(&config, signals);
 
     loop {
-        let due = on_demand.as_ref().and_then(OnDemand::next_due);
-        let event = loop {
-            tokio::select! {
-                _ = ticker.tick() => break Event::WindowEnd(WindowEnd::Interval),
-                () = sleep_until(deadline.unwrap_or(started)), if deadline.is_some() => break Event::WindowEnd(WindowEnd::Deadline),
-                _ = sigint.recv() => break Event::WindowEnd(WindowEnd::Signal("SIGINT")),
-                _ = sigterm.recv() => break Event::WindowEnd(WindowEnd::Signal("SIGTERM")),
-                _ = sighup.recv() => break Event::WindowEnd(WindowEnd::Hangup),
-                Some(request) = next_request(requests.as_mut()) => break Event::Request(request),
-                () = sleep_until(due.unwrap_or(started)), if due.is_some() => break Event::RequestsDue,
-                _ = unwind_poll.tick() => watch.serve(&mut kernel)?,
-                _ = liveness.tick(), if watch_targets => {
-                    if follow_targets(&mut targets, &mut kernel)? {
-                        break Event::WindowEnd(WindowEnd::TargetsGone);
-                    }
-                }
-                _ = fill_check.tick() => {
-                    if maps_filling(&kernel)? {
-                        break Event::MapsFilling;
-                    }
-                }
-            }
-        };
+        let event = clocks
+            .next_event(
+                &mut kernel,
+                &mut watch,
+                &mut targets,
+                requests.as_mut(),
+                on_demand.as_ref(),
+            )
+            .await?;
         let current = targets.current();
         // Processes that appeared since the last poll: their mappings
         // belong with this chunk's samples.
@@ -196,26 +169,137 @@ pub async fn run(config: Config) -> Result<(), DaemonError> {
             }
             Event::RequestsDue | Event::MapsFilling => continue,
         };
-
         // A tick that lands on the deadline ends the run too, rather than
         // leaving an empty window after it.
-        let last = end.is_last() || deadline.is_some_and(|d| tokio::time::Instant::now() >= d);
+        let last = end.is_last() || clocks.past_deadline();
         log_end(end);
         if end == WindowEnd::Hangup {
-            ticker.reset();
+            clocks.ticker.reset();
         }
-        match pipeline.finish(&config, &current, end_ns, watch.comments()) {
-            Written::Done => {}
-            Written::Deferred(e) if last => return Err(DaemonError::FinalWrite(e)),
-            Written::Deferred(e) => tracing::error!(
-                waiting = pipeline.sink.pending(),
-                "{}; keeping on sampling, will try again with the next window",
-                crate::error_chain(&e)
-            ),
-        }
+        let written = pipeline.finish(&config, &current, end_ns, watch.comments());
+        written_or_kept(written, last, &pipeline)?;
         if last {
             return Ok(());
         }
+    }
+}
+
+/// A window's write: done, or kept in memory to be tried again with the
+/// next window, unless it was the last (then the run fails).
+fn written_or_kept(written: Written, last: bool, pipeline: &Pipeline) -> Result<(), DaemonError> {
+    match written {
+        Written::Done => Ok(()),
+        Written::Deferred(e) if last => Err(DaemonError::FinalWrite(e)),
+        Written::Deferred(e) => {
+            tracing::error!(
+                waiting = pipeline.sink.pending(),
+                "{}; keeping on sampling, will try again with the next window",
+                crate::error_chain(&e)
+            );
+            Ok(())
+        }
+    }
+}
+
+/// SIGINT, SIGTERM and SIGHUP, caught from before the kernel side loads.
+struct Signals {
+    interrupt: Signal,
+    terminate: Signal,
+    hangup: Signal,
+}
+
+impl Signals {
+    fn install() -> Result<Self, DaemonError> {
+        let catch = |kind| signal(kind).map_err(DaemonError::Signals);
+        Ok(Self {
+            interrupt: catch(SignalKind::interrupt())?,
+            terminate: catch(SignalKind::terminate())?,
+            hangup: catch(SignalKind::hangup())?,
+        })
+    }
+}
+
+/// What the loop waits on between drains: the window ticker and the
+/// deadline, the signals, and the periodic chores (serving mapping
+/// requests, following targets, checking the maps' fill).
+struct Clocks {
+    started: Instant,
+    deadline: Option<Instant>,
+    ticker: Interval,
+    signals: Signals,
+    unwind_poll: Interval,
+    /// With --pid/--comm/--pid-file: notice exits and new matches.
+    liveness: Option<Interval>,
+    fill_check: Interval,
+}
+
+impl Clocks {
+    /// The first window starts now.
+    fn start(config: &Config, signals: Signals) -> Self {
+        let started = Instant::now();
+        let mut ticker = interval_at(started + config.interval, config.interval);
+        ticker.set_missed_tick_behavior(MissedTickBehavior::Delay);
+        Self {
+            started,
+            deadline: config.duration.map(|d| started + d),
+            ticker,
+            signals,
+            unwind_poll: tokio::time::interval(UNWIND_POLL),
+            liveness: matches!(config.target, Target::Pids(_))
+                .then(|| tokio::time::interval(TARGET_CHECK)),
+            fill_check: tokio::time::interval(FILL_CHECK),
+        }
+    }
+
+    fn past_deadline(&self) -> bool {
+        self.deadline.is_some_and(|d| Instant::now() >= d)
+    }
+
+    /// Does the chores as they fall due until something ends the chunk.
+    async fn next_event(
+        &mut self,
+        kernel: &mut Kernel,
+        watch: &mut ProcessWatch,
+        targets: &mut Targets,
+        mut requests: Option<&mut mpsc::Receiver<ProfileRequest>>,
+        on_demand: Option<&OnDemand>,
+    ) -> Result<Event, DaemonError> {
+        let due = on_demand.and_then(OnDemand::next_due);
+        let never = self.started;
+        loop {
+            tokio::select! {
+                _ = self.ticker.tick() => return Ok(Event::WindowEnd(WindowEnd::Interval)),
+                () = sleep_until(self.deadline.unwrap_or(never)), if self.deadline.is_some() => {
+                    return Ok(Event::WindowEnd(WindowEnd::Deadline));
+                }
+                _ = self.signals.interrupt.recv() => return Ok(Event::WindowEnd(WindowEnd::Signal("SIGINT"))),
+                _ = self.signals.terminate.recv() => return Ok(Event::WindowEnd(WindowEnd::Signal("SIGTERM"))),
+                _ = self.signals.hangup.recv() => return Ok(Event::WindowEnd(WindowEnd::Hangup)),
+                Some(request) = next_request(requests.as_deref_mut()) => return Ok(Event::Request(request)),
+                () = sleep_until(due.unwrap_or(never)), if due.is_some() => return Ok(Event::RequestsDue),
+                _ = self.unwind_poll.tick() => watch.serve(kernel)?,
+                () = tick(self.liveness.as_mut()) => {
+                    if follow_targets(targets, kernel)? {
+                        return Ok(Event::WindowEnd(WindowEnd::TargetsGone));
+                    }
+                }
+                _ = self.fill_check.tick() => {
+                    if maps_filling(kernel)? {
+                        return Ok(Event::MapsFilling);
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// The next tick of `interval`; never, without one.
+async fn tick(interval: Option<&mut Interval>) {
+    match interval {
+        Some(interval) => {
+            interval.tick().await;
+        }
+        None => std::future::pending().await,
     }
 }
 
