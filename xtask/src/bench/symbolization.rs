@@ -47,7 +47,7 @@ pub(super) fn symbolization(report: &mut String) -> anyhow::Result<()> {
     writeln!(report, "## 9. Symbolization time per window\n")?;
     writeln!(
         report,
-        "`--all` with 2 s windows for 9 s while the machine is busy: `xz` and `gzip` compressing random data, and a stripped C program (`natural.c`, `cc -O2 -g`, debug information split off with `objcopy`). The first window is cold (every binary new to the daemon), the later ones warm; with debuginfod, a local server (Debian's `debuginfod`) serves the stripped program's debug file, fetched in the background. Times are the daemon's own symbolization step per window, from its `/metrics` (`profiler_window_step_seconds`), scraped after the first window and after the fourth.\n"
+        "`--all` with 2 s windows, until four are written, while the machine is busy: `xz` and `gzip` compressing random data, and a stripped C program (`natural.c`, `cc -O2 -g`, debug information split off with `objcopy`). The first window is cold (every binary new to the daemon), the later ones warm; with debuginfod, a local server (Debian's `debuginfod`) serves the stripped program's debug file, fetched in the background. Times are the daemon's own symbolization step per window, from its `/metrics` (`profiler_window_step_seconds`), scraped after the first window and after the fourth.\n"
     )?;
     writeln!(
         report,
