@@ -17,6 +17,9 @@ use profiler_fixtures::{client, http, openmetrics};
 use profiler_userspace::pprof::proto;
 use prost::Message as _;
 
+/// The mapping kernel frames are in.
+const KERNEL_MAPPING: &str = "[kernel.kallsyms]";
+
 /// The `profiler` binary under test.
 pub fn profiler() -> Command {
     let mut command = Command::new(env!("CARGO_BIN_EXE_profiler"));
@@ -307,19 +310,23 @@ impl Profile {
         names
     }
 
+    /// The file of `location`'s mapping; empty without one.
+    fn mapping_file(&self, location: &proto::Location) -> &str {
+        self.0
+            .mapping
+            .iter()
+            .find(|m| m.id == location.mapping_id)
+            .map_or("", |m| self.string(m.filename))
+    }
+
     /// `sample`'s user frames, leaf first: (function, mapping file) for
     /// each frame, inlined frames included, kernel frames left out.
     pub fn user_frames(&self, sample: &proto::Sample) -> Vec<(&str, &str)> {
         let mut frames = Vec::new();
         for &id in &sample.location_id {
             let location = &self.0.location[usize::try_from(id - 1).unwrap()];
-            let file = self
-                .0
-                .mapping
-                .iter()
-                .find(|m| m.id == location.mapping_id)
-                .map_or("", |m| self.string(m.filename));
-            if file == "[kernel.kallsyms]" {
+            let file = self.mapping_file(location);
+            if file == KERNEL_MAPPING {
                 continue;
             }
             for line in &location.line {
@@ -338,12 +345,7 @@ impl Profile {
         let mut in_user_part = false;
         for &id in &sample.location_id {
             let location = &self.0.location[usize::try_from(id - 1).unwrap()];
-            let in_kernel = self
-                .0
-                .mapping
-                .iter()
-                .find(|m| m.id == location.mapping_id)
-                .is_some_and(|m| self.string(m.filename) == "[kernel.kallsyms]");
+            let in_kernel = self.mapping_file(location) == KERNEL_MAPPING;
             let kernel_address = location.address >= KERNEL_HALF;
             if kernel_address != in_kernel || (in_kernel && in_user_part) {
                 return false;
