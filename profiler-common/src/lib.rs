@@ -10,6 +10,7 @@ extern crate std;
 pub mod maps;
 pub mod off_cpu;
 pub mod sample;
+pub mod sched;
 pub mod stack;
 pub mod stats;
 pub mod task;

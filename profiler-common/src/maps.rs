@@ -77,6 +77,9 @@ pub const GLOBAL_OFF_CPU_DISPATCH_ONLY: &str = "OFF_CPU_DISPATCH_ONLY";
 /// Load-time global: non-zero walks user stacks by the unwind tables
 /// (the default), zero by frame pointers only (`--unwind frame-pointer`).
 pub const GLOBAL_UNWIND_TABLES: &str = "UNWIND_TABLES";
+/// Load-time global: where the scheduler's run-queue accounting lives in
+/// `task_struct` (a [`crate::sched::SchedOffsets`] from the kernel's BTF).
+pub const GLOBAL_SCHED_OFFSETS: &str = "SCHED_OFFSETS";
 
 /// Every map of the eBPF object (besides aya-log's own). A test in
 /// profiler-userspace checks the built object against this list both
@@ -101,12 +104,13 @@ pub const ALL: [&str; 16] = [
 ];
 
 /// Every load-time global the daemon sets, checked the same way.
-pub const GLOBALS: [&str; 5] = [
+pub const GLOBALS: [&str; 6] = [
     GLOBAL_TARGET_ALL,
     GLOBAL_OFF_CPU_RATE_NS,
     GLOBAL_OFF_CPU_NAIVE,
     GLOBAL_OFF_CPU_DISPATCH_ONLY,
     GLOBAL_UNWIND_TABLES,
+    GLOBAL_SCHED_OFFSETS,
 ];
 
 /// Capacity of each [`SAMPLES_0`]/[`SAMPLES_1`] map.

@@ -70,21 +70,19 @@ pub fn sample_naive(d_ns: u64, rate_ns: u64, rand: u32) -> Option<Weight> {
 
 /// Splits the off-CPU interval `[start, end]` into (blocked until woken,
 /// waiting for a CPU). `preempted`: the thread left the CPU runnable, so it
-/// waited for a CPU all along; `woken` is when it was woken (0: not seen).
-/// A wakeup before `start` (the part before it was already accounted)
-/// leaves only CPU waiting.
+/// waited for a CPU all along. Otherwise `queued_ns` is the run-queue wait
+/// that ends at `end` (the scheduler's own figure, see [`crate::sched`]; 0
+/// when unknown): a wait longer than the interval (it began before `start`,
+/// the part before which was already accounted) leaves only CPU waiting.
 #[must_use]
 #[inline(always)]
 #[allow(clippy::inline_always, reason = "runs inside an eBPF program")]
-pub fn split_interval(preempted: bool, start: u64, woken: u64, end: u64) -> (u64, u64) {
-    if preempted {
-        (0, end - start)
-    } else if woken == 0 || woken > end {
-        (end - start, 0)
-    } else if woken >= start {
-        (woken - start, end - woken)
+pub fn split_interval(preempted: bool, start: u64, end: u64, queued_ns: u64) -> (u64, u64) {
+    let total = end - start;
+    if preempted || queued_ns >= total {
+        (0, total)
     } else {
-        (0, end - start)
+        (total - queued_ns, queued_ns)
     }
 }
 
@@ -167,25 +165,16 @@ mod tests {
     #[test]
     fn intervals_split_at_the_wakeup() {
         assert_eq!(
-            split_interval(true, 100, 150, 200),
+            split_interval(true, 100, 200, 30),
             (0, 100),
             "preempted: all waiting"
         );
+        assert_eq!(split_interval(false, 100, 200, 0), (100, 0), "never queued");
+        assert_eq!(split_interval(false, 100, 200, 20), (80, 20));
         assert_eq!(
-            split_interval(false, 100, 0, 200),
-            (100, 0),
-            "no wakeup seen"
-        );
-        assert_eq!(
-            split_interval(false, 100, 250, 200),
-            (100, 0),
-            "woken after the end"
-        );
-        assert_eq!(split_interval(false, 100, 180, 200), (80, 20));
-        assert_eq!(
-            split_interval(false, 100, 50, 200),
+            split_interval(false, 100, 200, 150),
             (0, 100),
-            "woken before start"
+            "queued since before start"
         );
     }
 

@@ -3,7 +3,7 @@
 //! own `task_struct`.
 //!
 //! Every hook has the task pointer without reading task fields
-//! (`sched_switch`'s `prev`/`next`, `sched_wakeup`'s `p`,
+//! (`sched_switch`'s `prev`/`next`,
 //! `bpf_get_current_task_btf()` in the thread's own context), and finding
 //! the value from it is a pointer dereference rather than a hash lookup.
 //! The kernel frees the value with the thread; userspace reads it through
@@ -17,8 +17,9 @@ use crate::sample::COMM_LEN;
 pub struct TaskState {
     /// When the thread left the CPU (ktime ns); 0 while it is on a CPU.
     pub off_since_ns: u64,
-    /// When it was woken while off the CPU; 0 if not (yet) woken.
-    pub woken_ns: u64,
+    /// The scheduler's `sched_info.run_delay` when it left the CPU, to
+    /// tell the run-queue waits since (see [`crate::sched`]).
+    pub run_delay_ns: u64,
     pub pid: u32,
     pub tid: u32,
     /// `ThreadState` it left the CPU in.

@@ -19,6 +19,7 @@ mod aggregate;
 mod maps;
 mod off_cpu;
 mod on_cpu;
+mod sched_info;
 mod stack;
 mod target;
 mod task_storage;
@@ -48,17 +49,6 @@ pub fn on_cpu_sample(ctx: PerfEventContext) -> u32 {
 )]
 pub fn sched_switch(ctx: BtfTracePointContext) -> i32 {
     off_cpu::on_switch(&ctx);
-    0
-}
-
-/// A blocked thread became runnable.
-#[btf_tracepoint(function = "sched_wakeup")]
-#[expect(
-    clippy::needless_pass_by_value,
-    reason = "the macro fixes the signature"
-)]
-pub fn sched_wakeup(ctx: BtfTracePointContext) -> i32 {
-    off_cpu::on_wakeup(&ctx);
     0
 }
 

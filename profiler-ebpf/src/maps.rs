@@ -13,6 +13,7 @@ use profiler_common::{
         UNWIND_PROCS_MAX_ENTRIES, UNWIND_REQUESTS_MAX_ENTRIES, UNWIND_ROWS_DEFAULT_ENTRIES,
     },
     sample::{COMM_LEN, SampleKey, SampleValue},
+    sched::SchedOffsets,
     stack::StackTrace,
     stats::{STATS_LEN, Stat},
     task::TaskState,
@@ -41,6 +42,17 @@ static OFF_CPU_DISPATCH_ONLY: Global<u8> = Global::new(0);
 /// pointers only (`--unwind frame-pointer`).
 #[unsafe(no_mangle)]
 static UNWIND_TABLES: Global<u8> = Global::new(1);
+
+/// Offsets of the scheduler fields `sched_info` reads, from the kernel's BTF.
+#[unsafe(no_mangle)]
+static SCHED_OFFSETS: Global<SchedOffsets> = Global::new(SchedOffsets {
+    run_delay: 0,
+    last_queued: 0,
+    cfs_rq: 0,
+    rq: 0,
+    clock: 0,
+    pad: 0,
+});
 
 #[map]
 static CONTROL: Array<u64> = Array::with_max_entries(CONTROL_LEN, 0);
@@ -114,8 +126,8 @@ static UNWIND_STATE: PerCpuArray<WalkState> = PerCpuArray::with_max_entries(SCRA
 #[derive(Clone, Copy)]
 #[repr(u32)]
 pub enum Scratch {
-    /// Tracepoint programs (they do not interrupt one another's walks:
-    /// `sched_switch` runs with interrupts off, `sched_wakeup` walks none).
+    /// Tracepoint programs (none runs from an interrupt, and
+    /// `sched_switch` runs with interrupts off).
     Tracing = 0,
     /// The perf_event sampler.
     Sampling = 1,
@@ -214,6 +226,12 @@ pub fn pending_counter() -> Option<*mut u64> {
 #[inline(always)]
 pub fn off_cpu_dispatch_only() -> bool {
     OFF_CPU_DISPATCH_ONLY.load() != 0
+}
+
+/// Where the scheduler fields read by `sched_info` are.
+#[inline(always)]
+pub fn sched_offsets() -> SchedOffsets {
+    SCHED_OFFSETS.load()
 }
 
 /// Whether user stacks are walked by the unwind tables.

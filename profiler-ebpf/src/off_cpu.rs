@@ -1,11 +1,13 @@
 //! Off-CPU time: how long target threads stay off the CPU, and why.
 //!
 //! - Switch-out (sched_switch, in the leaving thread's context): note the
-//!   time and the state it leaves in. Cheap: no stack is captured here.
-//! - Wakeup (sched_wakeup): note when a blocked thread became runnable, so
-//!   the wait splits into "blocked until woken" and "waiting for a CPU".
-//! - Switch-in (sched_switch, `next`): the durations are known; apply the
-//!   sampling rule (profiler_common::off_cpu) to each part. Only when a
+//!   time, the state it leaves in and the scheduler's run-queue total.
+//!   Cheap: no stack is captured here.
+//! - Switch-in (sched_switch, `next`): the durations are known. The
+//!   scheduler's own accounting says how much of the interval was spent
+//!   waiting for a CPU (`sched_info`, no wakeup hook needed); the rest was
+//!   blocked. Apply the sampling rule (profiler_common::off_cpu) to each
+//!   part. Only when a
 //!   part is kept is a stack captured: the kernel stack of `next` right
 //!   there with bpf_get_task_stack, and the weight is parked in the task's
 //!   entry as pending.
@@ -42,7 +44,7 @@ use profiler_common::{
 
 use aya_log_ebpf::warn;
 
-use crate::{aggregate, maps, stack, target, unwind};
+use crate::{aggregate, maps, sched_info, stack, target, unwind};
 
 /// `TASK_UNINTERRUPTIBLE` and `TASK_NOLOAD` from `linux/sched.h`; a task
 /// with both is an idle kernel thread (TASK_IDLE), not a disk wait.
@@ -83,27 +85,6 @@ impl Clock {
             self.0 = unsafe { bpf_ktime_get_ns() };
         }
         self.0
-    }
-}
-
-/// sched_wakeup(task_struct *p): `p` is runnable from now on.
-pub fn on_wakeup(ctx: &BtfTracePointContext) {
-    if maps::off_cpu_dispatch_only() {
-        return;
-    }
-    let task: *mut task_struct = ctx.arg(0);
-    let Some(entry) = maps::task(task) else {
-        return;
-    };
-    // SAFETY: `entry` comes from a successful map lookup and stays valid for
-    // this program's run.
-    unsafe {
-        if (*entry).off_since_ns != 0
-            && (*entry).woken_ns == 0
-            && (*entry).state != ThreadState::Runqueue as u32
-        {
-            (*entry).woken_ns = bpf_ktime_get_ns(); // no preconditions
-        }
     }
 }
 
@@ -200,7 +181,7 @@ fn switch_out(
     // valid for this program's run.
     unsafe {
         (*entry).off_since_ns = clock.now();
-        (*entry).woken_ns = 0;
+        (*entry).run_delay_ns = sched_info::run_delay(prev);
         (*entry).state = state as u32;
     }
 }
@@ -217,9 +198,7 @@ fn switch_in(next: *mut task_struct, clock: &mut Clock) {
         if off == 0 || now < off {
             return;
         }
-        let woken = (*entry).woken_ns;
         (*entry).off_since_ns = 0;
-        (*entry).woken_ns = 0;
         // An interval open across a window's end was accounted by userspace
         // up to that end (see profiler_common::maps::IN_FLIGHT).
         let mut start = off;
@@ -231,8 +210,9 @@ fn switch_in(next: *mut task_struct, clock: &mut Clock) {
             start = until;
         }
         let state = (*entry).state;
+        let queued = sched_info::queued_since(next, (*entry).run_delay_ns);
         let (blocked, runqueue) =
-            split_interval(state == ThreadState::Runqueue as u32, start, woken, now);
+            split_interval(state == ThreadState::Runqueue as u32, start, now, queued);
 
         let mut kept = false;
         if let Some(w) = apply_rule(blocked) {

@@ -170,7 +170,7 @@ fn sleeping_and_runqueue_states_are_labelled() {
         "60s",
     ]);
     fixture.go();
-    fixture.results();
+    let truth = fixture.results();
     running.stop();
     let profiles = profiles(dir.path());
 
@@ -197,6 +197,29 @@ fn sleeping_and_runqueue_states_are_labelled() {
             total(&profiles, tid, "contend", Some("sleeping"), "off_cpu"),
             0,
             "{name} never sleeps while contending"
+        );
+    }
+
+    // dozer, woken on the busy CPU 0 at nice 19, waits there before it
+    // runs: its naps split into sleeping and runqueue as the kernel's own
+    // schedstat says. Both parts are substantial (checked), so a profiler
+    // that counted a woken thread's wait for the CPU as sleep, or the
+    // other way round, misses one part by far more than the 15% allowed.
+    // The parts are thousands of sub-rate intervals each, so the sampling
+    // rule's error is a few percent.
+    let dozer = fixture.tid("dozer");
+    let (off, queued) = (truth["dozer_off_ns"], truth["dozer_queued_ns"]);
+    assert!(
+        queued * 10 >= off && queued * 10 <= off * 9,
+        "dozer's own split is not a test of it: {queued} ns queued of {off} ns off the CPU"
+    );
+    for (state, expected) in [("runqueue", queued), ("sleeping", off - queued)] {
+        let got = total(&profiles, dozer, "nap", Some(state), "off_cpu");
+        #[expect(clippy::cast_precision_loss, reason = "ns, for a ratio")]
+        let ratio = got as f64 / expected as f64;
+        assert!(
+            (ratio - 1.0).abs() <= 0.15,
+            "dozer: {got} ns {state}, schedstat and its own clock say {expected} ({ratio:.3})"
         );
     }
 }

@@ -208,7 +208,10 @@ impl Window<'_> {
             return Ok(false);
         }
         let preempted = task.state == ThreadState::Runqueue as u32;
-        let (blocked, runqueue) = split_interval(preempted, start, task.woken_ns, end);
+        // When a blocked thread was woken is not known here (only the
+        // scheduler's run-queue total is, at switch-in): up to the window's
+        // end the interval counts as blocked, unless it was preempted.
+        let (blocked, runqueue) = split_interval(preempted, start, end, 0);
         let blocked_state = ThreadState::from_raw(task.state).unwrap_or(ThreadState::Sleeping);
         let named = Thread {
             pid: task.pid,

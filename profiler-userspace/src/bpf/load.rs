@@ -13,13 +13,15 @@ use aya::{
 use profiler_common::{
     maps::{
         GLOBAL_OFF_CPU_DISPATCH_ONLY, GLOBAL_OFF_CPU_NAIVE, GLOBAL_OFF_CPU_RATE_NS,
-        GLOBAL_TARGET_ALL, GLOBAL_UNWIND_TABLES, TARGET_COMMS, TARGETS, UNWIND_ROWS,
+        GLOBAL_SCHED_OFFSETS, GLOBAL_TARGET_ALL, GLOBAL_UNWIND_TABLES, TARGET_COMMS, TARGETS,
+        UNWIND_ROWS,
     },
     sample::{COMM_LEN, comm_key},
+    sched::SchedOffsets,
     stats::STATS_LEN,
 };
 
-use super::{KernelError, unwind_maps::RowsMapping};
+use super::{KernelError, btf_fields::KernelTypes, unwind_maps::RowsMapping};
 use crate::config::{Config, Target, Unwind};
 
 /// The compiled eBPF object, built by build.rs from profiler-ebpf.
@@ -35,9 +37,8 @@ const UNWIND_PROGRAMS: [(&str, &str); 1] = [("sched_process_exec", "sched_proces
 /// comes first so no thread is tracked before its exit can be seen; the
 /// hooks that flush on the way back to user space ([`RSEQ_UPDATE`],
 /// [`SYS_EXIT`]) are attached before these.
-const OFF_CPU_PROGRAMS: [(&str, &str); 3] = [
+const OFF_CPU_PROGRAMS: [(&str, &str); 2] = [
     ("sched_process_exit", "sched_process_exit"),
-    ("sched_wakeup", "sched_wakeup"),
     ("sched_switch", "sched_switch"),
 ];
 
@@ -77,12 +78,20 @@ impl Kernel {
         let naive = u8::from(config.modes.off_cpu().is_some_and(|o| o.naive_weights));
         let dispatch_only = u8::from(config.modes.off_cpu().is_some_and(|o| o.dispatch_only));
         let unwind_tables = u8::from(matches!(config.unwind, Unwind::Tables { .. }));
+        let sched_offsets = if config.modes.off_cpu().is_some() {
+            KernelTypes::from_sys_fs()
+                .and_then(|types| types.sched_offsets())
+                .map_err(KernelError::SchedFields)?
+        } else {
+            SchedOffsets::default()
+        };
         let mut ebpf = EbpfLoader::new()
             .override_global(GLOBAL_TARGET_ALL, &target_all, true)
             .override_global(GLOBAL_OFF_CPU_RATE_NS, &rate_ns, true)
             .override_global(GLOBAL_OFF_CPU_NAIVE, &naive, true)
             .override_global(GLOBAL_OFF_CPU_DISPATCH_ONLY, &dispatch_only, true)
             .override_global(GLOBAL_UNWIND_TABLES, &unwind_tables, true)
+            .override_global(GLOBAL_SCHED_OFFSETS, &sched_offsets, true)
             .map_max_entries(UNWIND_ROWS, config.unwind.table_rows())
             // TASKS is task storage, which aya creates but does not wrap
             // (see bpf/task_storage.rs).

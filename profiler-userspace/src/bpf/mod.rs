@@ -1,9 +1,11 @@
 //! The kernel side as seen from userspace: load and attach the eBPF
 //! programs (`load.rs`), then drain their maps window by window
 //! (`drain.rs`), account the intervals still open at a window's end
-//! (`in_flight.rs`), serve the unwinder's maps (`unwind_maps.rs`) and copy
+//! (`in_flight.rs`), find the scheduler fields the off-CPU programs read
+//! (`btf_fields.rs`), serve the unwinder's maps (`unwind_maps.rs`) and copy
 //! the programs' log into tracing (`ebpf_log.rs`). Only this module touches aya
 //! types.
+mod btf_fields;
 #[cfg(test)]
 mod contract_tests;
 mod drain;
@@ -68,6 +70,8 @@ pub enum KernelError {
     MapRows(#[source] std::io::Error),
     #[error("reading the kernel's BTF")]
     Btf(#[source] aya::BtfError),
+    #[error("finding the scheduler fields off-CPU profiling reads (--no-off-cpu does without)")]
+    SchedFields(#[source] btf_fields::BtfFieldError),
     #[error("listing online CPUs from {path}")]
     Cpus {
         path: &'static str,

@@ -103,10 +103,9 @@ fn per_switch(costs: &[Cost]) -> f64 {
 }
 
 /// The profiler's programs, by their (kernel-truncated) names.
-pub(super) const PROGRAMS: [&str; 6] = [
+pub(super) const PROGRAMS: [&str; 5] = [
     "on_cpu_sample",
     "sched_switch",
-    "sched_wakeup",
     "rseq_update",
     "sys_exit",
     "sched_process_e",

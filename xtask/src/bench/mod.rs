@@ -221,25 +221,25 @@ fn targets(report: &mut String, rows: &[(&str, f64, f64, &str)]) -> anyhow::Resu
 const ANALYSIS: &str = "\
 ### Where the costs come from
 
-- Ping-pong: every round trip is two context switches, two wakeups and two
-  returns to user space, each of which runs a program (sched_switch,
-  sched_wakeup, rseq_update). The off-CPU programs never capture a stack
-  for the short intervals they drop; what remains is the per-event
-  bookkeeping: a task storage lookup (a pointer off the task struct, no
-  hashing) for the thread leaving and one for the thread arriving, a
-  `TARGETS` hash lookup with `--pid`, one storage lookup per wakeup, and
-  `rseq_update` returning after one array read unless weight is pending.
+- Ping-pong: every round trip is two context switches and two returns to
+  user space, each of which runs a program (sched_switch, rseq_update);
+  wakeups run none (the run-queue split is read from the scheduler's own
+  `sched_info`). The off-CPU programs never capture a stack for the short
+  intervals they drop; what remains is the per-event bookkeeping: a task
+  storage lookup (a pointer off the task struct, no hashing) for the
+  thread leaving and one for the thread arriving, a `TARGETS` hash lookup
+  with `--pid`, and `rseq_update` returning after one array read unless
+  weight is pending.
   Capturing stacks at every switch-out (`offcputime`) or at every event
   (`--off-cpu-rate 0`) is what costs 2x and more.
-- The floor row runs the same three programs but has them return at
+- The floor row runs the same programs but has them return at
   once (hidden flag `--off-cpu-dispatch-only`): what the hooks cost before
   any bookkeeping. The default rows minus the floor is the bookkeeping;
   with `--pid`, every switch-out of a thread that is not tracked (the
   rest of the machine's threads) pays a `TARGETS` hash lookup, which
   `--all` does not. bpf_stats adds its own clock reads
   to every run it measures, so section 3 overstates small programs: its
-  floor column is what three programs that return at once show, about
-  200 ns per switch together here. The 150 ns goal for all the programs
+  floor column is what the programs show when they return at once. The 150 ns goal for all the programs
   of a switch is below that floor as bpf_stats measures it; the row
   \"less the floor\" is the programs' own work, the part a change to them
   can move.

@@ -1,0 +1,75 @@
+//! The scheduler's own run-queue accounting, read straight from
+//! `task_struct` instead of hooking `sched_wakeup`.
+//!
+//! With `CONFIG_SCHED_INFO` (which `/proc/<pid>/schedstat` needs) the kernel
+//! keeps, per thread, `sched_info.run_delay` (total time spent runnable on
+//! a run queue, waits already over) and `sched_info.last_queued` (when the
+//! current wait began; 0 when none is open), both in the run queue's clock
+//! (`rq->clock`). At the `sched_switch` tracepoint `next` has not yet been
+//! accounted: `sched_info_arrive` runs later in `context_switch`, so its
+//! current wait is `rq->clock - last_queued` with the clock the scheduler
+//! has just updated. A migration between run queues closes one wait into
+//! `run_delay` and opens another, so the two together are every run-queue
+//! wait since the thread left the CPU.
+//!
+//! The eBPF side cannot use CO-RE, so the daemon resolves the fields'
+//! offsets from the kernel's BTF and hands them over as a load-time global.
+
+/// Byte offsets of the fields read, resolved from `/sys/kernel/btf/vmlinux`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SchedOffsets {
+    /// `task_struct.sched_info.run_delay`.
+    pub run_delay: u32,
+    /// `task_struct.sched_info.last_queued`.
+    pub last_queued: u32,
+    /// `task_struct.se.cfs_rq`: the CFS run queue the thread is on, from
+    /// which the CPU's run queue is reached (`CONFIG_FAIR_GROUP_SCHED`).
+    pub cfs_rq: u32,
+    /// `cfs_rq.rq`.
+    pub rq: u32,
+    /// `rq.clock`.
+    pub clock: u32,
+    pub pad: u32,
+}
+
+#[cfg(feature = "user")]
+// SAFETY: six u32s, no padding, every bit pattern valid.
+unsafe impl aya::Pod for SchedOffsets {}
+
+/// Run-queue time of a thread between its switch-out and now, its
+/// switch-in: the waits closed since (`run_delay_now - run_delay_out`) plus
+/// the one ending now (`clock - last_queued`, if one is open).
+#[must_use]
+#[inline(always)]
+#[allow(clippy::inline_always, reason = "runs inside an eBPF program")]
+pub fn queued_ns(run_delay_out: u64, run_delay_now: u64, last_queued: u64, clock: u64) -> u64 {
+    let closed = run_delay_now.saturating_sub(run_delay_out);
+    let open = if last_queued == 0 {
+        0
+    } else {
+        clock.saturating_sub(last_queued)
+    };
+    closed + open
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn queued_ns_adds_closed_and_open_waits() {
+        assert_eq!(queued_ns(1_000, 1_000, 5_000, 5_300), 300, "one open wait");
+        assert_eq!(
+            queued_ns(1_000, 1_200, 5_000, 5_300),
+            500,
+            "a migration closed 200 ns before the open wait"
+        );
+        assert_eq!(queued_ns(1_000, 1_000, 0, 5_300), 0, "no wait open");
+        assert_eq!(
+            queued_ns(1_000, 1_000, 5_400, 5_300),
+            0,
+            "a clock behind last_queued (another CPU's) gives no open wait"
+        );
+    }
+}

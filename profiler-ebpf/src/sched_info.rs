@@ -1,0 +1,50 @@
+//! The scheduler's own run-queue accounting of a thread (see
+//! `profiler_common::sched`), read at the offsets the daemon resolved.
+//!
+//! The offsets are a frozen read-only global, so the verifier knows them
+//! as constants: each read is a plain load at a known offset of a
+//! `task_struct` (checked against the kernel's BTF), no helper call.
+use aya_ebpf::bindings::task_struct;
+use profiler_common::sched::queued_ns;
+
+use crate::maps;
+
+/// `task`'s `sched_info.run_delay`: its run-queue waits so far, in ns.
+#[inline(always)]
+pub fn run_delay(task: *mut task_struct) -> u64 {
+    let offsets = maps::sched_offsets();
+    // SAFETY: `task` is a task pointer the verifier knows (a tp_btf
+    // argument) and the offset is that of a u64 field of it, which the
+    // verifier checks against the kernel's BTF.
+    unsafe { load(task.cast(), offsets.run_delay) }
+}
+
+/// The run-queue time of `next`, being switched in at `sched_switch`,
+/// since it left the CPU with `run_delay_out`.
+#[inline(always)]
+pub fn queued_since(next: *mut task_struct, run_delay_out: u64) -> u64 {
+    let offsets = maps::sched_offsets();
+    let task: *const u8 = next.cast();
+    // SAFETY: as in `run_delay`: each load is of a field the verifier checks
+    // against the kernel's BTF, from the task to its CFS run queue to the
+    // CPU's run queue; a bad pointer on the way reads as zero rather than
+    // faulting (the loads of untrusted BTF pointers are guarded).
+    unsafe {
+        let run_delay_now: u64 = load(task, offsets.run_delay);
+        let last_queued: u64 = load(task, offsets.last_queued);
+        let cfs_rq: *const u8 = load(task, offsets.cfs_rq);
+        let rq: *const u8 = load(cfs_rq, offsets.rq);
+        let clock: u64 = load(rq, offsets.clock);
+        queued_ns(run_delay_out, run_delay_now, last_queued, clock)
+    }
+}
+
+/// The `T` at byte `offset` of `base`.
+///
+/// # Safety
+/// `base + offset` must be a field of type `T` that the verifier accepts.
+#[inline(always)]
+unsafe fn load<T: Copy>(base: *const u8, offset: u32) -> T {
+    // SAFETY: the caller's contract.
+    unsafe { core::ptr::read_volatile(base.add(offset as usize).cast::<T>()) }
+}

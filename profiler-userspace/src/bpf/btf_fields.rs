@@ -1,0 +1,294 @@
+//! Byte offsets of kernel struct fields, from the kernel's BTF
+//! (`/sys/kernel/btf/vmlinux`).
+//!
+//! The eBPF side is Rust, which has no CO-RE relocations, so the few
+//! scheduler fields it reads (see `profiler_common::sched`) are found here
+//! and handed over as a load-time global. aya parses BTF but keeps its type
+//! table private, and the one maintained BTF crate (btf-rs) is LGPL, so
+//! this reads just what it needs of the format
+//! (<https://docs.kernel.org/bpf/btf.html>): the type table and the names
+//! and offsets of struct and union members.
+use std::collections::HashMap;
+
+use profiler_common::sched::SchedOffsets;
+
+const MAGIC: u16 = 0xeb9f;
+const KIND_STRUCT: u32 = 4;
+const KIND_UNION: u32 = 5;
+const KIND_TYPEDEF: u32 = 8;
+const KIND_VOLATILE: u32 = 9;
+const KIND_CONST: u32 = 10;
+const KIND_RESTRICT: u32 = 11;
+const KIND_TYPE_TAG: u32 = 18;
+
+/// Why a field's offset could not be found.
+#[derive(Debug, thiserror::Error)]
+pub enum BtfFieldError {
+    #[error("reading {path}")]
+    Read {
+        path: &'static str,
+        source: std::io::Error,
+    },
+    #[error("the kernel's BTF is malformed: {0}")]
+    Malformed(&'static str),
+    #[error("the kernel's BTF has no struct {0}")]
+    NoStruct(String),
+    #[error("the kernel's BTF has no field {0} ({1})")]
+    NoField(String, &'static str),
+}
+
+/// One struct or union member: name, type id, offset in bits.
+struct Member {
+    name: u32,
+    ty: u32,
+    bit_offset: u32,
+}
+
+/// A type of the table, as far as finding members needs.
+enum Type {
+    Composite {
+        name: u32,
+        members: Vec<Member>,
+    },
+    /// typedef, const, volatile, restrict, type tag: the type it qualifies.
+    Alias(u32),
+    Other,
+}
+
+/// The parsed type table: type id `n` is `types[n - 1]`.
+pub struct KernelTypes {
+    types: Vec<Type>,
+    strings: Vec<u8>,
+    by_name: HashMap<Vec<u8>, u32>,
+}
+
+impl KernelTypes {
+    /// The running kernel's types.
+    ///
+    /// # Errors
+    /// When the file cannot be read or is not BTF.
+    pub fn from_sys_fs() -> Result<Self, BtfFieldError> {
+        let path = "/sys/kernel/btf/vmlinux";
+        let data = std::fs::read(path).map_err(|source| BtfFieldError::Read { path, source })?;
+        Self::parse(&data)
+    }
+
+    /// Parses raw BTF in the machine's byte order.
+    ///
+    /// # Errors
+    /// When `data` is not well-formed BTF.
+    pub fn parse(data: &[u8]) -> Result<Self, BtfFieldError> {
+        let mut header = Reader::at(data, 0);
+        if header.u16()? != MAGIC {
+            return Err(BtfFieldError::Malformed(
+                "bad magic (or foreign byte order)",
+            ));
+        }
+        let _version_and_flags = header.u16()?;
+        let hdr_len = header.u32()? as usize;
+        let (type_off, type_len) = (header.u32()? as usize, header.u32()? as usize);
+        let (str_off, str_len) = (header.u32()? as usize, header.u32()? as usize);
+        let section = |off: usize, len: usize| {
+            data.get(hdr_len + off..hdr_len + off + len)
+                .ok_or(BtfFieldError::Malformed("a section runs past the end"))
+        };
+        let strings = section(str_off, str_len)?.to_vec();
+        let types = parse_types(section(type_off, type_len)?)?;
+        let mut by_name = HashMap::new();
+        for (index, ty) in types.iter().enumerate() {
+            if let Type::Composite { name, .. } = ty
+                && *name != 0
+            {
+                let id = u32::try_from(index + 1).map_err(|_| too_many())?;
+                by_name
+                    .entry(string(&strings, *name).to_vec())
+                    .or_insert(id);
+            }
+        }
+        Ok(Self {
+            types,
+            strings,
+            by_name,
+        })
+    }
+
+    /// The byte offset of `path` (`field.field...`) in struct `name`,
+    /// looking through anonymous members; `why` says what the field needs.
+    ///
+    /// # Errors
+    /// When the struct or a field on the path is missing.
+    pub fn offset(&self, name: &str, path: &str, why: &'static str) -> Result<u32, BtfFieldError> {
+        let mut ty = *self
+            .by_name
+            .get(name.as_bytes())
+            .ok_or_else(|| BtfFieldError::NoStruct(name.to_owned()))?;
+        let mut bits = 0;
+        for field in path.split('.') {
+            let (inner_ty, inner_bits) = self
+                .member(ty, field.as_bytes())
+                .ok_or_else(|| BtfFieldError::NoField(format!("{name}.{path}"), why))?;
+            ty = inner_ty;
+            bits += inner_bits;
+        }
+        Ok(bits / 8)
+    }
+
+    /// Member `field` of composite type `ty`: its type and bit offset.
+    fn member(&self, ty: u32, field: &[u8]) -> Option<(u32, u32)> {
+        let Type::Composite { members, .. } = self.get(self.resolve(ty))? else {
+            return None;
+        };
+        members.iter().find_map(|m| {
+            if m.name == 0 {
+                let (ty, bits) = self.member(m.ty, field)?;
+                Some((ty, m.bit_offset + bits))
+            } else if string(&self.strings, m.name) == field {
+                Some((m.ty, m.bit_offset))
+            } else {
+                None
+            }
+        })
+    }
+
+    /// `ty` with typedefs and qualifiers looked through.
+    fn resolve(&self, mut ty: u32) -> u32 {
+        for _ in 0..32 {
+            match self.get(ty) {
+                Some(Type::Alias(next)) => ty = *next,
+                _ => break,
+            }
+        }
+        ty
+    }
+
+    fn get(&self, ty: u32) -> Option<&Type> {
+        self.types.get((ty as usize).checked_sub(1)?)
+    }
+
+    /// Where `profiler_common::sched` reads the scheduler's accounting.
+    ///
+    /// # Errors
+    /// When this kernel lacks one of the fields.
+    pub fn sched_offsets(&self) -> Result<SchedOffsets, BtfFieldError> {
+        let sched_info = "run-queue accounting needs CONFIG_SCHED_INFO";
+        let group = "the CPU's run queue is reached through CONFIG_FAIR_GROUP_SCHED";
+        Ok(SchedOffsets {
+            run_delay: self.offset("task_struct", "sched_info.run_delay", sched_info)?,
+            last_queued: self.offset("task_struct", "sched_info.last_queued", sched_info)?,
+            cfs_rq: self.offset("task_struct", "se.cfs_rq", group)?,
+            rq: self.offset("cfs_rq", "rq", group)?,
+            clock: self.offset("rq", "clock", "the run queue's clock")?,
+            pad: 0,
+        })
+    }
+}
+
+fn too_many() -> BtfFieldError {
+    BtfFieldError::Malformed("too many types")
+}
+
+/// The type section, one entry per type id from 1.
+fn parse_types(section: &[u8]) -> Result<Vec<Type>, BtfFieldError> {
+    let mut r = Reader::at(section, 0);
+    let mut types = Vec::new();
+    while r.pos < section.len() {
+        let name = r.u32()?;
+        let info = r.u32()?;
+        let size_or_type = r.u32()?;
+        let vlen = (info & 0xffff) as usize;
+        let kind = (info >> 24) & 0x1f;
+        let bitfields = info >> 31 != 0;
+        types.push(match kind {
+            KIND_STRUCT | KIND_UNION => {
+                let mut members = Vec::with_capacity(vlen);
+                for _ in 0..vlen {
+                    let (name, ty, offset) = (r.u32()?, r.u32()?, r.u32()?);
+                    let bit_offset = if bitfields {
+                        offset & 0x00ff_ffff
+                    } else {
+                        offset
+                    };
+                    members.push(Member {
+                        name,
+                        ty,
+                        bit_offset,
+                    });
+                }
+                Type::Composite { name, members }
+            }
+            KIND_TYPEDEF | KIND_VOLATILE | KIND_CONST | KIND_RESTRICT | KIND_TYPE_TAG => {
+                Type::Alias(size_or_type)
+            }
+            _ => {
+                r.skip(trailing_len(kind, vlen)?)?;
+                Type::Other
+            }
+        });
+    }
+    Ok(types)
+}
+
+/// Bytes that follow the common part of a type of `kind` (other than the
+/// struct, union and alias kinds handled above).
+fn trailing_len(kind: u32, vlen: usize) -> Result<usize, BtfFieldError> {
+    Ok(match kind {
+        // INT, VAR, DECL_TAG: one u32.
+        1 | 14 | 17 => 4,
+        // PTR, FWD, FUNC, FLOAT: nothing.
+        2 | 7 | 12 | 16 => 0,
+        // ARRAY: element type, index type, length.
+        3 => 12,
+        // ENUM, FUNC_PROTO: name and value or type per entry.
+        6 | 13 => 8 * vlen,
+        // DATASEC, ENUM64: three u32s per entry.
+        15 | 19 => 12 * vlen,
+        _ => return Err(BtfFieldError::Malformed("a type of unknown kind")),
+    })
+}
+
+/// The NUL-terminated string at `offset` of the string section.
+fn string(strings: &[u8], offset: u32) -> &[u8] {
+    let rest = strings.get(offset as usize..).unwrap_or_default();
+    &rest[..rest.iter().position(|&b| b == 0).unwrap_or(rest.len())]
+}
+
+/// Native-endian reads with bounds checks.
+struct Reader<'a> {
+    data: &'a [u8],
+    pos: usize,
+}
+
+impl<'a> Reader<'a> {
+    fn at(data: &'a [u8], pos: usize) -> Self {
+        Self { data, pos }
+    }
+
+    fn take<const N: usize>(&mut self) -> Result<[u8; N], BtfFieldError> {
+        let bytes = self
+            .data
+            .get(self.pos..self.pos + N)
+            .ok_or(BtfFieldError::Malformed("truncated"))?;
+        self.pos += N;
+        Ok(bytes.try_into().expect("N bytes"))
+    }
+
+    fn u16(&mut self) -> Result<u16, BtfFieldError> {
+        self.take().map(u16::from_ne_bytes)
+    }
+
+    fn u32(&mut self) -> Result<u32, BtfFieldError> {
+        self.take().map(u32::from_ne_bytes)
+    }
+
+    fn skip(&mut self, n: usize) -> Result<(), BtfFieldError> {
+        if self.pos + n > self.data.len() {
+            return Err(BtfFieldError::Malformed("truncated"));
+        }
+        self.pos += n;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+#[path = "btf_fields_tests.rs"]
+mod tests;
