@@ -64,6 +64,9 @@ pub const UNWIND_PROCS: &str = "UNWIND_PROCS";
 pub const UNWIND_REQUESTS: &str = "UNWIND_REQUESTS";
 /// Per-CPU state of the user stack walk between `bpf_loop` iterations.
 pub const UNWIND_STATE: &str = "UNWIND_STATE";
+/// Per-CPU xorshift64* state of the off-CPU sampling rule (seeded by the
+/// kernel on first use).
+pub const OFF_CPU_RANDOM: &str = "OFF_CPU_RANDOM";
 
 /// Name of the load-time global that switches target filtering off (`--all`).
 pub const GLOBAL_TARGET_ALL: &str = "TARGET_ALL";
@@ -84,7 +87,7 @@ pub const GLOBAL_SCHED_OFFSETS: &str = "SCHED_OFFSETS";
 /// Every map of the eBPF object (besides aya-log's own). A test in
 /// profiler-userspace checks the built object against this list both
 /// ways, so a map renamed on one side only, or left unused, fails it.
-pub const ALL: [&str; 16] = [
+pub const ALL: [&str; 17] = [
     SAMPLES_0,
     SAMPLES_1,
     STACKS_0,
@@ -101,6 +104,7 @@ pub const ALL: [&str; 16] = [
     UNWIND_PROCS,
     UNWIND_REQUESTS,
     UNWIND_STATE,
+    OFF_CPU_RANDOM,
 ];
 
 /// Every load-time global the daemon sets, checked the same way.

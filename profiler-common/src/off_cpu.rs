@@ -86,6 +86,22 @@ pub fn split_interval(preempted: bool, start: u64, end: u64, queued_ns: u64) -> 
     }
 }
 
+/// One step of xorshift64* (Vigna): the next 32 random bits from `state`,
+/// which must not be 0. The sampling rule's random source on both sides:
+/// a per-CPU state in the kernel (no helper call on the switch path), one
+/// per window loop in the daemon.
+#[must_use]
+#[inline(always)]
+#[allow(clippy::inline_always, reason = "runs inside an eBPF program")]
+pub fn xorshift_next(state: &mut u64) -> u32 {
+    *state ^= *state >> 12;
+    *state ^= *state << 25;
+    *state ^= *state >> 27;
+    #[allow(clippy::cast_possible_truncation, reason = "the high half")]
+    let bits = (state.wrapping_mul(0x2545_f491_4f6c_dd1d) >> 32) as u32;
+    bits
+}
+
 /// `rand / 2³² < d / r`, exactly, in integers (`d < r <= u32::MAX`).
 #[inline(always)]
 #[allow(clippy::inline_always, reason = "runs inside an eBPF program")]
@@ -97,14 +113,11 @@ fn kept(d_ns: u64, rate_ns: u64, rand: u32) -> bool {
 mod tests {
     use super::*;
 
-    /// xorshift64*: deterministic, good enough to drive a sampler.
+    /// Deterministic, as the kernel's per-CPU source is per seed.
     struct Rng(u64);
     impl Rng {
         fn next(&mut self) -> u32 {
-            self.0 ^= self.0 >> 12;
-            self.0 ^= self.0 << 25;
-            self.0 ^= self.0 >> 27;
-            (self.0.wrapping_mul(0x2545_f491_4f6c_dd1d) >> 32) as u32
+            xorshift_next(&mut self.0)
         }
     }
 

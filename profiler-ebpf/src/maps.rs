@@ -118,6 +118,10 @@ static UNWIND_REQUESTS: HashMap<u32, u8> =
 #[map]
 static UNWIND_STATE: PerCpuArray<WalkState> = PerCpuArray::with_max_entries(SCRATCH_CONTEXTS, 0);
 
+/// Per-CPU state of the off-CPU rule's random source; 0 until first use.
+#[map]
+static OFF_CPU_RANDOM: PerCpuArray<u64> = PerCpuArray::with_max_entries(1, 0);
+
 /// Which per-CPU scratch entry a program uses. The cpu-clock sampler runs
 /// from a timer interrupt, so it can interrupt a tracepoint program that
 /// is walking a stack on the same CPU (`rseq_update` flushing off-CPU
@@ -232,6 +236,14 @@ pub fn off_cpu_dispatch_only() -> bool {
 #[inline(always)]
 pub fn sched_offsets() -> SchedOffsets {
     SCHED_OFFSETS.load()
+}
+
+/// This CPU's random state for the off-CPU rule (see
+/// `profiler_common::off_cpu::xorshift_next`). Only `sched_switch` uses
+/// it, with interrupts off, so nothing else runs on it meanwhile.
+#[inline(always)]
+pub fn off_cpu_random() -> Option<*mut u64> {
+    OFF_CPU_RANDOM.get_ptr_mut(0)
 }
 
 /// Whether user stacks are walked by the unwind tables.

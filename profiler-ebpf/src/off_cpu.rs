@@ -35,7 +35,7 @@ use aya_ebpf::{
 };
 use core::intrinsics::{AtomicOrdering, atomic_xadd};
 use profiler_common::{
-    off_cpu::{Weight, sample, sample_naive, split_interval},
+    off_cpu::{Weight, sample, sample_naive, split_interval, xorshift_next},
     sample::{COMM_LEN, SampleKey, ThreadState},
     stack::NO_STACK,
     stats::Stat,
@@ -245,8 +245,7 @@ fn apply_rule(d_ns: u64) -> Option<Weight> {
     }
     maps::count(Stat::OffCpuEventsSeen, 1);
     let (rate, naive) = maps::off_cpu_rule();
-    // SAFETY: bpf_get_prandom_u32 has no preconditions.
-    let rand = unsafe { bpf_get_prandom_u32() };
+    let rand = random()?;
     let weight = if naive {
         sample_naive(d_ns, rate, rand)
     } else {
@@ -256,6 +255,24 @@ fn apply_rule(d_ns: u64) -> Option<Weight> {
         maps::count(Stat::OffCpuEventsKept, 1);
     }
     weight
+}
+
+/// 32 random bits from this CPU's xorshift64* state: an inline step, where
+/// `bpf_get_prandom_u32` would be a helper call on every kept or dropped
+/// part. The state is seeded from the kernel's pool on first use.
+#[inline(always)]
+fn random() -> Option<u32> {
+    let state = maps::off_cpu_random()?;
+    // SAFETY: a pointer into this CPU's entry of a per-CPU array, valid for
+    // this run; only sched_switch, with interrupts off, uses it.
+    unsafe {
+        if *state == 0 {
+            // SAFETY: bpf_get_prandom_u32 has no preconditions.
+            let seed = (u64::from(bpf_get_prandom_u32()) << 32) | u64::from(bpf_get_prandom_u32());
+            *state = seed | 1;
+        }
+        Some(xorshift_next(&mut *state))
+    }
 }
 
 /// Moves a thread's pending weight into the active slot, with the user

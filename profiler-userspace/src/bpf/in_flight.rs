@@ -29,7 +29,7 @@ use std::{
 use aya::maps::{HashMap, Map, MapData};
 use profiler_common::{
     maps::{IN_FLIGHT, TASKS},
-    off_cpu::{Weight, sample, sample_naive, split_interval},
+    off_cpu::{Weight, sample, sample_naive, split_interval, xorshift_next},
     sample::{ThreadState, comm_str},
     task::TaskState,
 };
@@ -63,10 +63,7 @@ impl Rng {
     }
 
     fn next_u32(&mut self) -> u32 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        (self.0.wrapping_mul(0x2545_f491_4f6c_dd1d) >> 32) as u32
+        xorshift_next(&mut self.0)
     }
 }
 
