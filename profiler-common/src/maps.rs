@@ -67,6 +67,9 @@ pub const UNWIND_STATE: &str = "UNWIND_STATE";
 /// Per-CPU xorshift64* state of the off-CPU sampling rule (seeded by the
 /// kernel on first use).
 pub const OFF_CPU_RANDOM: &str = "OFF_CPU_RANDOM";
+/// Per-CPU offset from the run queue's clock to ktime, measured again
+/// every 100 ms (see `profiler-ebpf`'s `clock.rs`).
+pub const CLOCK_SYNC: &str = "CLOCK_SYNC";
 
 /// Name of the load-time global that switches target filtering off (`--all`).
 pub const GLOBAL_TARGET_ALL: &str = "TARGET_ALL";
@@ -87,7 +90,7 @@ pub const GLOBAL_SCHED_OFFSETS: &str = "SCHED_OFFSETS";
 /// Every map of the eBPF object (besides aya-log's own). A test in
 /// profiler-userspace checks the built object against this list both
 /// ways, so a map renamed on one side only, or left unused, fails it.
-pub const ALL: [&str; 17] = [
+pub const ALL: [&str; 18] = [
     SAMPLES_0,
     SAMPLES_1,
     STACKS_0,
@@ -105,6 +108,7 @@ pub const ALL: [&str; 17] = [
     UNWIND_REQUESTS,
     UNWIND_STATE,
     OFF_CPU_RANDOM,
+    CLOCK_SYNC,
 ];
 
 /// Every load-time global the daemon sets, checked the same way.

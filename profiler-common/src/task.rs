@@ -15,8 +15,12 @@ use crate::sample::COMM_LEN;
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct TaskState {
-    /// When the thread left the CPU (ktime ns); 0 while it is on a CPU.
+    /// When the thread left the CPU (ktime ns, converted from the run
+    /// queue's clock; for the window logic); 0 while it is on a CPU.
     pub off_since_ns: u64,
+    /// The same instant in the run queue's clock (`rq->clock`), which the
+    /// interval's length is measured in.
+    pub off_since_clock: u64,
     /// The scheduler's `sched_info.run_delay` when it left the CPU, to
     /// tell the run-queue waits since (see [`crate::sched`]).
     pub run_delay_ns: u64,
@@ -57,4 +61,4 @@ unsafe impl aya::Pod for TaskState {}
 
 // The layout both sides agree on, checked wherever this crate is built
 // (the eBPF target included): no padding, the size the kernel allocates.
-const _: () = assert!(size_of::<TaskState>() == 96);
+const _: () = assert!(size_of::<TaskState>() == 104);

@@ -16,6 +16,7 @@
 )]
 
 mod aggregate;
+mod clock;
 mod maps;
 mod off_cpu;
 mod on_cpu;

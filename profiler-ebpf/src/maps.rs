@@ -20,7 +20,7 @@ use profiler_common::{
     unwind::{ProcessMappings, UnwindRow},
 };
 
-use crate::{task_storage::TaskStorage, unwind::WalkState};
+use crate::{clock::ClockSync, task_storage::TaskStorage, unwind::WalkState};
 
 /// Non-zero: profile every process (`--all`); zero: only tgids in [`TARGETS`].
 #[unsafe(no_mangle)]
@@ -121,6 +121,10 @@ static UNWIND_STATE: PerCpuArray<WalkState> = PerCpuArray::with_max_entries(SCRA
 /// Per-CPU state of the off-CPU rule's random source; 0 until first use.
 #[map]
 static OFF_CPU_RANDOM: PerCpuArray<u64> = PerCpuArray::with_max_entries(1, 0);
+
+/// Per-CPU offset from the run queue's clock to ktime.
+#[map]
+static CLOCK_SYNC: PerCpuArray<ClockSync> = PerCpuArray::with_max_entries(1, 0);
 
 /// Which per-CPU scratch entry a program uses. The cpu-clock sampler runs
 /// from a timer interrupt, so it can interrupt a tracepoint program that
@@ -244,6 +248,13 @@ pub fn sched_offsets() -> SchedOffsets {
 #[inline(always)]
 pub fn off_cpu_random() -> Option<*mut u64> {
     OFF_CPU_RANDOM.get_ptr_mut(0)
+}
+
+/// This CPU's clock offset (see `clock.rs`); only `sched_switch` uses
+/// it, with interrupts off.
+#[inline(always)]
+pub fn clock_sync() -> Option<*mut ClockSync> {
+    CLOCK_SYNC.get_ptr_mut(0)
 }
 
 /// Whether user stacks are walked by the unwind tables.

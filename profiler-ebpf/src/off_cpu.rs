@@ -28,9 +28,7 @@
 //!     approximation, counted as `OffCpuNsApproxUserStack`.
 use aya_ebpf::{
     bindings::task_struct,
-    helpers::{
-        bpf_get_current_comm, bpf_get_current_task_btf, bpf_get_prandom_u32, bpf_ktime_get_ns,
-    },
+    helpers::{bpf_get_current_comm, bpf_get_current_task_btf, bpf_get_prandom_u32},
     programs::BtfTracePointContext,
 };
 use core::intrinsics::{AtomicOrdering, atomic_xadd};
@@ -44,7 +42,11 @@ use profiler_common::{
 
 use aya_log_ebpf::warn;
 
-use crate::{aggregate, maps, sched_info, stack, target, unwind};
+use crate::{
+    aggregate,
+    clock::{self, Clock},
+    maps, sched_info, stack, target, unwind,
+};
 
 /// `TASK_UNINTERRUPTIBLE` and `TASK_NOLOAD` from `linux/sched.h`; a task
 /// with both is an idle kernel thread (TASK_IDLE), not a disk wait.
@@ -61,7 +63,7 @@ pub fn on_switch(ctx: &BtfTracePointContext) {
     let prev: *mut task_struct = ctx.arg(1);
     let next: *mut task_struct = ctx.arg(2);
     let prev_state: u64 = ctx.arg(3);
-    let mut clock = Clock(0);
+    let mut clock = Clock::new();
     #[expect(clippy::cast_possible_truncation, reason = "an unsigned int argument")]
     switch_out(
         ctx,
@@ -71,21 +73,6 @@ pub fn on_switch(ctx: &BtfTracePointContext) {
         &mut clock,
     );
     switch_in(next, &mut clock);
-}
-
-/// The switch's timestamp, read once and only if a tracked thread needs
-/// it: most switches on a machine involve no target.
-struct Clock(u64);
-
-impl Clock {
-    #[inline(always)]
-    fn now(&mut self) -> u64 {
-        if self.0 == 0 {
-            // SAFETY: bpf_ktime_get_ns has no preconditions.
-            self.0 = unsafe { bpf_ktime_get_ns() };
-        }
-        self.0
-    }
 }
 
 /// Where a thread's pending weight is flushed (see the module header).
@@ -180,7 +167,9 @@ fn switch_out(
     // SAFETY: `entry` comes from a successful map lookup or insert and stays
     // valid for this program's run.
     unsafe {
-        (*entry).off_since_ns = clock.now();
+        let now = clock.now(prev);
+        (*entry).off_since_clock = now;
+        (*entry).off_since_ns = clock::to_ktime(now);
         (*entry).run_delay_ns = sched_info::run_delay(prev);
         (*entry).state = state as u32;
     }
@@ -190,27 +179,30 @@ fn switch_in(next: *mut task_struct, clock: &mut Clock) {
     let Some(entry) = maps::task(next) else {
         return;
     };
-    let now = clock.now();
+    let now = clock.now(next);
     // SAFETY: `entry` comes from a successful map lookup and stays valid for
     // this program's run.
     unsafe {
-        let off = (*entry).off_since_ns;
-        if off == 0 || now < off {
+        let (off, start) = ((*entry).off_since_ns, (*entry).off_since_clock);
+        if off == 0 {
             return;
         }
         (*entry).off_since_ns = 0;
         // An interval open across a window's end was accounted by userspace
-        // up to that end (see profiler_common::maps::IN_FLIGHT).
-        let mut start = off;
+        // up to that end, in ktime (see profiler_common::maps::IN_FLIGHT):
+        // that much of it is not counted again.
+        let mut start = start;
         if off < maps::last_flip_ns()
             && let Some(until) = maps::take_accounted((*entry).tid)
-            && until > start
-            && until <= now
+            && until > off
         {
-            start = until;
+            start += until - off;
+        }
+        if now <= start {
+            return;
         }
         let state = (*entry).state;
-        let queued = sched_info::queued_since(next, (*entry).run_delay_ns);
+        let queued = sched_info::queued_since(next, (*entry).run_delay_ns, now);
         let (blocked, runqueue) =
             split_interval(state == ThreadState::Runqueue as u32, start, now, queued);
 

@@ -19,23 +19,33 @@ pub fn run_delay(task: *mut task_struct) -> u64 {
     unsafe { load(task.cast(), offsets.run_delay) }
 }
 
-/// The run-queue time of `next`, being switched in at `sched_switch`,
-/// since it left the CPU with `run_delay_out`.
+/// The run-queue time of `next`, being switched in at `sched_switch` at
+/// run-queue clock `clock`, since it left the CPU with `run_delay_out`.
 #[inline(always)]
-pub fn queued_since(next: *mut task_struct, run_delay_out: u64) -> u64 {
+pub fn queued_since(next: *mut task_struct, run_delay_out: u64, clock: u64) -> u64 {
     let offsets = maps::sched_offsets();
     let task: *const u8 = next.cast();
-    // SAFETY: as in `run_delay`: each load is of a field the verifier checks
-    // against the kernel's BTF, from the task to its CFS run queue to the
-    // CPU's run queue; a bad pointer on the way reads as zero rather than
-    // faulting (the loads of untrusted BTF pointers are guarded).
+    // SAFETY: as in `run_delay`.
     unsafe {
         let run_delay_now: u64 = load(task, offsets.run_delay);
         let last_queued: u64 = load(task, offsets.last_queued);
-        let cfs_rq: *const u8 = load(task, offsets.cfs_rq);
-        let rq: *const u8 = load(cfs_rq, offsets.rq);
-        let clock: u64 = load(rq, offsets.clock);
         queued_ns(run_delay_out, run_delay_now, last_queued, clock)
+    }
+}
+
+/// The clock of the run queue `task` is on (`rq->clock`), which the
+/// scheduler has just updated when `sched_switch` fires.
+#[inline(always)]
+pub fn rq_clock(task: *mut task_struct) -> u64 {
+    let offsets = maps::sched_offsets();
+    // SAFETY: each load is of a field the verifier checks against the
+    // kernel's BTF, from the task to its CFS run queue to the CPU's run
+    // queue; a bad pointer on the way reads as zero rather than faulting
+    // (loads through untrusted BTF pointers are guarded).
+    unsafe {
+        let cfs_rq: *const u8 = load(task.cast(), offsets.cfs_rq);
+        let rq: *const u8 = load(cfs_rq, offsets.rq);
+        load(rq, offsets.clock)
     }
 }
 
