@@ -1,16 +1,15 @@
 //! Off-CPU time: how long target threads stay off the CPU, and why.
 //!
 //! - Switch-out (sched_switch, in the leaving thread's context): note the
-//!   time, the state it leaves in and the scheduler's run-queue total.
-//!   Cheap: no stack is captured here.
+//!   time (the run queue's clock, `clock.rs`), the state it leaves in and
+//!   the scheduler's run-queue total. Cheap: no stack is captured here.
 //! - Switch-in (sched_switch, `next`): the durations are known. The
 //!   scheduler's own accounting says how much of the interval was spent
 //!   waiting for a CPU (`sched_info`, no wakeup hook needed); the rest was
 //!   blocked. Apply the sampling rule (profiler_common::off_cpu) to each
-//!   part. Only when a
-//!   part is kept is a stack captured: the kernel stack of `next` right
-//!   there with bpf_get_task_stack, and the weight is parked in the task's
-//!   entry as pending.
+//!   part. Only when a part is kept is a stack captured: the kernel stack
+//!   of `next` right there with bpf_get_task_stack, and the weight is
+//!   parked in the task's entry as pending.
 //! - The user stack can only be read in the thread's own context, so the
 //!   pending weight is flushed the first time the thread runs a hook of its
 //!   own:
