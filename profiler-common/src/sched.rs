@@ -7,8 +7,8 @@
 //! current wait began; 0 when none is open), both in the run queue's clock
 //! (`rq->clock`). At the `sched_switch` tracepoint `next` has not yet been
 //! accounted: `sched_info_arrive` runs later in `context_switch`, so its
-//! current wait is `rq->clock - last_queued` with the clock the scheduler
-//! has just updated. A migration between run queues closes one wait into
+//! current wait is `rq->clock - last_queued`, with the clock as the
+//! scheduler is about to read it for that accounting. A migration between run queues closes one wait into
 //! `run_delay` and opens another, so the two together are every run-queue
 //! wait since the thread left the CPU.
 //!

@@ -5,7 +5,10 @@
 //! per-switch cost here). The scheduler has just updated the run queue's
 //! own clock (`rq->clock`, what `sched_info` counts in) when
 //! `sched_switch` fires, so durations are measured in that clock, read off
-//! the task like the run-queue accounting (`sched_info::rq_clock`).
+//! the task like the run-queue accounting (`sched_info::rq_clock`). The
+//! one exception is the scheduler's own: a switch that follows a wakeup at
+//! once (the woken thread preempts, or wakes an idle CPU) skips the update,
+//! so it is timed at the wakeup, as schedstat times it (README).
 //!
 //! Only the window logic needs ktime (the daemon's flips are
 //! `CLOCK_MONOTONIC`): for it, a run-queue clock reading is converted with
