@@ -49,12 +49,15 @@ pub fn rq_clock(task: *mut task_struct) -> u64 {
     }
 }
 
-/// The `T` at byte `offset` of `base`.
+/// The `T` at byte `offset` of `base`. The address is computed without
+/// Rust's in-bounds assumption: `base` may be a pointer read through
+/// another load, which reads as null if it faults.
 ///
 /// # Safety
-/// `base + offset` must be a field of type `T` that the verifier accepts.
+/// `base + offset` must be a field of type `T` that the verifier accepts
+/// (its guarded loads turn a bad address into zero, not a fault).
 #[inline(always)]
 unsafe fn load<T: Copy>(base: *const u8, offset: u32) -> T {
     // SAFETY: the caller's contract.
-    unsafe { core::ptr::read_volatile(base.add(offset as usize).cast::<T>()) }
+    unsafe { core::ptr::read_volatile(base.wrapping_add(offset as usize).cast::<T>()) }
 }
