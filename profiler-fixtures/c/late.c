@@ -55,10 +55,21 @@ int main(int argc, char **argv) {
 
     uint64_t heavy_ns = 0, light_ns = 0, sink = 0;
     uint64_t end = ns(CLOCK_MONOTONIC) + (uint64_t)(run_seconds * 1e9);
-    /* About 1 ms of spinning per unit on this kind of machine. */
+    /*
+     * Each round spins for 4 units, a unit drawn between 0.5 and 1.5 of
+     * its mean (about 0.5 ms here). With a fixed unit every round took the
+     * same 2.0 ms on this machine, and a 499 Hz sampler (2.004 ms) hit the
+     * same phase of round after round: 2,000 samples then count as a
+     * handful, and lib_heavy's share came out anywhere around its 75%
+     * (63% twice in CI), for any periodic sampler alike. Random lengths
+     * spread the samples over every phase.
+     */
+    uint64_t seed = (uint64_t)getpid() * 0x9e3779b97f4a7c15u + ns(CLOCK_MONOTONIC);
     while (ns(CLOCK_MONOTONIC) < end) {
-        heavy_ns += timed(heavy, 400000, &sink);
-        light_ns += timed(light, 400000, &sink);
+        seed = seed * 6364136223846793005u + 1442695040888963407u;
+        uint64_t unit = 200000 + (seed >> 33) % 400000;
+        heavy_ns += timed(heavy, unit, &sink);
+        light_ns += timed(light, unit, &sink);
     }
     printf("heavy_ns=%llu light_ns=%llu sink=%llu\n", (unsigned long long)heavy_ns,
            (unsigned long long)light_ns, (unsigned long long)(sink % 10));
