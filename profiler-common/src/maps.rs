@@ -30,6 +30,13 @@ pub const CONTROL_LEN: u32 = 2;
 
 /// Set of target process ids (tgid -> 1), used unless profiling everything.
 pub const TARGETS: &str = "TARGETS";
+/// A filter in front of [`TARGETS`] for `sched_switch`, which runs for
+/// every context switch on the machine: one byte per slot
+/// ([`target_filter_slot`]), zero when no target's tgid falls in it. A
+/// zero slot passes over a thread with one array read (which the verifier
+/// inlines), where a hash lookup is a call. Whoever adds a target sets its
+/// slot first; the daemon clears a slot when the last target in it exits.
+pub const TARGET_FILTER: &str = "TARGET_FILTER";
 /// Process names of `--comm` ([`crate::sample::comm_key`] -> 1): a process
 /// that execs into one of them becomes a target in the kernel at once, so
 /// a short-lived match is profiled from its first instruction.
@@ -90,7 +97,7 @@ pub const GLOBAL_SCHED_OFFSETS: &str = "SCHED_OFFSETS";
 /// Every map of the eBPF object (besides aya-log's own). A test in
 /// profiler-userspace checks the built object against this list both
 /// ways, so a map renamed on one side only, or left unused, fails it.
-pub const ALL: [&str; 18] = [
+pub const ALL: [&str; 19] = [
     SAMPLES_0,
     SAMPLES_1,
     STACKS_0,
@@ -98,6 +105,7 @@ pub const ALL: [&str; 18] = [
     STACK_SCRATCH,
     CONTROL,
     TARGETS,
+    TARGET_FILTER,
     TARGET_COMMS,
     STATS,
     TASKS,
@@ -127,6 +135,17 @@ pub const SAMPLES_MAX_ENTRIES: u32 = 32_768;
 pub const STACKS_MAX_ENTRIES: u32 = 16_384;
 /// Capacity of [`TARGETS`].
 pub const TARGETS_MAX_ENTRIES: u32 = 4_096;
+/// Slots of [`TARGET_FILTER`]: with a few targets, a thread of another
+/// process shares a slot with one of them about once in a thousand.
+pub const TARGET_FILTER_SLOTS: u32 = 4_096;
+
+/// The [`TARGET_FILTER`] slot of process `pid`.
+#[must_use]
+#[inline(always)]
+#[allow(clippy::inline_always, reason = "runs inside an eBPF program")]
+pub const fn target_filter_slot(pid: u32) -> u32 {
+    pid % TARGET_FILTER_SLOTS
+}
 /// Capacity of [`TARGET_COMMS`]: the most `--comm` names.
 pub const TARGET_COMMS_MAX_ENTRIES: u32 = 64;
 /// Capacity of [`IN_FLIGHT`]: threads off the CPU at a window's end.

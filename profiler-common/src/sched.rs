@@ -15,7 +15,8 @@
 //! The eBPF side cannot use CO-RE, so the daemon resolves the fields'
 //! offsets from the kernel's BTF and hands them over as a load-time global.
 
-/// Byte offsets of the fields read, resolved from `/sys/kernel/btf/vmlinux`.
+/// Byte offsets of the fields read, resolved from `/sys/kernel/btf/vmlinux`:
+/// the scheduler's accounting, and the thread's own ids.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct SchedOffsets {
@@ -30,11 +31,16 @@ pub struct SchedOffsets {
     pub rq: u32,
     /// `rq.clock`.
     pub clock: u32,
+    /// `task_struct.pid`: the thread id, which `sched_switch` reads to
+    /// pass over threads that are not profiled without a helper call.
+    pub pid: u32,
+    /// `task_struct.tgid`: the process id, for the same.
+    pub tgid: u32,
     pub pad: u32,
 }
 
 #[cfg(feature = "user")]
-// SAFETY: six u32s, no padding, every bit pattern valid.
+// SAFETY: eight u32s, no padding, every bit pattern valid.
 unsafe impl aya::Pod for SchedOffsets {}
 
 /// Run-queue time of a thread between its switch-out and now, its

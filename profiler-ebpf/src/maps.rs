@@ -9,8 +9,9 @@ use aya_ebpf::{
 use profiler_common::{
     maps::{
         CONTROL_ACTIVE_SLOT, CONTROL_LAST_FLIP_NS, CONTROL_LEN, IN_FLIGHT_MAX_ENTRIES,
-        SAMPLES_MAX_ENTRIES, STACKS_MAX_ENTRIES, TARGET_COMMS_MAX_ENTRIES, TARGETS_MAX_ENTRIES,
-        UNWIND_PROCS_MAX_ENTRIES, UNWIND_REQUESTS_MAX_ENTRIES, UNWIND_ROWS_DEFAULT_ENTRIES,
+        SAMPLES_MAX_ENTRIES, STACKS_MAX_ENTRIES, TARGET_COMMS_MAX_ENTRIES, TARGET_FILTER_SLOTS,
+        TARGETS_MAX_ENTRIES, UNWIND_PROCS_MAX_ENTRIES, UNWIND_REQUESTS_MAX_ENTRIES,
+        UNWIND_ROWS_DEFAULT_ENTRIES, target_filter_slot,
     },
     sample::{COMM_LEN, SampleKey, SampleValue},
     sched::SchedOffsets,
@@ -51,6 +52,8 @@ static SCHED_OFFSETS: Global<SchedOffsets> = Global::new(SchedOffsets {
     cfs_rq: 0,
     rq: 0,
     clock: 0,
+    pid: 0,
+    tgid: 0,
     pad: 0,
 });
 
@@ -59,6 +62,10 @@ static CONTROL: Array<u64> = Array::with_max_entries(CONTROL_LEN, 0);
 
 #[map]
 static TARGETS: HashMap<u32, u8> = HashMap::with_max_entries(TARGETS_MAX_ENTRIES, 0);
+
+/// Zero slots: no target there (see profiler_common::maps::TARGET_FILTER).
+#[map]
+static TARGET_FILTER: Array<u8> = Array::with_max_entries(TARGET_FILTER_SLOTS, 0);
 
 /// `--comm` names: a process that execs into one becomes a target.
 #[map]
@@ -275,6 +282,15 @@ pub fn is_target(pid: u32) -> bool {
     TARGETS.get_ptr(pid).is_some()
 }
 
+/// False when `pid` (a tgid) is certainly not a target; true when it may
+/// be, which [`is_target`] settles.
+#[inline(always)]
+pub fn may_be_target(pid: u32) -> bool {
+    TARGET_FILTER
+        .get(target_filter_slot(pid))
+        .is_some_and(|slot| *slot != 0)
+}
+
 /// Whether `comm` is one of the `--comm` names.
 #[inline(always)]
 pub fn is_target_comm(comm: &[u8; COMM_LEN]) -> bool {
@@ -286,6 +302,11 @@ pub fn is_target_comm(comm: &[u8; COMM_LEN]) -> bool {
 /// leaves it to the daemon's next look at `/proc`.
 #[inline(always)]
 pub fn add_target(pid: u32) {
+    if let Some(slot) = TARGET_FILTER.get_ptr_mut(target_filter_slot(pid)) {
+        // SAFETY: a pointer into an array map's value, valid for this run;
+        // every writer only ever stores 1 here while targets are added.
+        unsafe { *slot = 1 };
+    }
     let _ = TARGETS.insert(pid, 1, 0);
 }
 

@@ -62,16 +62,25 @@ pub fn on_switch(ctx: &BtfTracePointContext) {
     let prev: *mut task_struct = ctx.arg(1);
     let next: *mut task_struct = ctx.arg(2);
     let prev_state: u64 = ctx.arg(3);
+    // Most switches on a machine are of threads that are not profiled:
+    // they are passed over before any task-storage lookup or call.
+    let prev_ids = target::candidate(prev);
+    let next_candidate = target::candidate(next).is_some();
     let mut clock = Clock::new();
-    #[expect(clippy::cast_possible_truncation, reason = "an unsigned int argument")]
-    switch_out(
-        ctx,
-        prev,
-        preempt & 0xff != 0,
-        prev_state as u32,
-        &mut clock,
-    );
-    switch_in(next, &mut clock);
+    if let Some(ids) = prev_ids {
+        #[expect(clippy::cast_possible_truncation, reason = "an unsigned int argument")]
+        switch_out(
+            ctx,
+            prev,
+            ids,
+            preempt & 0xff != 0,
+            prev_state as u32,
+            &mut clock,
+        );
+    }
+    if next_candidate {
+        switch_in(next, &mut clock);
+    }
 }
 
 /// Where a thread's pending weight is flushed (see the module header).
@@ -124,21 +133,23 @@ pub fn on_exit() {
     }
 }
 
+/// `prev`, a thread with ids `(pid, tid)` that may be profiled, leaves the
+/// CPU. A thread with an entry is a target's (and stays one until it
+/// exits), so only threads seen for the first time pay the exact check.
 fn switch_out(
     ctx: &BtfTracePointContext,
     prev: *mut task_struct,
+    (pid, tid): (u32, u32),
     preempt: bool,
     prev_state: u32,
     clock: &mut Clock,
 ) {
-    // A thread with an entry is a target's (and stays one until it exits),
-    // so only threads seen for the first time pay the target check.
     let entry = if let Some(entry) = maps::task(prev) {
         entry
     } else {
-        let Some((pid, tid)) = target::current() else {
+        if !target::is(pid) {
             return;
-        };
+        }
         let fresh = TaskState {
             pid,
             tid,

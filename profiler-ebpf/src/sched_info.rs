@@ -1,5 +1,6 @@
-//! The scheduler's own run-queue accounting of a thread (see
-//! `profiler_common::sched`), read at the offsets the daemon resolved.
+//! Fields of a `task_struct` read at the offsets the daemon resolved: the
+//! scheduler's own run-queue accounting of a thread (see
+//! `profiler_common::sched`), its run queue's clock, and its ids.
 //!
 //! The offsets are a frozen read-only global, so the verifier knows them
 //! as constants: each read is a plain load at a known offset of a
@@ -46,6 +47,21 @@ pub fn rq_clock(task: *mut task_struct) -> u64 {
         let cfs_rq: *const u8 = load(task.cast(), offsets.cfs_rq);
         let rq: *const u8 = load(cfs_rq, offsets.rq);
         load(rq, offsets.clock)
+    }
+}
+
+/// `task`'s (process id, thread id): its `tgid` and `pid` fields, which is
+/// what `bpf_get_current_pid_tgid` returns for the current thread, without
+/// the helper call and for any task.
+#[inline(always)]
+pub fn ids(task: *mut task_struct) -> (u32, u32) {
+    let offsets = maps::sched_offsets();
+    // SAFETY: as in `run_delay`, for two pid_t fields.
+    unsafe {
+        (
+            load(task.cast(), offsets.tgid),
+            load(task.cast(), offsets.pid),
+        )
     }
 }
 

@@ -1,7 +1,10 @@
 //! Which threads are profiled.
-use aya_ebpf::helpers::{bpf_get_current_comm, bpf_get_current_pid_tgid};
+use aya_ebpf::{
+    bindings::task_struct,
+    helpers::{bpf_get_current_comm, bpf_get_current_pid_tgid},
+};
 
-use crate::maps;
+use crate::{maps, sched_info};
 
 /// The current thread's (pid, tid), if it is profiled.
 ///
@@ -12,14 +15,26 @@ pub fn current() -> Option<(u32, u32)> {
     let pid = (pid_tgid >> 32) as u32;
     #[expect(clippy::cast_possible_truncation, reason = "the low half is the tid")]
     let tid = pid_tgid as u32;
-    if tid == 0 {
+    (tid != 0 && is(pid)).then_some((pid, tid))
+}
+
+/// `task`'s (pid, tid), unless it is certainly not profiled: the idle
+/// task, or a process outside the target filter. Field loads and an array
+/// read, no call: `sched_switch` passes over most threads of the machine
+/// this way. A thread it returns may still not be a target ([`is`]).
+#[inline(always)]
+pub fn candidate(task: *mut task_struct) -> Option<(u32, u32)> {
+    let (pid, tid) = sched_info::ids(task);
+    if tid == 0 || !(maps::target_all() || maps::may_be_target(pid)) {
         return None;
     }
-    if maps::target_all() || maps::is_target(pid) {
-        Some((pid, tid))
-    } else {
-        None
-    }
+    Some((pid, tid))
+}
+
+/// Whether process `pid` is profiled: exactly, by the target set.
+#[inline(always)]
+pub fn is(pid: u32) -> bool {
+    maps::target_all() || maps::is_target(pid)
 }
 
 /// sched_process_exec: a process that execs into a `--comm` name becomes a
@@ -28,7 +43,7 @@ pub fn current() -> Option<(u32, u32)> {
 /// they are read (for the walker and the symbolizer) while it lives.
 pub fn on_exec() {
     let pid = (bpf_get_current_pid_tgid() >> 32) as u32;
-    if !maps::target_all() && !maps::is_target(pid) {
+    if !is(pid) {
         let Ok(comm) = bpf_get_current_comm() else {
             return;
         };

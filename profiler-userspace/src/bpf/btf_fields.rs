@@ -165,7 +165,8 @@ impl KernelTypes {
         self.types.get((ty as usize).checked_sub(1)?)
     }
 
-    /// Where `profiler_common::sched` reads the scheduler's accounting.
+    /// Where `profiler_common::sched` reads the scheduler's accounting,
+    /// and where a thread's ids are.
     ///
     /// # Errors
     /// When this kernel lacks one of the fields.
@@ -178,6 +179,8 @@ impl KernelTypes {
             cfs_rq: self.offset("task_struct", "se.cfs_rq", group)?,
             rq: self.offset("cfs_rq", "rq", group)?,
             clock: self.offset("rq", "clock", "the run queue's clock")?,
+            pid: self.offset("task_struct", "pid", "the thread id")?,
+            tgid: self.offset("task_struct", "tgid", "the process id")?,
             pad: 0,
         })
     }

@@ -128,4 +128,6 @@ fn this_kernels_scheduler_fields_are_found() {
     // by the off-CPU state tests.)
     assert!(offsets.last_queued > offsets.run_delay);
     assert!(offsets.clock > 0 && offsets.rq > 0 && offsets.cfs_rq > 0);
+    // struct task_struct declares pid_t pid; then pid_t tgid; next to it.
+    assert_eq!(offsets.tgid, offsets.pid + 4);
 }

@@ -3,7 +3,7 @@
 //! tracepoints.
 use aya::{
     Btf, Ebpf, EbpfLoader,
-    maps::{HashMap, MapData},
+    maps::{Array, HashMap, MapData},
     programs::{
         BtfTracePoint, PerfEvent, Program, ProgramError,
         perf_event::{PerfEventConfig, PerfEventScope, SamplePolicy, SoftwareEvent},
@@ -13,8 +13,8 @@ use aya::{
 use profiler_common::{
     maps::{
         GLOBAL_OFF_CPU_DISPATCH_ONLY, GLOBAL_OFF_CPU_NAIVE, GLOBAL_OFF_CPU_RATE_NS,
-        GLOBAL_SCHED_OFFSETS, GLOBAL_TARGET_ALL, GLOBAL_UNWIND_TABLES, TARGET_COMMS, TARGETS,
-        UNWIND_ROWS,
+        GLOBAL_SCHED_OFFSETS, GLOBAL_TARGET_ALL, GLOBAL_UNWIND_TABLES, TARGET_COMMS, TARGET_FILTER,
+        TARGETS, UNWIND_ROWS, target_filter_slot,
     },
     sample::{COMM_LEN, comm_key},
     sched::SchedOffsets,
@@ -215,6 +215,9 @@ impl Kernel {
     /// # Errors
     /// When the target map refuses the entry (it is full).
     pub fn add_target(&mut self, pid: u32) -> Result<(), KernelError> {
+        // The filter first: a thread is only looked up in the set when its
+        // slot is set.
+        self.set_filter_slot(pid, 1)?;
         self.targets()?
             .insert(pid, 1, 0)
             .map_err(KernelError::map(TARGETS))
@@ -225,13 +228,41 @@ impl Kernel {
     /// # Errors
     /// When the target map cannot be written.
     pub fn remove_target(&mut self, pid: u32) -> Result<(), KernelError> {
-        match self.targets()?.remove(&pid) {
-            Ok(()) | Err(aya::maps::MapError::KeyNotFound) => Ok(()),
-            Err(e) => Err(KernelError::Map {
-                name: TARGETS,
-                source: e,
-            }),
+        let mut targets = self.targets()?;
+        match targets.remove(&pid) {
+            Ok(()) | Err(aya::maps::MapError::KeyNotFound) => {}
+            Err(e) => {
+                return Err(KernelError::Map {
+                    name: TARGETS,
+                    source: e,
+                });
+            }
         }
+        // The slot stays set while another target shares it. A --comm
+        // match the kernel adds meanwhile may see its slot cleared: the
+        // next refresh adopts it and sets the slot again.
+        let slot = target_filter_slot(pid);
+        let shared = targets
+            .keys()
+            .filter_map(Result::ok)
+            .any(|other| target_filter_slot(other) == slot);
+        if shared {
+            Ok(())
+        } else {
+            self.set_filter_slot(pid, 0)
+        }
+    }
+
+    fn set_filter_slot(&mut self, pid: u32, value: u8) -> Result<(), KernelError> {
+        let map = self
+            .ebpf
+            .map_mut(TARGET_FILTER)
+            .ok_or(KernelError::MissingMap(TARGET_FILTER))?;
+        let mut filter: Array<&mut MapData, u8> =
+            Array::try_from(map).map_err(KernelError::map(TARGET_FILTER))?;
+        filter
+            .set(target_filter_slot(pid), value, 0)
+            .map_err(KernelError::map(TARGET_FILTER))
     }
 
     /// The `--comm` names: a process that execs into one becomes a target

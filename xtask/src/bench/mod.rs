@@ -67,6 +67,8 @@ pub fn run() -> anyhow::Result<()> {
     unwinding::table_costs(&mut report)?;
     eprintln!("bench: system-call overhead on a process that is not profiled");
     let syscalls = syscalls::overhead_on_others(&mut report)?;
+    eprintln!("bench: context-switch overhead on a process that is not profiled");
+    syscalls::switches_of_others(&mut report)?;
     eprintln!("bench: symbolization time per window");
     symbolization::symbolization(&mut report)?;
 
