@@ -27,3 +27,24 @@ pub fn status_field(pid: u32, key: &str) -> anyhow::Result<u64> {
         })
         .with_context(|| format!("no {key} in /proc/{pid}/status"))
 }
+
+/// Kernel memory of the BPF maps `pid` holds open, in bytes: the sum of
+/// `memlock` over its map descriptors (`/proc/<pid>/fdinfo`). This is not
+/// in its RSS unless it maps them.
+pub fn bpf_map_bytes(pid: u32) -> anyhow::Result<u64> {
+    let mut total = 0;
+    for entry in fs::read_dir(format!("/proc/{pid}/fdinfo"))? {
+        // A descriptor closed since the listing is not an error.
+        let Ok(info) = fs::read_to_string(entry?.path()) else {
+            continue;
+        };
+        if !info.lines().any(|l| l.starts_with("map_id:")) {
+            continue;
+        }
+        total += info
+            .lines()
+            .find_map(|l| l.strip_prefix("memlock:")?.trim().parse::<u64>().ok())
+            .context("a BPF map's fdinfo without memlock")?;
+    }
+    Ok(total)
+}

@@ -21,7 +21,7 @@ use profiler_common::{
     stats::STATS_LEN,
 };
 
-use super::{KernelError, btf_fields::KernelTypes, unwind_maps::RowsMapping};
+use super::{KernelError, btf_fields::KernelTypes};
 use crate::config::{Config, Target, Unwind};
 
 /// The compiled eBPF object, built by build.rs from profiler-ebpf.
@@ -60,8 +60,6 @@ pub struct Kernel {
     pub(super) last_stats: [u64; STATS_LEN as usize],
     /// Monotonic time of the last flip (of loading, before the first).
     pub(super) last_flip_ns: u64,
-    /// The unwind row array, mapped into the daemon.
-    pub(super) unwind_rows: RowsMapping,
     pub(super) logger: Option<aya_log::EbpfLogger<&'static dyn log::Log>>,
 }
 
@@ -97,11 +95,6 @@ impl Kernel {
             // (see bpf/task_storage.rs).
             .allow_unsupported_maps()
             .load(EBPF_OBJECT)?;
-        let unwind_rows = RowsMapping::new(
-            ebpf.map(UNWIND_ROWS)
-                .ok_or(KernelError::MissingMap(UNWIND_ROWS))?,
-            config.unwind.table_rows(),
-        )?;
 
         let logger = match aya_log::EbpfLogger::init(&mut ebpf) {
             Ok(logger) => Some(logger),
@@ -116,7 +109,6 @@ impl Kernel {
             active_slot: 0,
             last_stats: [0; STATS_LEN as usize],
             last_flip_ns: 0,
-            unwind_rows,
             logger,
         };
         kernel.set_active_slot(0, 0)?;

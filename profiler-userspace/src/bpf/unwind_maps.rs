@@ -1,6 +1,7 @@
-//! The unwinder's maps as the daemon writes them: the row array (mapped
-//! into our memory, so a whole table is written without a system call per
-//! row), the per-process mappings, and the walker's requests.
+//! The unwinder's maps as the daemon writes them: the row array (a window
+//! of it mapped into our memory while one table is written, so a whole
+//! table takes no system call per row), the per-process mappings, and the
+//! walker's requests.
 use std::{
     os::fd::{AsFd as _, AsRawFd as _},
     ptr::NonNull,
@@ -15,25 +16,34 @@ use profiler_common::{
 use super::{Kernel, KernelError};
 use crate::unwind::UnwindMaps;
 
-/// `UNWIND_ROWS`, mapped shared into the daemon.
-pub struct RowsMapping {
-    ptr: NonNull<UnwindRow>,
-    rows: usize,
+/// A window of `UNWIND_ROWS` mapped shared into the daemon for as long as
+/// one table is written, so that the daemon's memory holds only that
+/// window: the array itself (`--unwind-table-memory`) is kernel memory,
+/// and mapping all of it would count it again in our RSS.
+struct RowsWindow {
+    ptr: NonNull<u8>,
     bytes: usize,
 }
 
-impl RowsMapping {
-    /// Maps the first `rows` rows of the mmap-able array `map`.
-    pub(super) fn new(map: &Map, rows: u32) -> Result<Self, KernelError> {
+impl RowsWindow {
+    /// Maps the pages of the array `map` that hold rows
+    /// `start .. start + rows`; returns the window and where row `start`
+    /// is in it.
+    fn new(map: &Map, start: u32, rows: usize) -> Result<(Self, usize), KernelError> {
         let Map::Array(data) = map else {
             return Err(KernelError::MapType { name: UNWIND_ROWS });
         };
-        let rows = rows as usize;
         // SAFETY: sysconf has no preconditions.
         let page = usize::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) }).unwrap_or(4096);
-        let bytes = (rows * size_of::<UnwindRow>()).div_ceil(page) * page;
-        // SAFETY: a fresh shared mapping of the map's fd, which the kernel
-        // allows for BPF_F_MMAPABLE arrays; the result is checked below.
+        let first_byte = start as usize * size_of::<UnwindRow>();
+        let offset = first_byte / page * page;
+        let inner = first_byte - offset;
+        let bytes = (inner + rows * size_of::<UnwindRow>()).div_ceil(page) * page;
+        let file_offset = libc::off_t::try_from(offset)
+            .map_err(|_| KernelError::MapRows(std::io::ErrorKind::InvalidInput.into()))?;
+        // SAFETY: a fresh shared mapping of part of the map's fd, which the
+        // kernel allows for BPF_F_MMAPABLE arrays (it refuses a window past
+        // the array's end); the result is checked below.
         let ptr = unsafe {
             libc::mmap(
                 std::ptr::null_mut(),
@@ -41,28 +51,40 @@ impl RowsMapping {
                 libc::PROT_READ | libc::PROT_WRITE,
                 libc::MAP_SHARED,
                 data.fd().as_fd().as_raw_fd(),
-                0,
+                file_offset,
             )
         };
         if ptr == libc::MAP_FAILED {
             return Err(KernelError::MapRows(std::io::Error::last_os_error()));
         }
-        let ptr = NonNull::new(ptr.cast()).ok_or(KernelError::MapRows(std::io::Error::from(
-            std::io::ErrorKind::InvalidData,
-        )))?;
-        Ok(Self { ptr, rows, bytes })
+        let ptr = NonNull::new(ptr.cast())
+            .ok_or(KernelError::MapRows(std::io::ErrorKind::InvalidData.into()))?;
+        Ok((Self { ptr, bytes }, inner))
     }
 
-    fn rows_mut(&mut self) -> &mut [UnwindRow] {
-        // SAFETY: the mapping holds `rows` rows, is page-aligned, lives as
-        // long as `self`, and only this daemon writes it (the kernel reads).
-        unsafe { std::slice::from_raw_parts_mut(self.ptr.as_ptr(), self.rows) }
+    /// Copies `rows` to byte `at` of the window.
+    fn write(&mut self, at: usize, rows: &[UnwindRow]) {
+        let len = size_of_val(rows);
+        assert!(at + len <= self.bytes, "rows past the mapped window");
+        // SAFETY: the destination lies inside the mapping (checked above),
+        // which lives as long as `self`; the source is a distinct slice of
+        // plain-old-data rows. Only this daemon writes the array (the kernel
+        // reads it), and a table's rows are read only once its mappings are
+        // published, after this copy.
+        unsafe {
+            std::ptr::copy_nonoverlapping(
+                rows.as_ptr().cast::<u8>(),
+                self.ptr.as_ptr().add(at),
+                len,
+            );
+        }
     }
 }
 
-impl Drop for RowsMapping {
+impl Drop for RowsWindow {
     fn drop(&mut self) {
-        // SAFETY: unmaps exactly what `new` mapped; no slice outlives self.
+        // SAFETY: unmaps exactly what `new` mapped; nothing points into it
+        // past `self`.
         unsafe { libc::munmap(self.ptr.as_ptr().cast(), self.bytes) };
     }
 }
@@ -76,8 +98,14 @@ impl Kernel {
 impl UnwindMaps for Kernel {
     type Error = KernelError;
 
-    fn rows_mut(&mut self) -> &mut [UnwindRow] {
-        self.unwind_rows.rows_mut()
+    fn write_rows(&mut self, start: u32, rows: &[UnwindRow]) -> Result<(), KernelError> {
+        let map = self
+            .ebpf
+            .map(UNWIND_ROWS)
+            .ok_or(KernelError::MissingMap(UNWIND_ROWS))?;
+        let (mut window, at) = RowsWindow::new(map, start, rows.len())?;
+        window.write(at, rows);
+        Ok(())
     }
 
     fn set_mappings(&mut self, pid: u32, mappings: &ProcessMappings) -> Result<(), KernelError> {

@@ -29,8 +29,12 @@ use table::ElfUnwindInfo;
 /// The kernel maps the unwinder writes (implemented by `bpf::Kernel`).
 pub trait UnwindMaps {
     type Error;
-    /// The whole row array, writable.
-    fn rows_mut(&mut self) -> &mut [UnwindRow];
+    /// Writes `rows` into the kernel's row array from row `start` on
+    /// (the unwinder keeps them inside the array's length).
+    ///
+    /// # Errors
+    /// When the kernel's array cannot be written.
+    fn write_rows(&mut self, start: u32, rows: &[UnwindRow]) -> Result<(), Self::Error>;
     /// Publishes (replaces) the mappings of `pid`.
     ///
     /// # Errors
@@ -220,7 +224,9 @@ impl Unwinder {
             let id = binary_id(pid, vma);
             let (first_row, rows, bias) = id
                 .as_ref()
-                .and_then(|id| self.table_for(maps, pid, vma, id))
+                .map(|id| self.table_for(maps, pid, vma, id))
+                .transpose()?
+                .flatten()
                 .unwrap_or((0, 0, 0));
             *slot = UnwindMapping {
                 start: vma.start,
@@ -259,36 +265,55 @@ impl Unwinder {
         pid: u32,
         vma: &Vma,
         id: &BinaryId,
-    ) -> Option<(u32, u32, u64)> {
+    ) -> Result<Option<(u32, u32, u64)>, M::Error> {
         if !self.tables {
-            return None;
+            return Ok(None);
         }
         if !self.binaries.contains_key(id) {
-            let started = Instant::now();
-            let mut info = read_binary(pid, vma, id)
-                .and_then(|data| table::build(&data).ok())
-                .unwrap_or_default();
-            self.stats.tables_built += 1;
-            self.stats.table_build_time += started.elapsed();
-            if info.table.rows.is_empty() {
-                self.stats.binaries_without_table += 1;
-            }
-            let first_row = self.place(maps, &info.table.rows);
-            // The rows live in the kernel's array from here on (a table that
-            // did not fit is not tried again): keep only their number.
-            let rows = u32::try_from(info.table.rows.len()).unwrap_or(0);
-            info.table.rows = Vec::new();
-            self.binaries.insert(
-                id.clone(),
-                Binary {
-                    info,
-                    rows,
-                    first_row,
-                    users: 0,
-                    last_used: Instant::now(),
-                },
-            );
+            self.add_binary(maps, pid, vma, id)?;
         }
+        Ok(self.placed_table(vma, id))
+    }
+
+    /// Builds the table of a binary seen for the first time and places it in
+    /// the kernel's array.
+    fn add_binary<M: UnwindMaps>(
+        &mut self,
+        maps: &mut M,
+        pid: u32,
+        vma: &Vma,
+        id: &BinaryId,
+    ) -> Result<(), M::Error> {
+        let started = Instant::now();
+        let mut info = read_binary(pid, vma, id)
+            .and_then(|data| table::build(&data).ok())
+            .unwrap_or_default();
+        self.stats.tables_built += 1;
+        self.stats.table_build_time += started.elapsed();
+        if info.table.rows.is_empty() {
+            self.stats.binaries_without_table += 1;
+        }
+        let first_row = self.place(maps, &info.table.rows)?;
+        // The rows live in the kernel's array from here on (a table that did
+        // not fit is not tried again): keep only their number.
+        let rows = u32::try_from(info.table.rows.len()).unwrap_or(0);
+        info.table.rows = Vec::new();
+        self.binaries.insert(
+            id.clone(),
+            Binary {
+                info,
+                rows,
+                first_row,
+                users: 0,
+                last_used: Instant::now(),
+            },
+        );
+        Ok(())
+    }
+
+    /// The (first row, rows, bias) of `vma`'s table, when its binary's table
+    /// is in the kernel's array.
+    fn placed_table(&mut self, vma: &Vma, id: &BinaryId) -> Option<(u32, u32, u64)> {
         let binary = self.binaries.get_mut(id)?;
         binary.last_used = Instant::now();
         let first_row = binary.first_row?;
@@ -306,10 +331,17 @@ impl Unwinder {
     /// Copies `rows` into free space of the kernel's array, evicting unused
     /// tables (least recently used first) to make room; `None` when they
     /// do not fit the budget even then.
-    fn place<M: UnwindMaps>(&mut self, maps: &mut M, rows: &[UnwindRow]) -> Option<u32> {
-        let len = u32::try_from(rows.len()).ok()?;
+    fn place<M: UnwindMaps>(
+        &mut self,
+        maps: &mut M,
+        rows: &[UnwindRow],
+    ) -> Result<Option<u32>, M::Error> {
+        let Ok(len) = u32::try_from(rows.len()) else {
+            self.stats.tables_over_budget += 1;
+            return Ok(None);
+        };
         if len == 0 {
-            return None;
+            return Ok(None);
         }
         let start = loop {
             if let Some(start) = self.space.alloc(len) {
@@ -317,14 +349,14 @@ impl Unwinder {
             }
             if !self.evict_one_unused() {
                 self.stats.tables_over_budget += 1;
-                return None;
+                return Ok(None);
             }
         };
-        let target = maps
-            .rows_mut()
-            .get_mut(start as usize..(start + len) as usize)?;
-        target.copy_from_slice(rows);
-        Some(start)
+        if let Err(e) = maps.write_rows(start, rows) {
+            self.space.release(start, len);
+            return Err(e);
+        }
+        Ok(Some(start))
     }
 
     fn evict_one_unused(&mut self) -> bool {

@@ -26,8 +26,10 @@ impl FakeMaps {
 
 impl UnwindMaps for FakeMaps {
     type Error = std::convert::Infallible;
-    fn rows_mut(&mut self) -> &mut [UnwindRow] {
-        &mut self.rows
+    fn write_rows(&mut self, start: u32, rows: &[UnwindRow]) -> Result<(), Self::Error> {
+        let start = start as usize;
+        self.rows[start..start + rows.len()].copy_from_slice(rows);
+        Ok(())
     }
     fn set_mappings(&mut self, pid: u32, mappings: &ProcessMappings) -> Result<(), Self::Error> {
         self.mappings.insert(pid, *mappings);
