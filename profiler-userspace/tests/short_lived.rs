@@ -81,12 +81,19 @@ fn samples_in(files: &Files, pid: u32, function: &str, bin: &Path) -> i64 {
         .sum()
 }
 
-/// Off-CPU nanoseconds of `pid` whose user frames hold `function` (any
-/// frames, with `None`).
+/// Off-CPU nanoseconds of `pid` asleep (`state` "sleeping") with user
+/// frames that hold `function` (any frames, with `None`).
+///
+/// Only the sleeping state: the fixture measures its own sleep, while
+/// waits for a CPU (`runqueue`) and for the disk are real off-CPU time it
+/// does not measure. With `None` they counted: CI once saw 1.13x, and two
+/// busy loops beside the test put 350 ms of `runqueue` under the fixture
+/// (2.2x) while its `sleeping` weight stayed at 1.00x.
 fn off_cpu_in(files: &Files, pid: u32, function: Option<&str>) -> i64 {
     files
         .iter()
         .flat_map(|(_, p)| p.samples_of(pid).map(move |s| (p, s)))
+        .filter(|(p, s)| p.str_label(s, "state") == Some("sleeping"))
         .filter(|(p, s)| {
             function.is_none_or(|function| p.user_frames(s).iter().any(|(f, _)| *f == function))
         })
