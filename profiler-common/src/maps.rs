@@ -58,6 +58,11 @@ pub const IN_FLIGHT: &str = "IN_FLIGHT";
 /// when it is zero.
 pub const PENDING: &str = "PENDING";
 
+/// tid -> the BPF task work that flushes the thread's kept weight on its
+/// way back to user space (kernels with task work, Linux 6.18). Only the
+/// kernel uses it.
+pub const TASK_WORK: &str = "TASK_WORK";
+
 /// Unwind table rows of every binary, one sorted run per binary (an
 /// mmap-able array: the daemon writes rows in place, then publishes them
 /// through [`UNWIND_PROCS`]). See [`crate::unwind`].
@@ -93,11 +98,15 @@ pub const GLOBAL_UNWIND_TABLES: &str = "UNWIND_TABLES";
 /// Load-time global: where the scheduler's run-queue accounting lives in
 /// `task_struct` (a [`crate::sched::SchedOffsets`] from the kernel's BTF).
 pub const GLOBAL_SCHED_OFFSETS: &str = "SCHED_OFFSETS";
+/// Load-time global: non-zero when the object's task work kfunc calls are
+/// linked (the daemon's `bpf/kfunc.rs`); zero keeps the calls, and the
+/// callback they name, in code the verifier proves dead.
+pub const GLOBAL_TASK_WORK: &str = "TASK_WORK_LINKED";
 
 /// Every map of the eBPF object (besides aya-log's own). A test in
 /// profiler-userspace checks the built object against this list both
 /// ways, so a map renamed on one side only, or left unused, fails it.
-pub const ALL: [&str; 19] = [
+pub const ALL: [&str; 20] = [
     SAMPLES_0,
     SAMPLES_1,
     STACKS_0,
@@ -111,6 +120,7 @@ pub const ALL: [&str; 19] = [
     TASKS,
     IN_FLIGHT,
     PENDING,
+    TASK_WORK,
     UNWIND_ROWS,
     UNWIND_PROCS,
     UNWIND_REQUESTS,
@@ -120,13 +130,14 @@ pub const ALL: [&str; 19] = [
 ];
 
 /// Every load-time global the daemon sets, checked the same way.
-pub const GLOBALS: [&str; 6] = [
+pub const GLOBALS: [&str; 7] = [
     GLOBAL_TARGET_ALL,
     GLOBAL_OFF_CPU_RATE_NS,
     GLOBAL_OFF_CPU_NAIVE,
     GLOBAL_OFF_CPU_DISPATCH_ONLY,
     GLOBAL_UNWIND_TABLES,
     GLOBAL_SCHED_OFFSETS,
+    GLOBAL_TASK_WORK,
 ];
 
 /// Capacity of each [`SAMPLES_0`]/[`SAMPLES_1`] map.

@@ -31,10 +31,10 @@ pub struct TaskState {
     /// Non-zero when kept weight waits for the thread's user stack, which
     /// can only be read in the thread's own context (see `profiler-ebpf`).
     pub pending: u8,
-    /// Non-zero once the thread was seen returning to user space through
-    /// the `rseq_update` tracepoint: it is registered with rseq, so a
-    /// flush at its next switch-out still has the user stack it blocked
-    /// with (it cannot have run user code without passing that hook).
+    /// Non-zero once the thread's weight was flushed on its way back to
+    /// user space (by task work, or at `rseq_update`: then it is
+    /// registered with rseq). A flush at a later switch-out is then not
+    /// counted as approximate.
     pub rseq: u8,
     pub pad: u16,
     /// Kernel stack of the pending weight (hash, or `NO_STACK`).

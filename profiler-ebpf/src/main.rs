@@ -24,6 +24,7 @@ mod sched_info;
 mod stack;
 mod target;
 mod task_storage;
+mod task_work;
 mod unwind;
 
 use aya_ebpf::{

@@ -1,9 +1,12 @@
 //! Every map of the kernel side, in one place. Names and sizes come from
 //! `profiler_common::maps` so userspace looks them up by the same names.
+use core::ffi::c_void;
+
 use aya_ebpf::{
     Global,
     bindings::{BPF_F_MMAPABLE, BPF_F_NO_PREALLOC, BPF_NOEXIST, task_struct},
-    macros::map,
+    btf_maps,
+    macros::{btf_map, map},
     maps::{Array, HashMap, PerCpuArray},
 };
 use profiler_common::{
@@ -21,7 +24,7 @@ use profiler_common::{
     unwind::{ProcessMappings, UnwindRow},
 };
 
-use crate::{clock::ClockSync, task_storage::TaskStorage, unwind::WalkState};
+use crate::{clock::ClockSync, task_storage::TaskStorage, task_work::TaskWork, unwind::WalkState};
 
 /// Non-zero: profile every process (`--all`); zero: only tgids in [`TARGETS`].
 #[unsafe(no_mangle)]
@@ -43,6 +46,10 @@ static OFF_CPU_DISPATCH_ONLY: Global<u8> = Global::new(0);
 /// pointers only (`--unwind frame-pointer`).
 #[unsafe(no_mangle)]
 static UNWIND_TABLES: Global<u8> = Global::new(1);
+
+/// Non-zero: the task work kfunc calls are linked (see `task_work.rs`).
+#[unsafe(no_mangle)]
+static TASK_WORK_LINKED: Global<u8> = Global::new(0);
 
 /// Offsets of the scheduler fields `sched_info` reads, from the kernel's BTF.
 #[unsafe(no_mangle)]
@@ -95,6 +102,17 @@ static TASKS: TaskStorage<TaskState> = TaskStorage::new();
 /// By tid: the time up to which userspace accounted an open interval.
 #[map]
 static IN_FLIGHT: HashMap<u32, u64> = HashMap::with_max_entries(IN_FLIGHT_MAX_ENTRIES, 0);
+
+/// By tid: the task work that flushes a thread's pending weight on its way
+/// back to user space (`task_work.rs`); created on its first kept interval.
+/// A BTF map: the verifier finds the `bpf_task_work` field by its BTF.
+#[btf_map]
+static TASK_WORK: btf_maps::HashMap<
+    u32,
+    TaskWork,
+    { IN_FLIGHT_MAX_ENTRIES as usize },
+    { BPF_F_NO_PREALLOC as usize },
+> = btf_maps::HashMap::new();
 
 #[map]
 static PENDING: Array<u64> = Array::with_max_entries(1, 0);
@@ -211,6 +229,30 @@ pub fn forget_task(task: *mut task_struct, tid: u32) {
     // SAFETY: as in `task`.
     unsafe { TASKS.remove(task) };
     let _ = IN_FLIGHT.remove(tid);
+    let _ = TASK_WORK.remove(tid);
+}
+
+/// Whether flushes go by task work (the daemon linked its kfuncs).
+#[inline(always)]
+pub fn task_work_linked() -> bool {
+    TASK_WORK_LINKED.load() != 0
+}
+
+/// Thread `tid`'s task work, created idle if it has none.
+#[inline(always)]
+pub fn task_work(tid: u32) -> Option<*mut TaskWork> {
+    if let Some(work) = TASK_WORK.get_ptr_mut(tid) {
+        return Some(work);
+    }
+    let idle = TaskWork::idle();
+    TASK_WORK.insert(tid, &idle, u64::from(BPF_NOEXIST)).ok()?;
+    TASK_WORK.get_ptr_mut(tid)
+}
+
+/// [`TASK_WORK`] as the map argument of the task work kfunc.
+#[inline(always)]
+pub fn task_work_map() -> *mut c_void {
+    core::ptr::from_ref(&TASK_WORK).cast_mut().cast()
 }
 
 /// Monotonic time of the last window flip.

@@ -13,18 +13,22 @@
 //! - The user stack can only be read in the thread's own context, so the
 //!   pending weight is flushed the first time the thread runs a hook of its
 //!   own:
-//!   - `rseq_update`, on its way back to user space after it was switched
-//!     out. It fires once per switch, only for threads registered with
-//!     rseq (glibc >= 2.35 registers every thread), and the user registers
-//!     there are exactly those the thread blocked or was preempted with.
+//!   - The task work the switch-in scheduled (`task_work.rs`, Linux 6.18),
+//!     on its way back to user space: exact, for every thread, and nothing
+//!     runs on the returns to user space of intervals that were dropped.
+//!   - Without task work, `rseq_update`, on its way back to user space
+//!     after it was switched out. It fires once per switch, only for
+//!     threads registered with rseq (glibc >= 2.35 registers every
+//!     thread), and the user registers there are exactly those the thread
+//!     blocked or was preempted with.
 //!   - `sys_exit`, only where `rseq_update` is missing or with
 //!     `--off-cpu-sys-exit`: exact for waits in system calls, but hooking
 //!     it slows every system call on the machine.
 //!   - Its next switch-out, or its exit. For a thread that has not
 //!     returned to user space since (still in the same system call) the
-//!     stack is exact. For a thread without rseq that ran user code in
-//!     between (Go, static musl) it is where the thread blocks next: an
-//!     approximation, counted as `OffCpuNsApproxUserStack`.
+//!     stack is exact. Without task work, for a thread without rseq that
+//!     ran user code in between (Go, static musl) it is where the thread
+//!     blocks next: an approximation, counted as `OffCpuNsApproxUserStack`.
 use aya_ebpf::{
     bindings::task_struct,
     helpers::{bpf_get_current_comm, bpf_get_current_task_btf, bpf_get_prandom_u32},
@@ -44,7 +48,7 @@ use aya_log_ebpf::warn;
 use crate::{
     aggregate,
     clock::{self, Clock},
-    maps, sched_info, stack, target, unwind,
+    maps, sched_info, stack, target, task_work, unwind,
 };
 
 /// `TASK_UNINTERRUPTIBLE` and `TASK_NOLOAD` from `linux/sched.h`; a task
@@ -90,6 +94,8 @@ pub enum Flush {
     Rseq,
     /// `sys_exit`: returning from a system call.
     SysExit,
+    /// The task work `sched_switch` scheduled: returning to user space.
+    TaskWork,
     /// Its next switch-out or its exit.
     Later,
 }
@@ -117,6 +123,18 @@ pub fn on_return_to_user(hook: Flush) {
             unsafe { (*entry).rseq = 1 };
         }
         flush(entry, hook);
+    }
+}
+
+/// The task work scheduled at a kept switch-in runs: `task` (the current
+/// thread) is on its way back to user space, with the user stack it
+/// blocked or was preempted with.
+pub fn on_task_work(task: *mut task_struct) {
+    if let Some(entry) = maps::task(task) {
+        // SAFETY: `entry` comes from a successful map lookup and stays
+        // valid for this program's run.
+        unsafe { (*entry).rseq = 1 };
+        flush(entry, Flush::TaskWork);
     }
 }
 
@@ -235,6 +253,9 @@ fn switch_in(next: *mut task_struct, clock: &mut Clock) {
             (*entry).kernel_stack_err = err;
             (*entry).pending = 1;
             add_pending(1);
+            // Otherwise the weight waits for `rseq_update` or the next
+            // switch-out.
+            task_work::schedule(next, (*entry).tid);
         }
     }
 }

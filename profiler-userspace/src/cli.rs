@@ -12,6 +12,7 @@ use profiler_common::{maps::TARGET_COMMS_MAX_ENTRIES, off_cpu::MAX_RATE_NS};
 
 use crate::config::{
     Config, DEFAULT_DEBUG_DIR, Debuginfod, Discover, Modes, OffCpu, Symbols, Target, Unwind,
+    UserStacks,
 };
 
 /// Where the kernel's sampling-rate ceiling is published.
@@ -78,9 +79,11 @@ struct Args {
     #[arg(long)]
     no_off_cpu: bool,
 
-    /// Also hook every system call's exit, so that threads not registered
-    /// with rseq (Go, static musl) get exact user stacks for waits in
-    /// system calls. Slows every system call on the machine (BENCHMARKS.md).
+    /// For kernels without BPF task work (before Linux 6.18, where every
+    /// thread's off-CPU user stacks are exact already): hook every system
+    /// call's exit instead, so that threads not registered with rseq (Go,
+    /// static musl) get exact user stacks for waits in system calls. Slows
+    /// every system call on the machine (BENCHMARKS.md).
     #[arg(long, conflicts_with = "no_off_cpu")]
     off_cpu_sys_exit: bool,
 
@@ -111,6 +114,11 @@ struct Args {
     /// bench's floor (what running them costs before any work).
     #[arg(long, hide = true)]
     off_cpu_dispatch_only: bool,
+
+    /// Take off-CPU user stacks as if the kernel had no BPF task work (at
+    /// `rseq_update`): the bench's and tests' view of older kernels.
+    #[arg(long, hide = true)]
+    off_cpu_no_task_work: bool,
 
     /// Look for separate debug files under this directory too, before
     /// /usr/lib/debug: by build id (DIR/.build-id/xx/rest.debug) and by
@@ -302,8 +310,12 @@ fn modes(args: &Args) -> Result<Modes, clap::Error> {
     let off_cpu = OffCpu {
         rate_ns,
         naive_weights: args.off_cpu_naive_weights,
-        sys_exit: args.off_cpu_sys_exit,
         dispatch_only: args.off_cpu_dispatch_only,
+        user_stacks: match (args.off_cpu_sys_exit, args.off_cpu_no_task_work) {
+            (true, _) => UserStacks::SysExit,
+            (false, true) => UserStacks::Rseq,
+            (false, false) => UserStacks::TaskWork,
+        },
     };
     match (args.no_on_cpu, args.no_off_cpu) {
         (false, false) => Ok(Modes::Both(off_cpu)),

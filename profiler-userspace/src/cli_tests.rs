@@ -50,8 +50,8 @@ fn defaults() {
         Some(OffCpu {
             rate_ns: 1_000_000,
             naive_weights: false,
-            sys_exit: false,
             dispatch_only: false,
+            user_stacks: UserStacks::TaskWork,
         })
     );
 }
@@ -64,8 +64,8 @@ fn off_cpu_flags() {
         Some(OffCpu {
             rate_ns: 0,
             naive_weights: false,
-            sys_exit: false,
             dispatch_only: false,
+            user_stacks: UserStacks::TaskWork,
         })
     );
     assert!(!config.modes.on_cpu());
@@ -81,11 +81,20 @@ fn off_cpu_flags() {
         Some(OffCpu {
             rate_ns: 250_000,
             naive_weights: true,
-            sys_exit: true,
             dispatch_only: false,
+            user_stacks: UserStacks::SysExit,
         })
     );
     assert_eq!(parse_ok(&["--all", "--no-off-cpu"]).modes.off_cpu(), None);
+    let user_stacks = |flags: &[&str]| {
+        let args: Vec<&str> = ["--all"].iter().chain(flags).copied().collect();
+        parse_ok(&args).modes.off_cpu().unwrap().user_stacks
+    };
+    assert_eq!(user_stacks(&["--off-cpu-no-task-work"]), UserStacks::Rseq);
+    assert_eq!(
+        user_stacks(&["--off-cpu-no-task-work", "--off-cpu-sys-exit"]),
+        UserStacks::SysExit
+    );
 }
 
 #[test]

@@ -145,11 +145,27 @@ pub struct OffCpu {
     /// Record kept short intervals with their raw duration (biased). Only
     /// for demonstrating the bias; hidden from `--help`.
     pub naive_weights: bool,
-    /// Also flush pending weight at every system call's exit (exact user
-    /// stacks for threads without rseq, at a cost to every system call).
-    pub sys_exit: bool,
     /// The off-CPU programs return at once (hidden; the bench's floor).
     pub dispatch_only: bool,
+    /// Where the user stack of kept weight is taken.
+    pub user_stacks: UserStacks,
+}
+
+/// Where the user stack of kept off-CPU weight is taken: in the thread's
+/// own context, on its way back to user space (see profiler-ebpf's
+/// `off_cpu.rs`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum UserStacks {
+    /// By BPF task work, scheduled only for kept intervals, where the
+    /// kernel has it (Linux 6.18); else as [`Self::Rseq`]. The default.
+    TaskWork,
+    /// At `rseq_update` (threads without rseq: at their next switch-out).
+    /// Hidden flag `--off-cpu-no-task-work`: older kernels' behaviour.
+    Rseq,
+    /// At `rseq_update` and every system call's exit (`--off-cpu-sys-exit`:
+    /// exact for threads without rseq on older kernels, at a cost to every
+    /// system call on the machine).
+    SysExit,
 }
 
 impl Config {

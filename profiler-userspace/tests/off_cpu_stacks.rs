@@ -1,10 +1,11 @@
 //! Real-kernel tests of where an off-CPU interval's user stack is taken.
 //!
-//! Threads registered with rseq (every glibc thread: the C and Rust
-//! fixtures) get theirs on the way back to user space, exactly as they
-//! blocked: the C fixture in `unwinding.rs` checks waits in system calls,
-//! `states` in `off_cpu.rs` checks preemption in user code. Here: a Go
-//! program, whose runtime never registers rseq.
+//! Every thread gets its stack on the way back to user space, exactly as
+//! it blocked: by BPF task work, or, on kernels without it, at
+//! `rseq_update` for threads registered with rseq (every glibc thread).
+//! The C fixture in `unwinding.rs` checks waits in system calls, `states`
+//! in `off_cpu.rs` checks preemption in user code. Here: a Go program,
+//! whose runtime never registers rseq, with and without task work.
 mod support;
 
 use std::{path::PathBuf, process::Command};
@@ -78,16 +79,52 @@ fn off_cpu_under(profiles: &[(PathBuf, Profile)], tid: u32, function: &str) -> i
     })
 }
 
-/// By default a thread without rseq has its pending weight flushed at its
-/// next switch-out: the stack is where it blocks next. For this thread
-/// that is always one of its own two blocking sites (the other one), so
-/// the time is all there, under a site of its own, and counted as
-/// approximate. The split between the sites is not checked: it is the
-/// documented approximation (README, "What `--off-cpu-rate` trades").
+impl Naps {
+    /// Both sites' time matches what the thread measured, under its own
+    /// site: each nap's weight carries the stack it blocked with. Flushed
+    /// at the next switch-out instead, each nap would be charged to the
+    /// other site and the long share would be about 25% instead of 75%.
+    fn assert_exact(&self) {
+        let ratio = self.total_ratio();
+        assert!(
+            (ratio - 1.0).abs() <= 0.15,
+            "the napping thread's off-CPU time is {ratio:.3} of what it measured"
+        );
+        let (ours, measured) = self.long_share();
+        assert!(
+            (ours - measured).abs() <= 5.0,
+            "main.longNap: {ours:.1}% of the naps here, {measured:.1}% measured"
+        );
+        #[expect(clippy::cast_sign_loss, reason = "a sum of positive weights")]
+        let all = self.all as u64;
+        assert!(
+            self.approx * 20 <= all,
+            "approximate user stacks counted for {} ns of {all} ns",
+            self.approx
+        );
+    }
+}
+
+/// By default (this kernel has BPF task work) `sched_switch` schedules
+/// the flush of a kept interval for the thread's way back to user space:
+/// exact stacks without rseq, and without the `sys_exit` hook.
 #[test]
-fn a_go_thread_without_rseq_keeps_its_time_and_the_approximation_is_counted() {
+fn a_go_thread_gets_the_stack_it_blocked_with_by_task_work() {
     require_root();
-    let naps = Naps::measure(&[]);
+    Naps::measure(&[]).assert_exact();
+}
+
+/// Without task work (older kernels; `--off-cpu-no-task-work` here), a
+/// thread without rseq has its pending weight flushed at its next
+/// switch-out: the stack is where it blocks next. For this thread that is
+/// always one of its own two blocking sites (the other one), so the time
+/// is all there, under a site of its own, and counted as approximate. The
+/// split between the sites is not checked: it is the documented
+/// approximation (README, "Stacks of off-CPU time").
+#[test]
+fn without_task_work_a_go_thread_keeps_its_time_and_the_approximation_is_counted() {
+    require_root();
+    let naps = Naps::measure(&["--off-cpu-no-task-work"]);
     // Every 10 and 30 ms nap is kept (the 1 ms rate keeps all intervals
     // longer than itself) and weighted by its length, so only the
     // scheduler's jitter separates the two totals.
@@ -112,36 +149,17 @@ fn a_go_thread_without_rseq_keeps_its_time_and_the_approximation_is_counted() {
     );
 }
 
-/// With `--off-cpu-sys-exit` the same thread's waits in system calls are
-/// flushed as the call returns: exact stacks, and the split between the
-/// 30 ms and 10 ms sites matches the thread's own measurement. Flushed at
-/// the next switch-out instead, each nap would be charged to the other
-/// site and the long share would be about 25% instead of 75%.
+/// `--off-cpu-sys-exit` (no task work: rseq_update and sys_exit) flushes the same thread's waits
+/// in system calls as the call returns: exact stacks again.
 #[test]
-fn with_sys_exit_a_go_thread_gets_the_stack_it_blocked_with() {
+fn without_task_work_sys_exit_gives_a_go_thread_the_stack_it_blocked_with() {
     require_root();
-    let naps = Naps::measure(&["--off-cpu-sys-exit"]);
-    let ratio = naps.total_ratio();
-    assert!(
-        (ratio - 1.0).abs() <= 0.15,
-        "the napping thread's off-CPU time is {ratio:.3} of what it measured"
-    );
-    let (ours, measured) = naps.long_share();
-    assert!(
-        (ours - measured).abs() <= 5.0,
-        "main.longNap: {ours:.1}% of the naps here, {measured:.1}% measured"
-    );
-    #[expect(clippy::cast_sign_loss, reason = "a sum of positive weights")]
-    let all = naps.all as u64;
-    assert!(
-        naps.approx * 20 <= all,
-        "approximate user stacks counted for {} ns although sys_exit flushes",
-        naps.approx
-    );
+    Naps::measure(&["--off-cpu-sys-exit"]).assert_exact();
 }
 
 /// The cpu-clock sampler fires from a timer interrupt, which can land
-/// while `rseq_update` is walking a user stack on the same CPU. Each needs
+/// while the flush on the way back to user space (task work, or
+/// `rseq_update`) is walking a user stack on the same CPU. Each needs
 /// its own per-CPU walk state and scratch trace: when they shared one,
 /// `natural.c` (a thread blocking ~500 times a second, another spinning)
 /// under 99 Hz sampling got about one off-CPU row in sixteen whose "user"

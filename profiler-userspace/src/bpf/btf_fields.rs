@@ -16,6 +16,7 @@ const MAGIC: u16 = 0xeb9f;
 const KIND_STRUCT: u32 = 4;
 const KIND_UNION: u32 = 5;
 const KIND_TYPEDEF: u32 = 8;
+const KIND_FUNC: u32 = 12;
 const KIND_VOLATILE: u32 = 9;
 const KIND_CONST: u32 = 10;
 const KIND_RESTRICT: u32 = 11;
@@ -52,6 +53,8 @@ enum Type {
     },
     /// typedef, const, volatile, restrict, type tag: the type it qualifies.
     Alias(u32),
+    /// A function (kfuncs among them), by name.
+    Func(u32),
     Other,
 }
 
@@ -150,6 +153,15 @@ impl KernelTypes {
         })
     }
 
+    /// The type id of function `name`, if the kernel has one by that name
+    /// (how a kfunc call names its callee).
+    pub fn func_id(&self, name: &str) -> Option<u32> {
+        let index = self.types.iter().position(
+            |ty| matches!(ty, Type::Func(n) if string(&self.strings, *n) == name.as_bytes()),
+        )?;
+        u32::try_from(index + 1).ok()
+    }
+
     /// `ty` with typedefs and qualifiers looked through.
     fn resolve(&self, mut ty: u32) -> u32 {
         for _ in 0..32 {
@@ -222,6 +234,7 @@ fn parse_types(section: &[u8]) -> Result<Vec<Type>, BtfFieldError> {
             KIND_TYPEDEF | KIND_VOLATILE | KIND_CONST | KIND_RESTRICT | KIND_TYPE_TAG => {
                 Type::Alias(size_or_type)
             }
+            KIND_FUNC => Type::Func(name),
             _ => {
                 r.skip(trailing_len(kind, vlen)?)?;
                 Type::Other
@@ -237,8 +250,8 @@ fn trailing_len(kind: u32, vlen: usize) -> Result<usize, BtfFieldError> {
     Ok(match kind {
         // INT, VAR, DECL_TAG: one u32.
         1 | 14 | 17 => 4,
-        // PTR, FWD, FUNC, FLOAT: nothing.
-        2 | 7 | 12 | 16 => 0,
+        // PTR, FWD, FLOAT: nothing.
+        2 | 7 | 16 => 0,
         // ARRAY: element type, index type, length.
         3 => 12,
         // ENUM, FUNC_PROTO: name and value or type per entry.

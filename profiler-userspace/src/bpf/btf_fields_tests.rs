@@ -57,7 +57,9 @@ fn types() -> KernelTypes {
             (0, info(2, 0, false), 2, &[]),
             // 6: enum e { ... two values }: trailing data to skip
             (E, info(6, 2, false), 4, &[A, 0, B, 1]),
-            // 7: struct outer { u64 flag:1; union {x}; inner_t in; inner *p; }
+            // 7: FUNC a (linkage static, type 8 would be its proto)
+            (A, info(12, 0, false), 8, &[]),
+            // 8: struct outer { u64 flag:1; union {x}; inner_t in; inner *p; }
             (
                 OUTER,
                 info(4, 4, true),
@@ -81,6 +83,22 @@ fn offsets_follow_paths_typedefs_and_anonymous_members() {
     );
     assert_eq!(t.offset("outer", "p", "").unwrap(), 32, "after an enum");
     assert_eq!(t.offset("inner", "b", "").unwrap(), 8);
+}
+
+#[test]
+fn functions_are_found_by_name() {
+    let t = types();
+    assert_eq!(t.func_id("a"), Some(7));
+    assert_eq!(t.func_id("b"), None, "b names only a member");
+    assert_eq!(t.func_id("outer"), None, "outer is a struct");
+}
+
+#[test]
+fn this_kernels_task_work_kfuncs_are_found() {
+    let t = KernelTypes::from_sys_fs().unwrap();
+    for name in ["bpf_task_work_schedule_resume_impl", "bpf_preempt_disable"] {
+        assert!(t.func_id(name).is_some(), "{name}");
+    }
 }
 
 #[test]

@@ -13,20 +13,43 @@ use aya::{
 use profiler_common::{
     maps::{
         GLOBAL_OFF_CPU_DISPATCH_ONLY, GLOBAL_OFF_CPU_NAIVE, GLOBAL_OFF_CPU_RATE_NS,
-        GLOBAL_SCHED_OFFSETS, GLOBAL_TARGET_ALL, GLOBAL_UNWIND_TABLES, TARGET_COMMS, TARGET_FILTER,
-        TARGETS, UNWIND_ROWS, target_filter_slot,
+        GLOBAL_SCHED_OFFSETS, GLOBAL_TARGET_ALL, GLOBAL_TASK_WORK, GLOBAL_UNWIND_TABLES,
+        TARGET_COMMS, TARGET_FILTER, TARGETS, UNWIND_ROWS, target_filter_slot,
     },
     sample::{COMM_LEN, comm_key},
     sched::SchedOffsets,
     stats::STATS_LEN,
 };
 
-use super::{KernelError, btf_fields::KernelTypes};
-use crate::config::{Config, Target, Unwind};
+use super::{
+    KernelError,
+    btf_fields::KernelTypes,
+    kfunc::{self, Kfunc},
+};
+use crate::config::{Config, Target, Unwind, UserStacks};
 
 /// The compiled eBPF object, built by build.rs from profiler-ebpf.
 pub(super) static EBPF_OBJECT: &[u8] =
     aya::include_bytes_aligned!(concat!(env!("OUT_DIR"), "/profiler-ebpf"));
+
+/// The kfuncs of the object (profiler-ebpf's `task_work.rs`): the task
+/// work that takes an off-CPU user stack on the way back to user space, and
+/// the preemption guard around it. Without all of them, the schedule call
+/// reads `-EOPNOTSUPP` and the daemon attaches [`RSEQ_UPDATE`] instead.
+pub(super) const KFUNCS: [Kfunc; 3] = [
+    Kfunc {
+        name: "bpf_task_work_schedule_resume_impl",
+        fallback: -95,
+    },
+    Kfunc {
+        name: "bpf_preempt_disable",
+        fallback: 0,
+    },
+    Kfunc {
+        name: "bpf_preempt_enable",
+        fallback: 0,
+    },
+];
 
 const ON_CPU_PROGRAM: &str = "on_cpu_sample";
 
@@ -76,13 +99,25 @@ impl Kernel {
         let naive = u8::from(config.modes.off_cpu().is_some_and(|o| o.naive_weights));
         let dispatch_only = u8::from(config.modes.off_cpu().is_some_and(|o| o.dispatch_only));
         let unwind_tables = u8::from(matches!(config.unwind, Unwind::Tables { .. }));
-        let sched_offsets = if config.modes.off_cpu().is_some() {
-            KernelTypes::from_sys_fs()
-                .and_then(|types| types.sched_offsets())
-                .map_err(KernelError::SchedFields)?
-        } else {
-            SchedOffsets::default()
+        let types = match KernelTypes::from_sys_fs() {
+            Ok(types) => Some(types),
+            Err(e) if config.modes.off_cpu().is_none() => {
+                tracing::debug!("no kernel BTF, so no kfuncs: {}", crate::error_chain(&e));
+                None
+            }
+            Err(e) => return Err(KernelError::SchedFields(e)),
         };
+        let sched_offsets = match (&types, config.modes.off_cpu()) {
+            (Some(types), Some(_)) => types.sched_offsets().map_err(KernelError::SchedFields)?,
+            _ => SchedOffsets::default(),
+        };
+        let user_stacks = config.modes.off_cpu().map(|o| o.user_stacks);
+        let task_work = user_stacks == Some(UserStacks::TaskWork);
+        let object = kfunc::link(EBPF_OBJECT, &KFUNCS, |name| {
+            types.as_ref().filter(|_| task_work)?.func_id(name)
+        })
+        .map_err(KernelError::Kfuncs)?;
+        drop(types);
         let mut ebpf = EbpfLoader::new()
             .override_global(GLOBAL_TARGET_ALL, &target_all, true)
             .override_global(GLOBAL_OFF_CPU_RATE_NS, &rate_ns, true)
@@ -90,11 +125,12 @@ impl Kernel {
             .override_global(GLOBAL_OFF_CPU_DISPATCH_ONLY, &dispatch_only, true)
             .override_global(GLOBAL_UNWIND_TABLES, &unwind_tables, true)
             .override_global(GLOBAL_SCHED_OFFSETS, &sched_offsets, true)
+            .override_global(GLOBAL_TASK_WORK, &u8::from(object.kfuncs), true)
             .map_max_entries(UNWIND_ROWS, config.unwind.table_rows())
             // TASKS is task storage, which aya creates but does not wrap
             // (see bpf/task_storage.rs).
             .allow_unsupported_maps()
-            .load(EBPF_OBJECT)?;
+            .load(object.bytes())?;
 
         let logger = match aya_log::EbpfLogger::init(&mut ebpf) {
             Ok(logger) => Some(logger),
@@ -121,7 +157,7 @@ impl Kernel {
         let btf = Btf::from_sys_fs().map_err(KernelError::Btf)?;
         kernel.attach_tracepoints(&UNWIND_PROGRAMS, &btf)?;
         if let Some(off_cpu) = config.modes.off_cpu() {
-            kernel.attach_return_hooks(off_cpu.sys_exit, &btf)?;
+            kernel.attach_return_hooks(object.kfuncs, off_cpu.user_stacks, &btf)?;
             kernel.attach_tracepoints(&OFF_CPU_PROGRAMS, &btf)?;
         }
         if config.modes.on_cpu() {
@@ -181,10 +217,27 @@ impl Kernel {
         Ok(())
     }
 
-    /// Attaches `rseq_update`, and `sys_exit` if asked for or if the kernel
-    /// has no `rseq_update` tracepoint (then with a warning: every system
-    /// call pays for it).
-    fn attach_return_hooks(&mut self, sys_exit: bool, btf: &Btf) -> Result<(), KernelError> {
+    /// With task work (`task_work`: its kfuncs are linked), no hook is
+    /// needed on the way back to user space. Otherwise attaches
+    /// `rseq_update`, and `sys_exit` if asked for or if the kernel has no
+    /// `rseq_update` tracepoint (then with a warning: every system call
+    /// pays for it).
+    fn attach_return_hooks(
+        &mut self,
+        task_work: bool,
+        user_stacks: UserStacks,
+        btf: &Btf,
+    ) -> Result<(), KernelError> {
+        if task_work {
+            tracing::debug!("off-CPU: user stacks by task work on the way back to user space");
+            return Ok(());
+        }
+        if user_stacks == UserStacks::TaskWork {
+            tracing::info!(
+                "off-CPU: this kernel has no BPF task work (Linux 6.18); user stacks are \
+                 taken at rseq_update"
+            );
+        }
         let rseq = match self.attach_tracepoints(&[RSEQ_UPDATE], btf) {
             Ok(()) => true,
             Err(e) => {
@@ -196,7 +249,7 @@ impl Kernel {
                 false
             }
         };
-        if sys_exit || !rseq {
+        if user_stacks == UserStacks::SysExit || !rseq {
             self.attach_tracepoints(&[SYS_EXIT], btf)?;
         }
         Ok(())

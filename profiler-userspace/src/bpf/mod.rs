@@ -2,7 +2,7 @@
 //! programs (`load.rs`), then drain their maps window by window
 //! (`drain.rs`), account the intervals still open at a window's end
 //! (`in_flight.rs`), find the scheduler fields the off-CPU programs read
-//! (`btf_fields.rs`), serve the unwinder's maps (`unwind_maps.rs`) and copy
+//! (`btf_fields.rs`), link its kfunc calls (`kfunc.rs`), serve the unwinder's maps (`unwind_maps.rs`) and copy
 //! the programs' log into tracing (`ebpf_log.rs`). Only this module touches aya
 //! types.
 mod btf_fields;
@@ -11,6 +11,7 @@ mod contract_tests;
 mod drain;
 mod ebpf_log;
 mod in_flight;
+mod kfunc;
 mod load;
 mod task_storage;
 mod unwind_maps;
@@ -68,6 +69,8 @@ pub enum KernelError {
     MissingProgram(&'static str),
     #[error("mapping the unwind table array into memory")]
     MapRows(#[source] std::io::Error),
+    #[error("linking the eBPF object's kernel function calls")]
+    Kfuncs(#[source] kfunc::KfuncError),
     #[error("reading the kernel's BTF")]
     Btf(#[source] aya::BtfError),
     #[error("finding the scheduler fields off-CPU profiling reads (--no-off-cpu does without)")]

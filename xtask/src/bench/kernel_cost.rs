@@ -18,29 +18,50 @@ pub(super) fn program_costs(report: &mut String) -> anyhow::Result<(f64, f64)> {
     writeln!(report, "## 3. Per-program kernel cost (bpf_stats)\n")?;
     writeln!(
         report,
-        "run_time_ns / run_cnt per program, while the ping-pong runs under `profiler --all`; the floor column is the same run with the off-CPU programs returning at once (hidden flag `--off-cpu-dispatch-only`): the cost of the hook itself plus bpf_stats' own two clock reads per run, which no change to a program can remove.\n"
+        "run_time_ns / run_cnt per program, while the ping-pong runs under `profiler --all`; the floor column is the same run with the off-CPU programs returning at once (hidden flag `--off-cpu-dispatch-only`): the cost of the hook itself plus bpf_stats' own two clock reads per run, which no change to a program can remove. The last columns are the same two runs as without BPF task work (`--off-cpu-no-task-work`: user stacks at `rseq_update`, as on kernels before 6.18).\n"
     )?;
-    writeln!(report, "| program | runs | ns per run | floor ns per run |")?;
-    writeln!(report, "| --- | --- | --- | --- |")?;
+    writeln!(
+        report,
+        "| program | runs | ns per run | floor ns per run | without task work: ns per run | floor |"
+    )?;
+    writeln!(report, "| --- | --- | --- | --- | --- | --- |")?;
     let defaults = per_run_costs(&["--all"])?;
     let floor = per_run_costs(&["--all", "--off-cpu-dispatch-only"])?;
-    for cost in &defaults {
-        let floor_ns = floor
+    let rseq = per_run_costs(&["--all", "--off-cpu-no-task-work"])?;
+    let rseq_floor =
+        per_run_costs(&["--all", "--off-cpu-no-task-work", "--off-cpu-dispatch-only"])?;
+    let ns_of = |costs: &[Cost], name: &str| {
+        costs
             .iter()
-            .find(|c| c.name == cost.name)
-            .map_or_else(|| "-".to_owned(), |c| format!("{:.0}", c.ns_per_run()));
+            .find(|c| c.name == name)
+            .map_or_else(|| "-".to_owned(), |c| format!("{:.0}", c.ns_per_run()))
+    };
+    let mut names: Vec<&str> = defaults
+        .iter()
+        .chain(&rseq)
+        .map(|c| c.name.as_str())
+        .collect();
+    names.sort_unstable();
+    names.dedup();
+    for name in names {
+        let runs = defaults
+            .iter()
+            .find(|c| c.name == name)
+            .map_or(0, |c| c.runs);
         writeln!(
             report,
-            "| {} | {} | {:.0} | {floor_ns} |",
-            cost.name,
-            cost.runs,
-            cost.ns_per_run()
+            "| {name} | {runs} | {} | {} | {} | {} |",
+            ns_of(&defaults, name),
+            ns_of(&floor, name),
+            ns_of(&rseq, name),
+            ns_of(&rseq_floor, name),
         )?;
     }
+    let (rseq_per_switch, rseq_floor_per_switch) = (per_switch(&rseq), per_switch(&rseq_floor));
     let (per_switch, floor_per_switch) = (per_switch(&defaults), per_switch(&floor));
     writeln!(
         report,
-        "\nAll off-CPU programs together: {per_switch:.0} ns per context switch, of which the floor is {floor_per_switch:.0} ns; the programs' own work is {:.0} ns.\n",
+        "\nAll off-CPU programs together: {per_switch:.0} ns per context switch, of which the floor is {floor_per_switch:.0} ns; the programs' own work is {:.0} ns. Without task work: {rseq_per_switch:.0} ns, floor {rseq_floor_per_switch:.0} ns. bpf_stats does not see the task work callback (the kernel calls it directly, on the way back to user space, only for kept intervals): it walks the user stack that `rseq_update` walked for the same intervals, which is part of the rseq_update figure without task work. Section 1's ping-pong ratios include it.\n",
         per_switch - floor_per_switch
     )?;
     Ok((per_switch, floor_per_switch))

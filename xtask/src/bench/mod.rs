@@ -223,15 +223,16 @@ fn targets(report: &mut String, rows: &[(&str, f64, f64, &str)]) -> anyhow::Resu
 const ANALYSIS: &str = "\
 ### Where the costs come from
 
-- Ping-pong: every round trip is two context switches and two returns to
-  user space, each of which runs a program (sched_switch, rseq_update);
-  wakeups run none (the run-queue split is read from the scheduler's own
-  `sched_info`). The off-CPU programs never capture a stack for the short
-  intervals they drop; what remains is the per-event bookkeeping: a task
-  storage lookup (a pointer off the task struct, no hashing) for the
-  thread leaving and one for the thread arriving, a `TARGETS` hash lookup
-  for a thread seen for the first time, and `rseq_update` returning
-  after one array read unless weight is pending. Timestamps, the
+- Ping-pong: every round trip is two context switches, each of which
+  runs one program (sched_switch); returns to user space run none (the
+  user stack of a kept interval is taken by a BPF task work scheduled
+  for that interval only; without task work, `rseq_update` ran on every
+  return), and wakeups run none (the run-queue split is read from the
+  scheduler's own `sched_info`). The off-CPU programs never capture a
+  stack for the short intervals they drop; what remains is the per-event
+  bookkeeping: a task storage lookup (a pointer off the task struct, no
+  hashing) for the thread leaving and one for the thread arriving, and a
+  `TARGETS` hash lookup for a thread seen for the first time. Timestamps, the
   run-queue split and the rule's random bits cost no helper call (the
   scheduler's clock and `sched_info` read off the task, a per-CPU
   xorshift); `bpf_ktime_get_ns` alone cost about 85 ns a switch here.
@@ -250,14 +251,16 @@ const ANALYSIS: &str = "\
   floor column is what the programs show when they return at once. The
   row \"less the floor\" is the programs' own work, the part a change to
   them can move. On this machine (retpolines and SRSO on every kernel
-  call and return) the ping-pong floor alone is close to the 1.05x goal:
-  two programs run per switch, and what is left to cut is the
-  bookkeeping above it.
-- User stacks of off-CPU intervals are taken at `rseq_update`, once per
-  switch, not at `sys_exit`, once per system call: section 8 shows what a
-  `sys_exit` hook costs every process on the machine, profiled or not.
-  Threads without rseq (Go) get the stack of their next switch-out
-  (README, \"Stacks of off-CPU time\"), or exact ones with
+  call and return) the floor of two programs per switch (sched_switch and
+  rseq_update, without task work) alone was close to the 1.05x goal;
+  task work leaves one.
+- User stacks of off-CPU intervals are taken by task work, once per kept
+  interval, not at `sys_exit`, once per system call: section 8 shows
+  what a `sys_exit` hook costs every process on the machine, profiled or
+  not. Every thread gets exact stacks this way, Go's too (no rseq
+  needed). Without task work (kernels before 6.18), `rseq_update` takes
+  them once per switch, threads without rseq get the stack of their next
+  switch-out (README, \"Stacks of off-CPU time\"), or exact ones with
   `--off-cpu-sys-exit` at that cost.
 - The on-CPU sampler costs microseconds per sample: the user stack walk
   by table (about a microsecond per frame here: each frame is one
@@ -266,8 +269,8 @@ const ANALYSIS: &str = "\
   map. Section 6 compares it with frame pointers only, which walk one
   frame of these fixtures (release Rust without frame pointers) where the
   tables walk nine. At 99 Hz per CPU that is well under 1% of a core,
-  within the noise of the CPU-bound run. An off-CPU capture (in
-  `rseq_update`) pays the same walk for each kept interval.
+  within the noise of the CPU-bound run. An off-CPU capture (in the
+  task work callback) pays the same walk for each kept interval.
 - Tables are built once per binary: milliseconds for libc and the
   profiler (section 7), memory at 8 bytes a row. The largest binary on a
   machine is often a stripped Go binary (no `.eh_frame`, no

@@ -30,7 +30,11 @@ pub(super) fn pingpong_configs() -> Vec<Config> {
             &["--pid", "{pid}", "--unwind", "frame-pointer"],
         ),
         profiler(
-            "profiler --pid --off-cpu-sys-exit (exact stacks without rseq)",
+            "profiler --pid, as without task work (user stacks at rseq_update)",
+            &["--pid", "{pid}", "--off-cpu-no-task-work"],
+        ),
+        profiler(
+            "profiler --pid --off-cpu-sys-exit (no task work: rseq_update and sys_exit)",
             &["--pid", "{pid}", "--off-cpu-sys-exit"],
         ),
         profiler(

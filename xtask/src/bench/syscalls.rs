@@ -75,9 +75,10 @@ pub fn overhead_on_others(report: &mut String) -> anyhow::Result<Vec<(String, Ve
     writeln!(
         report,
         "The workload is not a target: a profiler of one PID should leave the rest of the \
-         machine alone. Off-CPU user stacks are taken at `rseq_update` (once per context \
-         switch); `--off-cpu-sys-exit` adds the `sys_exit` hook, and enabling that tracepoint \
-         sends every system call of every task down the slow path.\n"
+         machine alone. Off-CPU user stacks are taken by BPF task work, scheduled only for \
+         kept intervals; `--off-cpu-sys-exit` (for kernels without task work) adds the \
+         `sys_exit` hook, and enabling that tracepoint sends every system call of every task \
+         down the slow path.\n"
     )?;
     Ok(results)
 }
@@ -108,9 +109,9 @@ pub fn switches_of_others(report: &mut String) -> anyhow::Result<Vec<(String, Ve
     )?;
     writeln!(
         report,
-        "`sched_switch` and `rseq_update` run for every thread on the machine. For a thread \
-         that is not profiled, `sched_switch` reads its ids from the `task_struct` and one \
-         byte of the target filter, and `rseq_update` one counter: no helper call, no hash \
+        "`sched_switch` runs for every thread on the machine (and, without task work, \
+         `rseq_update` too). For a thread that is not profiled, `sched_switch` reads its ids \
+         from the `task_struct` and one byte of the target filter: no helper call, no hash \
          lookup, so the cost over the floor is a few loads.\n"
     )?;
     Ok(results)
