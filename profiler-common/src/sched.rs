@@ -36,7 +36,9 @@ pub struct SchedOffsets {
     pub pid: u32,
     /// `task_struct.tgid`: the process id, for the same.
     pub tgid: u32,
-    pub pad: u32,
+    /// `task_struct.flags`: `PF_*`, to tell threads that never return to
+    /// user space (kernel threads, io_uring workers).
+    pub flags: u32,
 }
 
 #[cfg(feature = "user")]

@@ -61,7 +61,7 @@ static SCHED_OFFSETS: Global<SchedOffsets> = Global::new(SchedOffsets {
     clock: 0,
     pid: 0,
     tgid: 0,
-    pad: 0,
+    flags: 0,
 });
 
 #[map]

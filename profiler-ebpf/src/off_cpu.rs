@@ -253,9 +253,12 @@ fn switch_in(next: *mut task_struct, clock: &mut Clock) {
             (*entry).kernel_stack_err = err;
             (*entry).pending = 1;
             add_pending(1);
-            // Otherwise the weight waits for `rseq_update` or the next
-            // switch-out.
-            task_work::schedule(next, (*entry).tid);
+            // Otherwise (and for threads that never return to user space,
+            // whose task work would never run) the weight waits for
+            // `rseq_update` or the next switch-out.
+            if !sched_info::stays_in_kernel(next) {
+                task_work::schedule(next, (*entry).tid);
+            }
         }
     }
 }

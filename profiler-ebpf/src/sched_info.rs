@@ -50,6 +50,20 @@ pub fn rq_clock(task: *mut task_struct) -> u64 {
     }
 }
 
+/// `PF_KTHREAD` and `PF_USER_WORKER` from `linux/sched.h`.
+const PF_KTHREAD: u32 = 0x0020_0000;
+const PF_USER_WORKER: u32 = 0x0000_4000;
+
+/// Whether `task` never returns to user space: a kernel thread, or a
+/// kernel worker of a user process (io_uring).
+#[inline(always)]
+pub fn stays_in_kernel(task: *mut task_struct) -> bool {
+    let offsets = maps::sched_offsets();
+    // SAFETY: as in `run_delay`, for an unsigned int field.
+    let flags: u32 = unsafe { load(task.cast(), offsets.flags) };
+    flags & (PF_KTHREAD | PF_USER_WORKER) != 0
+}
+
 /// `task`'s (process id, thread id): its `tgid` and `pid` fields, which is
 /// what `bpf_get_current_pid_tgid` returns for the current thread, without
 /// the helper call and for any task.

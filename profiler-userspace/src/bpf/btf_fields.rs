@@ -193,7 +193,7 @@ impl KernelTypes {
             clock: self.offset("rq", "clock", "the run queue's clock")?,
             pid: self.offset("task_struct", "pid", "the thread id")?,
             tgid: self.offset("task_struct", "tgid", "the process id")?,
-            pad: 0,
+            flags: self.offset("task_struct", "flags", "the thread's kind")?,
         })
     }
 }

@@ -148,4 +148,6 @@ fn this_kernels_scheduler_fields_are_found() {
     assert!(offsets.clock > 0 && offsets.rq > 0 && offsets.cfs_rq > 0);
     // struct task_struct declares pid_t pid; then pid_t tgid; next to it.
     assert_eq!(offsets.tgid, offsets.pid + 4);
+    // unsigned int flags comes early in task_struct, well before pid.
+    assert!(offsets.flags > 0 && offsets.flags < offsets.pid);
 }
