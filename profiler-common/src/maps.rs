@@ -47,6 +47,10 @@ pub const STATS: &str = "STATS";
 /// Off-CPU state per thread: task storage (`BPF_MAP_TYPE_TASK_STORAGE`) of
 /// [`crate::task::TaskState`]; userspace looks a thread up by a pidfd.
 pub const TASKS: &str = "TASKS";
+/// Array of [`crate::task::IntervalCell`]: the open interval of a tracked
+/// thread, in the cell [`interval_cell`] picks by its tid, when the thread
+/// owns that cell (see [`crate::task`]).
+pub const INTERVAL_CELLS: &str = "INTERVAL_CELLS";
 /// Off-CPU intervals still open at a window's end: tid -> the
 /// monotonic time (ns) up to which userspace already accounted the
 /// interval. Written by userspace at the drain; read and deleted by the
@@ -102,11 +106,14 @@ pub const GLOBAL_SCHED_OFFSETS: &str = "SCHED_OFFSETS";
 /// linked (the daemon's `bpf/kfunc.rs`); zero keeps the calls, and the
 /// callback they name, in code the verifier proves dead.
 pub const GLOBAL_TASK_WORK: &str = "TASK_WORK_LINKED";
+/// How many [`INTERVAL_CELLS`] are in use (a power of two; fewer only in
+/// tests, to make threads share cells).
+pub const GLOBAL_INTERVAL_CELLS: &str = "INTERVAL_CELLS_IN_USE";
 
 /// Every map of the eBPF object (besides aya-log's own). A test in
 /// profiler-userspace checks the built object against this list both
 /// ways, so a map renamed on one side only, or left unused, fails it.
-pub const ALL: [&str; 20] = [
+pub const ALL: [&str; 21] = [
     SAMPLES_0,
     SAMPLES_1,
     STACKS_0,
@@ -118,6 +125,7 @@ pub const ALL: [&str; 20] = [
     TARGET_COMMS,
     STATS,
     TASKS,
+    INTERVAL_CELLS,
     IN_FLIGHT,
     PENDING,
     TASK_WORK,
@@ -130,7 +138,7 @@ pub const ALL: [&str; 20] = [
 ];
 
 /// Every load-time global the daemon sets, checked the same way.
-pub const GLOBALS: [&str; 7] = [
+pub const GLOBALS: [&str; 8] = [
     GLOBAL_TARGET_ALL,
     GLOBAL_OFF_CPU_RATE_NS,
     GLOBAL_OFF_CPU_NAIVE,
@@ -138,6 +146,7 @@ pub const GLOBALS: [&str; 7] = [
     GLOBAL_UNWIND_TABLES,
     GLOBAL_SCHED_OFFSETS,
     GLOBAL_TASK_WORK,
+    GLOBAL_INTERVAL_CELLS,
 ];
 
 /// Capacity of each [`SAMPLES_0`]/[`SAMPLES_1`] map.
@@ -157,6 +166,22 @@ pub const TARGET_FILTER_SLOTS: u32 = 4_096;
 pub const fn target_filter_slot(pid: u32) -> u32 {
     pid % TARGET_FILTER_SLOTS
 }
+/// Cells of [`INTERVAL_CELLS`] (48 bytes each: 3 MiB). Tids are handed
+/// out in sequence, so live threads rarely share a cell: under `--all`
+/// with 1,000 threads, about 1.5% of them find their cell taken and keep
+/// their interval in task storage (counted as
+/// [`crate::stats::Stat::IntervalCellTaken`]).
+pub const INTERVAL_CELLS_LEN: u32 = 65_536;
+
+/// The [`INTERVAL_CELLS`] cell of thread `tid`, of `cells` in use (a
+/// power of two, at most [`INTERVAL_CELLS_LEN`]).
+#[must_use]
+#[inline(always)]
+#[allow(clippy::inline_always, reason = "runs inside an eBPF program")]
+pub const fn interval_cell(tid: u32, cells: u32) -> u32 {
+    tid & (cells - 1)
+}
+
 /// Capacity of [`TARGET_COMMS`]: the most `--comm` names.
 pub const TARGET_COMMS_MAX_ENTRIES: u32 = 64;
 /// Capacity of [`IN_FLIGHT`]: threads off the CPU at a window's end.

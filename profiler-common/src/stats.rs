@@ -50,11 +50,14 @@ pub enum Stat {
     SampleEntries = 16,
     /// New entries in the stack maps (the same, for stacks).
     StackEntries = 17,
+    /// Tracked threads whose interval cell another thread owned when they
+    /// were first seen, so their switches look their task storage up.
+    IntervalCellTaken = 18,
 }
 
 impl Stat {
     /// Every counter, in index order.
-    pub const ALL: [Self; 18] = [
+    pub const ALL: [Self; 19] = [
         Self::OnCpuSamples,
         Self::UserStackErrors,
         Self::KernelStackErrors,
@@ -73,6 +76,7 @@ impl Stat {
         Self::OffCpuNsApproxUserStack,
         Self::SampleEntries,
         Self::StackEntries,
+        Self::IntervalCellTaken,
     ];
 
     /// Name used in logs and profile comments.
@@ -97,6 +101,7 @@ impl Stat {
             Self::OffCpuNsApproxUserStack => "off_cpu_ns_approx_user_stack",
             Self::SampleEntries => "sample_entries",
             Self::StackEntries => "stack_entries",
+            Self::IntervalCellTaken => "interval_cell_taken",
         }
     }
 }

@@ -1,20 +1,27 @@
-//! Per-thread off-CPU bookkeeping, kept by the kernel in
-//! [`crate::maps::TASKS`]: task storage, a value hanging off the thread's
-//! own `task_struct`.
+//! Per-thread off-CPU bookkeeping, kept by the kernel in two places:
 //!
-//! Every hook has the task pointer without reading task fields
-//! (`sched_switch`'s `prev`/`next`,
-//! `bpf_get_current_task_btf()` in the thread's own context), and finding
-//! the value from it is a pointer dereference rather than a hash lookup.
-//! The kernel frees the value with the thread; userspace reads it through
-//! a pidfd of the thread.
+//! - [`crate::maps::TASKS`]: task storage, a value hanging off the thread's
+//!   own `task_struct`. Every hook has the task pointer without reading
+//!   task fields (`sched_switch`'s `prev`/`next`,
+//!   `bpf_get_current_task_btf()` in the thread's own context), and
+//!   finding the value from it is a pointer dereference rather than a hash
+//!   lookup, but still a helper call. The kernel frees the value with the
+//!   thread; userspace reads it through a pidfd of the thread.
+//! - [`crate::maps::INTERVAL_CELLS`]: the thread's open interval, the only
+//!   state every switch reads or writes, in an array cell picked by its tid
+//!   ([`crate::maps::interval_cell`]). An array read is inlined by the
+//!   verifier, so a switch of a tracked thread costs no helper call. A cell
+//!   belongs to the first tracked thread that claims it until that thread
+//!   exits; a thread whose cell is taken keeps its interval in its
+//!   [`TaskState`] instead.
 
 use crate::sample::COMM_LEN;
 
-/// One tracked thread.
+/// An off-CPU interval that has begun and not yet ended: how and when a
+/// thread left the CPU.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct TaskState {
+pub struct OpenInterval {
     /// When the thread left the CPU (ktime ns, converted from the run
     /// queue's clock; for the window logic); 0 while it is on a CPU.
     pub off_since_ns: u64,
@@ -24,10 +31,34 @@ pub struct TaskState {
     /// The scheduler's `sched_info.run_delay` when it left the CPU, to
     /// tell the run-queue waits since (see [`crate::sched`]).
     pub run_delay_ns: u64,
-    pub pid: u32,
-    pub tid: u32,
     /// `ThreadState` it left the CPU in.
     pub state: u32,
+    pub pad: u32,
+}
+
+/// One cell of [`crate::maps::INTERVAL_CELLS`].
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct IntervalCell {
+    /// The tid of the thread whose interval this is; 0 while free. 64 bits
+    /// wide: the eBPF target's atomics are 64-bit.
+    pub owner: u64,
+    /// A copy of its [`TaskState::pending`], so that a switch-out only
+    /// looks the thread's task storage up when there is weight to flush.
+    pub pending: u32,
+    pub pad: u32,
+    pub open: OpenInterval,
+}
+
+/// One tracked thread.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct TaskState {
+    /// Its open interval, unless it owns an [`IntervalCell`] (then the
+    /// cell's is the one in use, and this one stays closed).
+    pub open: OpenInterval,
+    pub pid: u32,
+    pub tid: u32,
     /// Non-zero when kept weight waits for the thread's user stack, which
     /// can only be read in the thread's own context (see `profiler-ebpf`).
     pub pending: u8,
@@ -37,12 +68,13 @@ pub struct TaskState {
     /// counted as approximate.
     pub rseq: u8,
     pub pad: u16,
-    /// Kernel stack of the pending weight (hash, or `NO_STACK`).
-    pub kernel_stack: u64,
     /// 0, or the errno of the failed kernel stack capture.
     pub kernel_stack_err: i32,
+    /// Kernel stack of the pending weight (hash, or `NO_STACK`).
+    pub kernel_stack: u64,
     /// `ThreadState` of the pending blocked part (sleeping or disk).
     pub pending_state: u32,
+    pub pad2: u32,
     /// Pending weight of the blocked part.
     pub blocked_ns: u64,
     pub blocked_count: u64,
@@ -59,6 +91,12 @@ pub struct TaskState {
 // bit pattern is valid.
 unsafe impl aya::Pod for TaskState {}
 
-// The layout both sides agree on, checked wherever this crate is built
-// (the eBPF target included): no padding, the size the kernel allocates.
-const _: () = assert!(size_of::<TaskState>() == 104);
+#[cfg(feature = "user")]
+// SAFETY: IntervalCell is repr(C) with no padding (a u64, two u32, three
+// u64, two u32) and every bit pattern is valid.
+unsafe impl aya::Pod for IntervalCell {}
+
+// The layouts both sides agree on, checked wherever this crate is built
+// (the eBPF target included): no padding, the sizes the kernel allocates.
+const _: () = assert!(size_of::<TaskState>() == 112);
+const _: () = assert!(size_of::<IntervalCell>() == 48);

@@ -17,6 +17,8 @@
 
 mod aggregate;
 mod clock;
+mod flush;
+mod interval_cell;
 mod maps;
 mod off_cpu;
 mod on_cpu;
@@ -58,7 +60,7 @@ pub fn sched_switch(ctx: BtfTracePointContext) -> i32 {
 /// switched out; returns at once unless weight is pending.
 #[btf_tracepoint(function = "rseq_update")]
 pub fn rseq_update(_ctx: BtfTracePointContext) -> i32 {
-    off_cpu::on_return_to_user(off_cpu::Flush::Rseq);
+    flush::on_return_to_user(flush::Flush::Rseq);
     0
 }
 
@@ -66,7 +68,7 @@ pub fn rseq_update(_ctx: BtfTracePointContext) -> i32 {
 /// `--off-cpu-sys-exit`); returns at once unless weight is pending.
 #[btf_tracepoint(function = "sys_exit")]
 pub fn sys_exit(_ctx: BtfTracePointContext) -> i32 {
-    off_cpu::on_return_to_user(off_cpu::Flush::SysExit);
+    flush::on_return_to_user(flush::Flush::SysExit);
     0
 }
 
@@ -80,7 +82,7 @@ pub fn sched_process_exec(_ctx: BtfTracePointContext) -> i32 {
 /// A thread exits.
 #[btf_tracepoint(function = "sched_process_exit")]
 pub fn sched_process_exit(_ctx: BtfTracePointContext) -> i32 {
-    off_cpu::on_exit();
+    flush::on_exit();
     0
 }
 

@@ -12,15 +12,15 @@ use aya_ebpf::{
 use profiler_common::{
     maps::{
         CONTROL_ACTIVE_SLOT, CONTROL_LAST_FLIP_NS, CONTROL_LEN, IN_FLIGHT_MAX_ENTRIES,
-        SAMPLES_MAX_ENTRIES, STACKS_MAX_ENTRIES, TARGET_COMMS_MAX_ENTRIES, TARGET_FILTER_SLOTS,
-        TARGETS_MAX_ENTRIES, UNWIND_PROCS_MAX_ENTRIES, UNWIND_REQUESTS_MAX_ENTRIES,
-        UNWIND_ROWS_DEFAULT_ENTRIES, target_filter_slot,
+        INTERVAL_CELLS_LEN, SAMPLES_MAX_ENTRIES, STACKS_MAX_ENTRIES, TARGET_COMMS_MAX_ENTRIES,
+        TARGET_FILTER_SLOTS, TARGETS_MAX_ENTRIES, UNWIND_PROCS_MAX_ENTRIES,
+        UNWIND_REQUESTS_MAX_ENTRIES, UNWIND_ROWS_DEFAULT_ENTRIES, target_filter_slot,
     },
     sample::{COMM_LEN, SampleKey, SampleValue},
     sched::SchedOffsets,
     stack::StackTrace,
     stats::{STATS_LEN, Stat},
-    task::TaskState,
+    task::{IntervalCell, TaskState},
     unwind::{ProcessMappings, UnwindRow},
 };
 
@@ -50,6 +50,10 @@ static UNWIND_TABLES: Global<u8> = Global::new(1);
 /// Non-zero: the task work kfunc calls are linked (see `task_work.rs`).
 #[unsafe(no_mangle)]
 static TASK_WORK_LINKED: Global<u8> = Global::new(0);
+
+/// How many [`INTERVAL_CELLS`] are in use (a power of two).
+#[unsafe(no_mangle)]
+static INTERVAL_CELLS_IN_USE: Global<u32> = Global::new(INTERVAL_CELLS_LEN);
 
 /// Offsets of the scheduler fields `sched_info` reads, from the kernel's BTF.
 #[unsafe(no_mangle)]
@@ -98,6 +102,11 @@ static STACKS_1: HashMap<u64, StackTrace> = HashMap::with_max_entries(STACKS_MAX
 #[unsafe(link_section = ".maps")]
 #[unsafe(export_name = "TASKS")]
 static TASKS: TaskStorage<TaskState> = TaskStorage::new();
+
+/// The open intervals of tracked threads, by a cell per tid
+/// (`interval_cell.rs`).
+#[map]
+static INTERVAL_CELLS: Array<IntervalCell> = Array::with_max_entries(INTERVAL_CELLS_LEN, 0);
 
 /// By tid: the time up to which userspace accounted an open interval.
 #[map]
@@ -210,6 +219,13 @@ pub fn off_cpu_rule() -> (u64, bool) {
 pub fn task(task: *mut task_struct) -> Option<*mut TaskState> {
     // SAFETY: callers pass task pointers the verifier knows as such.
     unsafe { TASKS.get(task) }
+}
+
+/// The interval cell of thread `tid`, whoever owns it.
+#[inline(always)]
+pub fn interval_cell(tid: u32) -> Option<*mut IntervalCell> {
+    let cells = INTERVAL_CELLS_IN_USE.load();
+    INTERVAL_CELLS.get_ptr_mut(profiler_common::maps::interval_cell(tid, cells))
 }
 
 /// Starts tracking a thread; counts a refusal.

@@ -2,7 +2,10 @@
 //!
 //! - Switch-out (sched_switch, in the leaving thread's context): note the
 //!   time (the run queue's clock, `clock.rs`), the state it leaves in and
-//!   the scheduler's run-queue total. Cheap: no stack is captured here.
+//!   the scheduler's run-queue total, in the thread's interval cell
+//!   (`interval_cell.rs`; its task storage if another thread owns the
+//!   cell). Cheap: no stack is captured, and no helper is called unless
+//!   the thread is new or has weight to flush.
 //! - Switch-in (sched_switch, `next`): the durations are known. The
 //!   scheduler's own accounting says how much of the interval was spent
 //!   waiting for a CPU (`sched_info`, no wakeup hook needed); the rest was
@@ -11,8 +14,8 @@
 //!   of `next` right there with bpf_get_task_stack, and the weight is
 //!   parked in the task's entry as pending.
 //! - The user stack can only be read in the thread's own context, so the
-//!   pending weight is flushed the first time the thread runs a hook of its
-//!   own:
+//!   pending weight is flushed (`flush.rs`) the first time the thread
+//!   runs a hook of its own:
 //!   - The task work the switch-in scheduled (`task_work.rs`, Linux 6.18),
 //!     on its way back to user space: exact, for every thread, and nothing
 //!     runs on the returns to user space of intervals that were dropped.
@@ -31,30 +34,29 @@
 //!     blocks next: an approximation, counted as `OffCpuNsApproxUserStack`.
 use aya_ebpf::{
     bindings::task_struct,
-    helpers::{bpf_get_current_comm, bpf_get_current_task_btf, bpf_get_prandom_u32},
+    helpers::{bpf_get_current_comm, bpf_get_prandom_u32},
     programs::BtfTracePointContext,
 };
-use core::intrinsics::{AtomicOrdering, atomic_xadd};
+use aya_log_ebpf::warn;
 use profiler_common::{
     off_cpu::{Weight, sample, sample_naive, split_interval, xorshift_next},
-    sample::{COMM_LEN, SampleKey, ThreadState},
-    stack::NO_STACK,
+    sample::{COMM_LEN, ThreadState},
     stats::Stat,
-    task::TaskState,
+    task::{OpenInterval, TaskState},
 };
 
-use aya_log_ebpf::warn;
-
 use crate::{
-    aggregate,
     clock::{self, Clock},
-    maps, sched_info, stack, target, task_work, unwind,
+    flush::{Flush, add_pending, flush},
+    interval_cell, maps, sched_info, stack, target, task_work,
 };
 
 /// `TASK_UNINTERRUPTIBLE` and `TASK_NOLOAD` from `linux/sched.h`; a task
 /// with both is an idle kernel thread (TASK_IDLE), not a disk wait.
 const TASK_UNINTERRUPTIBLE: u32 = 0x2;
 const TASK_NOLOAD: u32 = 0x400;
+/// `TASK_DEAD`: the thread's last switch-out, after `sched_process_exit`.
+const TASK_DEAD: u32 = 0x80;
 
 /// sched_switch(bool preempt, task_struct *prev, task_struct *next,
 /// unsigned int prev_state).
@@ -69,7 +71,7 @@ pub fn on_switch(ctx: &BtfTracePointContext) {
     // Most switches on a machine are of threads that are not profiled:
     // they are passed over before any task-storage lookup or call.
     let prev_ids = target::candidate(prev);
-    let next_candidate = target::candidate(next).is_some();
+    let next_ids = target::candidate(next);
     let mut clock = Clock::new();
     if let Some(ids) = prev_ids {
         #[expect(clippy::cast_possible_truncation, reason = "an unsigned int argument")]
@@ -82,78 +84,15 @@ pub fn on_switch(ctx: &BtfTracePointContext) {
             &mut clock,
         );
     }
-    if next_candidate {
-        switch_in(next, &mut clock);
-    }
-}
-
-/// Where a thread's pending weight is flushed (see the module header).
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub enum Flush {
-    /// `rseq_update`: returning to user space; the thread uses rseq.
-    Rseq,
-    /// `sys_exit`: returning from a system call.
-    SysExit,
-    /// The task work `sched_switch` scheduled: returning to user space.
-    TaskWork,
-    /// Its next switch-out or its exit.
-    Later,
-}
-
-/// `rseq_update` or `sys_exit`: the current thread is on its way back to
-/// user space, still with the user stack it blocked with.
-pub fn on_return_to_user(hook: Flush) {
-    if maps::off_cpu_dispatch_only() {
-        return;
-    }
-    // Nearly always zero: return before looking the thread up.
-    let Some(pending) = maps::pending_counter() else {
-        return;
-    };
-    // SAFETY: a pointer into a one-entry array map, valid for this run.
-    if unsafe { *pending } == 0 {
-        return;
-    }
-    // SAFETY: bpf_get_current_task_btf has no preconditions.
-    let task = unsafe { bpf_get_current_task_btf() };
-    if let Some(entry) = maps::task(task) {
-        if hook == Flush::Rseq {
-            // SAFETY: `entry` comes from a successful map lookup and stays
-            // valid for this program's run.
-            unsafe { (*entry).rseq = 1 };
-        }
-        flush(entry, hook);
-    }
-}
-
-/// The task work scheduled at a kept switch-in runs: `task` (the current
-/// thread) is on its way back to user space, with the user stack it
-/// blocked or was preempted with.
-pub fn on_task_work(task: *mut task_struct) {
-    if let Some(entry) = maps::task(task) {
-        // SAFETY: `entry` comes from a successful map lookup and stays
-        // valid for this program's run.
-        unsafe { (*entry).rseq = 1 };
-        flush(entry, Flush::TaskWork);
-    }
-}
-
-/// sched_process_exit: flush what the exiting thread still owes, forget it.
-pub fn on_exit() {
-    // SAFETY: bpf_get_current_task_btf has no preconditions.
-    let task = unsafe { bpf_get_current_task_btf() };
-    if let Some(entry) = maps::task(task) {
-        flush(entry, Flush::Later);
-        // SAFETY: `entry` comes from a successful lookup, valid until the
-        // removal below.
-        let tid = unsafe { (*entry).tid };
-        maps::forget_task(task, tid);
+    if let Some((_, tid)) = next_ids {
+        switch_in(next, tid, &mut clock);
     }
 }
 
 /// `prev`, a thread with ids `(pid, tid)` that may be profiled, leaves the
-/// CPU. A thread with an entry is a target's (and stays one until it
-/// exits), so only threads seen for the first time pay the exact check.
+/// CPU. A thread that owns its interval cell is a target (and stays one
+/// until it exits): it is noted there without a helper call. Only a
+/// thread seen for the first time pays the exact target check.
 fn switch_out(
     ctx: &BtfTracePointContext,
     prev: *mut task_struct,
@@ -162,27 +101,27 @@ fn switch_out(
     prev_state: u32,
     clock: &mut Clock,
 ) {
-    let entry = if let Some(entry) = maps::task(prev) {
-        entry
-    } else {
-        if !target::is(pid) {
-            return;
+    // Its last switch: sched_process_exit flushed it and freed its cell.
+    if prev_state & TASK_DEAD != 0 {
+        return;
+    }
+    let open = if let Some(cell) = interval_cell::owned(tid) {
+        // SAFETY: `cell` comes from a successful array lookup and stays
+        // valid for this program's run.
+        unsafe {
+            if (*cell).pending != 0
+                && let Some(entry) = maps::task(prev)
+            {
+                flush(entry, Flush::Later);
+            }
+            &raw mut (*cell).open
         }
-        let fresh = TaskState {
-            pid,
-            tid,
-            comm: bpf_get_current_comm().unwrap_or([0; COMM_LEN]),
-            ..TaskState::default()
-        };
-        let Some(entry) = maps::track_task(prev, &fresh) else {
-            // Rare (an allocation failure) and counted; the log says which.
-            warn!(
-                ctx,
-                "off-CPU: thread {} of {} not tracked: no task storage", tid, pid
-            );
+    } else {
+        let Some(entry) = tracked_entry(ctx, prev, pid, tid) else {
             return;
         };
-        entry
+        flush(entry, Flush::Later);
+        interval_home(entry, tid)
     };
     let state = if preempt || prev_state == 0 {
         ThreadState::Runqueue
@@ -191,37 +130,94 @@ fn switch_out(
     } else {
         ThreadState::Sleeping
     };
-    flush(entry, Flush::Later);
-    // SAFETY: `entry` comes from a successful map lookup or insert and stays
-    // valid for this program's run.
+    // SAFETY: `open` points into a map value from a successful lookup or
+    // insert, valid for this program's run.
     unsafe {
         let now = clock.now(prev);
-        (*entry).off_since_clock = now;
-        (*entry).off_since_ns = clock::to_ktime(now);
-        (*entry).run_delay_ns = sched_info::run_delay(prev);
-        (*entry).state = state as u32;
+        (*open).off_since_clock = now;
+        (*open).off_since_ns = clock::to_ktime(now);
+        (*open).run_delay_ns = sched_info::run_delay(prev);
+        (*open).state = state as u32;
     }
 }
 
-fn switch_in(next: *mut task_struct, clock: &mut Clock) {
-    let Some(entry) = maps::task(next) else {
-        return;
+/// The task storage of thread `prev`, created on its first switch-out if
+/// its process `pid` is a target.
+fn tracked_entry(
+    ctx: &BtfTracePointContext,
+    prev: *mut task_struct,
+    pid: u32,
+    tid: u32,
+) -> Option<*mut TaskState> {
+    if let Some(entry) = maps::task(prev) {
+        return Some(entry);
+    }
+    if !target::is(pid) {
+        return None;
+    }
+    let fresh = TaskState {
+        pid,
+        tid,
+        comm: bpf_get_current_comm().unwrap_or([0; COMM_LEN]),
+        ..TaskState::default()
+    };
+    let entry = maps::track_task(prev, &fresh);
+    if entry.is_none() {
+        // Rare (an allocation failure) and counted; the log says which.
+        warn!(
+            ctx,
+            "off-CPU: thread {} of {} not tracked: no task storage", tid, pid
+        );
+    } else if interval_cell::claim(tid).is_none() {
+        maps::count(Stat::IntervalCellTaken, 1);
+    }
+    entry
+}
+
+/// Where a tracked thread without a cell of its own notes its interval:
+/// its cell, if it is free now (claimed from here on), else `entry`.
+fn interval_home(entry: *mut TaskState, tid: u32) -> *mut OpenInterval {
+    // SAFETY: `entry` comes from a successful map lookup or insert and
+    // stays valid for this program's run, as does a claimed cell.
+    unsafe {
+        if let Some(cell) = interval_cell::claim(tid) {
+            // Closed: the cell's interval is the one in use from now on.
+            (*entry).open.off_since_ns = 0;
+            return &raw mut (*cell).open;
+        }
+        &raw mut (*entry).open
+    }
+}
+
+/// `next`, thread `tid`, comes back: the interval that ends is split into
+/// its blocked and run-queue parts, and the sampling rule applied to each.
+fn switch_in(next: *mut task_struct, tid: u32, clock: &mut Clock) {
+    let (open, mut entry) = if let Some(cell) = interval_cell::owned(tid) {
+        // SAFETY: a pointer from a successful array lookup, valid for this
+        // program's run.
+        (unsafe { &raw mut (*cell).open }, None)
+    } else {
+        let Some(entry) = maps::task(next) else {
+            return;
+        };
+        // SAFETY: as above, for a task storage value.
+        (unsafe { &raw mut (*entry).open }, Some(entry))
     };
     let now = clock.now(next);
-    // SAFETY: `entry` comes from a successful map lookup and stays valid for
-    // this program's run.
-    unsafe {
-        let (off, start) = ((*entry).off_since_ns, (*entry).off_since_clock);
+    // SAFETY: `open` points into a map value from a successful lookup,
+    // valid for this program's run.
+    let (state, blocked, runqueue) = unsafe {
+        let (off, start) = ((*open).off_since_ns, (*open).off_since_clock);
         if off == 0 {
             return;
         }
-        (*entry).off_since_ns = 0;
+        (*open).off_since_ns = 0;
         // An interval open across a window's end was accounted by userspace
         // up to that end, in ktime (see profiler_common::maps::IN_FLIGHT):
         // that much of it is not counted again.
         let mut start = start;
         if off < maps::last_flip_ns()
-            && let Some(until) = maps::take_accounted((*entry).tid)
+            && let Some(until) = maps::take_accounted(tid)
             && until > off
         {
             start += until - off;
@@ -229,36 +225,59 @@ fn switch_in(next: *mut task_struct, clock: &mut Clock) {
         if now <= start {
             return;
         }
-        let state = (*entry).state;
-        let queued = sched_info::queued_since(next, (*entry).run_delay_ns, now);
+        let state = (*open).state;
+        let queued = sched_info::queued_since(next, (*open).run_delay_ns, now);
         let (blocked, runqueue) =
             split_interval(state == ThreadState::Runqueue as u32, start, now, queued);
+        (state, apply_rule(blocked), apply_rule(runqueue))
+    };
+    if blocked.is_none() && runqueue.is_none() {
+        return;
+    }
+    if entry.is_none() {
+        entry = maps::task(next);
+    }
+    if let Some(entry) = entry {
+        keep(next, entry, state, blocked, runqueue);
+    }
+}
 
-        let mut kept = false;
-        if let Some(w) = apply_rule(blocked) {
+/// Kept weight of an interval of `next` waits in its `entry` for the user
+/// stack, which only the thread's own context can read.
+fn keep(
+    next: *mut task_struct,
+    entry: *mut TaskState,
+    state: u32,
+    blocked: Option<Weight>,
+    runqueue: Option<Weight>,
+) {
+    // SAFETY: `entry` comes from a successful map lookup and stays valid
+    // for this program's run.
+    unsafe {
+        if let Some(w) = blocked {
             (*entry).blocked_ns += w.time_ns;
             (*entry).blocked_count += w.count;
             (*entry).pending_state = state;
-            kept = true;
         }
-        if let Some(w) = apply_rule(runqueue) {
+        if let Some(w) = runqueue {
             (*entry).runqueue_ns += w.time_ns;
             (*entry).runqueue_count += w.count;
-            kept = true;
         }
-        if kept && (*entry).pending == 0 {
-            let slot = maps::active_slot();
-            let (kernel_stack, err) = stack::capture_task_kernel(next.cast(), &slot);
-            (*entry).kernel_stack = kernel_stack;
-            (*entry).kernel_stack_err = err;
-            (*entry).pending = 1;
-            add_pending(1);
-            // Otherwise (and for threads that never return to user space,
-            // whose task work would never run) the weight waits for
-            // `rseq_update` or the next switch-out.
-            if !sched_info::stays_in_kernel(next) {
-                task_work::schedule(next, (*entry).tid);
-            }
+        if (*entry).pending != 0 {
+            return;
+        }
+        let slot = maps::active_slot();
+        let (kernel_stack, err) = stack::capture_task_kernel(next.cast(), &slot);
+        (*entry).kernel_stack = kernel_stack;
+        (*entry).kernel_stack_err = err;
+        (*entry).pending = 1;
+        interval_cell::mirror_pending((*entry).tid, true);
+        add_pending(1);
+        // Otherwise (and for threads that never return to user space,
+        // whose task work would never run) the weight waits for
+        // `rseq_update` or the next switch-out.
+        if !sched_info::stays_in_kernel(next) {
+            task_work::schedule(next, (*entry).tid);
         }
     }
 }
@@ -298,64 +317,5 @@ fn random() -> Option<u32> {
             *state = seed | 1;
         }
         Some(xorshift_next(&mut *state))
-    }
-}
-
-/// Moves a thread's pending weight into the active slot, with the user
-/// stack of the current context (which must be that thread's), taken at
-/// `hook`.
-fn flush(entry: *mut TaskState, hook: Flush) {
-    // SAFETY: `entry` comes from a successful map lookup and stays valid for
-    // this program's run; the thread it describes is the current one.
-    unsafe {
-        if (*entry).pending == 0 {
-            return;
-        }
-        let slot = maps::active_slot();
-        let (user_stack, user_stack_err) =
-            unwind::capture_user(&slot, (*entry).pid, maps::Scratch::Tracing);
-        let mut key = SampleKey {
-            pid: (*entry).pid,
-            tid: (*entry).tid,
-            user_stack,
-            kernel_stack: (*entry).kernel_stack,
-            user_stack_err,
-            kernel_stack_err: (*entry).kernel_stack_err,
-            state: (*entry).pending_state,
-            pad: 0,
-        };
-        if (*entry).blocked_count != 0 {
-            let mut weight = aggregate::weight(0, (*entry).blocked_ns, (*entry).blocked_count);
-            weight.comm = (*entry).comm;
-            aggregate::add(slot.samples, &key, &weight);
-        }
-        if (*entry).runqueue_count != 0 {
-            key.state = ThreadState::Runqueue as u32;
-            let mut weight = aggregate::weight(0, (*entry).runqueue_ns, (*entry).runqueue_count);
-            weight.comm = (*entry).comm;
-            aggregate::add(slot.samples, &key, &weight);
-        }
-        // Without rseq, the thread may have run user code since it blocked.
-        if hook == Flush::Later && (*entry).rseq == 0 && user_stack != NO_STACK {
-            maps::count(
-                Stat::OffCpuNsApproxUserStack,
-                (*entry).blocked_ns + (*entry).runqueue_ns,
-            );
-        }
-        (*entry).blocked_ns = 0;
-        (*entry).blocked_count = 0;
-        (*entry).runqueue_ns = 0;
-        (*entry).runqueue_count = 0;
-        (*entry).pending = 0;
-    }
-    add_pending(u64::MAX); // -1, wrapping
-}
-
-#[inline(always)]
-fn add_pending(delta: u64) {
-    if let Some(counter) = maps::pending_counter() {
-        // SAFETY: a pointer into a one-entry array map, valid for this run;
-        // shared by all CPUs, hence the atomic add.
-        unsafe { atomic_xadd::<u64, u64, { AtomicOrdering::Relaxed }>(counter, delta) };
     }
 }

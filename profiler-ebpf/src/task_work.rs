@@ -17,7 +17,7 @@ use core::ffi::c_void;
 
 use aya_ebpf::{bindings::task_struct, helpers::bpf_get_current_task_btf};
 
-use crate::{maps, off_cpu};
+use crate::{flush, maps};
 
 /// The kernel's opaque `struct bpf_task_work`: a map value field the
 /// verifier recognises by this BTF name.
@@ -102,7 +102,7 @@ extern "C" fn on_resume(_map: *mut c_void, _key: *mut c_void, _value: *mut c_voi
     unsafe {
         let task = bpf_get_current_task_btf();
         bpf_preempt_disable();
-        off_cpu::on_task_work(task);
+        flush::on_task_work(task);
         bpf_preempt_enable();
     }
     0

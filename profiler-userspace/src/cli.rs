@@ -8,7 +8,10 @@ use std::{
 
 use clap::{ArgGroup, CommandFactory as _, Parser, error::ErrorKind};
 
-use profiler_common::{maps::TARGET_COMMS_MAX_ENTRIES, off_cpu::MAX_RATE_NS};
+use profiler_common::{
+    maps::{INTERVAL_CELLS_LEN, TARGET_COMMS_MAX_ENTRIES},
+    off_cpu::MAX_RATE_NS,
+};
 
 use crate::config::{
     Config, DEFAULT_DEBUG_DIR, Debuginfod, Discover, Modes, OffCpu, Symbols, Target, Unwind,
@@ -119,6 +122,11 @@ struct Args {
     /// `rseq_update`): the bench's and tests' view of older kernels.
     #[arg(long, hide = true)]
     off_cpu_no_task_work: bool,
+
+    /// Interval cells in use (a power of two, at most 65536): fewer make
+    /// threads share cells, so tests reach the task-storage fallback.
+    #[arg(long, hide = true, default_value_t = INTERVAL_CELLS_LEN)]
+    off_cpu_interval_cells: u32,
 
     /// Look for separate debug files under this directory too, before
     /// /usr/lib/debug: by build id (DIR/.build-id/xx/rest.debug) and by
@@ -307,8 +315,15 @@ fn modes(args: &Args) -> Result<Modes, clap::Error> {
             Duration::from_nanos(MAX_RATE_NS)
         )));
     }
+    let cells = args.off_cpu_interval_cells;
+    if !cells.is_power_of_two() || cells > INTERVAL_CELLS_LEN {
+        return Err(invalid(format!(
+            "--off-cpu-interval-cells must be a power of two, at most {INTERVAL_CELLS_LEN}"
+        )));
+    }
     let off_cpu = OffCpu {
         rate_ns,
+        interval_cells: cells,
         naive_weights: args.off_cpu_naive_weights,
         dispatch_only: args.off_cpu_dispatch_only,
         user_stacks: match (args.off_cpu_sys_exit, args.off_cpu_no_task_work) {

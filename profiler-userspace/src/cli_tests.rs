@@ -51,6 +51,7 @@ fn defaults() {
             rate_ns: 1_000_000,
             naive_weights: false,
             dispatch_only: false,
+            interval_cells: INTERVAL_CELLS_LEN,
             user_stacks: UserStacks::TaskWork,
         })
     );
@@ -65,6 +66,7 @@ fn off_cpu_flags() {
             rate_ns: 0,
             naive_weights: false,
             dispatch_only: false,
+            interval_cells: INTERVAL_CELLS_LEN,
             user_stacks: UserStacks::TaskWork,
         })
     );
@@ -82,6 +84,7 @@ fn off_cpu_flags() {
             rate_ns: 250_000,
             naive_weights: true,
             dispatch_only: false,
+            interval_cells: INTERVAL_CELLS_LEN,
             user_stacks: UserStacks::SysExit,
         })
     );

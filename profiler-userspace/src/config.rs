@@ -147,6 +147,8 @@ pub struct OffCpu {
     pub naive_weights: bool,
     /// The off-CPU programs return at once (hidden; the bench's floor).
     pub dispatch_only: bool,
+    /// Interval cells in use (hidden; fewer only in tests).
+    pub interval_cells: u32,
     /// Where the user stack of kept weight is taken.
     pub user_stacks: UserStacks,
 }

@@ -24,10 +24,11 @@ fn total(
     })
 }
 
-/// Profiles the blockers fixture for `seconds` and returns, for the short,
-/// medium and long threads, off_cpu ns in their blocking function divided
-/// by the time the thread measured itself.
-fn blockers_ratios(extra_args: &[&str]) -> [(&'static str, f64); 3] {
+/// Profiles the blockers fixture and returns, for the short, medium and
+/// long threads, off_cpu ns in their blocking function divided by the time
+/// the thread measured itself; and how many of its threads found their
+/// interval cell taken.
+fn blockers_ratios(extra_args: &[&str]) -> ([(&'static str, f64); 3], u64) {
     let dir = tempfile::tempdir().unwrap();
     let mut fixture = Fixture::spawn("blockers", 5.0);
     let pid = fixture.pid().to_string();
@@ -57,7 +58,8 @@ fn blockers_ratios(extra_args: &[&str]) -> [(&'static str, f64); 3] {
     );
     assert!(kept * 2 < seen, "kept {kept} of {seen} off-CPU intervals");
     go_pprof_raw(&profiles[0].0);
-    [
+    let cells_taken = p.comment_value("interval_cell_taken");
+    let ratios = [
         ("short", "block_short"),
         ("medium", "block_medium"),
         ("long", "block_long"),
@@ -67,7 +69,8 @@ fn blockers_ratios(extra_args: &[&str]) -> [(&'static str, f64); 3] {
         #[expect(clippy::cast_precision_loss, reason = "ratios of nanoseconds")]
         let ratio = measured as f64 / truth[&format!("{name}_ns")] as f64;
         (name, ratio)
-    })
+    });
+    (ratios, cells_taken)
 }
 
 #[test]
@@ -76,7 +79,14 @@ fn off_cpu_time_matches_each_threads_own_measurement() {
     // ~30000 intervals of 100 µs at rate 5 ms keep ~2% (~600): relative
     // standard error ~4%, so ±15% is ~3.5 sigma; the 1 ms thread keeps ~20%
     // of ~4500 (~3%). A broken weighting is off by far more (next test).
-    for (name, ratio) in blockers_ratios(&[]) {
+    let (ratios, cells_taken) = blockers_ratios(&[]);
+    check_ratios(&ratios);
+    // The fixture's few threads have consecutive tids: each owns its cell.
+    assert_eq!(cells_taken, 0, "interval cells taken");
+}
+
+fn check_ratios(ratios: &[(&str, f64)]) {
+    for (name, ratio) in ratios {
         eprintln!("{name}: off_cpu / measured = {ratio:.3}");
         assert!(
             (ratio - 1.0).abs() <= 0.15,
@@ -86,13 +96,30 @@ fn off_cpu_time_matches_each_threads_own_measurement() {
 }
 
 #[test]
+fn threads_that_share_an_interval_cell_are_measured_the_same() {
+    require_root();
+    // One cell for all: the first thread of the fixture to switch out owns
+    // it, and the others (main, and at least two of the three blockers)
+    // keep their intervals in task storage. Both paths must measure right;
+    // a fallback that lost or mixed up intervals is off by far more than
+    // the tolerance (a lost interval per switch loses all of a thread's
+    // time, a mixed-up one charges one thread's time to another).
+    let (ratios, cells_taken) = blockers_ratios(&["--off-cpu-interval-cells", "1"]);
+    check_ratios(&ratios);
+    assert!(
+        cells_taken >= 2,
+        "{cells_taken} threads found their cell taken"
+    );
+}
+
+#[test]
 fn without_debiasing_the_same_check_fails() {
     require_root();
     // The same run with kept short intervals recorded at their raw length
     // (the naive scheme): the 100 µs thread shows ~2% of its blocked time
     // and the 1 ms thread ~20%, so the ±15% check above would fail. Only
     // the 20 ms thread, always kept, stays right.
-    let [short, medium, long] = blockers_ratios(&["--off-cpu-naive-weights"]);
+    let ([short, medium, long], _) = blockers_ratios(&["--off-cpu-naive-weights"]);
     assert!(short.1 < 0.5, "naive short: {:.3}", short.1);
     assert!(medium.1 < 0.5, "naive medium: {:.3}", medium.1);
     assert!((long.1 - 1.0).abs() <= 0.15, "naive long: {:.3}", long.1);

@@ -3,8 +3,9 @@
 //! shows up in every window rather than never.
 //!
 //! Two kinds of thread are off the CPU at a window's end:
-//! - Tracked threads (an entry in `TASKS` with `off_since_ns` set, read
-//!   through a pidfd of each target thread): their interval is accounted
+//! - Tracked threads (an entry in `TASKS`, read through a pidfd of each
+//!   target thread, with an open interval there or in the thread's cell of
+//!   `INTERVAL_CELLS`): their interval is accounted
 //!   up to the window's end here and the end is recorded in `IN_FLIGHT`
 //!   (by tid), so when the thread comes back the kernel
 //!   counts only the rest (see the handshake in [`Kernel::account_in_flight`]).
@@ -26,12 +27,12 @@ use std::{
     sync::Arc,
 };
 
-use aya::maps::{HashMap, Map, MapData};
+use aya::maps::{Array, HashMap, Map, MapData};
 use profiler_common::{
-    maps::{IN_FLIGHT, TASKS},
+    maps::{IN_FLIGHT, INTERVAL_CELLS, TASKS, interval_cell},
     off_cpu::{Weight, sample, sample_naive, split_interval, xorshift_next},
     sample::{ThreadState, comm_str},
-    task::TaskState,
+    task::{IntervalCell, OpenInterval, TaskState},
 };
 
 use super::{Flip, Kernel, KernelError, RawSample, Stack, task_storage};
@@ -104,7 +105,9 @@ impl Kernel {
     ) -> Result<(Vec<RawSample>, InFlightStats), KernelError> {
         let mut samples = Vec::new();
         let mut stats = InFlightStats::default();
-        let [tasks, in_flight] = self.ebpf.maps_disjoint_mut([TASKS, IN_FLIGHT]);
+        let [tasks, in_flight, cells] =
+            self.ebpf
+                .maps_disjoint_mut([TASKS, IN_FLIGHT, INTERVAL_CELLS]);
         let tasks = match tasks {
             Some(Map::Unsupported(data)) => data.fd().as_fd(),
             Some(_) => return Err(KernelError::MapType { name: TASKS }),
@@ -115,6 +118,11 @@ impl Kernel {
         let mut in_flight: HashMap<&mut MapData, u32, u64> =
             HashMap::try_from(in_flight.ok_or(KernelError::MissingMap(IN_FLIGHT))?)
                 .map_err(KernelError::map(IN_FLIGHT))?;
+        let cells = Cells {
+            map: Array::try_from(cells.ok_or(KernelError::MissingMap(INTERVAL_CELLS))?)
+                .map_err(KernelError::map(INTERVAL_CELLS))?,
+            in_use: rule.interval_cells,
+        };
         let accounted: StdHashMap<u32, u64> = in_flight.iter().filter_map(Result::ok).collect();
         let window = Window {
             flip,
@@ -126,12 +134,12 @@ impl Kernel {
         // machine has more threads than the daemon may open files).
         let mut still_away = HashSet::new();
         for (pid, tid) in target_threads(target) {
-            match TrackedThread::open(tasks, tid)? {
+            match TrackedThread::open(tasks, &cells, tid)? {
                 Lookup::Tracked(thread) => {
-                    if window.account(&thread, tasks, &mut in_flight, &mut samples, rng)? {
+                    if window.account(&thread, tasks, &cells, &mut in_flight, &mut samples, rng)? {
                         stats.tracked += 1;
                     }
-                    if thread.state.off_since_ns != 0 {
+                    if thread.open.off_since_ns != 0 {
                         still_away.insert(tid);
                     }
                 }
@@ -180,39 +188,40 @@ impl Window<'_> {
         &self,
         thread: &TrackedThread,
         tasks: BorrowedFd<'_>,
+        cells: &Cells<'_>,
         in_flight: &mut HashMap<&mut MapData, u32, u64>,
         samples: &mut Vec<RawSample>,
         rng: &mut Rng,
     ) -> Result<bool, KernelError> {
-        let (task, end) = (&thread.state, self.flip.end_ns);
-        let off = task.off_since_ns;
+        let (task, open, end) = (&thread.state, &thread.open, self.flip.end_ns);
+        let off = open.off_since_ns;
         if off == 0 || off >= end {
             return Ok(false);
         }
-        let start = off.max(self.accounted.get(&task.tid).copied().unwrap_or(0));
+        let start = off.max(self.accounted.get(&thread.tid).copied().unwrap_or(0));
         if start >= end {
             return Ok(false);
         }
         in_flight
-            .insert(task.tid, end, 0)
+            .insert(thread.tid, end, 0)
             .map_err(KernelError::map(IN_FLIGHT))?;
         let unchanged = thread
-            .reread(tasks)?
+            .reread(tasks, cells)?
             .is_some_and(|now| now.off_since_ns == off);
-        if !unchanged && in_flight.get(&task.tid, 0).is_ok() {
+        if !unchanged && in_flight.get(&thread.tid, 0).is_ok() {
             // The kernel counted the whole interval: ours is void.
-            let _ = in_flight.remove(&task.tid);
+            let _ = in_flight.remove(&thread.tid);
             return Ok(false);
         }
-        let preempted = task.state == ThreadState::Runqueue as u32;
+        let preempted = open.state == ThreadState::Runqueue as u32;
         // When a blocked thread was woken is not known here (only the
         // scheduler's run-queue total is, at switch-in): up to the window's
         // end the interval counts as blocked, unless it was preempted.
         let (blocked, runqueue) = split_interval(preempted, start, end, 0);
-        let blocked_state = ThreadState::from_raw(task.state).unwrap_or(ThreadState::Sleeping);
+        let blocked_state = ThreadState::from_raw(open.state).unwrap_or(ThreadState::Sleeping);
         let named = Thread {
             pid: task.pid,
-            tid: task.tid,
+            tid: thread.tid,
             name: String::from_utf8_lossy(comm_str(&task.comm)).into_owned(),
         };
         push_part(samples, &named, blocked_state, blocked, self.rule, rng);
@@ -234,13 +243,39 @@ enum Lookup {
 
 /// A target thread the kernel tracks, and the handle to read it again.
 struct TrackedThread {
+    tid: u32,
     pidfd: OwnedFd,
     state: TaskState,
+    /// Its open interval, from its cell or its entry.
+    open: OpenInterval,
+}
+
+/// `INTERVAL_CELLS` and how many of its cells the kernel uses.
+struct Cells<'a> {
+    map: Array<&'a mut MapData, IntervalCell>,
+    in_use: u32,
+}
+
+impl Cells<'_> {
+    /// Thread `tid`'s open interval: in its cell if it owns it, else in
+    /// its `entry`.
+    fn open(&self, tid: u32, entry: &TaskState) -> Result<OpenInterval, KernelError> {
+        let cell = self
+            .map
+            .get(&interval_cell(tid, self.in_use), 0)
+            .map_err(KernelError::map(INTERVAL_CELLS))?;
+        Ok(if cell.owner == u64::from(tid) {
+            cell.open
+        } else {
+            entry.open
+        })
+    }
 }
 
 impl TrackedThread {
-    /// Thread `tid`'s entry in `tasks`; `None` if it has none or is gone.
-    fn open(tasks: BorrowedFd<'_>, tid: u32) -> Result<Lookup, KernelError> {
+    /// Thread `tid`'s entry in `tasks` and its open interval; `None` if
+    /// it has no entry or is gone.
+    fn open(tasks: BorrowedFd<'_>, cells: &Cells<'_>, tid: u32) -> Result<Lookup, KernelError> {
         let pidfd = match task_storage::open_thread(tid) {
             Ok(Some(pidfd)) => pidfd,
             Ok(None) => return Ok(Lookup::Untracked),
@@ -258,14 +293,30 @@ impl TrackedThread {
         };
         let state =
             task_storage::lookup(tasks, pidfd.as_fd()).map_err(KernelError::map_io(TASKS))?;
-        Ok(state.map_or(Lookup::Untracked, |state| {
-            Lookup::Tracked(Self { pidfd, state })
+        let Some(state) = state else {
+            return Ok(Lookup::Untracked);
+        };
+        let open = cells.open(tid, &state)?;
+        Ok(Lookup::Tracked(Self {
+            tid,
+            pidfd,
+            state,
+            open,
         }))
     }
 
-    /// The entry as it is now.
-    fn reread(&self, tasks: BorrowedFd<'_>) -> Result<Option<TaskState>, KernelError> {
-        task_storage::lookup(tasks, self.pidfd.as_fd()).map_err(KernelError::map_io(TASKS))
+    /// The open interval as it is now; `None` once the thread is gone.
+    fn reread(
+        &self,
+        tasks: BorrowedFd<'_>,
+        cells: &Cells<'_>,
+    ) -> Result<Option<OpenInterval>, KernelError> {
+        let Some(state) =
+            task_storage::lookup(tasks, self.pidfd.as_fd()).map_err(KernelError::map_io(TASKS))?
+        else {
+            return Ok(None);
+        };
+        cells.open(self.tid, &state).map(Some)
     }
 }
 
