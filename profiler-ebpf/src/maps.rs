@@ -56,8 +56,10 @@ static TASK_WORK_LINKED: Global<u8> = Global::new(0);
 static INTERVAL_CELLS_IN_USE: Global<u32> = Global::new(INTERVAL_CELLS_LEN);
 
 /// Offsets of the scheduler fields `sched_info` reads, from the kernel's BTF.
+/// A plain static rather than a `Global`, so that each use loads the one
+/// field it needs ([`sched_offset`]), not all eight.
 #[unsafe(no_mangle)]
-static SCHED_OFFSETS: Global<SchedOffsets> = Global::new(SchedOffsets {
+static SCHED_OFFSETS: SchedOffsets = SchedOffsets {
     run_delay: 0,
     last_queued: 0,
     cfs_rq: 0,
@@ -66,7 +68,7 @@ static SCHED_OFFSETS: Global<SchedOffsets> = Global::new(SchedOffsets {
     pid: 0,
     tgid: 0,
     flags: 0,
-});
+};
 
 #[map]
 static CONTROL: Array<u64> = Array::with_max_entries(CONTROL_LEN, 0);
@@ -301,10 +303,12 @@ pub fn off_cpu_dispatch_only() -> bool {
     OFF_CPU_DISPATCH_ONLY.load() != 0
 }
 
-/// Where the scheduler fields read by `sched_info` are.
+/// One of the offsets of the scheduler fields `sched_info` reads.
 #[inline(always)]
-pub fn sched_offsets() -> SchedOffsets {
-    SCHED_OFFSETS.load()
+pub fn sched_offset(field: impl Fn(&SchedOffsets) -> &u32) -> u32 {
+    // SAFETY: a field of a static. The read is volatile because the loader
+    // sets the static's bytes: the compiler must not fold in the zeros.
+    unsafe { core::ptr::read_volatile(field(&SCHED_OFFSETS)) }
 }
 
 /// This CPU's random state for the off-CPU rule (see

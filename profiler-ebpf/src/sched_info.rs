@@ -13,23 +13,22 @@ use crate::maps;
 /// `task`'s `sched_info.run_delay`: its run-queue waits so far, in ns.
 #[inline(always)]
 pub fn run_delay(task: *mut task_struct) -> u64 {
-    let offsets = maps::sched_offsets();
+    let run_delay = maps::sched_offset(|o| &o.run_delay);
     // SAFETY: `task` is a task pointer the verifier knows (a tp_btf
     // argument) and the offset is that of a u64 field of it, which the
     // verifier checks against the kernel's BTF.
-    unsafe { load(task.cast(), offsets.run_delay) }
+    unsafe { load(task.cast(), run_delay) }
 }
 
 /// The run-queue time of `next`, being switched in at `sched_switch` at
 /// run-queue clock `clock`, since it left the CPU with `run_delay_out`.
 #[inline(always)]
 pub fn queued_since(next: *mut task_struct, run_delay_out: u64, clock: u64) -> u64 {
-    let offsets = maps::sched_offsets();
     let task: *const u8 = next.cast();
     // SAFETY: as in `run_delay`.
     unsafe {
-        let run_delay_now: u64 = load(task, offsets.run_delay);
-        let last_queued: u64 = load(task, offsets.last_queued);
+        let run_delay_now: u64 = load(task, maps::sched_offset(|o| &o.run_delay));
+        let last_queued: u64 = load(task, maps::sched_offset(|o| &o.last_queued));
         queued_ns(run_delay_out, run_delay_now, last_queued, clock)
     }
 }
@@ -38,15 +37,14 @@ pub fn queued_since(next: *mut task_struct, run_delay_out: u64, clock: u64) -> u
 /// scheduler has just updated when `sched_switch` fires.
 #[inline(always)]
 pub fn rq_clock(task: *mut task_struct) -> u64 {
-    let offsets = maps::sched_offsets();
     // SAFETY: each load is of a field the verifier checks against the
     // kernel's BTF, from the task to its CFS run queue to the CPU's run
     // queue; a bad pointer on the way reads as zero rather than faulting
     // (loads through untrusted BTF pointers are guarded).
     unsafe {
-        let cfs_rq: *const u8 = load(task.cast(), offsets.cfs_rq);
-        let rq: *const u8 = load(cfs_rq, offsets.rq);
-        load(rq, offsets.clock)
+        let cfs_rq: *const u8 = load(task.cast(), maps::sched_offset(|o| &o.cfs_rq));
+        let rq: *const u8 = load(cfs_rq, maps::sched_offset(|o| &o.rq));
+        load(rq, maps::sched_offset(|o| &o.clock))
     }
 }
 
@@ -58,9 +56,8 @@ const PF_USER_WORKER: u32 = 0x0000_4000;
 /// kernel worker of a user process (io_uring).
 #[inline(always)]
 pub fn stays_in_kernel(task: *mut task_struct) -> bool {
-    let offsets = maps::sched_offsets();
     // SAFETY: as in `run_delay`, for an unsigned int field.
-    let flags: u32 = unsafe { load(task.cast(), offsets.flags) };
+    let flags: u32 = unsafe { load(task.cast(), maps::sched_offset(|o| &o.flags)) };
     flags & (PF_KTHREAD | PF_USER_WORKER) != 0
 }
 
@@ -69,12 +66,11 @@ pub fn stays_in_kernel(task: *mut task_struct) -> bool {
 /// the helper call and for any task.
 #[inline(always)]
 pub fn ids(task: *mut task_struct) -> (u32, u32) {
-    let offsets = maps::sched_offsets();
     // SAFETY: as in `run_delay`, for two pid_t fields.
     unsafe {
         (
-            load(task.cast(), offsets.tgid),
-            load(task.cast(), offsets.pid),
+            load(task.cast(), maps::sched_offset(|o| &o.tgid)),
+            load(task.cast(), maps::sched_offset(|o| &o.pid)),
         )
     }
 }
