@@ -230,11 +230,14 @@ const ANALYSIS: &str = "\
   return), and wakeups run none (the run-queue split is read from the
   scheduler's own `sched_info`). The off-CPU programs never capture a
   stack for the short intervals they drop; what remains is the per-event
-  bookkeeping: a task storage lookup (a pointer off the task struct, no
-  hashing) for the thread leaving and one for the thread arriving, and a
-  `TARGETS` hash lookup for a thread seen for the first time. Timestamps, the
-  run-queue split and the rule's random bits cost no helper call (the
-  scheduler's clock and `sched_info` read off the task, a per-CPU
+  bookkeeping, with no helper call: the open interval of the thread
+  leaving and of the thread arriving is in an array cell each thread
+  owns (`INTERVAL_CELLS`, an array read the verifier inlines; it was two
+  `bpf_task_storage_get` calls, about 40 ns a switch here). Task storage
+  is looked up only for kept intervals and for a thread seen for the
+  first time, which also pays a `TARGETS` hash lookup. Timestamps, the
+  run-queue split and the rule's random bits cost no helper call either
+  (the scheduler's clock and `sched_info` read off the task, a per-CPU
   xorshift); `bpf_ktime_get_ns` alone cost about 85 ns a switch here.
   Capturing stacks at every switch-out (`offcputime`) or at every event
   (`--off-cpu-rate 0`) is what costs 2x and more.
