@@ -18,6 +18,10 @@ pub(super) fn pingpong_configs() -> Vec<Config> {
         ),
         profiler("profiler --all (defaults)", &["--all"]),
         profiler(
+            "profiler --pid --off-cpu-rate 4s (almost nothing kept: the bookkeeping alone)",
+            &["--pid", "{pid}", "--off-cpu-rate", "4s"],
+        ),
+        profiler(
             "profiler --pid --off-cpu-rate 0 (every event)",
             &["--pid", "{pid}", "--off-cpu-rate", "0"],
         ),
