@@ -264,9 +264,9 @@ const ANALYSIS: &str = "\
   a task work and a user stack walk. Scheduling a task work is a kfunc
   that defers `task_work_add` through an IRQ work, so every kept
   interval raises a self-interrupt (the `IWI` line of
-  `/proc/interrupts` counts one per kept interval); in a virtual
-  machine that is an exit to the hypervisor, about 5 µs of
-  `sched_switch`'s time per kept interval here. Flushing kept weight
+  `/proc/interrupts` counts one per kept interval), about 5 µs of
+  `sched_switch`'s time per kept interval in this virtual machine, where
+  an interrupt likely goes through the hypervisor. Flushing kept weight
   at the thread's next switch-out instead costs as much (the walk moves
   into `sched_switch`) and is not exact for threads that ran user code
   in between.
