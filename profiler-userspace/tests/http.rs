@@ -20,7 +20,7 @@ use std::{
 
 use support::{
     Fixture, Profile, Profiler, build, free_port, get, go_pprof_raw, metric, profiles,
-    require_root, sum,
+    require_root, schedstat::on_cpu_seconds, sum,
 };
 
 /// On-CPU samples a second at the default frequency.
@@ -45,20 +45,6 @@ fn assert_hz(samples: i64, cpu_seconds: f64, what: &str) {
         "{samples} samples of the spinning thread in {what}, {cpu_seconds:.3} s on a CPU (expected ~{expected:.0} +-{:.0}%)",
         tolerance * 100.0
     );
-}
-
-/// Seconds thread `tid` of `pid` has spent on a CPU, by the kernel's own
-/// accounting (the first field of its schedstat).
-#[expect(clippy::cast_precision_loss, reason = "ns, for seconds")]
-fn on_cpu_seconds(pid: u32, tid: u32) -> f64 {
-    let path = format!("/proc/{pid}/task/{tid}/schedstat");
-    let text = fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
-    let ns: u64 = text
-        .split_whitespace()
-        .next()
-        .and_then(|f| f.parse().ok())
-        .unwrap_or_else(|| panic!("{path}: {text}"));
-    ns as f64 / 1e9
 }
 
 fn decode(gzipped: &[u8], scratch: &Path, name: &str) -> Profile {

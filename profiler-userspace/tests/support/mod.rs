@@ -3,6 +3,7 @@
 #![allow(dead_code, reason = "each test binary uses a different subset")]
 
 pub mod build;
+pub mod schedstat;
 
 use std::{
     collections::HashMap,
