@@ -4,9 +4,9 @@
 //! stripped program (downloaded in the background, then used).
 use std::{
     fmt::Write as _,
-    fs,
+    fs::{self, File},
     path::{Path, PathBuf},
-    process::{Child, Command},
+    process::{Child, Command, Stdio},
     thread::sleep,
     time::Duration,
 };
@@ -163,18 +163,21 @@ fn stripped_natural(dir: &Path) -> anyhow::Result<(PathBuf, PathBuf)> {
     Ok((program, debug))
 }
 
-/// xz, gzip and the stripped program, all running until dropped.
+/// xz, gzip and the stripped program, all running until dropped. The
+/// compressors read `/dev/urandom` themselves and are the children killed
+/// on drop: a `head | xz` pipeline under `sh -c` outlived the shell that
+/// was killed, and kept a CPU busy for hours after the bench.
 fn start_load(program: &Path) -> anyhow::Result<Load> {
     let mut load = Load(Vec::new(), None);
-    for pipeline in [
-        "head -c 8G /dev/urandom | xz -T1 -c > /dev/null",
-        "head -c 8G /dev/urandom | gzip -c > /dev/null",
-    ] {
+    for compressor in [&["xz", "-T1", "-c"][..], &["gzip", "-c"][..]] {
+        let random = File::open("/dev/urandom").context("opening /dev/urandom")?;
         load.0.push(
-            Command::new("sh")
-                .args(["-c", pipeline])
+            Command::new(compressor[0])
+                .args(&compressor[1..])
+                .stdin(random)
+                .stdout(Stdio::null())
                 .spawn()
-                .with_context(|| format!("starting {pipeline}"))?,
+                .with_context(|| format!("starting {}", compressor.join(" ")))?,
         );
     }
     let mut command = Command::new(program);
