@@ -193,3 +193,34 @@ pub fn timed_sleep(d: Duration) -> u64 {
     let wall = u64::try_from(start.elapsed().as_nanos()).unwrap_or(u64::MAX);
     wall.saturating_sub(cpu)
 }
+
+/// A thread's scheduler accounting from a `schedstat` file of `/proc`
+/// (`/proc/thread-self/schedstat`, `/proc/PID/task/TID/schedstat`): the
+/// kernel's own reference for time on a CPU and time waiting for one.
+#[derive(Clone, Copy, Debug)]
+pub struct Schedstat {
+    /// Time on a CPU, in ns (the first field).
+    pub on_cpu_ns: u64,
+    /// Time waiting on a run queue, in ns (the second field).
+    pub run_delay_ns: u64,
+}
+
+/// Reads the `schedstat` file at `path`.
+///
+/// # Panics
+/// If the thread is gone or the file does not parse.
+#[must_use]
+pub fn schedstat(path: &str) -> Schedstat {
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{path}: {e}"));
+    let mut fields = text.split_whitespace().map(str::parse::<u64>);
+    let mut next = || {
+        fields
+            .next()
+            .and_then(Result::ok)
+            .unwrap_or_else(|| panic!("{path}: {text}"))
+    };
+    Schedstat {
+        on_cpu_ns: next(),
+        run_delay_ns: next(),
+    }
+}

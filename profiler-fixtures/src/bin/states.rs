@@ -19,7 +19,9 @@ use std::{
     time::{Duration, Instant},
 };
 
-use profiler_fixtures::{Workers, burn, pin_to_cpu, run_protocol, run_time_from_args, timed_sleep};
+use profiler_fixtures::{
+    Workers, burn, pin_to_cpu, run_protocol, run_time_from_args, schedstat, timed_sleep,
+};
 
 /// What a thread measured of itself: (off-CPU ns in its naps, run-queue ns).
 type Truth = (u64, u64);
@@ -65,14 +67,9 @@ fn queued_during(work: impl FnOnce() -> u64) -> Truth {
     (off, run_delay_ns() - before)
 }
 
-/// The calling thread's total run-queue wait: the second field of
-/// `/proc/thread-self/schedstat`.
+/// The calling thread's total run-queue wait.
 fn run_delay_ns() -> u64 {
-    let stat = std::fs::read_to_string("/proc/thread-self/schedstat").expect("schedstat");
-    stat.split_whitespace()
-        .nth(1)
-        .and_then(|f| f.parse().ok())
-        .expect("schedstat's second field")
+    schedstat("/proc/thread-self/schedstat").run_delay_ns
 }
 
 fn main() {
