@@ -68,6 +68,53 @@ pub fn sample_naive(d_ns: u64, rate_ns: u64, rand: u32) -> Option<Weight> {
     }
 }
 
+/// The rule with its random draw taken ahead, when the interval begins:
+/// the interval will be kept if it lasts longer than this threshold,
+/// `rand / 2³² * r` rounded down. Less than `rate_ns` (at most
+/// [`MAX_RATE_NS`], so it fits a `u32`), so an interval of `r` or longer
+/// is always kept; `d > threshold` holds exactly when [`sample`] with the
+/// same `rand` keeps `d`, so the probability is still `d / r`.
+#[must_use]
+#[inline(always)]
+#[allow(clippy::inline_always, reason = "runs inside an eBPF program")]
+pub fn threshold(rate_ns: u64, rand: u32) -> u32 {
+    #[allow(clippy::cast_possible_truncation, reason = "below rate_ns <= u32::MAX")]
+    let threshold = ((u64::from(rand) * rate_ns) >> 32) as u32;
+    threshold
+}
+
+/// The weight of `part_ns`, one part of a kept interval of `d_ns` (a part
+/// is its time blocked or its time waiting for a CPU): the rule is applied
+/// to the whole interval once ([`threshold`]), and a kept interval shares
+/// its weight between its parts in proportion. An interval shorter than
+/// the rate is kept with probability `d / r`, so each part's time is
+/// scaled by `r / d` and counts `r / d` events: the expected time of a
+/// part is its own, and each part is one event on average. Parts of `r`
+/// or longer intervals are recorded as they are. `naive`: the biased
+/// scheme, the raw length and one event. `None` for an empty part.
+#[must_use]
+#[inline(always)]
+#[allow(clippy::inline_always, reason = "runs inside an eBPF program")]
+pub fn weigh_part(part_ns: u64, d_ns: u64, rate_ns: u64, naive: bool) -> Option<Weight> {
+    if part_ns == 0 {
+        return None;
+    }
+    if naive || rate_ns == 0 || d_ns >= rate_ns {
+        return Some(Weight {
+            time_ns: part_ns,
+            count: COUNT_SCALE,
+        });
+    }
+    // part <= d < r <= u32::MAX: the products fit a u64. The max changes
+    // nothing for a part of d, and shows the compiler that d is not 0 (an
+    // eBPF program cannot have the panic of a division by zero).
+    let d_ns = d_ns.max(part_ns);
+    Some(Weight {
+        time_ns: part_ns * rate_ns / d_ns,
+        count: rate_ns * COUNT_SCALE / d_ns,
+    })
+}
+
 /// Splits the off-CPU interval `[start, end]` into (blocked until woken,
 /// waiting for a CPU). `preempted`: the thread left the CPU runnable, so it
 /// waited for a CPU all along. Otherwise `queued_ns` is the run-queue wait
@@ -110,137 +157,5 @@ fn kept(d_ns: u64, rate_ns: u64, rand: u32) -> bool {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// Deterministic, as the kernel's per-CPU source is per seed.
-    struct Rng(u64);
-    impl Rng {
-        fn next(&mut self) -> u32 {
-            xorshift_next(&mut self.0)
-        }
-    }
-
-    #[test]
-    fn long_intervals_and_rate_zero_keep_everything() {
-        assert_eq!(
-            sample(5_000, 1_000, u32::MAX),
-            Some(Weight {
-                time_ns: 5_000,
-                count: 1000
-            })
-        );
-        assert_eq!(
-            sample(1_000, 1_000, u32::MAX),
-            Some(Weight {
-                time_ns: 1_000,
-                count: 1000
-            })
-        );
-        assert_eq!(
-            sample(7, 0, u32::MAX),
-            Some(Weight {
-                time_ns: 7,
-                count: 1000
-            })
-        );
-    }
-
-    #[test]
-    fn short_intervals_are_reweighted_when_kept() {
-        // d/r = 1/4: rand below 2³²/4 keeps.
-        assert_eq!(
-            sample(250, 1_000, 0),
-            Some(Weight {
-                time_ns: 1_000,
-                count: 4000
-            })
-        );
-        assert_eq!(
-            sample(250, 1_000, (1 << 30) - 1),
-            Some(Weight {
-                time_ns: 1_000,
-                count: 4000
-            })
-        );
-        assert_eq!(sample(250, 1_000, 1 << 30), None);
-        assert_eq!(
-            sample(0, 1_000, 0),
-            None,
-            "zero-length intervals carry no weight"
-        );
-        assert_eq!(
-            sample(1, MAX_RATE_NS, 0).map(|w| w.time_ns),
-            Some(MAX_RATE_NS)
-        );
-    }
-
-    #[test]
-    fn intervals_split_at_the_wakeup() {
-        assert_eq!(
-            split_interval(true, 100, 200, 30),
-            (0, 100),
-            "preempted: all waiting"
-        );
-        assert_eq!(split_interval(false, 100, 200, 0), (100, 0), "never queued");
-        assert_eq!(split_interval(false, 100, 200, 20), (80, 20));
-        assert_eq!(
-            split_interval(false, 100, 200, 150),
-            (0, 100),
-            "queued since before start"
-        );
-    }
-
-    /// Totals over many intervals of three lengths, as a fraction of truth.
-    fn totals(rule: fn(u64, u64, u32) -> Option<Weight>, rate: u64) -> [(f64, f64); 3] {
-        // Equal true time in each class: 100 µs × 20000, 1 ms × 2000, 20 ms × 100.
-        let classes = [
-            (100_000u64, 20_000u64),
-            (1_000_000, 2_000),
-            (20_000_000, 100),
-        ];
-        let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
-        classes.map(|(d, n)| {
-            let (mut time, mut count) = (0u64, 0u64);
-            for _ in 0..n {
-                if let Some(w) = rule(d, rate, rng.next()) {
-                    time += w.time_ns;
-                    count += w.count;
-                }
-            }
-            #[expect(clippy::cast_precision_loss, reason = "ratios")]
-            (
-                time as f64 / (d * n) as f64,
-                count as f64 / (n * COUNT_SCALE) as f64,
-            )
-        })
-    }
-
-    #[test]
-    fn debiased_totals_are_unbiased_for_a_mix_of_lengths() {
-        // Rate 10 ms: the 100 µs class is kept 1% of the time (~200 of
-        // 20000), so its relative standard error is ~7%; ±20% is ~3 sigma.
-        for (class, (time, count)) in totals(sample, 10_000_000).into_iter().enumerate() {
-            assert!(
-                (time - 1.0).abs() < 0.2,
-                "class {class}: time {time:.3} of truth"
-            );
-            assert!(
-                (count - 1.0).abs() < 0.2,
-                "class {class}: count {count:.3} of truth"
-            );
-        }
-    }
-
-    #[test]
-    fn naive_weighting_is_off_by_far_more_than_2x() {
-        // The same data with the naive rule: the 100 µs class keeps ~1% of
-        // its time and the 1 ms class ~10%, while 20 ms stays exact. This
-        // is the bias the debiased rule removes; a test that accepted these
-        // numbers would not be testing anything.
-        let [short, medium, long] = totals(sample_naive, 10_000_000);
-        assert!(short.0 < 0.5, "100 µs class: {:.3} of truth", short.0);
-        assert!(medium.0 < 0.5, "1 ms class: {:.3} of truth", medium.0);
-        assert!((long.0 - 1.0).abs() < 1e-9);
-    }
-}
+#[path = "off_cpu_tests.rs"]
+mod tests;

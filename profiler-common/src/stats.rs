@@ -18,9 +18,11 @@ pub enum Stat {
     StackMapFull = 3,
     /// Samples dropped because the samples map was full.
     MapFull = 4,
-    /// Off-CPU intervals of target threads that ended (one per state part).
+    /// Off-CPU intervals of target threads that began (counted when the
+    /// thread leaves the CPU, where the rule's threshold is drawn).
     OffCpuEventsSeen = 5,
-    /// Of those, intervals the sampling rule kept.
+    /// Intervals the sampling rule kept (both state parts of one interval
+    /// are kept together).
     OffCpuEventsKept = 6,
     /// Threads not tracked because the task map refused an insert.
     TaskMapFull = 7,

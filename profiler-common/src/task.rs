@@ -33,7 +33,11 @@ pub struct OpenInterval {
     pub run_delay_ns: u64,
     /// `ThreadState` it left the CPU in.
     pub state: u32,
-    pub pad: u32,
+    /// The sampling rule's threshold, drawn when the thread left the CPU
+    /// ([`crate::off_cpu::threshold`]): the interval is kept if it lasts
+    /// longer. Drawn ahead, so that the switch-in of an interval that is
+    /// dropped (nearly all short ones) is one comparison.
+    pub keep_after_ns: u32,
 }
 
 /// One cell of [`crate::maps::INTERVAL_CELLS`].

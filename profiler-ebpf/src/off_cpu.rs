@@ -6,13 +6,16 @@
 //!   (`interval_cell.rs`; its task storage if another thread owns the
 //!   cell). Cheap: no stack is captured, and no helper is called unless
 //!   the thread is new or has weight to flush.
-//! - Switch-in (sched_switch, `next`): the durations are known. The
-//!   scheduler's own accounting says how much of the interval was spent
-//!   waiting for a CPU (`sched_info`, no wakeup hook needed); the rest was
-//!   blocked. Apply the sampling rule (profiler_common::off_cpu) to each
-//!   part. Only when a part is kept is a stack captured: the kernel stack
-//!   of `next` right there with bpf_get_task_stack, and the weight is
-//!   parked in the task's entry as pending.
+//!   The sampling rule's random draw is taken here too: the threshold
+//!   the interval must outlast to be kept (profiler_common::off_cpu).
+//! - Switch-in (sched_switch, `next`): the interval's length is known. If
+//!   it did not outlast its threshold, which is the fate of nearly every
+//!   short interval, that comparison is all. A kept interval is split by
+//!   the scheduler's own accounting into the time spent waiting for a CPU
+//!   (`sched_info`, no wakeup hook needed) and the rest, blocked; the
+//!   parts share the interval's weight. Only then is a stack captured:
+//!   the kernel stack of `next` right there with bpf_get_task_stack, and
+//!   the weight is parked in the task's entry as pending.
 //! - The user stack can only be read in the thread's own context, so the
 //!   pending weight is flushed (`flush.rs`) the first time the thread
 //!   runs a hook of its own:
@@ -39,7 +42,7 @@ use aya_ebpf::{
 };
 use aya_log_ebpf::warn;
 use profiler_common::{
-    off_cpu::{Weight, sample, sample_naive, split_interval, xorshift_next},
+    off_cpu::{Weight, split_interval, threshold, weigh_part, xorshift_next},
     sample::{COMM_LEN, ThreadState},
     stats::Stat,
     task::{OpenInterval, TaskState},
@@ -138,7 +141,9 @@ fn switch_out(
         (*open).off_since_ns = clock::to_ktime(now);
         (*open).run_delay_ns = sched_info::run_delay(prev);
         (*open).state = state as u32;
+        (*open).keep_after_ns = draw_threshold();
     }
+    maps::count(Stat::OffCpuEventsSeen, 1);
 }
 
 /// The task storage of thread `prev`, created on its first switch-out if
@@ -189,8 +194,8 @@ fn interval_home(entry: *mut TaskState, tid: u32) -> *mut OpenInterval {
     }
 }
 
-/// `next`, thread `tid`, comes back: the interval that ends is split into
-/// its blocked and run-queue parts, and the sampling rule applied to each.
+/// `next`, thread `tid`, comes back: an interval that outlasted its
+/// threshold is kept, split into its blocked and run-queue parts.
 fn switch_in(next: *mut task_struct, tid: u32, clock: &mut Clock) {
     let (open, mut entry) = if let Some(cell) = interval_cell::owned(tid) {
         // SAFETY: a pointer from a successful array lookup, valid for this
@@ -206,39 +211,48 @@ fn switch_in(next: *mut task_struct, tid: u32, clock: &mut Clock) {
     let now = clock.now(next);
     // SAFETY: `open` points into a map value from a successful lookup,
     // valid for this program's run.
-    let (state, blocked, runqueue) = unsafe {
-        let (off, start) = ((*open).off_since_ns, (*open).off_since_clock);
+    let (state, start) = unsafe {
+        let (off, mut start) = ((*open).off_since_ns, (*open).off_since_clock);
         if off == 0 {
             return;
         }
         (*open).off_since_ns = 0;
+        let mut keep_after = (*open).keep_after_ns;
         // An interval open across a window's end was accounted by userspace
         // up to that end, in ktime (see profiler_common::maps::IN_FLIGHT):
-        // that much of it is not counted again.
-        let mut start = start;
+        // that much of it is not counted again, and the rest is a new
+        // interval to the rule, with a draw of its own.
         if off < maps::last_flip_ns()
             && let Some(until) = maps::take_accounted(tid)
             && until > off
         {
             start += until - off;
+            keep_after = draw_threshold();
         }
-        if now <= start {
+        // Dropped (or empty): the common case, one comparison.
+        if now <= start + u64::from(keep_after) {
             return;
         }
-        let state = (*open).state;
-        let queued = sched_info::queued_since(next, (*open).run_delay_ns, now);
-        let (blocked, runqueue) =
-            split_interval(state == ThreadState::Runqueue as u32, start, now, queued);
-        (state, apply_rule(blocked), apply_rule(runqueue))
+        ((*open).state, start)
     };
-    if blocked.is_none() && runqueue.is_none() {
-        return;
-    }
+    // SAFETY: as above.
+    let queued = sched_info::queued_since(next, unsafe { (*open).run_delay_ns }, now);
+    let (blocked, runqueue) =
+        split_interval(state == ThreadState::Runqueue as u32, start, now, queued);
+    let (rate, naive) = maps::off_cpu_rule();
+    let d = now - start;
+    maps::count(Stat::OffCpuEventsKept, 1);
     if entry.is_none() {
         entry = maps::task(next);
     }
     if let Some(entry) = entry {
-        keep(next, entry, state, blocked, runqueue);
+        keep(
+            next,
+            entry,
+            state,
+            weigh_part(blocked, d, rate, naive),
+            weigh_part(runqueue, d, rate, naive),
+        );
     }
 }
 
@@ -282,24 +296,13 @@ fn keep(
     }
 }
 
-/// The sampling rule for one interval part; zero-length parts are no event.
+/// The sampling rule's threshold for an interval that begins now
+/// (profiler_common::off_cpu::threshold).
 #[inline(always)]
-fn apply_rule(d_ns: u64) -> Option<Weight> {
-    if d_ns == 0 {
-        return None;
-    }
-    maps::count(Stat::OffCpuEventsSeen, 1);
-    let (rate, naive) = maps::off_cpu_rule();
-    let rand = random()?;
-    let weight = if naive {
-        sample_naive(d_ns, rate, rand)
-    } else {
-        sample(d_ns, rate, rand)
-    };
-    if weight.is_some() {
-        maps::count(Stat::OffCpuEventsKept, 1);
-    }
-    weight
+fn draw_threshold() -> u32 {
+    // Without this CPU's random state (never: a per-CPU array's index 0)
+    // every interval is kept: costly, never biased.
+    random().map_or(0, |rand| threshold(maps::off_cpu_rule().0, rand))
 }
 
 /// 32 random bits from this CPU's xorshift64* state: an inline step, where
