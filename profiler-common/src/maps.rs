@@ -80,12 +80,11 @@ pub const UNWIND_PROCS: &str = "UNWIND_PROCS";
 pub const UNWIND_REQUESTS: &str = "UNWIND_REQUESTS";
 /// Per-CPU state of the user stack walk between `bpf_loop` iterations.
 pub const UNWIND_STATE: &str = "UNWIND_STATE";
-/// Per-CPU xorshift64* state of the off-CPU sampling rule (seeded by the
-/// kernel on first use).
-pub const OFF_CPU_RANDOM: &str = "OFF_CPU_RANDOM";
-/// Per-CPU offset from the run queue's clock to ktime, measured again
-/// every 100 ms (see `profiler-ebpf`'s `clock.rs`).
-pub const CLOCK_SYNC: &str = "CLOCK_SYNC";
+/// Per-CPU state of `sched_switch`: the offset from the run queue's clock
+/// to ktime, measured again every 100 ms (see `profiler-ebpf`'s
+/// `clock.rs`), and the xorshift64* state of the off-CPU sampling rule
+/// (seeded by the kernel on first use), one entry for both.
+pub const SWITCH_CPU: &str = "SWITCH_CPU";
 
 /// Name of the load-time global that switches target filtering off (`--all`).
 pub const GLOBAL_TARGET_ALL: &str = "TARGET_ALL";
@@ -113,7 +112,7 @@ pub const GLOBAL_INTERVAL_CELLS: &str = "INTERVAL_CELLS_IN_USE";
 /// Every map of the eBPF object (besides aya-log's own). A test in
 /// profiler-userspace checks the built object against this list both
 /// ways, so a map renamed on one side only, or left unused, fails it.
-pub const ALL: [&str; 21] = [
+pub const ALL: [&str; 20] = [
     SAMPLES_0,
     SAMPLES_1,
     STACKS_0,
@@ -133,8 +132,7 @@ pub const ALL: [&str; 21] = [
     UNWIND_PROCS,
     UNWIND_REQUESTS,
     UNWIND_STATE,
-    OFF_CPU_RANDOM,
-    CLOCK_SYNC,
+    SWITCH_CPU,
 ];
 
 /// Every load-time global the daemon sets, checked the same way.

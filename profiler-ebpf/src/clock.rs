@@ -19,7 +19,7 @@
 //! boundary-crossing interval's time lands, never how long it was.
 use aya_ebpf::{bindings::task_struct, helpers::bpf_ktime_get_ns};
 
-use crate::{maps, sched_info};
+use crate::sched_info;
 
 /// How often each CPU measures the offset between the clocks again.
 const SYNC_PERIOD_NS: u64 = 100_000_000;
@@ -55,10 +55,12 @@ impl Clock {
     }
 }
 
-/// `clock`, a reading of this CPU's run-queue clock, as ktime.
+/// `clock`, a reading of this CPU's run-queue clock, as ktime, with this
+/// CPU's offset `sync` (`maps::SwitchCpu`); measured with a helper call
+/// without one.
 #[inline(always)]
-pub fn to_ktime(clock: u64) -> u64 {
-    let Some(sync) = maps::clock_sync() else {
+pub fn to_ktime(clock: u64, sync: Option<*mut ClockSync>) -> u64 {
+    let Some(sync) = sync else {
         // SAFETY: bpf_ktime_get_ns has no preconditions.
         return unsafe { bpf_ktime_get_ns() };
     };

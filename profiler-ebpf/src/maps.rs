@@ -154,13 +154,20 @@ static UNWIND_REQUESTS: HashMap<u32, u8> =
 #[map]
 static UNWIND_STATE: PerCpuArray<WalkState> = PerCpuArray::with_max_entries(SCRATCH_CONTEXTS, 0);
 
-/// Per-CPU state of the off-CPU rule's random source; 0 until first use.
-#[map]
-static OFF_CPU_RANDOM: PerCpuArray<u64> = PerCpuArray::with_max_entries(1, 0);
+/// This CPU's state for `sched_switch`, which alone uses it, with
+/// interrupts off: one value, so that a switch-out looks up one per-CPU
+/// entry for both parts.
+#[repr(C)]
+pub struct SwitchCpu {
+    /// The offset from the run queue's clock to ktime (`clock.rs`).
+    pub clock: ClockSync,
+    /// The off-CPU rule's xorshift64* state (`off_cpu.rs`); 0 until first
+    /// use.
+    pub random: u64,
+}
 
-/// Per-CPU offset from the run queue's clock to ktime.
 #[map]
-static CLOCK_SYNC: PerCpuArray<ClockSync> = PerCpuArray::with_max_entries(1, 0);
+static SWITCH_CPU: PerCpuArray<SwitchCpu> = PerCpuArray::with_max_entries(1, 0);
 
 /// Which per-CPU scratch entry a program uses. The cpu-clock sampler runs
 /// from a timer interrupt, so it can interrupt a tracepoint program that
@@ -311,19 +318,10 @@ pub fn sched_offset(field: impl Fn(&SchedOffsets) -> &u32) -> u32 {
     unsafe { core::ptr::read_volatile(field(&SCHED_OFFSETS)) }
 }
 
-/// This CPU's random state for the off-CPU rule (see
-/// `profiler_common::off_cpu::xorshift_next`). Only `sched_switch` uses
-/// it, with interrupts off, so nothing else runs on it meanwhile.
+/// This CPU's [`SwitchCpu`].
 #[inline(always)]
-pub fn off_cpu_random() -> Option<*mut u64> {
-    OFF_CPU_RANDOM.get_ptr_mut(0)
-}
-
-/// This CPU's clock offset (see `clock.rs`); only `sched_switch` uses
-/// it, with interrupts off.
-#[inline(always)]
-pub fn clock_sync() -> Option<*mut ClockSync> {
-    CLOCK_SYNC.get_ptr_mut(0)
+pub fn switch_cpu() -> Option<*mut SwitchCpu> {
+    SWITCH_CPU.get_ptr_mut(0)
 }
 
 /// Whether user stacks are walked by the unwind tables.

@@ -51,7 +51,9 @@ use profiler_common::{
 use crate::{
     clock::{self, Clock},
     flush::{Flush, add_pending, flush},
-    interval_cell, maps, sched_info, stack, target, task_work,
+    interval_cell,
+    maps::{self, SwitchCpu},
+    sched_info, stack, target, task_work,
 };
 
 /// `TASK_UNINTERRUPTIBLE` and `TASK_NOLOAD` from `linux/sched.h`; a task
@@ -137,11 +139,12 @@ fn switch_out(
     // insert, valid for this program's run.
     unsafe {
         let now = clock.now(prev);
+        let cpu = maps::switch_cpu();
         (*open).off_since_clock = now;
-        (*open).off_since_ns = clock::to_ktime(now);
+        (*open).off_since_ns = clock::to_ktime(now, cpu.map(|c| &raw mut (*c).clock));
         (*open).run_delay_ns = sched_info::run_delay(prev);
         (*open).state = state as u32;
-        (*open).keep_after_ns = draw_threshold();
+        (*open).keep_after_ns = draw_threshold(cpu);
     }
     maps::count(Stat::OffCpuEventsSeen, 1);
 }
@@ -227,7 +230,7 @@ fn switch_in(next: *mut task_struct, tid: u32, clock: &mut Clock) {
             && until > off
         {
             start += until - off;
-            keep_after = draw_threshold();
+            keep_after = draw_threshold(maps::switch_cpu());
         }
         // Dropped (or empty): the common case, one comparison.
         if now <= start + u64::from(keep_after) {
@@ -297,28 +300,29 @@ fn keep(
 }
 
 /// The sampling rule's threshold for an interval that begins now
-/// (profiler_common::off_cpu::threshold).
+/// (profiler_common::off_cpu::threshold), from this CPU's random state in
+/// `cpu`. Without it (never: a per-CPU array's index 0) every interval is
+/// kept: costly, never biased.
 #[inline(always)]
-fn draw_threshold() -> u32 {
-    // Without this CPU's random state (never: a per-CPU array's index 0)
-    // every interval is kept: costly, never biased.
-    random().map_or(0, |rand| threshold(maps::off_cpu_rule().0, rand))
-}
-
-/// 32 random bits from this CPU's xorshift64* state: an inline step, where
-/// `bpf_get_prandom_u32` would be a helper call on every kept or dropped
-/// part. The state is seeded from the kernel's pool on first use.
-#[inline(always)]
-fn random() -> Option<u32> {
-    let state = maps::off_cpu_random()?;
+fn draw_threshold(cpu: Option<*mut SwitchCpu>) -> u32 {
+    let Some(cpu) = cpu else {
+        return 0;
+    };
     // SAFETY: a pointer into this CPU's entry of a per-CPU array, valid for
     // this run; only sched_switch, with interrupts off, uses it.
-    unsafe {
-        if *state == 0 {
-            // SAFETY: bpf_get_prandom_u32 has no preconditions.
-            let seed = (u64::from(bpf_get_prandom_u32()) << 32) | u64::from(bpf_get_prandom_u32());
-            *state = seed | 1;
-        }
-        Some(xorshift_next(&mut *state))
+    let rand = unsafe { random(&mut (*cpu).random) };
+    threshold(maps::off_cpu_rule().0, rand)
+}
+
+/// 32 random bits from this CPU's xorshift64* `state`: an inline step,
+/// where `bpf_get_prandom_u32` would be a helper call on every switch-out.
+/// The state is seeded from the kernel's pool on first use.
+#[inline(always)]
+fn random(state: &mut u64) -> u32 {
+    if *state == 0 {
+        // SAFETY: bpf_get_prandom_u32 has no preconditions.
+        let (high, low) = unsafe { (bpf_get_prandom_u32(), bpf_get_prandom_u32()) };
+        *state = ((u64::from(high) << 32) | u64::from(low)) | 1;
     }
+    xorshift_next(state)
 }
