@@ -68,7 +68,9 @@ fn a_threshold_drawn_ahead_keeps_exactly_what_sample_keeps() {
     // The same decision for every draw: a sweep of rand (its extremes
     // and a stride through the range) against lengths around the rate.
     let rate = 1_000_000;
-    let draws = (0..=u32::MAX).step_by(65_537).chain([u32::MAX - 1, u32::MAX]);
+    let draws = (0..=u32::MAX)
+        .step_by(65_537)
+        .chain([u32::MAX - 1, u32::MAX]);
     for rand in draws {
         let t = threshold(rate, rand);
         assert!(u64::from(t) < rate, "threshold {t} not below the rate");
@@ -80,7 +82,11 @@ fn a_threshold_drawn_ahead_keeps_exactly_what_sample_keeps() {
             );
         }
     }
-    assert_eq!(threshold(0, u32::MAX), 0, "rate 0 keeps every non-empty interval");
+    assert_eq!(
+        threshold(0, u32::MAX),
+        0,
+        "rate 0 keeps every non-empty interval"
+    );
     assert_eq!(threshold(MAX_RATE_NS, u32::MAX), u32::MAX - 1);
 }
 
@@ -173,8 +179,14 @@ fn each_part_is_unbiased_when_the_whole_interval_is_sampled() {
         }
     }
     let [short, medium, long] = part_totals(10_000_000, true);
-    assert!(short[0].0 < 0.5 && short[1].0 < 0.5, "naive 100 µs: {short:?}");
-    assert!(medium[0].0 < 0.5 && medium[1].0 < 0.5, "naive 1 ms: {medium:?}");
+    assert!(
+        short[0].0 < 0.5 && short[1].0 < 0.5,
+        "naive 100 µs: {short:?}"
+    );
+    assert!(
+        medium[0].0 < 0.5 && medium[1].0 < 0.5,
+        "naive 1 ms: {medium:?}"
+    );
     assert!((long[0].0 - 1.0).abs() < 1e-9 && (long[1].0 - 1.0).abs() < 1e-9);
 }
 
