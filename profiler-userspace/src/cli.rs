@@ -75,7 +75,9 @@ struct Args {
 
     /// Off-CPU intervals shorter than this are kept with probability
     /// duration/rate and weighted up (unbiased); 0 keeps every interval.
-    #[arg(long, value_name = "DUR", default_value = "1ms", value_parser = parse_duration)]
+    /// A thread's stacks are captured at most about 1/rate times a second:
+    /// 100 at the default, as for on-CPU samples at 99 Hz.
+    #[arg(long, value_name = "DUR", default_value = "10ms", value_parser = parse_duration)]
     off_cpu_rate: Duration,
 
     /// Do not track off-CPU time.

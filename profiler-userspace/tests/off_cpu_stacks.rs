@@ -35,7 +35,9 @@ impl Naps {
         command.arg("4");
         let mut fixture = Fixture::spawn_command(command);
         let napper = fixture.tid("napper");
-        let (truth, profiles) = profile_fixture(&mut fixture, &out_dir, extra_args);
+        // At 1 ms every nap (10 and 30 ms) is kept, with margin.
+        let args = [&["--off-cpu-rate", "1ms"], extra_args].concat();
+        let (truth, profiles) = profile_fixture(&mut fixture, &out_dir, &args);
         let naps = Self {
             long: off_cpu_under(&profiles, napper, "main.longNap"),
             short: off_cpu_under(&profiles, napper, "main.shortNap"),

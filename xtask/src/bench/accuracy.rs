@@ -29,7 +29,7 @@ pub(super) fn accuracy(report: &mut String) -> anyhow::Result<()> {
         "| --off-cpu-rate | 100 µs error | 1 ms error | 20 ms error | intervals kept |"
     )?;
     writeln!(report, "| --- | --- | --- | --- | --- |")?;
-    for rate in ["0", "100us", "1ms", "5ms", "20ms"] {
+    for rate in ["0", "100us", "1ms", "5ms", "10ms", "20ms"] {
         let dir = tempdir()?;
         let mut workload = workload("blockers", &[RUN_SECS])?;
         let config = profiler_into(

@@ -13,10 +13,14 @@ pub(super) fn pingpong_configs() -> Vec<Config> {
     let mut configs = vec![
         baseline(),
         profiler(
-            "profiler --pid (defaults: 99 Hz, off-CPU rate 1ms)",
+            "profiler --pid (defaults: 99 Hz, off-CPU rate 10ms)",
             &["--pid", "{pid}"],
         ),
         profiler("profiler --all (defaults)", &["--all"]),
+        profiler(
+            "profiler --pid --off-cpu-rate 1ms (ten times the stacks)",
+            &["--pid", "{pid}", "--off-cpu-rate", "1ms"],
+        ),
         profiler(
             "profiler --pid --off-cpu-rate 4s (almost nothing kept: the bookkeeping alone)",
             &["--pid", "{pid}", "--off-cpu-rate", "4s"],
@@ -106,8 +110,11 @@ pub(super) fn cpu_configs() -> Vec<Config> {
     ]
 }
 
-/// Runs every configuration `ROUNDS` times, interleaved; returns the
-/// measured rates per configuration.
+/// Runs every configuration `ROUNDS` times, interleaved, each round
+/// starting one configuration later than the one before, so that no
+/// configuration always runs at the same point of a round (after the
+/// same neighbour, as the machine warms or drifts); returns the measured
+/// rates per configuration.
 pub(super) fn overhead(
     fixture: &str,
     metric: &str,
@@ -115,7 +122,9 @@ pub(super) fn overhead(
 ) -> anyhow::Result<Vec<(String, Vec<f64>)>> {
     let mut rates: Vec<Vec<f64>> = vec![Vec::new(); configs.len()];
     for round in 0..ROUNDS {
-        for (i, config) in configs.iter().enumerate() {
+        for k in 0..configs.len() {
+            let i = (round + k) % configs.len();
+            let config = &configs[i];
             let mut workload = workload(fixture, &[RUN_SECS])?;
             let attached = attach(config, workload.pid())?;
             let line = go_and_wait(&mut workload)?;
