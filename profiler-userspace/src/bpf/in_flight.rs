@@ -19,7 +19,9 @@
 //! thread itself can, when it runs), so these samples carry a
 //! `[still off-CPU at window end]` frame over the kernel stack from
 //! `/proc/<pid>/task/<tid>/stack`. The sampling rule applies to each part
-//! as to any other interval.
+//! on its own (`off_cpu::sample`), which is as unbiased as the kernel's
+//! one draw per interval shared by its parts; the kernel draws afresh for
+//! the rest of such an interval.
 use std::{
     collections::{HashMap as StdHashMap, HashSet},
     fs,

@@ -25,7 +25,7 @@ use self::{
     accuracy::accuracy,
     daemon_cost::daemon_cost,
     kernel_cost::program_costs,
-    overhead::{cpu_configs, overhead, paired_slowdown, pingpong_configs, table},
+    overhead::{Measured, cpu_configs, overhead, pingpong_configs, table},
     tools::has,
 };
 
@@ -72,8 +72,7 @@ pub fn run() -> anyhow::Result<()> {
     eprintln!("bench: symbolization time per window");
     symbolization::symbolization(&mut report)?;
 
-    let slowdown =
-        |results: &[(String, Vec<f64>)], i: usize| paired_slowdown(&results[0].1, &results[i].1);
+    let slowdown = |results: &[Measured], i: usize| results[i].slowdown();
     targets(
         &mut report,
         &[
@@ -197,8 +196,10 @@ fn header(report: &mut String) -> anyhow::Result<()> {
     writeln!(
         report,
         "- Method: workloads are fixtures (profiler-fixtures) that time themselves for {RUN_SECS} s; \
-         configurations are interleaved, {ROUNDS} rounds each. These machines are shared and \
-         noisy: read ratios, not absolute numbers. Slowdown = the median over rounds of that round's baseline / configuration.\n"
+         configurations are interleaved, {ROUNDS} rounds each, and every run of a configuration \
+         follows a run without the profiler, its pair. These machines are shared and \
+         noisy: read ratios, not absolute numbers. Slowdown = the median over the pairs of \
+         baseline / configuration.\n"
     )?;
     Ok(())
 }

@@ -110,38 +110,71 @@ pub(super) fn cpu_configs() -> Vec<Config> {
     ]
 }
 
+/// One configuration's runs, each with the baseline run just before it.
+pub(super) struct Measured {
+    pub name: String,
+    /// The workload's rate in each run.
+    pub rates: Vec<f64>,
+    /// The baseline's rate in the run just before each of `rates` (for the
+    /// baseline itself, its own runs).
+    pub baselines: Vec<f64>,
+}
+
+impl Measured {
+    /// The slowdown against the baseline, paired run by run: the median
+    /// of baseline / configuration over the pairs. A pair is two runs a
+    /// few seconds apart, so the machine's drift (other tenants, clock
+    /// speed), which moves throughput by several percent within a minute
+    /// here, mostly cancels.
+    pub fn slowdown(&self) -> f64 {
+        paired_slowdown(&self.baselines, &self.rates)
+    }
+}
+
 /// Runs every configuration `ROUNDS` times, interleaved, each round
 /// starting one configuration later than the one before, so that no
 /// configuration always runs at the same point of a round (after the
-/// same neighbour, as the machine warms or drifts); returns the measured
-/// rates per configuration.
+/// same neighbour, as the machine warms or drifts). Each run of a
+/// configuration follows a run of the baseline (`configs[0]`), its pair.
 pub(super) fn overhead(
     fixture: &str,
     metric: &str,
     configs: &[Config],
-) -> anyhow::Result<Vec<(String, Vec<f64>)>> {
-    let mut rates: Vec<Vec<f64>> = vec![Vec::new(); configs.len()];
+) -> anyhow::Result<Vec<Measured>> {
+    let (baseline, rest) = configs.split_first().context("no baseline")?;
+    let mut measured: Vec<Measured> = configs
+        .iter()
+        .map(|c| Measured {
+            name: c.name.to_owned(),
+            rates: Vec::new(),
+            baselines: Vec::new(),
+        })
+        .collect();
     for round in 0..ROUNDS {
-        for k in 0..configs.len() {
-            let i = (round + k) % configs.len();
-            let config = &configs[i];
-            let mut workload = workload(fixture, &[RUN_SECS])?;
-            let attached = attach(config, workload.pid())?;
-            let line = go_and_wait(&mut workload)?;
-            if let Some(attached) = attached {
-                attached.stop()?;
-            }
-            let rate =
-                field(&line, metric).with_context(|| format!("{fixture} printed {line:?}"))?;
-            eprintln!("  round {}: {:<55} {rate:>12.0}", round + 1, config.name);
-            rates[i].push(rate);
+        for k in 0..rest.len() {
+            let i = (round + k) % rest.len();
+            let base = run_once(fixture, metric, baseline, round)?;
+            let rate = run_once(fixture, metric, &rest[i], round)?;
+            measured[0].rates.push(base);
+            measured[0].baselines.push(base);
+            measured[i + 1].rates.push(rate);
+            measured[i + 1].baselines.push(base);
         }
     }
-    Ok(configs
-        .iter()
-        .map(|c| c.name.to_owned())
-        .zip(rates)
-        .collect())
+    Ok(measured)
+}
+
+/// One run of the workload under `config`: its rate.
+fn run_once(fixture: &str, metric: &str, config: &Config, round: usize) -> anyhow::Result<f64> {
+    let mut workload = workload(fixture, &[RUN_SECS])?;
+    let attached = attach(config, workload.pid())?;
+    let line = go_and_wait(&mut workload)?;
+    if let Some(attached) = attached {
+        attached.stop()?;
+    }
+    let rate = field(&line, metric).with_context(|| format!("{fixture} printed {line:?}"))?;
+    eprintln!("  round {}: {:<55} {rate:>12.0}", round + 1, config.name);
+    Ok(rate)
 }
 
 pub(super) fn median(values: &[f64]) -> f64 {
@@ -150,9 +183,8 @@ pub(super) fn median(values: &[f64]) -> f64 {
     sorted[sorted.len() / 2]
 }
 
-/// The slowdown of `rates` against `baseline`, paired by round: the
-/// median of each round's baseline / configuration. Rounds are
-/// interleaved, so pairing cancels the machine's drift between rounds.
+/// The slowdown of `rates` against `baseline`, paired element by element:
+/// the median of baseline / configuration.
 pub(super) fn paired_slowdown(baseline: &[f64], rates: &[f64]) -> f64 {
     let ratios: Vec<f64> = baseline.iter().zip(rates).map(|(b, r)| b / r).collect();
     median(&ratios)
@@ -162,23 +194,23 @@ pub(super) fn table(
     report: &mut String,
     title: &str,
     unit: &str,
-    results: &[(String, Vec<f64>)],
+    results: &[Measured],
 ) -> anyhow::Result<()> {
-    let baseline = &results[0].1;
     writeln!(report, "## {title}\n")?;
     writeln!(
         report,
-        "| configuration | median {unit} | min .. max | slowdown (paired by round) |"
+        "| configuration | median {unit} | min .. max | slowdown (paired with the baseline run before each) |"
     )?;
     writeln!(report, "| --- | --- | --- | --- |")?;
-    for (name, rates) in results {
-        let min = rates.iter().copied().fold(f64::INFINITY, f64::min);
-        let max = rates.iter().copied().fold(0.0, f64::max);
+    for m in results {
+        let min = m.rates.iter().copied().fold(f64::INFINITY, f64::min);
+        let max = m.rates.iter().copied().fold(0.0, f64::max);
         writeln!(
             report,
-            "| {name} | {:.0} | {min:.0} .. {max:.0} | {:.3}x |",
-            median(rates),
-            paired_slowdown(baseline, rates)
+            "| {} | {:.0} | {min:.0} .. {max:.0} | {:.3}x |",
+            m.name,
+            median(&m.rates),
+            m.slowdown()
         )?;
     }
     writeln!(report)?;

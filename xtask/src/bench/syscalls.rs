@@ -11,7 +11,7 @@ use std::{fmt::Write as _, process::Command};
 use anyhow::Context as _;
 
 use super::{
-    overhead::{overhead, table},
+    overhead::{Measured, overhead, table},
     tools::{Config, baseline, profiler},
 };
 
@@ -41,7 +41,7 @@ impl Drop for Idle {
 
 /// The measured rates per configuration; the first is the baseline, the
 /// second `--pid` of an idle process, the third `--all`.
-pub fn overhead_on_others(report: &mut String) -> anyhow::Result<Vec<(String, Vec<f64>)>> {
+pub fn overhead_on_others(report: &mut String) -> anyhow::Result<Vec<Measured>> {
     let idle = Idle::start()?;
     let pid = idle.pid();
     let configs = vec![
@@ -86,7 +86,7 @@ pub fn overhead_on_others(report: &mut String) -> anyhow::Result<Vec<(String, Ve
 /// The ping-pong of section 1 while the profiler targets an unrelated idle
 /// process: what the per-switch programs cost the rest of the machine.
 /// Returns the rates; the first is the baseline, the second `--pid`.
-pub fn switches_of_others(report: &mut String) -> anyhow::Result<Vec<(String, Vec<f64>)>> {
+pub fn switches_of_others(report: &mut String) -> anyhow::Result<Vec<Measured>> {
     let idle = Idle::start()?;
     let pid = idle.pid();
     let configs = vec![
