@@ -48,7 +48,7 @@ fn defaults() {
     assert_eq!(
         config.modes.off_cpu(),
         Some(OffCpu {
-            rate_ns: 1_000_000,
+            rate_ns: 10_000_000,
             naive_weights: false,
             dispatch_only: false,
             interval_cells: INTERVAL_CELLS_LEN,
