@@ -123,9 +123,10 @@ pub(super) struct Measured {
 impl Measured {
     /// The slowdown against the baseline, paired run by run: the median
     /// of baseline / configuration over the pairs. A pair is two runs a
-    /// few seconds apart, so the machine's drift (other tenants, clock
-    /// speed), which moves throughput by several percent within a minute
-    /// here, mostly cancels.
+    /// few seconds apart, so the machine's drift over minutes (other
+    /// tenants), which moved the baseline by 7% between rounds here,
+    /// cancels. The noise of single runs stays: 3 s ping-pong runs side
+    /// by side differed by up to 4%.
     pub fn slowdown(&self) -> f64 {
         paired_slowdown(&self.baselines, &self.rates)
     }
