@@ -1,6 +1,10 @@
 //! Tests of the sampling rule (`off_cpu.rs`).
 use super::*;
 
+/// Interval lengths and how many of each, with equal true time in each
+/// class: 100 µs × 20000, 1 ms × 2000, 20 ms × 100.
+const CLASSES: [(u64, u64); 3] = [(100_000, 20_000), (1_000_000, 2_000), (20_000_000, 100)];
+
 /// Deterministic, as the kernel's per-CPU source is per seed.
 struct Rng(u64);
 impl Rng {
@@ -130,13 +134,8 @@ fn parts_of_a_kept_interval_share_its_weight() {
 /// Totals per part over many intervals split 3:1 into blocked and
 /// queued, kept by a threshold drawn ahead, as fractions of truth.
 fn part_totals(rate: u64, naive: bool) -> [[(f64, f64); 2]; 3] {
-    let classes = [
-        (100_000u64, 20_000u64),
-        (1_000_000, 2_000),
-        (20_000_000, 100),
-    ];
     let mut rng = Rng(0x2545_f491_4f6c_dd1d);
-    classes.map(|(d, n)| {
+    CLASSES.map(|(d, n)| {
         let parts = [d * 3 / 4, d / 4];
         let mut sums = [(0u64, 0u64); 2];
         for _ in 0..n {
@@ -208,14 +207,8 @@ fn intervals_split_at_the_wakeup() {
 
 /// Totals over many intervals of three lengths, as a fraction of truth.
 fn totals(rule: fn(u64, u64, u32) -> Option<Weight>, rate: u64) -> [(f64, f64); 3] {
-    // Equal true time in each class: 100 µs × 20000, 1 ms × 2000, 20 ms × 100.
-    let classes = [
-        (100_000u64, 20_000u64),
-        (1_000_000, 2_000),
-        (20_000_000, 100),
-    ];
     let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
-    classes.map(|(d, n)| {
+    CLASSES.map(|(d, n)| {
         let (mut time, mut count) = (0u64, 0u64);
         for _ in 0..n {
             if let Some(w) = rule(d, rate, rng.next()) {
