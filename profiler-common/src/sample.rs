@@ -33,6 +33,27 @@ impl ThreadState {
         }
     }
 
+    /// The state of a thread that left the CPU with `left_with`: the
+    /// scheduler's `prev_state` at `sched_switch`, or 0 if it was
+    /// preempted (see [`crate::task::OpenInterval::left_with`]). The switch-out
+    /// only stores the bits; the few intervals that are kept are classified.
+    #[must_use]
+    #[inline(always)]
+    #[allow(clippy::inline_always, reason = "runs inside an eBPF program")]
+    pub const fn off_cpu(left_with: u32) -> Self {
+        // From `linux/sched.h`. A task with both uninterruptible bits is an
+        // idle kernel thread (TASK_IDLE), not a disk wait.
+        const TASK_UNINTERRUPTIBLE: u32 = 0x2;
+        const TASK_NOLOAD: u32 = 0x400;
+        if left_with == 0 {
+            Self::Runqueue
+        } else if left_with & (TASK_UNINTERRUPTIBLE | TASK_NOLOAD) == TASK_UNINTERRUPTIBLE {
+            Self::Disk
+        } else {
+            Self::Sleeping
+        }
+    }
+
     /// The pprof `state` label value.
     #[must_use]
     pub const fn label(self) -> &'static str {
@@ -155,5 +176,22 @@ mod tests {
             assert_eq!(ThreadState::from_raw(state as u32), Some(state));
         }
         assert_eq!(ThreadState::from_raw(99), None);
+    }
+
+    #[test]
+    fn off_cpu_state_follows_the_schedulers_bits() {
+        // 0: preempted, or runnable when it left (TASK_RUNNING).
+        assert_eq!(ThreadState::off_cpu(0), ThreadState::Runqueue);
+        // TASK_INTERRUPTIBLE, and with TASK_FREEZABLE-style extra bits.
+        assert_eq!(ThreadState::off_cpu(0x1), ThreadState::Sleeping);
+        assert_eq!(ThreadState::off_cpu(0x1 | 0x8000), ThreadState::Sleeping);
+        // TASK_UNINTERRUPTIBLE, and TASK_KILLABLE (| TASK_WAKEKILL).
+        assert_eq!(ThreadState::off_cpu(0x2), ThreadState::Disk);
+        assert_eq!(ThreadState::off_cpu(0x2 | 0x100), ThreadState::Disk);
+        // TASK_IDLE (uninterruptible | TASK_NOLOAD) does not count as disk.
+        assert_eq!(ThreadState::off_cpu(0x2 | 0x400), ThreadState::Sleeping);
+        // Stopped or traced (__TASK_STOPPED, __TASK_TRACED).
+        assert_eq!(ThreadState::off_cpu(0x4), ThreadState::Sleeping);
+        assert_eq!(ThreadState::off_cpu(0x8), ThreadState::Sleeping);
     }
 }

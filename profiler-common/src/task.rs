@@ -31,8 +31,10 @@ pub struct OpenInterval {
     /// The scheduler's `sched_info.run_delay` when it left the CPU, to
     /// tell the run-queue waits since (see [`crate::sched`]).
     pub run_delay_ns: u64,
-    /// `ThreadState` it left the CPU in.
-    pub state: u32,
+    /// How it left the CPU: the scheduler's `prev_state`, or 0 if it was
+    /// preempted. Classified by [`crate::sample::ThreadState::off_cpu`]
+    /// only if the interval is kept.
+    pub left_with: u32,
     /// The sampling rule's threshold, drawn when the thread left the CPU
     /// ([`crate::off_cpu::threshold`]): the interval is kept if it lasts
     /// longer. Drawn ahead, so that the switch-in of an interval that is

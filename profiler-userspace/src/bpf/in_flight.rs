@@ -215,12 +215,13 @@ impl Window<'_> {
             let _ = in_flight.remove(&thread.tid);
             return Ok(false);
         }
-        let preempted = open.state == ThreadState::Runqueue as u32;
+        let left_in = ThreadState::off_cpu(open.left_with);
+        let preempted = left_in == ThreadState::Runqueue;
         // When a blocked thread was woken is not known here (only the
         // scheduler's run-queue total is, at switch-in): up to the window's
         // end the interval counts as blocked, unless it was preempted.
         let (blocked, runqueue) = split_interval(preempted, start, end, 0);
-        let blocked_state = ThreadState::from_raw(open.state).unwrap_or(ThreadState::Sleeping);
+        let blocked_state = left_in;
         let named = Thread {
             pid: task.pid,
             tid: thread.tid,
