@@ -196,8 +196,9 @@ fn header(report: &mut String) -> anyhow::Result<()> {
     writeln!(
         report,
         "- Method: workloads are fixtures (profiler-fixtures) that time themselves for {RUN_SECS} s; \
-         configurations are interleaved, {ROUNDS} rounds each, and every run of a configuration \
-         follows a run without the profiler, its pair. These machines are shared and \
+         a tool runs for 2 s before its workload starts, so that it is measured in its steady \
+         state, not while it starts; configurations are interleaved, {ROUNDS} rounds each, and \
+         every run of a configuration follows a run without the profiler, its pair. These machines are shared and \
          noisy: read ratios, not absolute numbers. Slowdown = the median over the pairs of \
          baseline / configuration.\n"
     )?;
