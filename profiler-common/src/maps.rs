@@ -80,10 +80,11 @@ pub const UNWIND_PROCS: &str = "UNWIND_PROCS";
 pub const UNWIND_REQUESTS: &str = "UNWIND_REQUESTS";
 /// Per-CPU state of the user stack walk between `bpf_loop` iterations.
 pub const UNWIND_STATE: &str = "UNWIND_STATE";
-/// Per-CPU state of `sched_switch`: the offset from the run queue's clock
-/// to ktime, measured again every 100 ms (see `profiler-ebpf`'s
-/// `clock.rs`), and the xorshift64* state of the off-CPU sampling rule
-/// (seeded by the kernel on first use), one entry for both.
+/// Per-CPU state of `sched_switch` ([`crate::sched::SwitchCpu`]): the
+/// offset from the run queue's clock to ktime, measured again every 100 ms
+/// (see `profiler-ebpf`'s `clock.rs`), the xorshift64* state of the
+/// off-CPU sampling rule (seeded by the kernel on first use) and the count
+/// of intervals seen, one entry for all.
 pub const SWITCH_CPU: &str = "SWITCH_CPU";
 
 /// Name of the load-time global that switches target filtering off (`--all`).

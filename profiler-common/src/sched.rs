@@ -45,6 +45,30 @@ pub struct SchedOffsets {
 // SAFETY: eight u32s, no padding, every bit pattern valid.
 unsafe impl aya::Pod for SchedOffsets {}
 
+/// One CPU's entry of [`crate::maps::SWITCH_CPU`]: what `sched_switch`
+/// keeps per CPU. Only that program writes it, with interrupts off.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SwitchCpu {
+    /// `ktime - rq->clock` (wrapping) when last measured (`profiler-ebpf`'s
+    /// `clock.rs`).
+    pub clock_offset_ns: u64,
+    /// The run-queue clock then; 0 before the first measurement.
+    pub clock_synced_at: u64,
+    /// The off-CPU rule's xorshift64* state; 0 until first use.
+    pub random: u64,
+    /// Off-CPU intervals begun on this CPU: the `off_cpu_events_seen`
+    /// statistic, which the daemon adds to `STATS`' total. Counted here
+    /// because the switch-out has this entry at hand: a `STATS` update
+    /// was one more per-CPU lookup on every tracked switch (about 1 ns of
+    /// the ping-pong's 49 ns per switch, bpf_stats).
+    pub off_cpu_seen: u64,
+}
+
+#[cfg(feature = "user")]
+// SAFETY: four u64s, no padding, every bit pattern valid.
+unsafe impl aya::Pod for SwitchCpu {}
+
 /// Run-queue time of a thread between its switch-out and now, its
 /// switch-in: the waits closed since (`run_delay_now - run_delay_out`) plus
 /// the one ending now (`clock - last_queued`, if one is open).

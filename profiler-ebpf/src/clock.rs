@@ -18,21 +18,12 @@
 //! drift since the last measurement; it only decides in which window a
 //! boundary-crossing interval's time lands, never how long it was.
 use aya_ebpf::{bindings::task_struct, helpers::bpf_ktime_get_ns};
+use profiler_common::sched::SwitchCpu;
 
 use crate::sched_info;
 
 /// How often each CPU measures the offset between the clocks again.
 const SYNC_PERIOD_NS: u64 = 100_000_000;
-
-/// This CPU's offset from the run queue's clock to ktime.
-#[repr(C)]
-#[derive(Clone, Copy)]
-pub struct ClockSync {
-    /// `ktime - rq->clock` (wrapping) when last measured.
-    offset_ns: u64,
-    /// The run-queue clock then; 0 before the first measurement.
-    at: u64,
-}
 
 /// The switch's run-queue clock, read once and only if a tracked thread
 /// needs it: most switches on a machine involve no target.
@@ -56,21 +47,22 @@ impl Clock {
 }
 
 /// `clock`, a reading of this CPU's run-queue clock, as ktime, with this
-/// CPU's offset `sync` (`maps::SwitchCpu`); measured with a helper call
+/// CPU's offset in `cpu` (its [`SwitchCpu`]); measured with a helper call
 /// without one.
 #[inline(always)]
-pub fn to_ktime(clock: u64, sync: Option<*mut ClockSync>) -> u64 {
-    let Some(sync) = sync else {
+pub fn to_ktime(clock: u64, cpu: Option<*mut SwitchCpu>) -> u64 {
+    let Some(sync) = cpu else {
         // SAFETY: bpf_ktime_get_ns has no preconditions.
         return unsafe { bpf_ktime_get_ns() };
     };
     // SAFETY: a pointer into this CPU's entry of a per-CPU array, valid for
     // this run; only sched_switch, with interrupts off, uses it.
     unsafe {
-        if (*sync).at == 0 || clock.wrapping_sub((*sync).at) > SYNC_PERIOD_NS {
-            (*sync).offset_ns = bpf_ktime_get_ns().wrapping_sub(clock);
-            (*sync).at = clock;
+        let at = (*sync).clock_synced_at;
+        if at == 0 || clock.wrapping_sub(at) > SYNC_PERIOD_NS {
+            (*sync).clock_offset_ns = bpf_ktime_get_ns().wrapping_sub(clock);
+            (*sync).clock_synced_at = clock;
         }
-        clock.wrapping_add((*sync).offset_ns)
+        clock.wrapping_add((*sync).clock_offset_ns)
     }
 }

@@ -17,14 +17,14 @@ use profiler_common::{
         UNWIND_REQUESTS_MAX_ENTRIES, UNWIND_ROWS_DEFAULT_ENTRIES, target_filter_slot,
     },
     sample::{COMM_LEN, SampleKey, SampleValue},
-    sched::SchedOffsets,
+    sched::{SchedOffsets, SwitchCpu},
     stack::StackTrace,
     stats::{STATS_LEN, Stat},
     task::{IntervalCell, TaskState},
     unwind::{ProcessMappings, UnwindRow},
 };
 
-use crate::{clock::ClockSync, task_storage::TaskStorage, task_work::TaskWork, unwind::WalkState};
+use crate::{task_storage::TaskStorage, task_work::TaskWork, unwind::WalkState};
 
 /// Non-zero: profile every process (`--all`); zero: only tgids in [`TARGETS`].
 #[unsafe(no_mangle)]
@@ -156,16 +156,7 @@ static UNWIND_STATE: PerCpuArray<WalkState> = PerCpuArray::with_max_entries(SCRA
 
 /// This CPU's state for `sched_switch`, which alone uses it, with
 /// interrupts off: one value, so that a switch-out looks up one per-CPU
-/// entry for both parts.
-#[repr(C)]
-pub struct SwitchCpu {
-    /// The offset from the run queue's clock to ktime (`clock.rs`).
-    pub clock: ClockSync,
-    /// The off-CPU rule's xorshift64* state (`off_cpu.rs`); 0 until first
-    /// use.
-    pub random: u64,
-}
-
+/// entry for all it keeps per CPU.
 #[map]
 static SWITCH_CPU: PerCpuArray<SwitchCpu> = PerCpuArray::with_max_entries(1, 0);
 

@@ -44,6 +44,7 @@ use aya_log_ebpf::warn;
 use profiler_common::{
     off_cpu::{Weight, split_interval, threshold, weigh_part, xorshift_next},
     sample::{COMM_LEN, ThreadState},
+    sched::SwitchCpu,
     stats::Stat,
     task::{OpenInterval, TaskState},
 };
@@ -51,9 +52,7 @@ use profiler_common::{
 use crate::{
     clock::{self, Clock},
     flush::{Flush, add_pending, flush},
-    interval_cell,
-    maps::{self, SwitchCpu},
-    sched_info, stack, target, task_work,
+    interval_cell, maps, sched_info, stack, target, task_work,
 };
 
 /// `TASK_DEAD`: the thread's last switch-out, after `sched_process_exit`.
@@ -132,12 +131,14 @@ fn switch_out(
         let now = clock.now(prev);
         let cpu = maps::switch_cpu();
         (*open).off_since_clock = now;
-        (*open).off_since_ns = clock::to_ktime(now, cpu.map(|c| &raw mut (*c).clock));
+        (*open).off_since_ns = clock::to_ktime(now, cpu);
         (*open).run_delay_ns = sched_info::run_delay(prev);
         (*open).left_with = left_with;
         (*open).keep_after_ns = draw_threshold(cpu);
+        if let Some(cpu) = cpu {
+            (*cpu).off_cpu_seen += 1;
+        }
     }
-    maps::count(Stat::OffCpuEventsSeen, 1);
 }
 
 /// Where `prev`, thread `tid` of process `pid` without a cell of its own,

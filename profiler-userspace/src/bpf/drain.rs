@@ -6,9 +6,10 @@ use aya::maps::{Array, HashMap, Map, MapData, PerCpuArray};
 use profiler_common::{
     maps::{
         CONTROL, CONTROL_ACTIVE_SLOT, CONTROL_LAST_FLIP_NS, SAMPLES_MAX_ENTRIES, SLOTS,
-        STACKS_MAX_ENTRIES, STATS, slot_maps,
+        STACKS_MAX_ENTRIES, STATS, SWITCH_CPU, slot_maps,
     },
     sample::{SampleKey, SampleValue, ThreadState, comm_str},
+    sched::SwitchCpu,
     stack::{NO_STACK, StackTrace},
     stats::{STATS_LEN, Stat},
 };
@@ -252,15 +253,35 @@ impl Kernel {
         let mut delta = [0; STATS_LEN as usize];
         for stat in Stat::ALL {
             let index = stat as usize;
-            let total: u64 = stats
+            let mut total: u64 = stats
                 .get(&(stat as u32), 0)
                 .map_err(KernelError::map(STATS))?
                 .iter()
                 .sum();
+            if stat == Stat::OffCpuEventsSeen {
+                total += self.off_cpu_seen()?;
+            }
             delta[index] = total.saturating_sub(self.last_stats[index]);
             self.last_stats[index] = total;
         }
         Ok(delta)
+    }
+
+    /// Off-CPU intervals seen, which `sched_switch` counts in its per-CPU
+    /// [`SwitchCpu`] rather than in `STATS`.
+    fn off_cpu_seen(&self) -> Result<u64, KernelError> {
+        let map = self
+            .ebpf
+            .map(SWITCH_CPU)
+            .ok_or(KernelError::MissingMap(SWITCH_CPU))?;
+        let cpus: PerCpuArray<&MapData, SwitchCpu> =
+            PerCpuArray::try_from(map).map_err(KernelError::map(SWITCH_CPU))?;
+        Ok(cpus
+            .get(&0, 0)
+            .map_err(KernelError::map(SWITCH_CPU))?
+            .iter()
+            .map(|cpu| cpu.off_cpu_seen)
+            .sum())
     }
 
     pub(super) fn map_mut(&mut self, name: &'static str) -> Result<&mut Map, KernelError> {
