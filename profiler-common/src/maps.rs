@@ -55,6 +55,10 @@ pub const INTERVAL_CELLS: &str = "INTERVAL_CELLS";
 /// monotonic time (ns) up to which userspace already accounted the
 /// interval. Written by userspace at the drain; read and deleted by the
 /// kernel when the thread comes back, so each nanosecond is counted once.
+/// Only a kept interval looks (one the threshold drops whole is dropped
+/// for its rest too); an entry left behind is ignored by the thread's
+/// later intervals, which all begin after it, and the daemon deletes it at
+/// the next window's end, when it finds the thread back.
 pub const IN_FLIGHT: &str = "IN_FLIGHT";
 
 /// Single-entry array: number of threads whose kept weight waits for their

@@ -222,46 +222,63 @@ fn switch_in(next: *mut task_struct, tid: u32, clock: &mut Clock) {
     let now = clock.now(next);
     // SAFETY: `open` points into a map value from a successful lookup,
     // valid for this program's run.
-    let start = unsafe {
-        let (off, mut start) = ((*open).off_since_ns, (*open).off_since_clock);
-        if off == 0 {
+    unsafe {
+        if (*open).off_since_ns == 0 {
             return;
-        }
-        (*open).off_since_ns = 0;
-        let mut keep_after = (*open).keep_after_ns;
-        // An interval open across a window's end was accounted by userspace
-        // up to that end, in ktime (see profiler_common::maps::IN_FLIGHT):
-        // that much of it is not counted again, and the rest is a new
-        // interval to the rule, with a draw of its own.
-        if off < maps::last_flip_ns()
-            && let Some(until) = maps::take_accounted(tid)
-            && until > off
-        {
-            start += until - off;
-            keep_after = draw_threshold(maps::switch_cpu());
         }
         // Dropped (or empty): the common case, one comparison.
-        if now <= start + u64::from(keep_after) {
+        if now <= (*open).off_since_clock + u64::from((*open).keep_after_ns) {
+            (*open).off_since_ns = 0;
             return;
         }
-        start
-    };
-    kept(next, open, start, now);
+    }
+    kept(next, tid, open, now);
 }
 
-/// The interval `open` of `next`, from run-queue clock `start` to `now`,
-/// is kept: split into its blocked and run-queue parts by the scheduler's
-/// own accounting, which share its weight. Out of line (rare).
+/// The interval `open` of `next`, thread `tid`, which ends at run-queue
+/// clock `now`, outlasted its threshold: it is kept, split into its
+/// blocked and run-queue parts by the scheduler's own accounting, which
+/// share its weight. Out of line (rare).
 #[inline(never)]
-fn kept(next: *mut task_struct, open: *mut OpenInterval, start: u64, now: u64) {
+fn kept(next: *mut task_struct, tid: u32, open: *mut OpenInterval, now: u64) {
     // SAFETY: `open` points into a map value from a successful lookup,
     // valid for this program's run.
-    let (state, run_delay_out) = unsafe {
+    // SAFETY: as above.
+    let (off, mut start, keep_after, left_with, run_delay_out) = unsafe {
         (
-            ThreadState::off_cpu((*open).left_with),
+            (*open).off_since_ns,
+            (*open).off_since_clock,
+            (*open).keep_after_ns,
+            (*open).left_with,
             (*open).run_delay_ns,
         )
     };
+    // An interval open across a window's end was accounted by userspace up
+    // to that end, in ktime (see profiler_common::maps::IN_FLIGHT): that
+    // much of it is not counted again, and the rest is an interval to the
+    // rule of its own. The threshold drawn at switch-out is independent of
+    // the daemon's draw, so it serves the rest too; and as the rest is
+    // shorter, an interval that `switch_in` drops whole would be dropped
+    // here as well, which is why only kept intervals look (the daemon
+    // deletes the entries of threads it finds back). The entry is taken
+    // before the interval is closed, so the daemon never deletes one that
+    // is about to be used.
+    let accounted = if off < maps::last_flip_ns() {
+        maps::take_accounted(tid)
+    } else {
+        None
+    };
+    // SAFETY: as above.
+    unsafe { (*open).off_since_ns = 0 };
+    if let Some(until) = accounted
+        && until > off
+    {
+        start += until - off;
+        if now <= start + u64::from(keep_after) {
+            return;
+        }
+    }
+    let state = ThreadState::off_cpu(left_with);
     let queued = sched_info::queued_since(next, run_delay_out, now);
     let (blocked, runqueue) = split_interval(state == ThreadState::Runqueue, start, now, queued);
     let (rate, naive) = maps::off_cpu_rule();

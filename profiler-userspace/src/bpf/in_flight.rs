@@ -20,8 +20,9 @@
 //! `[still off-CPU at window end]` frame over the kernel stack from
 //! `/proc/<pid>/task/<tid>/stack`. The sampling rule applies to each part
 //! on its own (`off_cpu::sample`), which is as unbiased as the kernel's
-//! one draw per interval shared by its parts; the kernel draws afresh for
-//! the rest of such an interval.
+//! one draw per interval shared by its parts; for the rest of such an
+//! interval the kernel applies the threshold it drew at switch-out, which
+//! is independent of this side's draw.
 use std::{
     collections::{HashMap as StdHashMap, HashSet},
     fs,
