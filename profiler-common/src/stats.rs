@@ -19,7 +19,10 @@ pub enum Stat {
     /// Samples dropped because the samples map was full.
     MapFull = 4,
     /// Off-CPU intervals of target threads that began (counted when the
-    /// thread leaves the CPU, where the rule's threshold is drawn).
+    /// thread leaves the CPU, where the rule's threshold is drawn). The
+    /// kernel counts them in `SWITCH_CPU` ([`crate::sched::SwitchCpu`]),
+    /// which the switch-out holds already; the daemon adds that count to
+    /// this slot's, which stays 0.
     OffCpuEventsSeen = 5,
     /// Intervals the sampling rule kept (both state parts of one interval
     /// are kept together).

@@ -243,7 +243,6 @@ fn switch_in(next: *mut task_struct, tid: u32, clock: &mut Clock) {
 fn kept(next: *mut task_struct, tid: u32, open: *mut OpenInterval, now: u64) {
     // SAFETY: `open` points into a map value from a successful lookup,
     // valid for this program's run.
-    // SAFETY: as above.
     let (off, mut start, keep_after, left_with, run_delay_out) = unsafe {
         (
             (*open).off_since_ns,
