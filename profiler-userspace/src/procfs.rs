@@ -46,6 +46,22 @@ pub fn thread_state(pid: u32, tid: u32) -> Option<char> {
     state_in(&format!("/proc/{pid}/task/{tid}/stat"))
 }
 
+/// The kernel stack of thread `tid` of process `pid` (a blocked thread's,
+/// from `/proc/<pid>/task/<tid>/stack`, root only) by function name, leaf
+/// first; `None` when it cannot be read.
+#[must_use]
+pub fn kernel_stack(pid: u32, tid: u32) -> Option<Vec<String>> {
+    let text = fs::read_to_string(format!("/proc/{pid}/task/{tid}/stack")).ok()?;
+    Some(text.lines().filter_map(parse_stack_line).collect())
+}
+
+/// `[<0>] hrtimer_nanosleep+0x74/0xf0` → `hrtimer_nanosleep`.
+fn parse_stack_line(line: &str) -> Option<String> {
+    let frame = line.split_once("] ")?.1;
+    let name = frame.split('+').next()?.trim();
+    (!name.is_empty()).then(|| name.to_owned())
+}
+
 /// Whether process `pid` exists and has not exited (a zombie, exited but
 /// not yet reaped by its parent, counts as exited).
 #[must_use]
@@ -75,6 +91,15 @@ pub fn ns_pid(pid: u32) -> Option<u32> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn proc_stack_lines() {
+        assert_eq!(
+            parse_stack_line("[<0>] hrtimer_nanosleep+0x74/0xf0").as_deref(),
+            Some("hrtimer_nanosleep")
+        );
+        assert_eq!(parse_stack_line("garbage"), None);
+    }
 
     #[test]
     fn this_process() {

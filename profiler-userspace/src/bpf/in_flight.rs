@@ -25,7 +25,6 @@
 //! is independent of this side's draw.
 use std::{
     collections::{HashMap as StdHashMap, HashSet},
-    fs,
     os::fd::{AsFd as _, BorrowedFd, OwnedFd},
     sync::Arc,
 };
@@ -33,12 +32,12 @@ use std::{
 use aya::maps::{Array, HashMap, Map, MapData};
 use profiler_common::{
     maps::{IN_FLIGHT, INTERVAL_CELLS, TASKS, interval_cell},
-    off_cpu::{Weight, sample, sample_naive, split_interval, xorshift_next},
+    off_cpu::{Weight, sample, sample_naive, split_interval},
     sample::{ThreadState, comm_str},
     task::{IntervalCell, OpenInterval, TaskState},
 };
 
-use super::{Flip, Kernel, KernelError, RawSample, Stack, task_storage};
+use super::{Flip, Kernel, KernelError, RawSample, Stack, rng::Rng, task_storage};
 use crate::{
     config::{OffCpu, Target},
     procfs,
@@ -51,30 +50,6 @@ pub struct InFlightStats {
     pub tracked: u64,
     /// Never-tracked sleeping target threads accounted for the window.
     pub untracked: u64,
-}
-
-/// xorshift64*: the random source of the sampling rule in userspace.
-pub struct Rng(u64);
-
-impl Rng {
-    /// Seeded from the kernel's random pool.
-    #[must_use]
-    pub fn new() -> Self {
-        let mut seed = [0u8; 8];
-        // SAFETY: `seed` is a writable buffer of the length passed.
-        unsafe { libc::getrandom(seed.as_mut_ptr().cast(), seed.len(), 0) };
-        Self(u64::from_ne_bytes(seed) | 1)
-    }
-
-    fn next_u32(&mut self) -> u32 {
-        xorshift_next(&mut self.0)
-    }
-}
-
-impl Default for Rng {
-    fn default() -> Self {
-        Self::new()
-    }
 }
 
 /// Who a part belongs to and how it is labelled.
@@ -380,36 +355,15 @@ fn sleeping_state(pid: u32, tid: u32) -> Option<ThreadState> {
 
 /// A blocked thread's kernel stack by function name, leaf first.
 fn kernel_stack(pid: u32, tid: u32) -> Stack {
-    let Ok(text) = fs::read_to_string(format!("/proc/{pid}/task/{tid}/stack")) else {
-        return Stack::Absent;
-    };
-    let names: Vec<String> = text.lines().filter_map(parse_stack_line).collect();
-    if names.is_empty() {
-        Stack::Absent
-    } else {
-        Stack::Named(Arc::from(names))
+    match procfs::kernel_stack(pid, tid) {
+        Some(names) if !names.is_empty() => Stack::Named(Arc::from(names)),
+        _ => Stack::Absent,
     }
-}
-
-/// `[<0>] hrtimer_nanosleep+0x74/0xf0` → `hrtimer_nanosleep`.
-fn parse_stack_line(line: &str) -> Option<String> {
-    let frame = line.split_once("] ")?.1;
-    let name = frame.split('+').next()?.trim();
-    (!name.is_empty()).then(|| name.to_owned())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn proc_stack_lines() {
-        assert_eq!(
-            parse_stack_line("[<0>] hrtimer_nanosleep+0x74/0xf0").as_deref(),
-            Some("hrtimer_nanosleep")
-        );
-        assert_eq!(parse_stack_line("garbage"), None);
-    }
 
     #[test]
     fn own_threads_are_listed_and_a_sleeper_is_seen_sleeping() {
@@ -425,14 +379,5 @@ mod tests {
         assert!(target_threads(&Target::Pids(vec![pid])).contains(&(pid, tid)));
         assert_eq!(sleeping_state(pid, tid), Some(ThreadState::Sleeping));
         sleeper.join().unwrap();
-    }
-
-    #[test]
-    fn rng_is_roughly_uniform() {
-        let mut rng = Rng(42);
-        let below_half = (0..10_000)
-            .filter(|_| rng.next_u32() < u32::MAX / 2)
-            .count();
-        assert!((4_700..5_300).contains(&below_half), "{below_half}");
     }
 }

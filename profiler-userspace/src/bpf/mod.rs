@@ -1,7 +1,7 @@
 //! The kernel side as seen from userspace: load and attach the eBPF
 //! programs (`load.rs`), then drain their maps window by window
 //! (`drain.rs`), account the intervals still open at a window's end
-//! (`in_flight.rs`), find the scheduler fields the off-CPU programs read
+//! (`in_flight.rs`, with the sampling rule's random source in `rng.rs`), find the scheduler fields the off-CPU programs read
 //! (`btf_fields.rs`), link its kfunc calls (`kfunc.rs`), serve the unwinder's maps (`unwind_maps.rs`) and copy
 //! the programs' log into tracing (`ebpf_log.rs`). Only this module touches aya
 //! types.
@@ -13,12 +13,14 @@ mod ebpf_log;
 mod in_flight;
 mod kfunc;
 mod load;
+mod rng;
 mod task_storage;
 mod unwind_maps;
 
 pub use drain::{Flip, MapEntries, RawSample, RawWindow, Stack};
-pub use in_flight::{InFlightStats, Rng};
+pub use in_flight::InFlightStats;
 pub use load::Kernel;
+pub use rng::Rng;
 
 use aya::{EbpfError, maps::MapError, programs::ProgramError};
 
