@@ -255,10 +255,10 @@ const ANALYSIS: &str = "\
   to every run it measures, so section 3 overstates small programs: its
   floor column is what the programs show when they return at once. The
   row \"less the floor\" is the programs' own work, the part a change to
-  them can move. On this machine (retpolines and SRSO on every kernel
-  call and return) the floor of two programs per switch (sched_switch and
+  them can move. On this machine (retpolines on every indirect call, return
+  thunks on every return) the floor of two programs per switch (sched_switch and
   rseq_update, without task work) alone was close to the 1.05x goal;
-  task work leaves one.
+  task work leaves one, which alone reads 1.03-1.05x here.
 - The default ping-pong row splits into the floor, the bookkeeping of
   every switch (the `--off-cpu-rate 4s` row, where almost nothing is
   kept), and the intervals kept: at the 10 ms default about 1 in 10,000
@@ -278,10 +278,12 @@ const ANALYSIS: &str = "\
   instead costs as much (the walk moves into `sched_switch`) and is not
   exact for threads that ran user code in between.
 - The bookkeeping of a switch where both threads are targets, by
-  bpf_stats with early returns in turn: the target checks of `prev` and
-  `next` about 10 ns, the switch-out about 11 ns, the switch-in of a
-  dropped interval too little to measure (one comparison: the rule's
-  threshold is drawn at switch-out).
+  bpf_stats with early returns in turn (before the hot path was laid
+  out in one piece, when it was 22 ns in all): the target checks of
+  `prev` and `next` about 9 ns (4 of them the two `TARGET_FILTER`
+  reads), the switch-out about 12 ns, the switch-in of a dropped
+  interval too little to measure (one comparison: the rule's threshold
+  is drawn at switch-out). Section 3 gives the whole today.
 - User stacks of off-CPU intervals are taken by task work, once per kept
   interval, not at `sys_exit`, once per system call: section 8 shows
   what a `sys_exit` hook costs every process on the machine, profiled or
