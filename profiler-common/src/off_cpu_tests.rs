@@ -1,4 +1,6 @@
 //! Tests of the sampling rule (`off_cpu.rs`).
+use std::format;
+
 use super::*;
 
 /// Interval lengths and how many of each, with equal true time in each
@@ -11,6 +13,16 @@ impl Rng {
     fn next(&mut self) -> u32 {
         xorshift_next(&mut self.0)
     }
+}
+
+/// Time and count totals, as fractions of truth, within ±20% (about 3
+/// sigma for the rarest class kept; see the tests that call this).
+fn assert_near_truth((time, count): (f64, f64), what: &str) {
+    assert!((time - 1.0).abs() < 0.2, "{what}: time {time:.3} of truth");
+    assert!(
+        (count - 1.0).abs() < 0.2,
+        "{what}: count {count:.3} of truth"
+    );
 }
 
 #[test]
@@ -166,15 +178,8 @@ fn each_part_is_unbiased_when_the_whole_interval_is_sampled() {
     // interval's. Naive weights keep ~1% and ~10% of the two short
     // classes' time: far outside.
     for (class, parts) in part_totals(10_000_000, false).into_iter().enumerate() {
-        for (part, (time, count)) in parts.into_iter().enumerate() {
-            assert!(
-                (time - 1.0).abs() < 0.2,
-                "class {class} part {part}: time {time:.3} of truth"
-            );
-            assert!(
-                (count - 1.0).abs() < 0.2,
-                "class {class} part {part}: count {count:.3} of truth"
-            );
+        for (part, totals) in parts.into_iter().enumerate() {
+            assert_near_truth(totals, &format!("class {class} part {part}"));
         }
     }
     let [short, medium, long] = part_totals(10_000_000, true);
@@ -228,15 +233,8 @@ fn totals(rule: fn(u64, u64, u32) -> Option<Weight>, rate: u64) -> [(f64, f64); 
 fn debiased_totals_are_unbiased_for_a_mix_of_lengths() {
     // Rate 10 ms: the 100 µs class is kept 1% of the time (~200 of
     // 20000), so its relative standard error is ~7%; ±20% is ~3 sigma.
-    for (class, (time, count)) in totals(sample, 10_000_000).into_iter().enumerate() {
-        assert!(
-            (time - 1.0).abs() < 0.2,
-            "class {class}: time {time:.3} of truth"
-        );
-        assert!(
-            (count - 1.0).abs() < 0.2,
-            "class {class}: count {count:.3} of truth"
-        );
+    for (class, totals) in totals(sample, 10_000_000).into_iter().enumerate() {
+        assert_near_truth(totals, &format!("class {class}"));
     }
 }
 
