@@ -197,13 +197,12 @@ impl Window<'_> {
         // scheduler's run-queue total is, at switch-in): up to the window's
         // end the interval counts as blocked, unless it was preempted.
         let (blocked, runqueue) = split_interval(preempted, start, end, 0);
-        let blocked_state = left_in;
         let named = Thread {
             pid: task.pid,
             tid: thread.tid,
             name: String::from_utf8_lossy(comm_str(&task.comm)).into_owned(),
         };
-        push_part(samples, &named, blocked_state, blocked, self.rule, rng);
+        push_part(samples, &named, left_in, blocked, self.rule, rng);
         let runqueue_state = ThreadState::Runqueue;
         push_part(samples, &named, runqueue_state, runqueue, self.rule, rng);
         Ok(true)
