@@ -284,9 +284,14 @@ fn threads_off_cpu_across_windows_show_up_in_every_window() {
         .spawn()
         .unwrap();
     let sleeper_pid = sleeper.id();
-    // Falls asleep after the profiler starts, for 3.5 windows.
+    // Falls asleep after the profiler starts, for 3.5 windows, in a worker
+    // thread that exits then: its tid's off-CPU time is the nap alone. (The
+    // nap once ran on the main thread, which then lingers asleep on stdin
+    // until the daemon has stopped: that wait was counted too, 9% over
+    // when a window ended as the nap did and the daemon took 0.3 s to
+    // stop.)
     let mut napper = Fixture::spawn("long_nap", 3.5);
-    let (nap_process, nap_thread) = (napper.pid(), napper.tid("tid"));
+    let (nap_process, nap_thread) = (napper.pid(), napper.tid("napper"));
     let running = Profiler::start(&[
         "--pid",
         &sleeper_pid.to_string(),
@@ -331,7 +336,8 @@ fn threads_off_cpu_across_windows_show_up_in_every_window() {
     let ratio = nap_total as f64 / truth["nap_ns"] as f64;
     assert!(
         (ratio - 1.0).abs() <= 0.05,
-        "napper: {ratio:.3} of its measured nap"
+        "napper: {ratio:.3} of its measured nap; by window: {:#?}",
+        nap_by_window(&profiles, nap_thread)
     );
     // The last part, accounted when it woke, has its real stack.
     assert!(
@@ -343,4 +349,31 @@ fn threads_off_cpu_across_windows_show_up_in_every_window() {
             "off_cpu"
         ) > 0
     );
+}
+
+/// Per window: its length, and the napper's off-CPU time by state and by
+/// who accounted it (the daemon's parts carry the marker frame), for a
+/// failure message that says which part went missing.
+fn nap_by_window(profiles: &[(PathBuf, Profile)], tid: u32) -> Vec<String> {
+    profiles
+        .iter()
+        .map(|(path, p)| {
+            let one = [(path.clone(), Profile(p.0.clone()))];
+            let parts: Vec<String> = ["sleeping", "disk", "runqueue"]
+                .iter()
+                .map(|state| {
+                    let all = total(&one, tid, "", Some(state), "off_cpu");
+                    let open = total(
+                        &one,
+                        tid,
+                        "[still off-CPU at window end]",
+                        Some(state),
+                        "off_cpu",
+                    );
+                    format!("{state} {all} ns ({open} still open)")
+                })
+                .collect();
+            format!("{} ns: {}", p.0.duration_nanos, parts.join(", "))
+        })
+        .collect()
 }
