@@ -304,7 +304,7 @@ fn threads_off_cpu_across_windows_show_up_in_every_window() {
     ]);
     napper.go();
     let truth = napper.results();
-    running.stop();
+    let log = running.stop();
     let _ = sleeper.kill();
     let _ = sleeper.wait();
     let profiles = profiles(dir.path());
@@ -336,8 +336,12 @@ fn threads_off_cpu_across_windows_show_up_in_every_window() {
     let ratio = nap_total as f64 / truth["nap_ns"] as f64;
     assert!(
         (ratio - 1.0).abs() <= 0.05,
-        "napper: {ratio:.3} of its measured nap; by window: {:#?}",
-        nap_by_window(&profiles, nap_thread)
+        "napper: {ratio:.3} of its measured nap; by window: {:#?}\ndaemon warnings:\n{}",
+        nap_by_window(&profiles, nap_thread),
+        log.lines()
+            .filter(|l| l.contains("WARN"))
+            .collect::<Vec<_>>()
+            .join("\n")
     );
     // The last part, accounted when it woke, has its real stack.
     assert!(
