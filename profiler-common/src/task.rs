@@ -87,7 +87,8 @@ pub struct TaskState {
     /// Pending weight of the run-queue part.
     pub runqueue_ns: u64,
     pub runqueue_count: u64,
-    /// The thread's name when it was first seen.
+    /// The thread's name: taken when it is first tracked, kept current at
+    /// renames and exec (`profiler-ebpf`'s `thread_identity.rs`).
     pub comm: [u8; COMM_LEN],
 }
 

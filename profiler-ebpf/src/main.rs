@@ -27,6 +27,7 @@ mod stack;
 mod target;
 mod task_storage;
 mod task_work;
+mod thread_identity;
 mod unwind;
 
 use aya_ebpf::{
@@ -72,10 +73,29 @@ pub fn sys_exit(_ctx: BtfTracePointContext) -> i32 {
     0
 }
 
-/// A process replaced its image (execve).
+/// A process replaced its image (execve):
+/// sched_process_exec(task_struct *p, pid_t old_pid, linux_binprm *bprm).
 #[btf_tracepoint(function = "sched_process_exec")]
-pub fn sched_process_exec(_ctx: BtfTracePointContext) -> i32 {
+#[expect(
+    clippy::needless_pass_by_value,
+    reason = "the macro fixes the signature"
+)]
+pub fn sched_process_exec(ctx: BtfTracePointContext) -> i32 {
     target::on_exec();
+    let old_tid: u32 = ctx.arg(1);
+    thread_identity::on_exec(old_tid);
+    0
+}
+
+/// A thread was renamed, or named after the program it execs:
+/// task_rename(task_struct *task, const char *comm).
+#[btf_tracepoint(function = "task_rename")]
+#[expect(
+    clippy::needless_pass_by_value,
+    reason = "the macro fixes the signature"
+)]
+pub fn task_rename(ctx: BtfTracePointContext) -> i32 {
+    thread_identity::on_rename(ctx.arg(0), ctx.arg(1));
     0
 }
 

@@ -244,6 +244,13 @@ pub fn track_task(task: *mut task_struct, state: &TaskState) -> Option<*mut Task
 pub fn forget_task(task: *mut task_struct, tid: u32) {
     // SAFETY: as in `task`.
     unsafe { TASKS.remove(task) };
+    forget_tid(tid);
+}
+
+/// Drops what is kept by tid for a thread that no longer has that tid (it
+/// exited, or took its process's pid at an exec).
+#[inline(always)]
+pub fn forget_tid(tid: u32) {
     let _ = IN_FLIGHT.remove(tid);
     let _ = TASK_WORK.remove(tid);
 }

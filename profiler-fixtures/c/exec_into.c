@@ -1,8 +1,10 @@
 /*
  * A process that becomes another program: it spins in before_exec for
  * argv[1] seconds, prints "exec_into pid=P cpu_ns=C" (its own
- * measurement), then execs argv[2] with the arguments after it, keeping
- * its pid. Plain `cc -O2`, no frame pointers.
+ * measurement), waits 20 ms (as a shell that waits on a pipe before it
+ * execs: the profiler has seen it leave a CPU under its first name), then
+ * execs argv[2] with the arguments after it, keeping its pid. Plain
+ * `cc -O2`, no frame pointers.
  */
 #define _GNU_SOURCE
 #include <stdint.h>
@@ -42,6 +44,8 @@ int main(int argc, char **argv) {
     printf("exec_into pid=%d cpu_ns=%llu primes=%llu\n", getpid(), (unsigned long long)cpu,
            (unsigned long long)primes);
     fflush(stdout);
+    struct timespec wait = {0, 20000000};
+    nanosleep(&wait, NULL);
     execv(argv[2], argv + 2);
     perror("execv");
     return 1;

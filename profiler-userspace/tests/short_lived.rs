@@ -82,18 +82,28 @@ fn samples_in(files: &Files, pid: u32, function: &str, bin: &Path) -> i64 {
 }
 
 /// Off-CPU nanoseconds of `pid` asleep (`state` "sleeping") with user
-/// frames that hold `function` (any frames, with `None`).
+/// frames that hold `function` (any frames, with `None`), labelled as the
+/// sleeper is: `short_lived`, on its only thread (tid = pid).
 ///
 /// Only the sleeping state: the fixture measures its own sleep, while
 /// waits for a CPU (`runqueue`) and for the disk are real off-CPU time it
 /// does not measure. With `None` they counted: CI once saw 1.13x, and two
 /// busy loops beside the test put 350 ms of `runqueue` under the fixture
 /// (2.2x) while its `sleeping` weight stayed at 1.00x.
+///
+/// The labels: after an exec, the sleep was labelled with the name of the
+/// program the exec replaced (`exec_into`), and after an exec from a
+/// worker thread, with that worker's old tid, as the kernel's entry for
+/// the thread was made before the exec.
 fn off_cpu_in(files: &Files, pid: u32, function: Option<&str>) -> i64 {
     files
         .iter()
         .flat_map(|(_, p)| p.samples_of(pid).map(move |s| (p, s)))
         .filter(|(p, s)| p.str_label(s, "state") == Some("sleeping"))
+        .filter(|(p, s)| {
+            p.str_label(s, "thread") == Some("short_lived")
+                && p.num_label(s, "tid") == Some(i64::from(pid))
+        })
         .filter(|(p, s)| {
             function.is_none_or(|function| p.user_frames(s).iter().any(|(f, _)| *f == function))
         })
@@ -209,4 +219,41 @@ fn all_follows_an_exec_with_frame_pointers() {
 #[test]
 fn comm_follows_an_exec() {
     exec_is_followed(&["--comm", "exec_into", "--wait"], Some("nap"));
+}
+
+/// `thread_exec short_lived 0.2 0.5`: a worker thread that has been
+/// seen asleep (50 ms) execs, which ends the main thread, and goes on as
+/// `short_lived` with the pid as its tid: its sleep there is labelled with
+/// that tid and name (`off_cpu_in`).
+#[test]
+fn a_worker_that_execs_is_labelled_as_the_new_program() {
+    require_root();
+    let dir = tempfile::tempdir().unwrap();
+    let first = build::c_program("thread_exec", dir.path());
+    let second = build::c_program("short_lived", dir.path());
+    let mut command = Command::new(&first);
+    command.arg(&second).args(["0.2", "0.5"]);
+    let args = ["--comm", "thread_exec", "--wait"];
+    let (truth, files) = profile_around(&args, &dir.path().join("out"), command);
+    let before = &truth["thread_exec"];
+    let after = &truth["short_lived"];
+    let pid = u32::try_from(before["pid"]).unwrap();
+    assert_eq!(after["pid"], before["pid"], "exec keeps the pid");
+    assert_ne!(before["tid"], before["pid"], "the exec came from a worker");
+    assert_slept(&files, pid, Some("nap"), after["sleep_ns"]);
+    // The worker's 50 ms sleep before the exec keeps its own tid and name.
+    let worker_asleep: i64 = files
+        .iter()
+        .flat_map(|(_, p)| p.samples_of(pid).map(move |s| (p, s)))
+        .filter(|(p, s)| {
+            p.num_label(s, "tid") == i64::try_from(before["tid"]).ok()
+                && p.str_label(s, "thread") == Some("thread_exec")
+                && p.str_label(s, "state") == Some("sleeping")
+        })
+        .map(|(p, s)| p.value(s, "off_cpu"))
+        .sum();
+    assert!(
+        worker_asleep >= 40_000_000,
+        "the worker's 50 ms sleep before its exec: {worker_asleep} ns"
+    );
 }

@@ -57,12 +57,13 @@ const ON_CPU_PROGRAM: &str = "on_cpu_sample";
 /// Tells the user stack walker that a process's mappings changed (exec).
 const UNWIND_PROGRAMS: [(&str, &str); 1] = [("sched_process_exec", "sched_process_exec")];
 
-/// Off-CPU programs and the BTF tracepoints they attach to. The exit hook
-/// comes first so no thread is tracked before its exit can be seen; the
-/// hooks that flush on the way back to user space ([`RSEQ_UPDATE`],
-/// [`SYS_EXIT`]) are attached before these.
-const OFF_CPU_PROGRAMS: [(&str, &str); 2] = [
+/// Off-CPU programs and the BTF tracepoints they attach to. The exit and
+/// rename hooks come first so no thread is tracked before its exit and
+/// its new names can be seen; the hooks that flush on the way back to
+/// user space ([`RSEQ_UPDATE`], [`SYS_EXIT`]) are attached before these.
+const OFF_CPU_PROGRAMS: [(&str, &str); 3] = [
     ("sched_process_exit", "sched_process_exit"),
+    ("task_rename", "task_rename"),
     ("sched_switch", "sched_switch"),
 ];
 
