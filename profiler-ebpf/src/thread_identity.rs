@@ -6,8 +6,9 @@
 //! entry. Without these hooks a thread that renames itself
 //! (`prctl(PR_SET_NAME)`, `pthread_setname_np`) or execs kept its old
 //! name on its off-CPU samples only: a program's sleep after an exec was
-//! labelled with the name of the program it replaced. And a thread other
-//! than the leader that execs takes the process's pid as its tid.
+//! labelled with the name of the program it replaced. A thread other than
+//! the leader that execs also takes the process's pid as its tid, which
+//! its entry must follow.
 use aya_ebpf::{
     bindings::task_struct,
     helpers::{
@@ -38,7 +39,9 @@ pub fn on_rename(task: *mut task_struct, comm: *const u8) {
 /// runs a new program. Unless it was the leader, its tid is now the pid:
 /// its entry takes the new tid, and what was kept under the old one (its
 /// interval cell, closed while it runs; its task work; an in-flight mark)
-/// is let go. Its next switch-out claims the cell of its new tid.
+/// is let go. Its next switch-out claims the cell of its new tid, and
+/// flushes any weight still pending (its task work is cancelled with the
+/// map entry).
 pub fn on_exec(old_tid: u32) {
     #[expect(clippy::cast_possible_truncation, reason = "the low half is the tid")]
     let tid = bpf_get_current_pid_tgid() as u32;

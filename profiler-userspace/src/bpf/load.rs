@@ -54,7 +54,9 @@ pub(super) const KFUNCS: [Kfunc; 3] = [
 
 const ON_CPU_PROGRAM: &str = "on_cpu_sample";
 
-/// Tells the user stack walker that a process's mappings changed (exec).
+/// Tells the user stack walker that a process's mappings changed (exec);
+/// also gives a worker thread that execs its new tid (the pid) in its task
+/// entry.
 const UNWIND_PROGRAMS: [(&str, &str); 1] = [("sched_process_exec", "sched_process_exec")];
 
 /// Off-CPU programs and the BTF tracepoints they attach to. The exit and
