@@ -30,11 +30,13 @@
 //!   - `sys_exit`, only where `rseq_update` is missing or with
 //!     `--off-cpu-sys-exit`: exact for waits in system calls, but hooking
 //!     it slows every system call on the machine.
-//!   - Its next switch-out, or its exit. For a thread that has not
-//!     returned to user space since (still in the same system call) the
-//!     stack is exact. Without task work, for a thread without rseq that
-//!     ran user code in between (Go, static musl) it is where the thread
-//!     blocks next: an approximation, counted as `OffCpuNsApproxUserStack`.
+//!   - Its next switch-out (with task work, one where it blocks: a
+//!     preempted thread leaves the flush to its task work), or its exit.
+//!     For a thread that has not returned to user space since (still in
+//!     the same system call) the stack is exact. Without task work, for a
+//!     thread without rseq that ran user code in between (Go, static musl)
+//!     it is where the thread blocks next: an approximation, counted as
+//!     `OffCpuNsApproxUserStack`.
 use aya_ebpf::{
     bindings::task_struct,
     helpers::{bpf_get_current_comm, bpf_get_prandom_u32},
@@ -113,6 +115,7 @@ fn switch_out(
         // valid for this program's run.
         unsafe {
             if (*cell).pending != 0
+                && flushes_at_switch_out(left_with)
                 && let Some(entry) = maps::task(prev)
             {
                 flush(entry, Flush::Later);
@@ -120,7 +123,7 @@ fn switch_out(
             &raw mut (*cell).open
         }
     } else {
-        let Some(open) = untracked_open(ctx, prev, pid, tid) else {
+        let Some(open) = untracked_open(ctx, prev, (pid, tid), left_with) else {
             return;
         };
         open
@@ -143,18 +146,35 @@ fn switch_out(
 
 /// Where `prev`, thread `tid` of process `pid` without a cell of its own,
 /// notes its interval, if it is a target: its task storage is created on
-/// its first switch-out, and any weight still pending there is flushed.
-/// Out of line: a thread only comes here while its cell is taken.
+/// its first switch-out, and any weight still pending there is flushed
+/// (as [`flushes_at_switch_out`] says). Out of line: a thread only comes
+/// here while its cell is taken.
 #[inline(never)]
 fn untracked_open(
     ctx: &BtfTracePointContext,
     prev: *mut task_struct,
-    pid: u32,
-    tid: u32,
+    (pid, tid): (u32, u32),
+    left_with: u32,
 ) -> Option<*mut OpenInterval> {
     let entry = tracked_entry(ctx, prev, pid, tid)?;
-    flush(entry, Flush::Later);
+    if flushes_at_switch_out(left_with) {
+        flush(entry, Flush::Later);
+    }
     Some(interval_home(entry, tid))
+}
+
+/// Whether weight still pending for a thread that leaves the CPU with
+/// `left_with` is flushed at this switch-out. Not when it was preempted
+/// (`left_with` 0) and task work is in use: it has not blocked again, and
+/// its task work, scheduled when the weight was kept, flushes on its way
+/// back to user space. That way back is where a woken thread is often
+/// preempted, before its task work runs (the return to user space
+/// reschedules first): flushed here, the stack was still the exact one,
+/// but counted as approximate (a Go thread parked for a whole run put its
+/// 4 s there, about one run in ten with two busy loops beside it).
+#[inline(always)]
+fn flushes_at_switch_out(left_with: u32) -> bool {
+    left_with != 0 || !maps::task_work_linked()
 }
 
 /// The task storage of thread `prev`, created on its first switch-out if
