@@ -73,7 +73,11 @@ pub struct TaskState {
     /// registered with rseq). A flush at a later switch-out is then not
     /// counted as approximate.
     pub rseq: u8,
-    pub pad: u16,
+    /// Non-zero while task work to flush the pending weight is scheduled
+    /// (`profiler-ebpf`'s `task_work.rs`): a switch-out where the thread
+    /// was preempted leaves the flush to it.
+    pub work_scheduled: u8,
+    pub pad: u8,
     /// 0, or the errno of the failed kernel stack capture.
     pub kernel_stack_err: i32,
     /// Kernel stack of the pending weight (hash, or `NO_STACK`).
@@ -94,7 +98,7 @@ pub struct TaskState {
 
 #[cfg(feature = "user")]
 // SAFETY: TaskState is repr(C) with no padding (u64s, pairs of 32-bit
-// fields, two u8 and a u16 in one 32-bit slot, then 16 bytes) and every
+// fields, four u8 in one 32-bit slot, then 16 bytes) and every
 // bit pattern is valid.
 unsafe impl aya::Pod for TaskState {}
 

@@ -127,6 +127,7 @@ pub fn flush(entry: *mut TaskState, hook: Flush) {
         (*entry).runqueue_ns = 0;
         (*entry).runqueue_count = 0;
         (*entry).pending = 0;
+        (*entry).work_scheduled = 0;
         interval_cell::mirror_pending((*entry).tid, false);
     }
     add_pending(u64::MAX); // -1, wrapping

@@ -30,8 +30,8 @@
 //!   - `sys_exit`, only where `rseq_update` is missing or with
 //!     `--off-cpu-sys-exit`: exact for waits in system calls, but hooking
 //!     it slows every system call on the machine.
-//!   - Its next switch-out (with task work, one where it blocks: a
-//!     preempted thread leaves the flush to its task work), or its exit.
+//!   - Its next switch-out (with its task work scheduled, one where it
+//!     blocks: a preempted thread leaves the flush to it), or its exit.
 //!     For a thread that has not returned to user space since (still in
 //!     the same system call) the stack is exact. Without task work, for a
 //!     thread without rseq that ran user code in between (Go, static musl)
@@ -115,8 +115,8 @@ fn switch_out(
         // valid for this program's run.
         unsafe {
             if (*cell).pending != 0
-                && flushes_at_switch_out(left_with)
                 && let Some(entry) = maps::task(prev)
+                && flushes_at_switch_out(entry, left_with)
             {
                 flush(entry, Flush::Later);
             }
@@ -157,24 +157,28 @@ fn untracked_open(
     left_with: u32,
 ) -> Option<*mut OpenInterval> {
     let entry = tracked_entry(ctx, prev, pid, tid)?;
-    if flushes_at_switch_out(left_with) {
+    if flushes_at_switch_out(entry, left_with) {
         flush(entry, Flush::Later);
     }
     Some(interval_home(entry, tid))
 }
 
-/// Whether weight still pending for a thread that leaves the CPU with
-/// `left_with` is flushed at this switch-out. Not when it was preempted
-/// (`left_with` 0) and task work is in use: it has not blocked again, and
-/// its task work, scheduled when the weight was kept, flushes on its way
-/// back to user space. That way back is where a woken thread is often
-/// preempted, before its task work runs (the return to user space
-/// reschedules first): flushed here, the stack was still the exact one,
-/// but counted as approximate (a Go thread parked for a whole run put its
-/// 4 s there, about one run in ten with two busy loops beside it).
+/// Whether weight still pending in `entry`, for a thread that leaves the
+/// CPU with `left_with`, is flushed at this switch-out. Not when it was
+/// preempted (`left_with` 0) with its task work scheduled: it has not
+/// blocked again, and the task work flushes on its way back to user
+/// space. That way back is where a woken thread is often preempted,
+/// before its task work runs (the return to user space reschedules
+/// first): flushed here, the stack was still the exact one, but counted
+/// as approximate (a Go thread parked for a whole run put its 4 s there,
+/// about one run in ten with two busy loops beside it). Without task work
+/// (none scheduled, or none on this kernel) a preempted thread is flushed
+/// here, so that one that never blocks again still is.
 #[inline(always)]
-fn flushes_at_switch_out(left_with: u32) -> bool {
-    left_with != 0 || !maps::task_work_linked()
+fn flushes_at_switch_out(entry: *mut TaskState, left_with: u32) -> bool {
+    // SAFETY: `entry` comes from a successful map lookup and stays valid
+    // for this program's run.
+    left_with != 0 || unsafe { (*entry).work_scheduled } == 0
 }
 
 /// The task storage of thread `prev`, created on its first switch-out if
@@ -348,8 +352,8 @@ fn keep(
         // Otherwise (and for threads that never return to user space,
         // whose task work would never run) the weight waits for
         // `rseq_update` or the next switch-out.
-        if !sched_info::stays_in_kernel(next) {
-            task_work::schedule(next, (*entry).tid);
+        if !sched_info::stays_in_kernel(next) && task_work::schedule(next, (*entry).tid) {
+            (*entry).work_scheduled = 1;
         }
     }
 }

@@ -55,7 +55,10 @@ pub fn on_exec(old_tid: u32) {
     };
     // SAFETY: `entry` comes from a successful map lookup and stays valid
     // for this program's run.
-    unsafe { (*entry).tid = tid };
+    unsafe {
+        (*entry).tid = tid;
+        (*entry).work_scheduled = 0;
+    }
     interval_cell::release(old_tid);
     maps::forget_tid(old_tid);
 }
