@@ -1,10 +1,11 @@
 //! The kernel side as seen from userspace: load and attach the eBPF
 //! programs (`load.rs`), then drain their maps window by window
 //! (`drain.rs`), account the intervals still open at a window's end
-//! (`in_flight.rs`, with the sampling rule's random source in `rng.rs`), find the scheduler fields the off-CPU programs read
-//! (`btf_fields.rs`), link its kfunc calls (`kfunc.rs`), serve the unwinder's maps (`unwind_maps.rs`) and copy
-//! the programs' log into tracing (`ebpf_log.rs`). Only this module touches aya
-//! types.
+//! (`in_flight.rs`, with the sampling rule's random source in `rng.rs`),
+//! find the scheduler fields the off-CPU programs read (`btf_fields.rs`),
+//! link its kfunc calls (`kfunc.rs`), serve the unwinder's maps
+//! (`unwind_maps.rs`) and copy the programs' log into tracing
+//! (`ebpf_log.rs`). Only this module touches aya types.
 mod btf_fields;
 #[cfg(test)]
 mod contract_tests;
