@@ -4,6 +4,7 @@
 //! [`client`] is the protocol's other end, for the tests and xtask;
 //! [`http`], [`openmetrics`] and [`debuginfod`] serve the same readers.
 
+pub mod backend;
 pub mod client;
 pub mod debuginfod;
 pub mod http;

@@ -172,7 +172,13 @@ struct Args {
     /// (8080 is 127.0.0.1:8080). Off by default.
     #[arg(long, value_name = "ADDR", value_parser = parse_listen)]
     listen: Option<SocketAddr>,
+
+    #[command(flatten)]
+    push: push::PushArgs,
 }
+
+#[path = "cli_push.rs"]
+mod push;
 
 /// `PORT` (loopback) or `HOST:PORT`.
 fn parse_listen(s: &str) -> Result<SocketAddr, String> {
@@ -272,6 +278,7 @@ where
     let modes = modes(&args)?;
     let unwind = unwind(args.unwind, args.unwind_table_memory)?;
     let symbols = symbols(&args)?;
+    let push = args.push.config()?;
     if args.comms.len() > TARGET_COMMS_MAX_ENTRIES as usize {
         return Err(invalid(format!(
             "at most {TARGET_COMMS_MAX_ENTRIES} --comm names (the kernel's table of names)"
@@ -305,6 +312,7 @@ where
         },
         symbols,
         listen: args.listen,
+        push,
     })
 }
 

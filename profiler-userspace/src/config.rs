@@ -35,6 +35,43 @@ pub struct Config {
     pub symbols: Symbols,
     /// Where the HTTP endpoints listen (`--listen`); `None`: off.
     pub listen: Option<SocketAddr>,
+    /// Backends the profiles are pushed to (`--push`); `None`: off.
+    pub push: Option<Push>,
+}
+
+/// Pushing profiles to fleet backends (`--push` and its flags).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Push {
+    /// Base URLs of the backends; each gets every push, with a spool of its
+    /// own.
+    pub endpoints: Vec<url::Url>,
+    pub protocol: PushProtocol,
+    /// How often a push is made, independent of the file windows.
+    pub interval: Duration,
+    /// Where pushes wait for their backend, one directory per endpoint.
+    pub spool_dir: PathBuf,
+    /// Most bytes one endpoint's spool holds; the oldest pushes go first.
+    pub spool_max_bytes: u64,
+    /// Time-out of one request.
+    pub timeout: Duration,
+    /// Extra root certificates (PEM) besides the system's.
+    pub ca_file: Option<PathBuf>,
+    /// A file holding `Bearer TOKEN` or `Basic USER:PASSWORD` (read at
+    /// start; never on the command line).
+    pub auth_file: Option<PathBuf>,
+    /// Pyroscope's `X-Scope-OrgID` (multi-tenant servers).
+    pub tenant: Option<String>,
+}
+
+/// The wire protocol of `--push`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PushProtocol {
+    /// Grafana Pyroscope's Connect API, `push.v1.PusherService/Push`.
+    Pyroscope,
+    /// Parca's `ProfileStoreService/WriteRaw`, through its HTTP gateway.
+    Parca,
+    /// OTLP profiles over HTTP, `ProfilesService/Export`.
+    Otlp,
 }
 
 /// Where function names are looked for besides the binaries themselves.

@@ -3,8 +3,10 @@
 //! every target has exited and none is waited for (then exit), drain the
 //! kernel, symbolize, encode and write one file. The kernel is also
 //! drained, into the same window, when an on-demand profile starts or ends
-//! (`on_demand`). Between drains, targets found by `--comm`/`--pid-file`
-//! are added as they appear.
+//! (`on_demand`), and, with `--push`, every `--push-interval`, when the
+//! pipeline hands what it symbolized since the last push to the pusher.
+//! Between drains, targets found by `--comm`/`--pid-file` are added as
+//! they appear.
 use std::{sync::Arc, time::Duration};
 
 use tokio::{
@@ -21,6 +23,7 @@ use crate::{
     on_demand::{OnDemand, ProfileRequest},
     pipeline::{DrainReason, EARLY_DRAIN_FILL, Pipeline, Written},
     process_watch::ProcessWatch,
+    push::{PushError, Pusher},
     sink::SinkError,
     symbolize::debuginfod::DebuginfodError,
     targets::Targets,
@@ -34,6 +37,10 @@ const UNWIND_POLL: Duration = Duration::from_millis(200);
 /// How often targets are checked again: exits, and new `--comm` or
 /// `--pid-file` matches.
 const TARGET_CHECK: Duration = Duration::from_millis(500);
+
+/// How long the last pushes may take at exit before they are left in the
+/// spool for the next start.
+const PUSH_GRACE: Duration = Duration::from_secs(3);
 
 /// Why a window ends.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -62,6 +69,7 @@ enum Event {
     Request(ProfileRequest),
     RequestsDue,
     MapsFilling,
+    PushDue,
 }
 
 impl Event {
@@ -70,6 +78,7 @@ impl Event {
             Self::WindowEnd(_) => DrainReason::Window,
             Self::Request(_) | Self::RequestsDue => DrainReason::Request,
             Self::MapsFilling => DrainReason::Full,
+            Self::PushDue => DrainReason::Push,
         }
     }
 }
@@ -88,6 +97,8 @@ pub enum DaemonError {
     Http(#[from] HttpError),
     #[error("starting the on-demand profile thread")]
     OnDemand(#[source] std::io::Error),
+    #[error(transparent)]
+    Push(#[from] PushError),
 }
 
 /// The line tests and tools wait for: everything is attached.
@@ -128,8 +139,13 @@ fn follow_targets(targets: &mut Targets, kernel: &mut Kernel) -> Result<bool, Ke
 pub async fn run(config: Config) -> Result<(), DaemonError> {
     let signals = Signals::install()?;
     let metrics = Arc::new(Metrics::new());
+    let pusher = config
+        .push
+        .as_ref()
+        .map(|push| Pusher::start(push, metrics.push.clone()))
+        .transpose()?;
     let (mut requests, mut on_demand) = start_http(&config, &metrics)?;
-    let mut pipeline = Pipeline::new(&config, metrics)?;
+    let mut pipeline = Pipeline::new(&config, metrics, pusher)?;
     let mut targets = Targets::new(&config.target, &config.discover);
     let mut kernel = Kernel::load(&config, &targets.current())?;
     kernel.forward_logs();
@@ -167,6 +183,10 @@ pub async fn run(config: Config) -> Result<(), DaemonError> {
                 }
                 continue;
             }
+            Event::PushDue => {
+                pipeline.push(&config, end_ns);
+                continue;
+            }
             Event::RequestsDue | Event::MapsFilling => continue,
         };
         // A tick that lands on the deadline ends the run too, rather than
@@ -177,6 +197,10 @@ pub async fn run(config: Config) -> Result<(), DaemonError> {
             clocks.ticker.reset();
         }
         let written = pipeline.finish(&config, &current, end_ns, watch.comments());
+        if last {
+            pipeline.push(&config, end_ns);
+            pipeline.stop_pushing(PUSH_GRACE);
+        }
         written_or_kept(written, last, &pipeline)?;
         if last {
             return Ok(());
@@ -231,6 +255,8 @@ struct Clocks {
     /// With --pid/--comm/--pid-file: notice exits and new matches.
     liveness: Option<Interval>,
     fill_check: Interval,
+    /// With --push: the next push is due.
+    push: Option<Interval>,
 }
 
 impl Clocks {
@@ -248,6 +274,11 @@ impl Clocks {
             liveness: matches!(config.target, Target::Pids(_))
                 .then(|| tokio::time::interval(TARGET_CHECK)),
             fill_check: tokio::time::interval(FILL_CHECK),
+            push: config.push.as_ref().map(|push| {
+                let mut ticker = interval_at(started + push.interval, push.interval);
+                ticker.set_missed_tick_behavior(MissedTickBehavior::Delay);
+                ticker
+            }),
         }
     }
 
@@ -278,6 +309,7 @@ impl Clocks {
                 Some(request) = next_request(requests.as_deref_mut()) => return Ok(Event::Request(request)),
                 () = sleep_until(due.unwrap_or(never)), if due.is_some() => return Ok(Event::RequestsDue),
                 _ = self.unwind_poll.tick() => watch.serve(kernel)?,
+                () = tick(self.push.as_mut()) => return Ok(Event::PushDue),
                 () = tick(self.liveness.as_mut()) => {
                     if follow_targets(targets, kernel)? {
                         return Ok(Event::WindowEnd(WindowEnd::TargetsGone));

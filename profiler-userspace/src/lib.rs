@@ -2,7 +2,8 @@
 //!
 //! Data flows cli → preflight → bpf (load, drain) → pipeline (chunks into
 //! windows) → window (symbolize) → pprof → sink, driven by the window loop
-//! in `daemon`; `http` serves `on_demand` profiles and `metrics`. See
+//! in `daemon`; `push` sends profiles to fleet backends; `http` serves
+//! `on_demand` profiles and `metrics`. See
 //! ARCHITECTURE.md.
 pub mod bpf;
 pub mod cgroup;
@@ -18,6 +19,7 @@ pub mod preflight;
 pub mod process_watch;
 pub mod procfs;
 pub mod profile;
+pub mod push;
 pub mod sink;
 pub mod symbolize;
 pub mod targets;

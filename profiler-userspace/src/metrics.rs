@@ -1,7 +1,10 @@
 //! The daemon's own health in the Prometheus text format, served at
 //! `/metrics` (`http`). Updated by the window loop; read by the HTTP
 //! thread, so every metric is an atomic shared through [`Metrics`].
-use std::{sync::atomic::AtomicU64, time::Duration};
+use std::{
+    sync::{Arc, atomic::AtomicU64},
+    time::Duration,
+};
 
 use prometheus_client::{
     encoding::text::encode,
@@ -72,6 +75,88 @@ pub struct Metrics {
     map_fill: Family<Labels, Gauge<f64, AtomicU64>>,
     drains: Family<Labels, Counter>,
     http_profiles: Family<Labels, Counter>,
+    /// What the pusher reports (the push thread updates it).
+    pub push: Arc<PushMetrics>,
+}
+
+/// Labels with a value known only at run time (an endpoint's URL).
+type OwnedLabels = Vec<(&'static str, String)>;
+
+/// The pushes to each backend (label `endpoint`, the `--push` URL).
+#[derive(Debug, Default)]
+pub struct PushMetrics {
+    sent: Family<OwnedLabels, Counter>,
+    bytes: Family<OwnedLabels, Counter>,
+    failures: Family<OwnedLabels, Counter>,
+    spool_requests: Family<OwnedLabels, Gauge>,
+    spool_bytes: Family<OwnedLabels, Gauge>,
+    spool_age: Family<OwnedLabels, Gauge<f64, AtomicU64>>,
+}
+
+impl PushMetrics {
+    fn register(&self, registry: &mut Registry) {
+        registry.register(
+            "push_requests",
+            "Push requests a backend accepted (label `endpoint`)",
+            self.sent.clone(),
+        );
+        registry.register(
+            "push_bytes",
+            "Bytes of the push requests a backend accepted",
+            self.bytes.clone(),
+        );
+        registry.register(
+            "push_failures",
+            "Push requests that failed, by `cause`: connect, timeout, server_error, transport (tried again), rejected (a 4xx: dropped), spool_full (the oldest dropped), spool_io",
+            self.failures.clone(),
+        );
+        registry.register(
+            "push_spool_requests",
+            "Push requests waiting in a backend's spool",
+            self.spool_requests.clone(),
+        );
+        registry.register(
+            "push_spool_bytes",
+            "Bytes waiting in a backend's spool",
+            self.spool_bytes.clone(),
+        );
+        registry.register(
+            "push_spool_oldest_age_seconds",
+            "How long the oldest push in a backend's spool has waited",
+            self.spool_age.clone(),
+        );
+    }
+
+    fn endpoint(endpoint: &str) -> OwnedLabels {
+        vec![("endpoint", endpoint.to_owned())]
+    }
+
+    /// A request of `bytes` accepted by `endpoint`.
+    pub fn sent(&self, endpoint: &str, bytes: u64) {
+        let labels = Self::endpoint(endpoint);
+        self.sent.get_or_create(&labels).inc();
+        self.bytes.get_or_create(&labels).inc_by(bytes);
+    }
+
+    /// A request to `endpoint` failed for `cause`.
+    pub fn failed(&self, endpoint: &str, cause: &'static str) {
+        let mut labels = Self::endpoint(endpoint);
+        labels.push(("cause", cause.to_owned()));
+        self.failures.get_or_create(&labels).inc();
+    }
+
+    /// The spool of `endpoint` now.
+    pub fn spool(&self, endpoint: &str, requests: usize, bytes: u64, oldest: Duration) {
+        let labels = Self::endpoint(endpoint);
+        let level = |n: u64| i64::try_from(n).unwrap_or(i64::MAX);
+        self.spool_requests
+            .get_or_create(&labels)
+            .set(level(requests as u64));
+        self.spool_bytes.get_or_create(&labels).set(level(bytes));
+        self.spool_age
+            .get_or_create(&labels)
+            .set(oldest.as_secs_f64());
+    }
 }
 
 impl Default for Metrics {
@@ -97,7 +182,9 @@ impl Metrics {
             map_fill: Family::default(),
             drains: Family::default(),
             http_profiles: Family::default(),
+            push: Arc::default(),
         };
+        metrics.push.register(&mut registry);
         registry.register(
             "window_events",
             "Per-window counters, as in each profile's comments (label `counter`)",

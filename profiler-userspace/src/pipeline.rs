@@ -1,7 +1,9 @@
-//! What the kernel's data passes through on its way to a file: drain a
-//! chunk (flip the slots, read the old one, account the off-CPU intervals
-//! still open), collect chunks into the window, then at the window's end
-//! symbolize, encode and write.
+//! What the kernel's data passes through on its way to a file and to the
+//! backends: drain a chunk (flip the slots, read the old one, account the
+//! off-CPU intervals still open) and collect chunks into a segment. A
+//! segment ends when a window ends or a push is due; it is symbolized once
+//! and its rows go both to the window (encoded and written at the
+//! window's end) and, with `--push`, to the next push.
 use std::{
     collections::HashSet,
     sync::Arc,
@@ -16,10 +18,11 @@ use crate::{
     config::{Config, Target},
     metrics::{FilledMap, Metrics, Step},
     pprof,
-    profile::View,
+    profile::{Profile, Sample, View, merge_samples},
+    push::Pusher,
     sink::{FileSink, SinkError},
     symbolize::{Debuginfod, Symbolizer, debuginfod::DebuginfodError},
-    window::{WindowTimes, assemble},
+    window::{Accounting, WindowTimes, assemble},
 };
 
 /// How long to wait after flipping slots before reading the old one: an
@@ -36,6 +39,8 @@ pub enum DrainReason {
     Request,
     /// A kernel map passed [`EARLY_DRAIN_FILL`].
     Full,
+    /// A push is due.
+    Push,
 }
 
 impl DrainReason {
@@ -44,6 +49,7 @@ impl DrainReason {
             Self::Window => "window",
             Self::Request => "request",
             Self::Full => "full",
+            Self::Push => "push",
         }
     }
 }
@@ -63,6 +69,36 @@ pub enum Written {
     Deferred(SinkError),
 }
 
+/// Symbolized rows and their accounting: a window, or a push, so far.
+#[derive(Default)]
+struct Rows {
+    samples: Vec<Sample>,
+    accounting: Accounting,
+    /// Start of the first chunk on the kernel's clock; `None` before it.
+    start_ns: Option<u64>,
+}
+
+impl Rows {
+    fn add(&mut self, samples: Vec<Sample>, accounting: Accounting) {
+        merge_samples(&mut self.samples, samples);
+        self.accounting.absorb(accounting);
+    }
+
+    /// The rows so far, leaving this empty; and their length up to `end_ns`.
+    fn take(&mut self, end_ns: u64) -> (Self, u64) {
+        let rows = std::mem::take(self);
+        let duration_ns = end_ns.saturating_sub(rows.start_ns.unwrap_or(end_ns));
+        (rows, duration_ns)
+    }
+}
+
+/// The push under way: its rows so far, its start, and the pusher.
+struct Pushing {
+    pusher: Pusher,
+    rows: Rows,
+    start: SystemTime,
+}
+
 /// The window being collected, and what finishes it.
 pub struct Pipeline {
     symbolizer: Symbolizer,
@@ -70,23 +106,29 @@ pub struct Pipeline {
     /// The random source of the sampling rule for still-open intervals.
     rng: Rng,
     metrics: Arc<Metrics>,
-    /// The chunks drained so far in this window, merged.
-    window: RawWindow,
+    /// The chunks drained since the last segment ended, merged.
+    segment: RawWindow,
+    /// The window's symbolized segments.
+    window: Rows,
     window_start: SystemTime,
-    /// The window's start on the kernel's clock; `None` until its first
-    /// chunk is drained.
-    window_start_ns: Option<u64>,
-    /// Time spent draining this window's chunks.
+    /// Time spent draining and symbolizing this window's chunks.
     drain_time: Duration,
+    symbolize_time: Duration,
+    /// With `--push`.
+    push: Option<Pushing>,
 }
 
 impl Pipeline {
     /// The symbolizer (with debuginfod's download thread, if configured),
-    /// the sink and the sampling RNG.
+    /// the sink and the sampling RNG; `pusher` with `--push`.
     ///
     /// # Errors
     /// When debuginfod's thread cannot start.
-    pub fn new(config: &Config, metrics: Arc<Metrics>) -> Result<Self, DebuginfodError> {
+    pub fn new(
+        config: &Config,
+        metrics: Arc<Metrics>,
+        pusher: Option<Pusher>,
+    ) -> Result<Self, DebuginfodError> {
         let debuginfod = config
             .symbols
             .debuginfod
@@ -98,17 +140,23 @@ impl Pipeline {
             sink: FileSink::new(config.output_dir.clone(), config.retain),
             rng: Rng::new(),
             metrics,
-            window: RawWindow::default(),
+            segment: RawWindow::default(),
+            window: Rows::default(),
             window_start: SystemTime::now(),
-            window_start_ns: None,
             drain_time: Duration::ZERO,
+            symbolize_time: Duration::ZERO,
+            push: pusher.map(|pusher| Pushing {
+                pusher,
+                rows: Rows::default(),
+                start: SystemTime::now(),
+            }),
         })
     }
 
     /// Ends a chunk: flips the kernel to the other slot, reads the old one
     /// and accounts the off-CPU intervals still open. Returns the chunk
     /// and its end on the kernel's clock; [`Pipeline::collect`] adds it to
-    /// the window.
+    /// the segment.
     ///
     /// # Errors
     /// When the kernel maps cannot be flipped, read or cleared.
@@ -120,7 +168,10 @@ impl Pipeline {
         reason: DrainReason,
     ) -> Result<(RawWindow, u64), KernelError> {
         let flip = kernel.flip()?;
-        self.window_start_ns.get_or_insert(flip.start_ns);
+        self.window.start_ns.get_or_insert(flip.start_ns);
+        if let Some(push) = &mut self.push {
+            push.rows.start_ns.get_or_insert(flip.start_ns);
+        }
         sleep(FLIP_GRACE).await;
         let started = Instant::now();
         let mut chunk = kernel.drain(&flip)?;
@@ -138,17 +189,70 @@ impl Pipeline {
         Ok((chunk, flip.end_ns))
     }
 
-    /// Adds a drained chunk to the window.
+    /// Adds a drained chunk to the segment.
     pub fn collect(&mut self, chunk: RawWindow) {
-        if self.window.samples.is_empty() && self.window.stats.iter().all(|&s| s == 0) {
-            self.window = chunk;
+        if self.segment.samples.is_empty() && self.segment.stats.iter().all(|&s| s == 0) {
+            self.segment = chunk;
         } else {
-            self.window.absorb(&chunk);
+            self.segment.absorb(&chunk);
+        }
+    }
+
+    /// Ends the segment: symbolizes its chunks once and adds the rows to
+    /// the window and to the push under way.
+    fn end_segment(&mut self, config: &Config) {
+        let raw = std::mem::take(&mut self.segment);
+        let times = WindowTimes {
+            start: self.window_start,
+            duration_ns: 0,
+        };
+        let step = Instant::now();
+        let (profile, accounting) = assemble(
+            &raw,
+            &mut self.symbolizer,
+            times,
+            config.sample_period_ns(),
+            View::Wall,
+        );
+        self.symbolize_time += step.elapsed();
+        if let Some(push) = &mut self.push {
+            push.rows.add(profile.samples.clone(), accounting.clone());
+        }
+        self.window.add(profile.samples, accounting);
+    }
+
+    /// Ends the push period at `end_ns` (its last chunk collected) and
+    /// hands its profile to the pusher, which sends it in the background.
+    /// Nothing without `--push`.
+    pub fn push(&mut self, config: &Config, end_ns: u64) {
+        if self.push.is_none() {
+            return;
+        }
+        self.end_segment(config);
+        let Some(push) = &mut self.push else { return };
+        let (rows, duration_ns) = push.rows.take(end_ns);
+        let profile = Profile {
+            view: View::Wall,
+            start: std::mem::replace(&mut push.start, SystemTime::now()),
+            duration_ns,
+            period_ns: config.sample_period_ns(),
+            samples: rows.samples,
+            comments: rows.accounting.comments(),
+        };
+        push.pusher.submit(profile);
+    }
+
+    /// Stops pushing: what is not sent within `grace` stays in the spool
+    /// for the next start.
+    pub fn stop_pushing(&mut self, grace: Duration) {
+        if let Some(push) = self.push.take() {
+            push.pusher.shut_down(grace);
         }
     }
 
     /// Finishes the window that ended at `end_ns` (its last chunk
-    /// collected): symbolize, encode, write; the next window starts here.
+    /// collected): symbolize the last segment, encode, write; the next
+    /// window starts here.
     pub fn finish(
         &mut self,
         config: &Config,
@@ -156,35 +260,38 @@ impl Pipeline {
         end_ns: u64,
         unwind_comments: Vec<String>,
     ) -> Written {
-        let raw = std::mem::take(&mut self.window);
+        self.end_segment(config);
+        let (window, duration_ns) = self.window.take(end_ns);
         let times = WindowTimes {
             start: std::mem::replace(&mut self.window_start, SystemTime::now()),
-            duration_ns: end_ns.saturating_sub(self.window_start_ns.take().unwrap_or(end_ns)),
+            duration_ns,
         };
         let drain_time = std::mem::take(&mut self.drain_time);
+        let symbolize_time = std::mem::take(&mut self.symbolize_time);
         self.metrics.step(Step::Drain, drain_time);
+        self.metrics.step(Step::Symbolize, symbolize_time);
         self.metrics.set_targets(match targets {
             Target::Pids(pids) => pids.len(),
-            Target::All => raw
+            Target::All => window
                 .samples
                 .iter()
                 .map(|s| s.pid)
                 .collect::<HashSet<_>>()
                 .len(),
         });
-
-        let step = Instant::now();
-        let (mut profile, accounting) = assemble(
-            &raw,
-            &mut self.symbolizer,
-            times,
-            config.sample_period_ns(),
-            View::Wall,
-        );
-        profile.comments.extend(unwind_comments);
-        let symbolize_time = step.elapsed();
-        self.metrics.step(Step::Symbolize, symbolize_time);
+        let accounting = window.accounting;
         self.metrics.add_window(&accounting);
+        let mut comments = accounting.comments();
+        comments.extend(unwind_comments);
+        let profile = Profile {
+            view: View::Wall,
+            start: times.start,
+            duration_ns: times.duration_ns,
+            period_ns: config.sample_period_ns(),
+            samples: window.samples,
+            comments,
+        };
+
         let step = Instant::now();
         let bytes = pprof::encode(&profile);
         let encode_time = step.elapsed();
@@ -198,15 +305,22 @@ impl Pipeline {
             Ok(path) => path,
             Err(e) => return Written::Deferred(e),
         };
+        let counter = |name| {
+            accounting
+                .counters
+                .iter()
+                .find(|(n, _)| *n == name)
+                .map_or(0, |&(_, v)| v)
+        };
         tracing::info!(
             path = %path.display(),
-            entries = raw.samples.len(),
+            entries = profile.samples.len(),
             samples = profile.samples.iter().map(|s| s.samples).sum::<u64>(),
             symbolization_failures = accounting.symbolize.failed,
-            frames_by_table = raw.stat(Stat::FramesByTable),
-            frames_by_frame_pointer = raw.stat(Stat::FramesByFramePointer),
-            pcs_without_table = raw.stat(Stat::PcsWithoutTable),
-            stacks_truncated = raw.stat(Stat::StacksTruncated),
+            frames_by_table = counter(Stat::FramesByTable.name()),
+            frames_by_frame_pointer = counter(Stat::FramesByFramePointer.name()),
+            pcs_without_table = counter(Stat::PcsWithoutTable.name()),
+            stacks_truncated = counter(Stat::StacksTruncated.name()),
             drain_us = drain_time.as_micros(),
             symbolize_us = symbolize_time.as_micros(),
             encode_us = encode_time.as_micros(),

@@ -117,3 +117,96 @@ pub struct Profile {
     /// Accounting lines: counters, losses, failures.
     pub comments: Vec<String>,
 }
+
+impl Sample {
+    /// What identifies a row: everything but its weights.
+    fn key(&self) -> SampleKey<'_> {
+        (
+            self.pid,
+            self.tid,
+            &self.comm,
+            &self.thread,
+            &self.placement,
+            self.state,
+            &self.stack,
+        )
+    }
+}
+
+type SampleKey<'a> = (
+    u32,
+    u32,
+    &'a Arc<str>,
+    &'a String,
+    &'a Arc<Placement>,
+    ThreadState,
+    &'a Vec<Location>,
+);
+
+/// Adds `more` rows to `rows`, summing the weights of rows that are the
+/// same but for them.
+pub fn merge_samples(rows: &mut Vec<Sample>, more: Vec<Sample>) {
+    use std::hash::BuildHasher as _;
+    if rows.is_empty() {
+        *rows = more;
+        return;
+    }
+    let hasher = std::collections::hash_map::RandomState::new();
+    let mut index: std::collections::HashMap<u64, Vec<usize>> =
+        std::collections::HashMap::with_capacity(rows.len());
+    for (i, row) in rows.iter().enumerate() {
+        index.entry(hasher.hash_one(row.key())).or_default().push(i);
+    }
+    for row in more {
+        let hash = hasher.hash_one(row.key());
+        let candidates = index.entry(hash).or_default();
+        if let Some(&i) = candidates.iter().find(|&&i| rows[i].key() == row.key()) {
+            let total = &mut rows[i];
+            total.samples += row.samples;
+            total.off_cpu_ns += row.off_cpu_ns;
+            total.off_cpu_count += row.off_cpu_count;
+        } else {
+            candidates.push(rows.len());
+            rows.push(row);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(tid: u32, function: &str, samples: u64, off_cpu_ns: u64) -> Sample {
+        Sample {
+            pid: 1,
+            tid,
+            comm: Arc::from("app"),
+            thread: "app".to_owned(),
+            placement: Arc::default(),
+            state: ThreadState::Running,
+            stack: vec![Location::marker(function.to_owned())],
+            samples,
+            off_cpu_ns,
+            off_cpu_count: 0,
+        }
+    }
+
+    #[test]
+    fn merging_sums_equal_rows_and_keeps_the_rest() {
+        let mut rows = vec![row(1, "a", 2, 0), row(1, "b", 1, 0)];
+        let more = vec![row(1, "a", 3, 5), row(2, "a", 1, 0), row(2, "a", 4, 0)];
+        merge_samples(&mut rows, more);
+        let weights: Vec<_> = rows
+            .iter()
+            .map(|r| {
+                (
+                    r.tid,
+                    r.stack[0].lines[0].function.as_str(),
+                    r.samples,
+                    r.off_cpu_ns,
+                )
+            })
+            .collect();
+        assert_eq!(weights, [(1, "a", 5, 5), (1, "b", 1, 0), (2, "a", 5, 0)]);
+    }
+}

@@ -9,15 +9,38 @@ use prost::Message as _;
 use super::proto;
 use crate::profile::{Line, Location, Mapping, Profile, Sample, View};
 
-/// Encodes `profile` as an (uncompressed) pprof protobuf.
+/// Encodes `profile` as an (uncompressed) pprof protobuf, with every
+/// sample type.
 #[must_use]
 pub fn encode(profile: &Profile) -> Vec<u8> {
     build(profile).encode_to_vec()
 }
 
-/// Builds the pprof message for `profile`.
+/// Encodes only the sample types of `profile.view` (`samples` and `cpu`;
+/// `off_cpu_events` and `off_cpu`; or `wall`) and only the rows the view
+/// keeps: one profile type for backends that file each pprof under one
+/// name.
+#[must_use]
+pub fn encode_view(profile: &Profile) -> Vec<u8> {
+    let types: &[usize] = match profile.view {
+        View::Cpu => &[0, 1],
+        View::OffCpu => &[2, 3],
+        View::Wall => &[4],
+    };
+    build_with(profile, types).encode_to_vec()
+}
+
+/// Builds the pprof message for `profile`, with every sample type.
 #[must_use]
 pub fn build(profile: &Profile) -> proto::Profile {
+    build_with(profile, &[0, 1, 2, 3, 4])
+}
+
+/// Builds the pprof message for the rows of `profile` that its view
+/// keeps, with the sample types at `types` (indices into
+/// [`SAMPLE_TYPES`]; the view's default among them). The period type is
+/// `cpu` where present, else the last type.
+fn build_with(profile: &Profile, types: &[usize]) -> proto::Profile {
     let mut tables = Tables::default();
     let mut out = proto::Profile {
         string_table: vec![String::new()],
@@ -25,13 +48,20 @@ pub fn build(profile: &Profile) -> proto::Profile {
     };
     tables.strings.insert(String::new(), 0);
 
-    out.sample_type = SAMPLE_TYPES
+    out.sample_type = types
         .iter()
-        .map(|(ty, unit)| tables.value_type(&mut out, ty, unit))
+        .map(|&i| tables.value_type(&mut out, SAMPLE_TYPES[i].0, SAMPLE_TYPES[i].1))
         .collect();
-    out.period_type = Some(out.sample_type[1]);
-    out.period = to_i64(profile.period_ns);
-    out.default_sample_type = out.sample_type[default_sample_type(profile.view)].r#type;
+    let position = |ty: usize| types.iter().position(|&t| t == ty);
+    let period = position(1).unwrap_or(types.len() - 1);
+    out.period_type = Some(out.sample_type[period]);
+    out.period = if types[period] == 1 {
+        to_i64(profile.period_ns)
+    } else {
+        0
+    };
+    let default = position(default_sample_type(profile.view)).unwrap_or(types.len() - 1);
+    out.default_sample_type = out.sample_type[default].r#type;
     out.time_nanos = profile
         .start
         .duration_since(UNIX_EPOCH)
@@ -49,7 +79,15 @@ pub fn build(profile: &Profile) -> proto::Profile {
         service: tables.string(&mut out, "service"),
     };
 
-    let mut samples: Vec<_> = profile.samples.iter().collect();
+    let view = profile.view;
+    let mut samples: Vec<_> = profile
+        .samples
+        .iter()
+        .filter(|s| {
+            types.len() == SAMPLE_TYPES.len()
+                || view.keeps(s.samples, s.off_cpu_ns, s.off_cpu_count)
+        })
+        .collect();
     samples.sort();
     for sample in samples {
         let location_id = sample
@@ -74,9 +112,10 @@ pub fn build(profile: &Profile) -> proto::Profile {
                 label.push(str_label(key, tables.string(&mut out, value)));
             }
         }
+        let all = values(sample, profile.period_ns);
         out.sample.push(proto::Sample {
             location_id,
-            value: values(sample, profile.period_ns),
+            value: types.iter().map(|&i| all[i]).collect(),
             label,
         });
     }

@@ -4,7 +4,7 @@ pub mod proto;
 
 use std::io::Write as _;
 
-pub use encode::encode;
+pub use encode::{encode, encode_view};
 use flate2::{Compression, write::GzEncoder};
 
 /// `bytes` gzip'd, as pprof files and HTTP responses carry them.

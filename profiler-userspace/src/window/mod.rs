@@ -160,9 +160,29 @@ impl Accounting {
         }
     }
 
+    /// Adds a later part of the same window: counters add up, levels are
+    /// the later part's.
+    pub fn absorb(&mut self, later: Accounting) {
+        for (name, value) in later.counters {
+            match self.counters.iter_mut().find(|(n, _)| *n == name) {
+                Some((_, total)) => *total += value,
+                None => self.counters.push((name, value)),
+            }
+        }
+        for (name, value) in later.gauges {
+            match self.gauges.iter_mut().find(|(n, _)| *n == name) {
+                Some((_, level)) => *level = value,
+                None => self.gauges.push((name, value)),
+            }
+        }
+        self.symbolize.resolved += later.symbolize.resolved;
+        self.symbolize.failed += later.symbolize.failed;
+    }
+
     /// `name=value` lines, counters then gauges (`unknown_entries` only
     /// when there were any).
-    fn comments(&self) -> Vec<String> {
+    #[must_use]
+    pub fn comments(&self) -> Vec<String> {
         self.counters
             .iter()
             .chain(&self.gauges)
@@ -196,6 +216,21 @@ mod tests {
             (3, 5_000_000, 2_000)
         );
         assert!(profile.comments.contains(&"lost_samples=3".to_owned()));
+    }
+
+    #[test]
+    fn parts_of_a_window_add_their_counters_and_keep_the_last_levels() {
+        let part = |lost, pending| Accounting {
+            counters: vec![("lost_samples", lost)],
+            gauges: vec![("debuginfod_pending", pending)],
+            ..Accounting::default()
+        };
+        let mut window = part(3, 2);
+        window.absorb(part(4, 0));
+        assert_eq!(
+            window.comments(),
+            ["lost_samples=7", "debuginfod_pending=0"]
+        );
     }
 
     #[test]

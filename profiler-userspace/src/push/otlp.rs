@@ -1,0 +1,326 @@
+//! A push's series as OTLP profiles (`ExportProfilesServiceRequest`, the
+//! `opentelemetry-proto` crate's types): one resource per program, one
+//! profile per sample type (`cpu`, `off_cpu`, `wall`), all sharing one
+//! dictionary per request. Converted row for row from the symbolized
+//! profile: nothing is re-sampled.
+use std::{collections::HashMap, sync::Arc, time::UNIX_EPOCH};
+
+use opentelemetry_proto::tonic::{
+    collector::profiles::v1development::ExportProfilesServiceRequest,
+    common::v1::{AnyValue, InstrumentationScope, KeyValue, any_value},
+    profiles::v1development as otlp,
+    resource::v1::Resource,
+};
+use prost::Message as _;
+
+use super::series::Series;
+use crate::{
+    pprof,
+    profile::{Line, Location, Mapping, Sample},
+};
+
+/// Series per request (each request carries its own dictionary).
+const SERIES_PER_REQUEST: usize = 64;
+
+/// (type, unit) of each profile, and the row's value for it.
+const TYPES: [(&str, &str, fn(&Sample, u64) -> u64); 3] = [
+    ("cpu", "nanoseconds", |s, period| {
+        s.samples.saturating_mul(period)
+    }),
+    ("off_cpu", "nanoseconds", |s, _| s.off_cpu_ns),
+    ("wall", "nanoseconds", |s, period| {
+        s.samples
+            .saturating_mul(period)
+            .saturating_add(s.off_cpu_ns)
+    }),
+];
+
+/// Gzip'd `ExportProfilesServiceRequest`s for `series`, in order.
+#[must_use]
+pub fn bodies(series: &[Series]) -> Vec<Vec<u8>> {
+    series
+        .chunks(SERIES_PER_REQUEST)
+        .filter_map(|chunk| pprof::gzip(&request(chunk).encode_to_vec()).ok())
+        .collect()
+}
+
+/// One request for `series`.
+#[must_use]
+pub fn request(series: &[Series]) -> ExportProfilesServiceRequest {
+    let mut dictionary = Dictionary::new();
+    let resource_profiles = series
+        .iter()
+        .map(|one| resource_profiles(one, &mut dictionary))
+        .collect();
+    ExportProfilesServiceRequest {
+        resource_profiles,
+        dictionary: Some(dictionary.tables),
+    }
+}
+
+fn string_value(value: &str) -> Option<AnyValue> {
+    Some(AnyValue {
+        value: Some(any_value::Value::StringValue(value.to_owned())),
+    })
+}
+
+/// The resource attributes of a series: OpenTelemetry's names for its labels.
+fn resource(series: &Series) -> Resource {
+    let attributes = series
+        .labels
+        .iter()
+        .map(|(name, value)| KeyValue {
+            key: match *name {
+                "service_name" => "service.name",
+                "hostname" => "host.name",
+                "container_id" => "container.id",
+                "cgroup" => "process.linux.cgroup",
+                other => other,
+            }
+            .to_owned(),
+            value: string_value(value),
+            ..KeyValue::default()
+        })
+        .collect();
+    Resource {
+        attributes,
+        ..Resource::default()
+    }
+}
+
+fn resource_profiles(series: &Series, dictionary: &mut Dictionary) -> otlp::ResourceProfiles {
+    let whole = &series.profile;
+    let time_unix_nano = whole
+        .start
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX));
+    let mut profiles = Vec::new();
+    for (ty, unit, value) in TYPES {
+        let samples: Vec<otlp::Sample> = whole
+            .samples
+            .iter()
+            .filter_map(|row| {
+                let v = value(row, whole.period_ns);
+                (v != 0).then(|| dictionary.sample(row, v))
+            })
+            .collect();
+        if samples.is_empty() {
+            continue;
+        }
+        let sample_type = Some(dictionary.value_type(ty, unit));
+        let cpu = ty == "cpu";
+        profiles.push(otlp::Profile {
+            sample_type,
+            samples,
+            time_unix_nano,
+            duration_nano: whole.duration_ns,
+            period_type: cpu.then(|| dictionary.value_type("cpu", "nanoseconds")),
+            period: if cpu {
+                i64::try_from(whole.period_ns).unwrap_or(i64::MAX)
+            } else {
+                0
+            },
+            ..otlp::Profile::default()
+        });
+    }
+    otlp::ResourceProfiles {
+        resource: Some(resource(series)),
+        scope_profiles: vec![otlp::ScopeProfiles {
+            scope: Some(InstrumentationScope {
+                name: "profiler".to_owned(),
+                version: env!("CARGO_PKG_VERSION").to_owned(),
+                ..InstrumentationScope::default()
+            }),
+            profiles,
+            schema_url: String::new(),
+        }],
+        schema_url: String::new(),
+    }
+}
+
+/// The request's shared tables, each with its zero value at index 0, and
+/// indices of what they hold.
+struct Dictionary {
+    tables: otlp::ProfilesDictionary,
+    strings: HashMap<String, i32>,
+    functions: HashMap<(String, String), i32>,
+    mappings: HashMap<Arc<Mapping>, i32>,
+    locations: HashMap<(i32, u64, Arc<[Line]>), i32>,
+    stacks: HashMap<Vec<i32>, i32>,
+    attributes: HashMap<(i32, Attribute), i32>,
+}
+
+/// An attribute value that can be interned.
+#[derive(Clone, PartialEq, Eq, Hash)]
+enum Attribute {
+    Int(i64),
+    Str(String),
+}
+
+fn index(len: usize) -> i32 {
+    i32::try_from(len).unwrap_or(i32::MAX)
+}
+
+impl Dictionary {
+    fn new() -> Self {
+        let tables = otlp::ProfilesDictionary {
+            mapping_table: vec![otlp::Mapping::default()],
+            location_table: vec![otlp::Location::default()],
+            function_table: vec![otlp::Function::default()],
+            link_table: vec![otlp::Link::default()],
+            string_table: vec![String::new()],
+            attribute_table: vec![otlp::KeyValueAndUnit::default()],
+            stack_table: vec![otlp::Stack::default()],
+        };
+        Self {
+            tables,
+            strings: HashMap::from([(String::new(), 0)]),
+            functions: HashMap::new(),
+            mappings: HashMap::new(),
+            locations: HashMap::new(),
+            stacks: HashMap::from([(Vec::new(), 0)]),
+            attributes: HashMap::new(),
+        }
+    }
+
+    fn string(&mut self, s: &str) -> i32 {
+        if let Some(&i) = self.strings.get(s) {
+            return i;
+        }
+        let i = index(self.tables.string_table.len());
+        self.tables.string_table.push(s.to_owned());
+        self.strings.insert(s.to_owned(), i);
+        i
+    }
+
+    fn value_type(&mut self, ty: &str, unit: &str) -> otlp::ValueType {
+        otlp::ValueType {
+            type_strindex: self.string(ty),
+            unit_strindex: self.string(unit),
+        }
+    }
+
+    fn attribute(&mut self, key: &str, value: Attribute) -> i32 {
+        let key = self.string(key);
+        if let Some(&i) = self.attributes.get(&(key, value.clone())) {
+            return i;
+        }
+        let any = match &value {
+            Attribute::Int(n) => any_value::Value::IntValue(*n),
+            Attribute::Str(s) => any_value::Value::StringValue(s.clone()),
+        };
+        let i = index(self.tables.attribute_table.len());
+        self.tables.attribute_table.push(otlp::KeyValueAndUnit {
+            key_strindex: key,
+            value: Some(AnyValue { value: Some(any) }),
+            unit_strindex: 0,
+        });
+        self.attributes.insert((key, value), i);
+        i
+    }
+
+    fn function(&mut self, line: &Line) -> i32 {
+        let key = (line.function.clone(), line.file.clone());
+        if let Some(&i) = self.functions.get(&key) {
+            return i;
+        }
+        let name = self.string(&line.function);
+        let file = self.string(&line.file);
+        let i = index(self.tables.function_table.len());
+        self.tables.function_table.push(otlp::Function {
+            name_strindex: name,
+            system_name_strindex: name,
+            filename_strindex: file,
+            start_line: 0,
+        });
+        self.functions.insert(key, i);
+        i
+    }
+
+    fn mapping(&mut self, mapping: &Arc<Mapping>) -> i32 {
+        if let Some(&i) = self.mappings.get(mapping) {
+            return i;
+        }
+        let filename = self.string(&mapping.file);
+        let mut attribute_indices = Vec::new();
+        if !mapping.build_id.is_empty() {
+            attribute_indices.push(self.attribute(
+                "process.executable.build_id.gnu",
+                Attribute::Str(mapping.build_id.clone()),
+            ));
+        }
+        let i = index(self.tables.mapping_table.len());
+        self.tables.mapping_table.push(otlp::Mapping {
+            memory_start: mapping.start,
+            memory_limit: mapping.limit,
+            file_offset: mapping.file_offset,
+            filename_strindex: filename,
+            attribute_indices,
+        });
+        self.mappings.insert(mapping.clone(), i);
+        i
+    }
+
+    fn location(&mut self, location: &Location) -> i32 {
+        let mapping = location.mapping.as_ref().map_or(0, |m| self.mapping(m));
+        let key = (mapping, location.address, location.lines.clone());
+        if let Some(&i) = self.locations.get(&key) {
+            return i;
+        }
+        let lines = location
+            .lines
+            .iter()
+            .map(|line| otlp::Line {
+                function_index: self.function(line),
+                line: i64::from(line.line),
+                column: 0,
+            })
+            .collect();
+        let i = index(self.tables.location_table.len());
+        self.tables.location_table.push(otlp::Location {
+            mapping_index: mapping,
+            address: location.address,
+            lines,
+            attribute_indices: Vec::new(),
+        });
+        self.locations.insert(key, i);
+        i
+    }
+
+    fn stack(&mut self, stack: &[Location]) -> i32 {
+        let locations: Vec<i32> = stack.iter().map(|l| self.location(l)).collect();
+        if let Some(&i) = self.stacks.get(&locations) {
+            return i;
+        }
+        let i = index(self.tables.stack_table.len());
+        self.tables.stack_table.push(otlp::Stack {
+            location_indices: locations.clone(),
+        });
+        self.stacks.insert(locations, i);
+        i
+    }
+
+    /// A row as a sample with one value; its pid, tid, names and state as
+    /// attributes (OpenTelemetry's names where there are some).
+    fn sample(&mut self, row: &Sample, value: u64) -> otlp::Sample {
+        let stack_index = self.stack(&row.stack);
+        let mut attribute_indices = vec![
+            self.attribute("process.pid", Attribute::Int(i64::from(row.pid))),
+            self.attribute("thread.id", Attribute::Int(i64::from(row.tid))),
+            self.attribute(
+                "process.executable.name",
+                Attribute::Str(row.comm.to_string()),
+            ),
+            self.attribute("thread.name", Attribute::Str(row.thread.clone())),
+            self.attribute("thread.state", Attribute::Str(row.state.label().to_owned())),
+        ];
+        attribute_indices.sort_unstable();
+        otlp::Sample {
+            stack_index,
+            attribute_indices,
+            link_index: 0,
+            values: vec![i64::try_from(value).unwrap_or(i64::MAX)],
+            timestamps_unix_nano: Vec::new(),
+        }
+    }
+}

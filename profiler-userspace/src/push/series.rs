@@ -1,0 +1,177 @@
+//! One push's profile split into series: one per program, labelled with
+//! what the backends query by, each holding only that program's rows.
+use std::collections::BTreeMap;
+
+use crate::profile::{Profile, Sample};
+
+/// A program's rows and the labels that name it in a backend.
+#[derive(Clone, Debug)]
+pub struct Series {
+    /// `service_name`, `hostname`, then `container_id` and `cgroup` where
+    /// known; sorted by name, no `__name__` (each protocol adds its own).
+    pub labels: Vec<(&'static str, String)>,
+    /// The program's rows, with the push's times and comments.
+    pub profile: Profile,
+}
+
+impl Series {
+    /// The value of label `name`.
+    #[must_use]
+    pub fn label(&self, name: &str) -> Option<&str> {
+        self.labels
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+/// The program a row belongs to, as backends name services: its systemd
+/// service, else its container (the short id, as `docker ps` shows it),
+/// else its process name.
+#[must_use]
+pub fn service_name(sample: &Sample) -> String {
+    let placement = &sample.placement;
+    if placement.service.ends_with(".service") {
+        placement.service.clone()
+    } else if !placement.container_id.is_empty() {
+        placement.container_id.chars().take(12).collect()
+    } else {
+        sample.comm.to_string()
+    }
+}
+
+/// Splits `profile` into one series per program (service name, container
+/// and cgroup), in a stable order.
+#[must_use]
+pub fn split(profile: Profile, hostname: &str) -> Vec<Series> {
+    let mut programs: BTreeMap<(String, String, String), Vec<Sample>> = BTreeMap::new();
+    let empty = profile.clone_empty();
+    for sample in profile.samples {
+        let key = (
+            service_name(&sample),
+            sample.placement.container_id.clone(),
+            sample.placement.cgroup.clone(),
+        );
+        programs.entry(key).or_default().push(sample);
+    }
+    programs
+        .into_iter()
+        .map(|((service, container_id, cgroup), samples)| {
+            let mut labels = Vec::with_capacity(4);
+            if !cgroup.is_empty() {
+                labels.push(("cgroup", cgroup));
+            }
+            if !container_id.is_empty() {
+                labels.push(("container_id", container_id));
+            }
+            labels.push(("hostname", hostname.to_owned()));
+            labels.push(("service_name", service));
+            Series {
+                labels,
+                profile: Profile {
+                    samples,
+                    comments: profile.comments.clone(),
+                    ..empty.clone_empty()
+                },
+            }
+        })
+        .collect()
+}
+
+impl Profile {
+    /// The same profile without rows or comments.
+    fn clone_empty(&self) -> Self {
+        Self {
+            view: self.view,
+            start: self.start,
+            duration_ns: self.duration_ns,
+            period_ns: self.period_ns,
+            samples: Vec::new(),
+            comments: Vec::new(),
+        }
+    }
+}
+
+/// The name of this host, as `hostname` prints it.
+#[must_use]
+pub fn hostname() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|h| h.trim().to_owned())
+        .ok()
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| "localhost".to_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use std::{sync::Arc, time::UNIX_EPOCH};
+
+    use profiler_common::sample::ThreadState;
+
+    use super::*;
+    use crate::{
+        cgroup::Placement,
+        profile::{Location, View},
+    };
+
+    fn row(comm: &str, service: &str, container_id: &str, samples: u64) -> Sample {
+        Sample {
+            pid: 7,
+            tid: 7,
+            comm: Arc::from(comm),
+            thread: comm.to_owned(),
+            placement: Arc::new(Placement {
+                cgroup: if service.is_empty() {
+                    String::new()
+                } else {
+                    format!("/system.slice/{service}")
+                },
+                service: service.to_owned(),
+                container_id: container_id.to_owned(),
+            }),
+            state: ThreadState::Running,
+            stack: vec![Location::marker("f".to_owned())],
+            samples,
+            off_cpu_ns: 0,
+            off_cpu_count: 0,
+        }
+    }
+
+    #[test]
+    fn each_program_is_a_series_named_by_unit_then_container_then_comm() {
+        let container = "3f4b".repeat(16);
+        let profile = Profile {
+            view: View::Wall,
+            start: UNIX_EPOCH,
+            duration_ns: 1,
+            period_ns: 1,
+            samples: vec![
+                row("nginx", "nginx.service", "", 1),
+                row("bash", "session-3.scope", "", 2),
+                row("worker", "", &container, 3),
+                row("nginx", "nginx.service", "", 4),
+            ],
+            comments: vec!["x=1".to_owned()],
+        };
+        let series = split(profile, "host1");
+        let names: Vec<_> = series
+            .iter()
+            .map(|s| (s.label("service_name").unwrap(), s.profile.samples.len()))
+            .collect();
+        assert_eq!(
+            names,
+            [("3f4b3f4b3f4b", 1), ("bash", 1), ("nginx.service", 2)]
+        );
+        let nginx = &series[2];
+        assert_eq!(
+            nginx.labels,
+            [
+                ("cgroup", "/system.slice/nginx.service".to_owned()),
+                ("hostname", "host1".to_owned()),
+                ("service_name", "nginx.service".to_owned()),
+            ]
+        );
+        assert_eq!(series[0].label("container_id"), Some(container.as_str()));
+        assert_eq!(nginx.profile.comments, ["x=1"]);
+    }
+}

@@ -1,0 +1,204 @@
+//! The bodies as the backends' own rules see them: decoded and checked by
+//! the fake backend of the fixtures crate (Pyroscope's messages from
+//! Grafana's own `pyroscope` crate, Parca's rules, OTLP's dictionary rules).
+use std::{sync::Arc, time::UNIX_EPOCH};
+
+use profiler_common::sample::ThreadState;
+use profiler_fixtures::backend::{self, Protocol};
+
+use super::*;
+use crate::{
+    cgroup::Placement,
+    profile::{Line, Location, Mapping, Sample},
+    push::series::{self, Series},
+};
+
+fn row(comm: &str, service: &str, function: &str, samples: u64, off_cpu_ns: u64) -> Sample {
+    let mapping = Arc::new(Mapping {
+        start: 0x1000,
+        limit: 0x9000,
+        file_offset: 0,
+        file: format!("/usr/bin/{comm}"),
+        build_id: "abcd".to_owned(),
+    });
+    Sample {
+        pid: 42,
+        tid: 43,
+        comm: Arc::from(comm),
+        thread: format!("{comm}-worker"),
+        placement: Arc::new(Placement {
+            cgroup: format!("/system.slice/{service}"),
+            container_id: String::new(),
+            service: service.to_owned(),
+        }),
+        state: if off_cpu_ns > 0 {
+            ThreadState::Sleeping
+        } else {
+            ThreadState::Running
+        },
+        stack: vec![Location {
+            mapping: Some(mapping),
+            address: 0x1234,
+            lines: Arc::new([Line {
+                function: function.to_owned(),
+                file: "main.c".to_owned(),
+                line: 7,
+            }]),
+        }],
+        samples,
+        off_cpu_ns,
+        off_cpu_count: u64::from(off_cpu_ns > 0) * 1000,
+    }
+}
+
+fn two_programs() -> Vec<Series> {
+    let profile = Profile {
+        view: View::Wall,
+        start: UNIX_EPOCH,
+        duration_ns: 15_000_000_000,
+        period_ns: 10_101_010,
+        samples: vec![
+            row("nginx", "nginx.service", "serve", 3, 0),
+            row("nginx", "nginx.service", "wait", 0, 2_000_000),
+            row("cron", "cron.service", "tick", 1, 0),
+        ],
+        comments: vec!["on_cpu_samples=4".to_owned()],
+    };
+    series::split(profile, "host1")
+}
+
+#[test]
+fn every_protocol_carries_each_programs_functions_and_totals() {
+    let series = two_programs();
+    for (protocol, ours) in [
+        (Protocol::Pyroscope, PushProtocol::Pyroscope),
+        (Protocol::Parca, PushProtocol::Parca),
+        (Protocol::Otlp, PushProtocol::Otlp),
+    ] {
+        let mut received = Vec::new();
+        for body in bodies(ours, &series, None) {
+            received.extend(
+                backend::decode(protocol, &body).unwrap_or_else(|e| panic!("{protocol:?}: {e}")),
+            );
+        }
+        let total = |service: &str, ty: &str, function: &str| -> i64 {
+            received
+                .iter()
+                .filter(|p| p.labels.get("service_name").map(String::as_str) == Some(service))
+                .map(|p| p.total(ty, function))
+                .sum()
+        };
+        assert_eq!(
+            total("nginx.service", "cpu", "serve"),
+            3 * 10_101_010,
+            "{protocol:?}"
+        );
+        assert_eq!(
+            total("nginx.service", "off_cpu", "wait"),
+            2_000_000,
+            "{protocol:?}"
+        );
+        assert_eq!(
+            total("nginx.service", "wall", "wait") + total("nginx.service", "wall", "serve"),
+            3 * 10_101_010 + 2_000_000,
+            "{protocol:?}"
+        );
+        assert_eq!(
+            total("cron.service", "cpu", "tick"),
+            10_101_010,
+            "{protocol:?}"
+        );
+        assert_eq!(total("cron.service", "off_cpu", "tick"), 0, "{protocol:?}");
+        let hosts: Vec<_> = received
+            .iter()
+            .map(|p| p.labels["hostname"].as_str())
+            .collect();
+        assert!(
+            hosts.iter().all(|&h| h == "host1"),
+            "{protocol:?}: {hosts:?}"
+        );
+    }
+}
+
+#[test]
+fn pyroscope_gets_one_named_type_per_view() {
+    let mut names: Vec<_> = bodies(PushProtocol::Pyroscope, &two_programs(), None)
+        .iter()
+        .flat_map(|body| backend::decode(Protocol::Pyroscope, body).unwrap())
+        .map(|p| {
+            (
+                p.labels["service_name"].clone(),
+                p.labels["__name__"].clone(),
+                p.types(),
+            )
+        })
+        .collect();
+    names.sort();
+    let types = |t: &[&str]| t.iter().map(|&s| s.to_owned()).collect::<Vec<_>>();
+    assert_eq!(
+        names,
+        [
+            (
+                "cron.service".to_owned(),
+                "process_cpu".to_owned(),
+                types(&["samples", "cpu"])
+            ),
+            (
+                "cron.service".to_owned(),
+                "wall".to_owned(),
+                types(&["wall"])
+            ),
+            (
+                "nginx.service".to_owned(),
+                "offcpu".to_owned(),
+                types(&["off_cpu_events", "off_cpu"])
+            ),
+            (
+                "nginx.service".to_owned(),
+                "process_cpu".to_owned(),
+                types(&["samples", "cpu"])
+            ),
+            (
+                "nginx.service".to_owned(),
+                "wall".to_owned(),
+                types(&["wall"])
+            ),
+        ]
+    );
+}
+
+#[test]
+fn many_programs_are_split_over_bounded_requests() {
+    // Every function name distinct, so the pprofs do not compress away.
+    let samples = (0..16_000)
+        .map(|i| {
+            let name = format!("{:064x}_{i}", u64::MAX - i);
+            row(
+                &format!("p{}", i % 40),
+                &format!("s{}.service", i % 40),
+                &name,
+                1,
+                1,
+            )
+        })
+        .collect();
+    let profile = Profile {
+        view: View::Wall,
+        start: UNIX_EPOCH,
+        duration_ns: 1,
+        period_ns: 1,
+        samples,
+        comments: Vec::new(),
+    };
+    let series = series::split(profile, "h");
+    let requests = bodies(PushProtocol::Pyroscope, &series, None);
+    assert!(requests.len() > 1, "{} request(s)", requests.len());
+    let mut programs = std::collections::BTreeSet::new();
+    for body in &requests {
+        assert!(body.len() <= MAX_BODY + 64 * 1024, "{} bytes", body.len());
+        for profile in backend::decode(Protocol::Pyroscope, body).unwrap() {
+            programs.insert(profile.labels["service_name"].clone());
+        }
+    }
+    assert_eq!(programs.len(), 40);
+}
