@@ -105,8 +105,8 @@ impl PushArgs {
         if self.push_timeout.is_zero() {
             return Err(invalid("--push-timeout must be longer than 0".into()));
         }
-        if self.push_spool_max < 1 << 20 {
-            return Err(invalid("--push-spool-max must be at least 1M".into()));
+        if self.push_spool_max < 64 << 10 {
+            return Err(invalid("--push-spool-max must be at least 64K".into()));
         }
         if let Some(tenant) = &self.push_tenant {
             if tenant.is_empty() || tenant.chars().any(|c| c.is_control()) {

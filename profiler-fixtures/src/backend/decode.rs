@@ -230,6 +230,7 @@ fn pprof(bytes: &[u8]) -> Result<Received, String> {
     }
     Ok(Received {
         labels: BTreeMap::new(),
+        time_nanos: p.time_nanos,
         types,
         samples,
     })
@@ -310,6 +311,7 @@ fn otlp_request(body: &[u8]) -> Result<Vec<Received>, String> {
                 }
                 out.push(Received {
                     labels: labels.clone(),
+                    time_nanos: i64::try_from(profile.time_unix_nano).unwrap_or(i64::MAX),
                     types,
                     samples,
                 });

@@ -41,6 +41,8 @@ impl Protocol {
 #[derive(Clone, Debug, Default)]
 pub struct Received {
     pub labels: BTreeMap<String, String>,
+    /// When the profile's period began (pprof `time_nanos`).
+    pub time_nanos: i64,
     pub types: Vec<(String, String)>,
     pub samples: Vec<ReceivedSample>,
 }

@@ -158,6 +158,13 @@ impl Profiler {
         }
     }
 
+    /// Kills the profiler outright (SIGKILL): nothing is flushed.
+    pub fn kill(mut self) -> String {
+        self.child.kill().expect("SIGKILL the profiler");
+        let _ = self.child.wait();
+        self.stderr.join().expect("stderr reader")
+    }
+
     /// Sends SIGINT, checks the profiler wrote its last window and exited 0,
     /// and returns what it logged.
     pub fn stop(self) -> String {
