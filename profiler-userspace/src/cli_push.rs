@@ -108,12 +108,12 @@ impl PushArgs {
         if self.push_spool_max < 64 << 10 {
             return Err(invalid("--push-spool-max must be at least 64K".into()));
         }
-        if let Some(tenant) = &self.push_tenant {
-            if tenant.is_empty() || tenant.chars().any(|c| c.is_control()) {
-                return Err(invalid(
-                    "--push-tenant must be a non-empty name without control characters".into(),
-                ));
-            }
+        if let Some(tenant) = &self.push_tenant
+            && (tenant.is_empty() || tenant.chars().any(char::is_control))
+        {
+            return Err(invalid(
+                "--push-tenant must be a non-empty name without control characters".into(),
+            ));
         }
         Ok(Some(Push {
             endpoints,

@@ -305,3 +305,63 @@ fn listen_is_off_by_default_and_a_port_alone_binds_loopback() {
         );
     }
 }
+
+#[test]
+fn push_defaults_and_validation() {
+    assert_eq!(parse_ok(&["--all"]).push, None);
+    let config = parse_ok(&[
+        "--all",
+        "--push",
+        "http://pyroscope:4040",
+        "--push",
+        "https://gw.example/parca/",
+    ]);
+    let push = config.push.unwrap();
+    assert_eq!(push.endpoints.len(), 2);
+    assert_eq!(push.protocol, crate::config::PushProtocol::Pyroscope);
+    assert_eq!(push.interval, Duration::from_secs(15));
+    assert_eq!(push.spool_max_bytes, 256 << 20);
+    assert_eq!(
+        push.spool_dir,
+        PathBuf::from("/var/lib/profiler/push-spool")
+    );
+    let otlp = parse_ok(&[
+        "--all",
+        "--push",
+        "http://c:4318",
+        "--push-protocol",
+        "otlp",
+    ]);
+    assert_eq!(
+        otlp.push.unwrap().protocol,
+        crate::config::PushProtocol::Otlp
+    );
+
+    for (args, message) in [
+        (
+            &["--push", "pyroscope:4040"][..],
+            "not an http or https URL",
+        ),
+        (&["--push", "ftp://x"], "not an http or https URL"),
+        (&["--push", "http://u:secret@x"], "--push-auth-file"),
+        (&["--push", "http://x", "--push", "http://x"], "given twice"),
+        (
+            &["--push", "http://x", "--push-interval", "100ms"],
+            "at least 1s",
+        ),
+        (
+            &["--push", "http://x", "--push-spool-max", "1K"],
+            "at least 64K",
+        ),
+        (
+            &["--push", "http://x", "--push-protocol", "zipkin"],
+            "zipkin",
+        ),
+        (&["--push-protocol", "parca"], "--push"),
+        (&["--push-auth-file", "/etc/x"], "--push"),
+    ] {
+        let all: Vec<&str> = ["--all"].iter().chain(args).copied().collect();
+        let error = parse_err(&all).to_string();
+        assert!(error.contains(message), "{args:?}: {error}");
+    }
+}

@@ -142,7 +142,7 @@ pub async fn run(config: Config) -> Result<(), DaemonError> {
     let pusher = config
         .push
         .as_ref()
-        .map(|push| Pusher::start(push, metrics.push.clone()))
+        .map(|push| Pusher::start(push, &metrics.push))
         .transpose()?;
     let (mut requests, mut on_demand) = start_http(&config, &metrics)?;
     let mut pipeline = Pipeline::new(&config, metrics, pusher)?;

@@ -216,20 +216,21 @@ fn a_backend_down_failing_or_hanging_loses_nothing() {
     std::thread::sleep(Duration::from_millis(2500));
     let backend = Backend::start_on(Protocol::Pyroscope, port);
     backend.set(Behaviour::Fail(503));
-    let long = Duration::from_secs(40);
+    let patience = Duration::from_secs(40);
     assert!(
-        backend.wait_until(long, |r| r.len() >= 2),
+        backend.wait_until(patience, |r| r.len() >= 2),
         "no retry after a 503"
     );
     backend.set(Behaviour::Hang);
     assert!(
-        backend.wait_until(long, |r| r.iter().any(|r| r.status == 0)),
+        backend.wait_until(patience, |r| r.iter().any(|r| r.status == 0)),
         "no retry after the 503s"
     );
     std::thread::sleep(Duration::from_millis(1500));
     backend.set(Behaviour::Accept);
     assert!(
-        backend.wait_until(long, |r| r.iter().filter(|r| r.status == 200).count() >= 3),
+        backend.wait_until(patience, |r| r.iter().filter(|r| r.status == 200).count()
+            >= 3),
         "the spooled pushes were not sent"
     );
     // Everything spooled is sent once the backend answers.

@@ -100,13 +100,20 @@ impl Backend {
     }
 
     pub fn set(&self, behaviour: Behaviour) {
-        self.state.lock().expect("backend state").behaviour = behaviour;
+        self.state
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .behaviour = behaviour;
     }
 
     /// Every request so far, in arrival order.
     #[must_use]
     pub fn requests(&self) -> Vec<Request> {
-        self.state.lock().expect("backend state").requests.clone()
+        self.state
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .requests
+            .clone()
     }
 
     /// The profiles of every request answered 200, in arrival order.
@@ -124,7 +131,13 @@ impl Backend {
     pub fn wait_until(&self, timeout: Duration, done: impl Fn(&[Request]) -> bool) -> bool {
         let started = Instant::now();
         while started.elapsed() < timeout {
-            if done(&self.state.lock().expect("backend state").requests) {
+            if done(
+                &self
+                    .state
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner)
+                    .requests,
+            ) {
                 return true;
             }
             std::thread::sleep(Duration::from_millis(50));
@@ -157,7 +170,10 @@ fn serve(protocol: Protocol, stream: TcpStream, state: &Mutex<State>) {
     let Some((path, headers, body)) = read_request(&mut reader) else {
         return;
     };
-    let behaviour = state.lock().expect("backend state").behaviour;
+    let behaviour = state
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .behaviour;
     let decoded = if path != protocol.path() {
         Err(format!("no route {path}"))
     } else if headers.get("content-type").map(String::as_str) != Some(content_type(protocol)) {
@@ -172,19 +188,27 @@ fn serve(protocol: Protocol, stream: TcpStream, state: &Mutex<State>) {
         (Behaviour::Accept, Ok(_)) => (200, String::new()),
         (Behaviour::Accept, Err(e)) => (400, e.clone()),
     };
-    state.lock().expect("backend state").requests.push(Request {
-        at: Instant::now(),
-        path,
-        headers,
-        decoded,
-        status,
-    });
+    state
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .requests
+        .push(Request {
+            at: Instant::now(),
+            path,
+            headers,
+            decoded,
+            status,
+        });
     let mut stream = stream;
     if status == 0 {
         // Hang until told otherwise, then drop the connection unanswered.
         let started = Instant::now();
-        while state.lock().expect("backend state").behaviour == Behaviour::Hang
-            && started.elapsed() < Duration::from_secs(120)
+        while state
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .behaviour
+            == Behaviour::Hang
+            && started.elapsed() < Duration::from_mins(2)
         {
             std::thread::sleep(Duration::from_millis(50));
         }

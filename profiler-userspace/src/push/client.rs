@@ -105,12 +105,11 @@ impl Client {
         if let Some(auth) = &settings.authorization {
             headers.insert(AUTHORIZATION, auth.clone());
         }
-        if let Some(tenant) = &settings.tenant {
-            if settings.protocol != PushProtocol::Parca {
-                if let Ok(value) = HeaderValue::from_str(tenant) {
-                    headers.insert("x-scope-orgid", value);
-                }
-            }
+        if let Some(tenant) = &settings.tenant
+            && settings.protocol != PushProtocol::Parca
+            && let Ok(value) = HeaderValue::from_str(tenant)
+        {
+            headers.insert("x-scope-orgid", value);
         }
         Ok(Self {
             http: builder.build()?,

@@ -101,7 +101,7 @@ impl Pusher {
     ///
     /// # Errors
     /// See [`PushError`].
-    pub fn start(config: &Push, metrics: Arc<PushMetrics>) -> Result<Self, PushError> {
+    pub fn start(config: &Push, metrics: &Arc<PushMetrics>) -> Result<Self, PushError> {
         let settings = client::Settings {
             protocol: config.protocol,
             timeout: config.timeout,

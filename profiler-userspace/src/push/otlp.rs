@@ -22,8 +22,11 @@ use crate::{
 /// Series per request (each request carries its own dictionary).
 const SERIES_PER_REQUEST: usize = 64;
 
+/// The value of a row (given the on-CPU sampling period) for one profile.
+type ValueOf = fn(&Sample, u64) -> u64;
+
 /// (type, unit) of each profile, and the row's value for it.
-const TYPES: [(&str, &str, fn(&Sample, u64) -> u64); 3] = [
+const TYPES: [(&str, &str, ValueOf); 3] = [
     ("cpu", "nanoseconds", |s, period| {
         s.samples.saturating_mul(period)
     }),
@@ -58,10 +61,10 @@ pub fn request(series: &[Series]) -> ExportProfilesServiceRequest {
     }
 }
 
-fn string_value(value: &str) -> Option<AnyValue> {
-    Some(AnyValue {
+fn string_value(value: &str) -> AnyValue {
+    AnyValue {
         value: Some(any_value::Value::StringValue(value.to_owned())),
-    })
+    }
 }
 
 /// The resource attributes of a series: OpenTelemetry's names for its labels.
@@ -78,7 +81,7 @@ fn resource(series: &Series) -> Resource {
                 other => other,
             }
             .to_owned(),
-            value: string_value(value),
+            value: Some(string_value(value)),
             ..KeyValue::default()
         })
         .collect();
