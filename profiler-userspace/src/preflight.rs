@@ -36,6 +36,8 @@ pub enum PreflightError {
     OutputDir { path: PathBuf, source: io::Error },
     #[error("debuginfod cache directory {path}")]
     DebuginfodCache { path: PathBuf, source: io::Error },
+    #[error(transparent)]
+    Push(#[from] crate::push::PushError),
 }
 
 /// A capability by number, as in `linux/capability.h`.
@@ -77,6 +79,9 @@ pub fn check(config: &Config) -> Result<(), PreflightError> {
         if pids.is_empty() && !discover.wait && targets::find(discover).is_empty() {
             return Err(PreflightError::NoMatch(describe(discover)));
         }
+    }
+    if let Some(push) = &config.push {
+        crate::push::check(push)?;
     }
     if let Some(debuginfod) = &config.symbols.debuginfod {
         fs::create_dir_all(&debuginfod.cache_dir).map_err(|source| {

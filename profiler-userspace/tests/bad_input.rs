@@ -199,3 +199,55 @@ fn missing_btf() {
     assert_refused(&result, "no kernel BTF");
     out.assert_untouched();
 }
+
+#[test]
+fn push_credentials_and_certificates_are_checked_before_anything_is_written() {
+    require_root();
+    let out = OutDir::new();
+    let dir = out.path();
+    let work = tempfile::tempdir().unwrap();
+    let spool = work.path().join("spool");
+    let spool_dir = spool.to_str().unwrap();
+    let open_auth = work.path().join("auth-open");
+    std::fs::write(&open_auth, "Bearer secret-token\n").unwrap();
+    std::fs::set_permissions(
+        &open_auth,
+        std::os::unix::fs::PermissionsExt::from_mode(0o644),
+    )
+    .unwrap();
+    let not_pem = work.path().join("ca.pem");
+    std::fs::write(&not_pem, "not a certificate").unwrap();
+    let missing = work.path().join("missing");
+    for (extra, needle) in [
+        (
+            vec!["--push-auth-file", open_auth.to_str().unwrap()],
+            "can be read by others (mode 644)",
+        ),
+        (
+            vec!["--push-auth-file", missing.to_str().unwrap()],
+            "reading --push-auth-file",
+        ),
+        (vec!["--push-ca", not_pem.to_str().unwrap()], "--push-ca"),
+    ] {
+        let mut args = vec![
+            "--pid",
+            "1",
+            "--output-dir",
+            &dir,
+            "--push",
+            "https://pyroscope.example",
+            "--push-spool-dir",
+            spool_dir,
+        ];
+        args.extend(extra);
+        let result = run(&args);
+        assert_refused(&result, needle);
+        let stderr = String::from_utf8_lossy(&result.stderr);
+        assert!(
+            !stderr.contains("secret-token"),
+            "the secret was printed: {stderr}"
+        );
+        out.assert_untouched();
+        assert!(!spool.exists(), "the spool was created for {needle}");
+    }
+}

@@ -201,7 +201,10 @@ fn a_backend_down_failing_or_hanging_loses_nothing() {
     let (out, spool) = (dir.path().join("out"), dir.path().join("spool"));
     let url = format!("http://127.0.0.1:{port}");
     let mut fixture = Fixture::spawn("spin_sleep", 60.0);
-    let metrics_port = support::free_port().to_string();
+    let metrics_port = std::iter::repeat_with(support::free_port)
+        .find(|&p| p != port)
+        .unwrap()
+        .to_string();
     let daemon = start(
         fixture.pid(),
         &out,
@@ -213,10 +216,15 @@ fn a_backend_down_failing_or_hanging_loses_nothing() {
     fixture.go();
     // Down at first; then failing with 503; then hanging; then well. Each
     // phase lasts until the daemon has met it (its backoff decides when).
-    std::thread::sleep(Duration::from_millis(2500));
+    let metrics_url = format!("http://127.0.0.1:{metrics_port}/metrics");
+    let patience = Duration::from_secs(40);
+    let started = std::time::Instant::now();
+    while failures(&metrics_url, "connect") < 1.0 {
+        assert!(started.elapsed() < patience, "no connect failure counted");
+        std::thread::sleep(Duration::from_millis(200));
+    }
     let backend = Backend::start_on(Protocol::Pyroscope, port);
     backend.set(Behaviour::Fail(503));
-    let patience = Duration::from_secs(40);
     assert!(
         backend.wait_until(patience, |r| r.len() >= 2),
         "no retry after a 503"
@@ -234,24 +242,12 @@ fn a_backend_down_failing_or_hanging_loses_nothing() {
         "the spooled pushes were not sent"
     );
     // Everything spooled is sent once the backend answers.
-    let metrics_url = format!("http://127.0.0.1:{metrics_port}/metrics");
-    let (_, text) = support::get(&metrics_url);
-    let text = String::from_utf8(text).unwrap();
-    let failures = |cause: &str| {
-        text.lines()
-            .filter(|l| {
-                l.starts_with("profiler_push_failures_total")
-                    && l.contains(&format!("cause=\"{cause}\""))
-            })
-            .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
-            .sum::<f64>()
-    };
-    assert!(
-        failures("connect") >= 1.0,
-        "no connect failure counted:\n{text}"
-    );
-    assert!(failures("server_error") >= 1.0, "no 503 counted:\n{text}");
-    assert!(failures("timeout") >= 1.0, "no time-out counted:\n{text}");
+    for cause in ["connect", "server_error", "timeout"] {
+        assert!(
+            failures(&metrics_url, cause) >= 1.0,
+            "no {cause} failure counted"
+        );
+    }
     let log = daemon.stop_with("TERM");
     drop(fixture);
 
@@ -328,6 +324,19 @@ fn a_refused_push_is_dropped_once_and_a_full_spool_drops_the_oldest() {
         "{} files, {bytes} bytes",
         left.len()
     );
+}
+
+/// The daemon's count of push failures for `cause`, from its `/metrics`.
+fn failures(metrics_url: &str, cause: &str) -> f64 {
+    let (_, text) = support::get(metrics_url);
+    let text = String::from_utf8(text).unwrap();
+    text.lines()
+        .filter(|l| {
+            l.starts_with("profiler_push_failures_total")
+                && l.contains(&format!("cause=\"{cause}\""))
+        })
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+        .sum()
 }
 
 /// Distinct periods among `received` (one refused request each).

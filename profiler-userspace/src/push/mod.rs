@@ -94,6 +94,37 @@ fn read_roots(path: &Path) -> Result<Vec<reqwest::Certificate>, PushError> {
     Ok(roots)
 }
 
+/// The client settings of every backend: the credentials and extra
+/// roots, read from their files.
+fn settings(config: &Push) -> Result<client::Settings, PushError> {
+    Ok(client::Settings {
+        protocol: config.protocol,
+        timeout: config.timeout,
+        roots: config
+            .ca_file
+            .as_deref()
+            .map(read_roots)
+            .transpose()?
+            .unwrap_or_default(),
+        authorization: config
+            .auth_file
+            .as_deref()
+            .map(auth::read)
+            .transpose()
+            .map_err(PushError::Auth)?,
+        tenant: config.tenant.clone(),
+    })
+}
+
+/// Checks the credentials file and the certificates, without writing
+/// anything: for the preflight.
+///
+/// # Errors
+/// See [`PushError`].
+pub fn check(config: &Push) -> Result<(), PushError> {
+    settings(config).map(drop)
+}
+
 impl Pusher {
     /// Reads the credentials and certificates, opens every backend's spool
     /// and starts the push thread. Everything that can be wrong with the
@@ -102,23 +133,7 @@ impl Pusher {
     /// # Errors
     /// See [`PushError`].
     pub fn start(config: &Push, metrics: &Arc<PushMetrics>) -> Result<Self, PushError> {
-        let settings = client::Settings {
-            protocol: config.protocol,
-            timeout: config.timeout,
-            roots: config
-                .ca_file
-                .as_deref()
-                .map(read_roots)
-                .transpose()?
-                .unwrap_or_default(),
-            authorization: config
-                .auth_file
-                .as_deref()
-                .map(auth::read)
-                .transpose()
-                .map_err(PushError::Auth)?,
-            tenant: config.tenant.clone(),
-        };
+        let settings = settings(config)?;
         let (deadline, deadline_rx) = watch::channel(None);
         let mut endpoints = Vec::new();
         let mut inboxes = Vec::new();

@@ -6,6 +6,7 @@ use std::{
 };
 
 use anyhow::Context as _;
+use profiler_fixtures::backend::{Backend, Protocol};
 
 use super::{
     daemon_metrics::Metrics,
@@ -20,18 +21,23 @@ pub(super) fn daemon_cost(report: &mut String) -> anyhow::Result<(f64, f64)> {
     writeln!(report, "## 4. Daemon cost\n")?;
     writeln!(
         report,
-        "The daemon's own CPU (utime + stime) and peak RSS (VmHWM) over 15 s with 5 s windows (12 times as many windows as the default 60 s), while a 200-thread process (`many_threads`: each thread spins 100 µs and sleeps 20 ms) runs; the kernel memory of its BPF maps (the sum of `memlock` over their descriptors, at defaults: of it, 32 MB is the unwind table budget `--unwind-table-memory`), which is not in its RSS; and the time per window to drain, symbolize and encode, from its `/metrics` (`profiler_window_step_seconds`).\n"
+        "The daemon's own CPU (utime + stime) and peak RSS (VmHWM) over 15 s with 5 s windows (12 times as many windows as the default 60 s), while a 200-thread process (`many_threads`: each thread spins 100 µs and sleeps 20 ms) runs; with `--push` (to a fake Pyroscope on loopback that decodes and checks every request, at the default 15 s push interval), over 30 s, so that two pushes fall in it; the kernel memory of its BPF maps (the sum of `memlock` over their descriptors, at defaults: of it, 32 MB is the unwind table budget `--unwind-table-memory`), which is not in its RSS; and the time per window to drain, symbolize and encode, from its `/metrics` (`profiler_window_step_seconds`).\n"
     )?;
     writeln!(
         report,
         "| mode | CPU (% of one core) | peak RSS (MB) | BPF maps, kernel (MB) | drain ms | symbolize ms | encode ms |"
     )?;
     writeln!(report, "| --- | --- | --- | --- | --- | --- | --- |")?;
-    for (mode, args) in [
-        ("--pid (200 threads)", vec!["--pid", "{pid}"]),
-        ("--all", vec!["--all"]),
+    let backend = Backend::start(Protocol::Pyroscope);
+    let spool = std::env::temp_dir().join(format!("profiler-bench-spool-{}", std::process::id()));
+    let (url, spool_dir) = (backend.url(), spool.to_string_lossy().into_owned());
+    let push = vec!["--all", "--push", &url, "--push-spool-dir", &spool_dir];
+    for (mode, args, seconds) in [
+        ("--pid (200 threads)", vec!["--pid", "{pid}"], 15),
+        ("--all", vec!["--all"], 15),
+        ("--all --push", push, 30),
     ] {
-        let mut workload = workload("many_threads", &["17"])?;
+        let mut workload = workload("many_threads", &[&(seconds + 2).to_string()])?;
         let metrics = Metrics::new()?;
         let mut args = args;
         args.extend(["--interval", "5s"]);
@@ -42,7 +48,7 @@ pub(super) fn daemon_cost(report: &mut String) -> anyhow::Result<(f64, f64)> {
         let ticks0 = cpu_ticks(pid)?;
         let started = Instant::now();
         workload.go()?;
-        sleep(Duration::from_secs(15));
+        sleep(Duration::from_secs(seconds));
         let ticks = cpu_ticks(pid)? - ticks0;
         let elapsed = started.elapsed().as_secs_f64();
         let hwm_kb = status_field(pid, "VmHWM")?;
@@ -65,6 +71,13 @@ pub(super) fn daemon_cost(report: &mut String) -> anyhow::Result<(f64, f64)> {
             scrape.mean_step_ms("encode")?
         )?;
     }
-    writeln!(report)?;
+    let requests = backend.requests();
+    let accepted = requests.iter().filter(|r| r.status == 200).count();
+    writeln!(
+        report,
+        "\nWith `--push`, the fake backend took {accepted} of {} push requests.\n",
+        requests.len()
+    )?;
+    let _ = std::fs::remove_dir_all(&spool);
     pid_mode.context("no daemon measurement")
 }
