@@ -10,6 +10,7 @@ pub mod cgroup;
 pub mod cli;
 pub mod config;
 pub mod daemon;
+pub mod gopclntab;
 pub mod http;
 pub mod metrics;
 pub mod on_demand;

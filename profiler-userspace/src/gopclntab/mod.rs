@@ -1,0 +1,308 @@
+//! Function names, files, lines and inlined frames from a Go binary's
+//! `.gopclntab`, which every Go binary keeps even when stripped
+//! (`-ldflags=-s -w`), because the runtime needs it for its own tracebacks.
+//!
+//! The table's header magic tells its layout: Go 1.2 to 1.15, 1.16-1.17,
+//! 1.18-1.19 and 1.20 and later (Go's `debug/gosym` and
+//! `runtime/symtab.go` describe them). Inlined frames come from each
+//! function's inline tree, found through the runtime's module data
+//! (`runtime.firstmoduledata`, located by its pointer to the table).
+//! Corrupt or truncated tables give `None`, never a wrong name.
+mod layout;
+mod pcvalue;
+
+use std::{fs, io, path::Path};
+
+use memmap2::Mmap;
+use object::{Object as _, ObjectSection as _, ObjectSegment as _};
+
+pub use layout::Version;
+use layout::{Func, Header};
+
+/// One source-level frame at a PC.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Frame {
+    pub function: String,
+    pub file: String,
+    pub line: u32,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum GoError {
+    #[error("reading {0}")]
+    Read(String, #[source] io::Error),
+    #[error("parsing the ELF file")]
+    Elf(#[source] object::Error),
+}
+
+/// A loaded segment: where its bytes are in the file.
+#[derive(Clone, Copy, Debug)]
+struct Segment {
+    address: u64,
+    file_offset: u64,
+    file_size: u64,
+}
+
+/// A Go binary's symbol table, mapped from its file.
+pub struct GoTable {
+    map: Mmap,
+    segments: Vec<Segment>,
+    header: Header,
+    /// `go:func.*`, the base of Go 1.18+'s funcdata offsets; `None` when
+    /// the module data was not found (no inlined frames then).
+    gofunc: Option<u64>,
+}
+
+impl GoTable {
+    /// The table of the Go binary at `path`; `None` when it has none (not
+    /// a Go binary, or a table this parser does not know).
+    ///
+    /// # Errors
+    /// When the file cannot be read or is not ELF.
+    pub fn open(path: &Path) -> Result<Option<Self>, GoError> {
+        let file =
+            fs::File::open(path).map_err(|e| GoError::Read(path.display().to_string(), e))?;
+        // SAFETY: the mapping is read-only and private; a binary replaced
+        // on disk is a new inode, and one truncated while mapped is the
+        // same hazard every symbolizer here (blazesym) accepts.
+        let map = unsafe { Mmap::map(&file) }
+            .map_err(|e| GoError::Read(path.display().to_string(), e))?;
+        Self::from_map(map)
+    }
+
+    fn from_map(map: Mmap) -> Result<Option<Self>, GoError> {
+        let elf = object::File::parse(&*map).map_err(GoError::Elf)?;
+        let segments: Vec<Segment> = elf
+            .segments()
+            .map(|s| {
+                let (file_offset, file_size) = s.file_range();
+                Segment {
+                    address: s.address(),
+                    file_offset,
+                    file_size,
+                }
+            })
+            .collect();
+        let text = elf.section_by_name(".text").map(|s| s.address());
+        let found = match elf.section_by_name(".gopclntab") {
+            Some(section) => section
+                .file_range()
+                .map(|(offset, _)| (offset, section.address())),
+            None => find_by_magic(&map, &segments),
+        };
+        drop(elf);
+        let Some((offset, address)) = found else {
+            return Ok(None);
+        };
+        let Some(header) = Header::parse(&map, offset, address, text) else {
+            return Ok(None);
+        };
+        let mut table = Self {
+            map,
+            segments,
+            header,
+            gofunc: None,
+        };
+        table.gofunc = table.find_gofunc();
+        Ok(Some(table))
+    }
+
+    #[must_use]
+    pub fn version(&self) -> Version {
+        self.header.version
+    }
+
+    /// The bytes at virtual address `address`, to the end of its segment.
+    fn at_address(&self, address: u64) -> Option<&[u8]> {
+        let segment = self
+            .segments
+            .iter()
+            .find(|s| (s.address..s.address + s.file_size).contains(&address))?;
+        let start = usize::try_from(segment.file_offset + (address - segment.address)).ok()?;
+        let end = usize::try_from(segment.file_offset + segment.file_size).ok()?;
+        self.map.get(start..end)
+    }
+
+    fn u64_at(&self, address: u64) -> Option<u64> {
+        let bytes = self.at_address(address)?.get(..8)?;
+        Some(u64::from_le_bytes(bytes.try_into().ok()?))
+    }
+
+    /// `runtime.firstmoduledata.gofunc`: the module data is the word that
+    /// points at the table, followed by the function name table's slice;
+    /// of the places `gofunc` may be in it, the one whose inline trees
+    /// read as inline trees.
+    fn find_gofunc(&self) -> Option<u64> {
+        let moduledata = self.find_moduledata()?;
+        self.header
+            .version
+            .gofunc_offsets()
+            .iter()
+            .filter_map(|&offset| self.u64_at(moduledata + offset))
+            .find(|&gofunc| self.inline_trees_read_with(gofunc))
+    }
+
+    /// The address of `runtime.firstmoduledata`.
+    fn find_moduledata(&self) -> Option<u64> {
+        let table = self.header.address;
+        let names = table + self.header.funcnametab_offset;
+        for segment in &self.segments {
+            let start = usize::try_from(segment.file_offset).ok()?;
+            let len = usize::try_from(segment.file_size).ok()?;
+            let bytes = self.map.get(start..start + len)?;
+            for (i, word) in bytes.chunks_exact(8).enumerate() {
+                if u64::from_le_bytes(word.try_into().ok()?) != table {
+                    continue;
+                }
+                let here = segment.address + 8 * i as u64;
+                if self.u64_at(here + 8) == Some(names) {
+                    return Some(here);
+                }
+            }
+        }
+        None
+    }
+
+    /// Whether, taking `gofunc` as the funcdata base, the first inline
+    /// trees found (up to 32) name real functions at call sites inside
+    /// their callers.
+    fn inline_trees_read_with(&self, gofunc: u64) -> bool {
+        let mut checked = 0;
+        for i in 0..self.header.nfunc {
+            let Some((func, end)) = self.header.func_at(&self.map, i) else {
+                return false;
+            };
+            let Some(address) = self.header.funcdata_address(
+                &self.map,
+                &func,
+                layout::FUNCDATA_INL_TREE,
+                Some(gofunc),
+            ) else {
+                continue;
+            };
+            let Some(call) = self
+                .at_address(address)
+                .and_then(|tree| self.header.version.inlined_call(tree, 0))
+            else {
+                return false;
+            };
+            let inside = u64::try_from(call.parent_pc).is_ok_and(|pc| func.entry + pc < end);
+            if !inside || self.header.name(&self.map, call.name_off).is_none() {
+                return false;
+            }
+            checked += 1;
+            if checked == 32 {
+                break;
+            }
+        }
+        checked > 0
+    }
+
+    /// The frames at `pc`, innermost (inlined) first, the function that
+    /// contains `pc` last; `None` when `pc` is in no function or the
+    /// tables are corrupt.
+    #[must_use]
+    pub fn frames(&self, pc: u64) -> Option<Vec<Frame>> {
+        let func = self.header.find(&self.map, pc)?;
+        let mut frames = Vec::new();
+        let mut at = pc;
+        if let Some(inline) = self.inline_tree(&func) {
+            // Each inlined call names the callee; its position is where
+            // `at` is; then `at` moves to the call site in its parent.
+            for _ in 0..64 {
+                let Some(index) = self.pcdata(&func, layout::PCDATA_INL_TREE_INDEX, at) else {
+                    break;
+                };
+                let Ok(index) = usize::try_from(index) else {
+                    break;
+                };
+                let call = self.header.version.inlined_call(inline, index)?;
+                frames.push(self.frame(&func, self.header.name(&self.map, call.name_off)?, at));
+                at = func.entry + u64::try_from(call.parent_pc).ok()?;
+            }
+        }
+        frames.push(self.frame(&func, self.header.name(&self.map, func.name_off)?, at));
+        Some(frames)
+    }
+
+    fn frame(&self, func: &Func, function: String, pc: u64) -> Frame {
+        let file = self
+            .value(func, func.pcfile, pc)
+            .and_then(|n| self.header.file(&self.map, func, n))
+            .unwrap_or_default();
+        let line = self.value(func, func.pcln, pc).unwrap_or(0);
+        Frame {
+            function,
+            file,
+            line: u32::try_from(line).unwrap_or(0),
+        }
+    }
+
+    /// The value of the pc-value table at `offset` (into pctab) at `pc`.
+    fn value(&self, func: &Func, offset: u32, pc: u64) -> Option<i32> {
+        if offset == 0 {
+            return None;
+        }
+        let table = self.header.pctab(&self.map, offset)?;
+        pcvalue::at(table, func.entry, self.header.quantum, pc)
+    }
+
+    /// Pcdata table `index` of `func` at `pc`.
+    fn pcdata(&self, func: &Func, index: u32, pc: u64) -> Option<i32> {
+        let offset = self.header.pcdata_offset(&self.map, func, index)?;
+        self.value(func, offset, pc)
+    }
+
+    /// The bytes of `func`'s inline tree, when it has one.
+    fn inline_tree(&self, func: &Func) -> Option<&[u8]> {
+        let address = self.header.funcdata_address(
+            &self.map,
+            func,
+            layout::FUNCDATA_INL_TREE,
+            self.gofunc,
+        )?;
+        self.at_address(address)
+    }
+
+    /// Every function: entry, end (the next function's entry) and its SP
+    /// delta table, for unwinding.
+    pub fn functions(&self) -> impl Iterator<Item = (u64, u64, Vec<(u64, u64, i32)>)> + '_ {
+        (0..self.header.nfunc).filter_map(move |i| {
+            let (func, end) = self.header.func_at(&self.map, i)?;
+            let mut rows = Vec::new();
+            let table = self.header.pctab(&self.map, func.pcsp)?;
+            pcvalue::walk(table, func.entry, self.header.quantum, |s, e, v| {
+                rows.push((s, e.min(end), v));
+                e < end
+            })?;
+            Some((func.entry, end, rows))
+        })
+    }
+}
+
+/// Where the table is in a binary without section headers: the header's
+/// magic, padding, quantum and pointer size, in a loaded segment.
+fn find_by_magic(map: &[u8], segments: &[Segment]) -> Option<(u64, u64)> {
+    for segment in segments {
+        let start = usize::try_from(segment.file_offset).ok()?;
+        let bytes = map.get(start..start + usize::try_from(segment.file_size).ok()?)?;
+        for (i, window) in bytes.windows(8).enumerate().step_by(4) {
+            let magic = u32::from_le_bytes(window[..4].try_into().ok()?);
+            if Version::from_magic(magic).is_some() && window[4..8] == [0, 0, 1, 8] {
+                return Some((segment.file_offset + i as u64, segment.address + i as u64));
+            }
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_file_without_a_table_has_none() {
+        let exe = std::env::current_exe().unwrap();
+        assert!(GoTable::open(&exe).unwrap().is_none());
+    }
+}

