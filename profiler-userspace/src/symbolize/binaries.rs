@@ -1,5 +1,6 @@
 //! The per-binary symbol cache, and where each binary's names come from
-//! (`debug_files.rs`, `debuginfod.rs`).
+//! (`debug_files.rs`, `debuginfod.rs`, and `gopclntab` for stripped Go
+//! binaries).
 //!
 //! Binaries are keyed by build id, else path, so every process that maps a
 //! binary shares its results. A binary whose only names are `.dynsym` while
@@ -22,15 +23,20 @@ use super::{
     debuginfod::{Debuginfod, Lookup},
     symbolize,
 };
-use crate::profile::Line;
+use crate::{gopclntab::GoTable, profile::Line};
 
 /// Where one binary's names are read from.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone)]
 enum Names {
     /// The binary's own `.symtab` (and DWARF, if it has any).
     Own,
     /// A separate debug file, looked up by virtual address.
     DebugFile { path: PathBuf, facts: ElfFacts },
+    /// A stripped Go binary's `.gopclntab`, by virtual address.
+    Go {
+        table: Arc<GoTable>,
+        facts: ElfFacts,
+    },
     /// `.dynsym` only: exported functions.
     Dynsym,
 }
@@ -112,6 +118,7 @@ impl Binaries {
             Names::DebugFile { path, facts } => {
                 by_virtual_address(blaze, path, facts, &todo.offsets)
             }
+            Names::Go { table, facts } => go_lines(table, facts, &todo.offsets),
         };
         let cache = self.caches.entry(key).or_default();
         cache.names = Some(names);
@@ -167,6 +174,13 @@ impl Binaries {
         if let Some(debug) = debug_files::find(&facts, dir, &self.debug_dirs) {
             return Names::DebugFile { path: debug, facts };
         }
+        // A stripped Go binary names itself: its runtime's own table.
+        if let Ok(Some(table)) = GoTable::open(path) {
+            return Names::Go {
+                table: Arc::new(table),
+                facts,
+            };
+        }
         let (Some(debuginfod), Some(id)) = (&mut self.debuginfod, &facts.build_id) else {
             return Names::Dynsym;
         };
@@ -175,6 +189,27 @@ impl Binaries {
             Lookup::Pending | Lookup::Unavailable => Names::Dynsym,
         }
     }
+}
+
+/// Names file offsets of a stripped Go binary from its `.gopclntab`.
+fn go_lines(table: &GoTable, facts: &ElfFacts, offsets: &[u64]) -> Vec<Arc<[Line]>> {
+    offsets
+        .iter()
+        .map(|&offset| {
+            let frames = facts
+                .virt_offset(offset)
+                .and_then(|address| table.frames(address))
+                .unwrap_or_default();
+            frames
+                .into_iter()
+                .map(|frame| Line {
+                    function: frame.function,
+                    file: frame.file,
+                    line: frame.line,
+                })
+                .collect()
+        })
+        .collect()
 }
 
 /// Symbolizes file offsets of a binary in its separate debug file.
