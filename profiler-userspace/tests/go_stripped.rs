@@ -86,72 +86,108 @@ fn addr2line(go: &Path, bin: &Path, pcs: &[u64]) -> Vec<(String, String, i64)> {
         .collect()
 }
 
+#[expect(clippy::cast_precision_loss, reason = "a percentage")]
+fn share(a: i64, b: i64) -> f64 {
+    a as f64 / (a + b) as f64 * 100.0
+}
+
+fn weight_under(
+    p: &support::Profile,
+    samples: &[&profiler_userspace::pprof::proto::Sample],
+    function: &str,
+    ty: &str,
+) -> i64 {
+    samples
+        .iter()
+        .filter(|s| p.functions(s).contains(&function))
+        .map(|s| p.value(s, ty))
+        .sum()
+}
+
+/// Frames as the profile gives them: (function, file, line), innermost
+/// first.
+type Frames = Vec<(String, String, i64)>;
+
+/// The on-CPU samples of `pid`, those with a named leaf, and each sampled
+/// PC of `bin_path` (a caller's as its call, PC - 1) with its frames.
+fn sampled_frames(
+    profiles: &[(PathBuf, support::Profile)],
+    pid: u32,
+    bin_path: &str,
+) -> (i64, i64, BTreeMap<u64, Frames>) {
+    let (mut samples, mut named_leaf) = (0, 0);
+    // Each sampled PC of the binary (a caller's as its call, PC - 1),
+    // with the frames it was given.
+    let mut frames: BTreeMap<u64, Frames> = BTreeMap::new();
+    for (_, p) in profiles {
+        for s in p.samples_of(pid) {
+            let weight = p.value(s, "samples");
+            if weight == 0 {
+                continue;
+            }
+            samples += weight;
+            let file_of = |l: &profiler_userspace::pprof::proto::Location| {
+                let mapping = p.0.mapping.iter().find(|m| m.id == l.mapping_id);
+                p.string(mapping.map_or(0, |m| m.filename)).to_owned()
+            };
+            // The user part of the stack, leaf first: the symbolizer
+            // looks a caller up at its call (PC - 1).
+            let user: Vec<_> = s
+                .location_id
+                .iter()
+                .map(|&id| &p.0.location[usize::try_from(id - 1).unwrap()])
+                .filter(|&l| file_of(l) != "[kernel.kallsyms]")
+                .collect();
+            let Some(leaf) = user.first() else { continue };
+            named_leaf += if leaf.line.is_empty() { 0 } else { weight };
+            for (i, location) in user.iter().enumerate() {
+                if file_of(location) != bin_path {
+                    continue;
+                }
+                let pc = if i == 0 {
+                    location.address
+                } else {
+                    location.address - 1
+                };
+                let lines = location
+                    .line
+                    .iter()
+                    .map(|line| {
+                        let f = &p.0.function[usize::try_from(line.function_id - 1).unwrap()];
+                        (
+                            p.string(f.name).to_owned(),
+                            p.string(f.filename).to_owned(),
+                            line.line,
+                        )
+                    })
+                    .collect();
+                frames.insert(pc, lines);
+            }
+        }
+    }
+    (samples, named_leaf, frames)
+}
+
 #[test]
-fn a_stripped_go_program_is_named_as_addr2line_names_it() {
+fn a_stripped_go_program_is_named_and_unwound_by_its_gopclntab() {
     require_root();
     for go in toolchains() {
         let dir = tempfile::tempdir().unwrap();
         let bin = build_stripped(&go, dir.path());
         let bin_path = bin.to_str().unwrap().to_owned();
         let mut command = Command::new(&bin);
-        command.arg("3").arg(dir.path().join("go-cpu.pb.gz"));
+        let go_profile = dir.path().join("go-cpu.pb.gz");
+        command.arg("4").arg(&go_profile);
         let mut fixture = Fixture::spawn_command(command);
         let pid = fixture.pid();
         let out = dir.path().join("profiles");
         let (_, profiles) = profile_fixture(&mut fixture, &out, &["--frequency", "499"]);
 
-        let (mut samples, mut named_leaf) = (0, 0);
-        // Each sampled PC of the binary (a caller's as its call, PC - 1),
-        // with the frames it was given.
-        let mut frames: BTreeMap<u64, Vec<(String, String, i64)>> = BTreeMap::new();
-        for (_, p) in &profiles {
-            for s in p.samples_of(pid) {
-                let weight = p.value(s, "samples");
-                if weight == 0 {
-                    continue;
-                }
-                samples += weight;
-                let file_of = |l: &profiler_userspace::pprof::proto::Location| {
-                    let mapping = p.0.mapping.iter().find(|m| m.id == l.mapping_id);
-                    p.string(mapping.map_or(0, |m| m.filename)).to_owned()
-                };
-                // The user part of the stack, leaf first: the symbolizer
-                // looks a caller up at its call (PC - 1).
-                let user: Vec<_> = s
-                    .location_id
-                    .iter()
-                    .map(|&id| &p.0.location[usize::try_from(id - 1).unwrap()])
-                    .filter(|&l| file_of(l) != "[kernel.kallsyms]")
-                    .collect();
-                let Some(leaf) = user.first() else { continue };
-                named_leaf += if leaf.line.is_empty() { 0 } else { weight };
-                for (i, location) in user.iter().enumerate() {
-                    if file_of(location) != bin_path {
-                        continue;
-                    }
-                    let pc = if i == 0 {
-                        location.address
-                    } else {
-                        location.address - 1
-                    };
-                    let lines = location
-                        .line
-                        .iter()
-                        .map(|line| {
-                            let f = &p.0.function[usize::try_from(line.function_id - 1).unwrap()];
-                            (
-                                p.string(f.name).to_owned(),
-                                p.string(f.filename).to_owned(),
-                                line.line,
-                            )
-                        })
-                        .collect();
-                    frames.insert(pc, lines);
-                }
-            }
-        }
-        let version =
-            String::from_utf8(Command::new(&go).arg("version").output().unwrap().stdout).unwrap();
+        let (samples, named_leaf, frames) = sampled_frames(&profiles, pid, &bin_path);
+        let version = String::from_utf8(Command::new(&go).arg("version").output().unwrap().stdout)
+            .unwrap()
+            .trim()
+            .to_owned();
         assert!(samples > 1000, "{version}: {samples} samples");
         assert!(
             named_leaf * 100 >= samples * 95,
@@ -171,8 +207,36 @@ fn a_stripped_go_program_is_named_as_addr2line_names_it() {
             );
         }
         assert!(pcs.len() >= 3, "{version}: only {} distinct PCs", pcs.len());
+
+        // Unwound by its .gopclntab (no .eh_frame, no .debug_frame), the
+        // frameless main.spin keeps its caller: the split between
+        // main.heavy and main.light is Go's own profile's. ~2,000 samples:
+        // each share's standard error is about 1 point, so 5 points fails
+        // a lost caller (tens of points), not jitter.
+        let own = support::read_profile(&go_profile);
+        let own_samples: Vec<_> = own.0.sample.iter().collect();
+        let go_share = share(
+            weight_under(&own, &own_samples, "main.heavy", "cpu"),
+            weight_under(&own, &own_samples, "main.light", "cpu"),
+        );
+        let (mut heavy, mut light, mut spin) = (0, 0, 0);
+        for (_, p) in &profiles {
+            let ours: Vec<_> = p.samples_of(pid).collect();
+            heavy += weight_under(p, &ours, "main.heavy", "samples");
+            light += weight_under(p, &ours, "main.light", "samples");
+            spin += weight_under(p, &ours, "main.spin", "samples");
+        }
+        assert!(
+            heavy + light >= spin * 9 / 10,
+            "{version}: callers of main.spin: heavy {heavy} + light {light} of {spin}"
+        );
+        let ours = share(heavy, light);
+        assert!(
+            (ours - go_share).abs() <= 5.0,
+            "{version}: main.heavy {ours:.1}% here vs {go_share:.1}% in Go's own profile"
+        );
         eprintln!(
-            "{version}: {named_leaf}/{samples} samples with a named leaf, {} PCs as addr2line",
+            "{version}: {named_leaf}/{samples} samples with a named leaf, {} PCs as addr2line, main.heavy {ours:.1}% (Go's own: {go_share:.1}%)",
             pcs.len()
         );
     }

@@ -198,3 +198,72 @@ fn a_corrupt_table_gives_no_names() {
     std::fs::write(&truncated, &data[..usize::try_from(offset).unwrap() + 64]).unwrap();
     assert!(matches!(GoTable::open(&truncated), Ok(None) | Err(_)));
 }
+
+/// The unwind rows of a stripped build (from `.gopclntab`'s SP deltas)
+/// against those of the same program built normally (from the
+/// `.debug_frame` Go's linker writes): the same rule at every PC.
+#[test]
+fn stripped_go_unwind_rows_match_the_debug_frame_ones() {
+    use profiler_common::unwind::{RowKind, UnwindRow};
+    use profiler_userspace::unwind::table;
+
+    /// The rule at `pc` of a table.
+    fn rule_at(t: &table::Table, pc: u64) -> Option<(RowKind, u16)> {
+        let rel = u32::try_from(pc.checked_sub(t.base)?).ok()?;
+        let i = t
+            .rows
+            .partition_point(|r: &UnwindRow| r.pc <= rel)
+            .checked_sub(1)?;
+        let row = t.rows[i];
+        Some((RowKind::from_raw(row.kind), row.cfa_offset))
+    }
+
+    for go in toolchains() {
+        let version = go_version(&go);
+        let dir = tempfile::tempdir().unwrap();
+        let stripped = build_stripped(&go, dir.path());
+        let full = dir.path().join("split-full");
+        let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("../profiler-fixtures/go/split.go");
+        let status = Command::new(&go)
+            .args(["build", "-o"])
+            .arg(&full)
+            .arg(&source)
+            .current_dir(dir.path())
+            .env("GOCACHE", dir.path().join("gocache"))
+            .env("GOTOOLCHAIN", "local")
+            .status()
+            .unwrap();
+        assert!(status.success());
+        let from_go = table::build(&std::fs::read(&stripped).unwrap())
+            .unwrap()
+            .table;
+        let from_dwarf = table::build(&std::fs::read(&full).unwrap()).unwrap().table;
+        assert_eq!(from_go.source, ".gopclntab", "{version}");
+        assert_eq!(from_dwarf.source, ".debug_frame", "{version}");
+        let text = {
+            let data = std::fs::read(&stripped).unwrap();
+            let elf = object::File::parse(&*data).unwrap();
+            let text = elf.section_by_name(".text").unwrap();
+            (text.address(), text.size())
+        };
+        let (mut same, mut compared) = (0, 0);
+        for pc in (text.0..text.0 + text.1).step_by(13) {
+            let (Some(ours), Some(dwarf)) = (rule_at(&from_go, pc), rule_at(&from_dwarf, pc))
+            else {
+                continue;
+            };
+            if dwarf.0 != RowKind::Rsp {
+                continue;
+            }
+            compared += 1;
+            same += usize::from(ours == dwarf);
+        }
+        assert!(compared > 10_000, "{version}: {compared} PCs compared");
+        // Go writes its .debug_frame from the same SP deltas.
+        assert!(
+            same * 1000 >= compared * 999,
+            "{version}: {same} of {compared} PCs agree"
+        );
+        eprintln!("{version}: {same} of {compared} PCs have the .debug_frame rule");
+    }
+}

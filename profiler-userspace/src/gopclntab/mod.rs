@@ -43,9 +43,10 @@ struct Segment {
     file_size: u64,
 }
 
-/// A Go binary's symbol table, mapped from its file.
-pub struct GoTable {
-    map: Mmap,
+/// A Go binary's symbol table, over the binary's bytes (mapped from its
+/// file, or borrowed).
+pub struct GoTable<D = Mmap> {
+    map: D,
     segments: Vec<Segment>,
     header: Header,
     /// `go:func.*`, the base of Go 1.18+'s funcdata offsets; `None` when
@@ -53,7 +54,7 @@ pub struct GoTable {
     gofunc: Option<u64>,
 }
 
-impl GoTable {
+impl GoTable<Mmap> {
     /// The table of the Go binary at `path`; `None` when it has none (not
     /// a Go binary, or a table this parser does not know).
     ///
@@ -67,11 +68,18 @@ impl GoTable {
         // same hazard every symbolizer here (blazesym) accepts.
         let map = unsafe { Mmap::map(&file) }
             .map_err(|e| GoError::Read(path.display().to_string(), e))?;
-        Self::from_map(map)
+        Self::from_data(map)
     }
+}
 
-    fn from_map(map: Mmap) -> Result<Option<Self>, GoError> {
-        let elf = object::File::parse(&*map).map_err(GoError::Elf)?;
+impl<D: AsRef<[u8]>> GoTable<D> {
+    /// The table of the Go binary whose bytes are `map`; `None` when it
+    /// has none.
+    ///
+    /// # Errors
+    /// When the bytes are not ELF.
+    pub fn from_data(map: D) -> Result<Option<Self>, GoError> {
+        let elf = object::File::parse(map.as_ref()).map_err(GoError::Elf)?;
         let segments: Vec<Segment> = elf
             .segments()
             .map(|s| {
@@ -88,13 +96,13 @@ impl GoTable {
             Some(section) => section
                 .file_range()
                 .map(|(offset, _)| (offset, section.address())),
-            None => find_by_magic(&map, &segments),
+            None => find_by_magic(map.as_ref(), &segments),
         };
         drop(elf);
         let Some((offset, address)) = found else {
             return Ok(None);
         };
-        let Some(header) = Header::parse(&map, offset, address, text) else {
+        let Some(header) = Header::parse(map.as_ref(), offset, address, text) else {
             return Ok(None);
         };
         let mut table = Self {
@@ -120,7 +128,7 @@ impl GoTable {
             .find(|s| (s.address..s.address + s.file_size).contains(&address))?;
         let start = usize::try_from(segment.file_offset + (address - segment.address)).ok()?;
         let end = usize::try_from(segment.file_offset + segment.file_size).ok()?;
-        self.map.get(start..end)
+        self.map.as_ref().get(start..end)
     }
 
     fn u64_at(&self, address: u64) -> Option<u64> {
@@ -149,7 +157,7 @@ impl GoTable {
         for segment in &self.segments {
             let start = usize::try_from(segment.file_offset).ok()?;
             let len = usize::try_from(segment.file_size).ok()?;
-            let bytes = self.map.get(start..start + len)?;
+            let bytes = self.map.as_ref().get(start..start + len)?;
             for (i, word) in bytes.chunks_exact(8).enumerate() {
                 if u64::from_le_bytes(word.try_into().ok()?) != table {
                     continue;
@@ -169,11 +177,11 @@ impl GoTable {
     fn inline_trees_read_with(&self, gofunc: u64) -> bool {
         let mut checked = 0;
         for i in 0..self.header.nfunc {
-            let Some((func, end)) = self.header.func_at(&self.map, i) else {
+            let Some((func, end)) = self.header.func_at(self.map.as_ref(), i) else {
                 return false;
             };
             let Some(address) = self.header.funcdata_address(
-                &self.map,
+                self.map.as_ref(),
                 &func,
                 layout::FUNCDATA_INL_TREE,
                 Some(gofunc),
@@ -187,7 +195,7 @@ impl GoTable {
                 return false;
             };
             let inside = u64::try_from(call.parent_pc).is_ok_and(|pc| func.entry + pc < end);
-            if !inside || self.header.name(&self.map, call.name_off).is_none() {
+            if !inside || self.header.name(self.map.as_ref(), call.name_off).is_none() {
                 return false;
             }
             checked += 1;
@@ -203,7 +211,7 @@ impl GoTable {
     /// tables are corrupt.
     #[must_use]
     pub fn frames(&self, pc: u64) -> Option<Vec<Frame>> {
-        let func = self.header.find(&self.map, pc)?;
+        let func = self.header.find(self.map.as_ref(), pc)?;
         let mut frames = Vec::new();
         let mut at = pc;
         if let Some(inline) = self.inline_tree(&func) {
@@ -217,18 +225,26 @@ impl GoTable {
                     break;
                 };
                 let call = self.header.version.inlined_call(inline, index)?;
-                frames.push(self.frame(&func, self.header.name(&self.map, call.name_off)?, at));
+                frames.push(self.frame(
+                    &func,
+                    self.header.name(self.map.as_ref(), call.name_off)?,
+                    at,
+                ));
                 at = func.entry + u64::try_from(call.parent_pc).ok()?;
             }
         }
-        frames.push(self.frame(&func, self.header.name(&self.map, func.name_off)?, at));
+        frames.push(self.frame(
+            &func,
+            self.header.name(self.map.as_ref(), func.name_off)?,
+            at,
+        ));
         Some(frames)
     }
 
     fn frame(&self, func: &Func, function: String, pc: u64) -> Frame {
         let file = self
             .value(func, func.pcfile, pc)
-            .and_then(|n| self.header.file(&self.map, func, n))
+            .and_then(|n| self.header.file(self.map.as_ref(), func, n))
             .unwrap_or_default();
         let line = self.value(func, func.pcln, pc).unwrap_or(0);
         Frame {
@@ -243,20 +259,20 @@ impl GoTable {
         if offset == 0 {
             return None;
         }
-        let table = self.header.pctab(&self.map, offset)?;
+        let table = self.header.pctab(self.map.as_ref(), offset)?;
         pcvalue::at(table, func.entry, self.header.quantum, pc)
     }
 
     /// Pcdata table `index` of `func` at `pc`.
     fn pcdata(&self, func: &Func, index: u32, pc: u64) -> Option<i32> {
-        let offset = self.header.pcdata_offset(&self.map, func, index)?;
+        let offset = self.header.pcdata_offset(self.map.as_ref(), func, index)?;
         self.value(func, offset, pc)
     }
 
     /// The bytes of `func`'s inline tree, when it has one.
     fn inline_tree(&self, func: &Func) -> Option<&[u8]> {
         let address = self.header.funcdata_address(
-            &self.map,
+            self.map.as_ref(),
             func,
             layout::FUNCDATA_INL_TREE,
             self.gofunc,
@@ -268,9 +284,9 @@ impl GoTable {
     /// delta table, for unwinding.
     pub fn functions(&self) -> impl Iterator<Item = (u64, u64, Vec<(u64, u64, i32)>)> + '_ {
         (0..self.header.nfunc).filter_map(move |i| {
-            let (func, end) = self.header.func_at(&self.map, i)?;
+            let (func, end) = self.header.func_at(self.map.as_ref(), i)?;
             let mut rows = Vec::new();
-            let table = self.header.pctab(&self.map, func.pcsp)?;
+            let table = self.header.pctab(self.map.as_ref(), func.pcsp)?;
             pcvalue::walk(table, func.entry, self.header.quantum, |s, e, v| {
                 rows.push((s, e.min(end), v));
                 e < end

@@ -1,12 +1,15 @@
 //! One binary's unwind table, built from its `.eh_frame` (or, where it has
 //! none, as in Go binaries, its `.debug_frame`) with gimli: the DWARF CFA
-//! program of every function run into rows of [`UnwindRow`].
+//! program of every function run into rows of [`UnwindRow`]. A stripped Go
+//! binary has neither; its rows come from `.gopclntab`'s SP deltas.
 use gimli::{
     BaseAddresses, CfaRule, CieOrFde, DebugFrame, EhFrame, LittleEndian, RegisterRule,
     UnwindContext, UnwindSection, X86_64,
 };
 use object::{Object as _, ObjectSection as _, ObjectSegment as _};
 use profiler_common::unwind::{MAX_TABLE_ROWS, RowKind, UnwindRow};
+
+use crate::gopclntab::GoTable;
 
 /// A binary's rows, sorted by PC, relative to `base`.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -97,6 +100,8 @@ pub fn build(data: &[u8]) -> Result<ElfUnwindInfo, TableError> {
         section.set_address_size(8);
         collect(&section, &bases, &mut spans, &mut unsupported)?;
         ".debug_frame"
+    } else if go_spans(data, &mut spans) {
+        ".gopclntab"
     } else {
         ""
     };
@@ -114,6 +119,27 @@ fn section_data<'a>(
             .map(|d| (!d.is_empty()).then_some(d)),
         None => Ok(None),
     }
+}
+
+/// A stripped Go binary's rows, from each function's SP delta table
+/// (pcsp): the delta is how far rsp is below its value at entry, where the
+/// return address is on top, so CFA = rsp + delta + 8. Go's own CFI says
+/// nothing of rbp either, so it is left unchanged. Whether there were any.
+fn go_spans(data: &[u8], spans: &mut Vec<Span>) -> bool {
+    let Ok(Some(table)) = GoTable::from_data(data) else {
+        return false;
+    };
+    let before = spans.len();
+    for (_, _, rows) in table.functions() {
+        for (start, end, delta) in rows {
+            let rule = u16::try_from(i64::from(delta) + 8)
+                .map_or((RowKind::FramePointer, 0, 0), |offset| {
+                    (RowKind::Rsp, offset, 0)
+                });
+            spans.push(Span { start, end, rule });
+        }
+    }
+    spans.len() > before
 }
 
 /// One CFI row: the rule for `[start, end)`.
