@@ -77,6 +77,11 @@ impl Binaries {
         }
     }
 
+    /// Whether the binary `key` was read (its names source decided).
+    pub fn was_read(&self, key: &BinaryKey) -> bool {
+        self.caches.get(key).is_some_and(|c| c.names.is_some())
+    }
+
     /// Marks `key` seen in `window`; whether `offset` still needs a lookup.
     pub fn needs(&mut self, key: &BinaryKey, offset: u64, window: u64) -> bool {
         let cache = self.caches.entry(key.clone()).or_default();

@@ -67,6 +67,32 @@ enum BinaryKey {
     Path(String),
 }
 
+/// Why a user frame has no name.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Unnamed {
+    /// No mapping was known for its address (the process was never read).
+    NoMapping,
+    /// Its binary could not be read (gone, replaced: its build id differs,
+    /// or in a namespace out of reach): the frame keeps its mapping.
+    BinaryGone,
+    /// The binary (or the JIT's map) was read and has no name there.
+    NoSymbols,
+}
+
+impl Unnamed {
+    pub const ALL: [Self; 3] = [Self::NoMapping, Self::BinaryGone, Self::NoSymbols];
+
+    /// The counter in a profile's comments and `/metrics`.
+    #[must_use]
+    pub fn counter(self) -> &'static str {
+        match self {
+            Self::NoMapping => "user_frames_unnamed_no_mapping",
+            Self::BinaryGone => "user_frames_unnamed_binary_gone",
+            Self::NoSymbols => "user_frames_unnamed_no_symbols",
+        }
+    }
+}
+
 /// Per-window symbolization accounting.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct SymbolizeStats {
@@ -221,6 +247,17 @@ impl Symbolizer {
                 lines: lines.cloned().unwrap_or_else(|| Arc::new([])),
             }
         })
+    }
+
+    /// Why `location`, a user frame that did not resolve, has no name.
+    #[must_use]
+    pub fn unnamed(&self, location: &Location) -> Unnamed {
+        match &location.mapping {
+            None => Unnamed::NoMapping,
+            Some(m) if !m.file.starts_with('/') => Unnamed::NoSymbols,
+            Some(m) if self.binaries.was_read(&binary_key(m)) => Unnamed::NoSymbols,
+            Some(_) => Unnamed::BinaryGone,
+        }
     }
 
     /// The locations of a captured kernel stack, leaf first.

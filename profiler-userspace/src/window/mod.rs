@@ -10,7 +10,7 @@ use profiler_common::{sample::ThreadState, stats::Stat};
 use crate::{
     bpf::RawWindow,
     profile::{Location, Profile, Sample, View},
-    symbolize::{SymbolizeStats, Symbolizer},
+    symbolize::{SymbolizeStats, Symbolizer, Unnamed},
 };
 
 /// Name of the frame that carries weight the kernel counted but could not
@@ -44,13 +44,21 @@ fn lost_sample(raw: &RawWindow) -> Option<Sample> {
 struct UserFrames {
     total: u64,
     resolved: u64,
+    /// Those that did not, by [`Unnamed`] cause (in `Unnamed::ALL` order).
+    unnamed: [u64; 3],
 }
 
 impl UserFrames {
-    fn count(&mut self, locations: &[Location]) {
+    fn count(&mut self, symbolizer: &Symbolizer, locations: &[Location]) {
         for location in locations.iter().filter(|l| l.address != 0) {
             self.total += 1;
-            self.resolved += u64::from(!location.lines.is_empty());
+            if location.lines.is_empty() {
+                let cause = symbolizer.unnamed(location);
+                let i = Unnamed::ALL.iter().position(|&c| c == cause).unwrap_or(0);
+                self.unnamed[i] += 1;
+            } else {
+                self.resolved += 1;
+            }
         }
     }
 }
@@ -80,7 +88,7 @@ pub fn assemble(
         .map(|s| {
             let mut stack = symbolizer.kernel_locations(&s.kernel_stack);
             let user = symbolizer.user_locations(s.pid, &s.user_stack);
-            user_frames.count(&user);
+            user_frames.count(symbolizer, &user);
             stack.extend(user);
             Sample {
                 pid: s.pid,
@@ -134,6 +142,9 @@ impl Accounting {
             ("processes_remembered", symbolize.processes_remembered),
             ("user_frames", user_frames.total),
             ("user_frames_resolved", user_frames.resolved),
+            (Unnamed::ALL[0].counter(), user_frames.unnamed[0]),
+            (Unnamed::ALL[1].counter(), user_frames.unnamed[1]),
+            (Unnamed::ALL[2].counter(), user_frames.unnamed[2]),
             ("debug_files_opened", symbolize.debug_files),
         ]);
         let mut gauges = Vec::new();
