@@ -4,105 +4,9 @@
 //! Debian's Go 1.19 and the newer toolchains `cargo xtask setup` installs.
 mod support;
 
-use std::{
-    collections::BTreeMap,
-    fmt::Write as _,
-    io::Write as _,
-    path::{Path, PathBuf},
-    process::{Command, Stdio},
-};
+use std::{collections::BTreeMap, path::PathBuf, process::Command};
 
-use support::{Fixture, profile_fixture, require_root};
-
-/// Debian's `go`, then every toolchain under `target/go-toolchains/`.
-fn toolchains() -> Vec<PathBuf> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/go-toolchains");
-    let mut newer: Vec<PathBuf> = std::fs::read_dir(&root)
-        .map(|entries| {
-            entries
-                .filter_map(Result::ok)
-                .map(|e| e.path().join("go/bin/go"))
-                .filter(|go| go.exists())
-                .collect()
-        })
-        .unwrap_or_default();
-    newer.sort();
-    assert!(
-        newer.len() >= 2,
-        "no Go toolchains under {} (cargo xtask setup)",
-        root.display()
-    );
-    let mut all = vec![PathBuf::from("go")];
-    all.extend(newer);
-    all
-}
-
-fn build_stripped(go: &Path, dir: &Path) -> PathBuf {
-    let bin = dir.join("split");
-    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("../profiler-fixtures/go/split.go");
-    let status = Command::new(go)
-        .args(["build", "-ldflags=-s -w", "-o"])
-        .arg(&bin)
-        .arg(&source)
-        .current_dir(dir)
-        .env("GOCACHE", dir.join("gocache"))
-        .env("GOTOOLCHAIN", "local")
-        .status()
-        .expect("go build");
-    assert!(status.success());
-    bin
-}
-
-/// `go tool addr2line` for `pcs`: (function, file, line).
-fn addr2line(go: &Path, bin: &Path, pcs: &[u64]) -> Vec<(String, String, i64)> {
-    let mut child = Command::new(go)
-        .args(["tool", "addr2line"])
-        .arg(bin)
-        .env("GOTOOLCHAIN", "local")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .expect("go tool addr2line");
-    let input = pcs.iter().fold(String::new(), |mut text, pc| {
-        let _ = writeln!(text, "{pc:#x}");
-        text
-    });
-    let mut stdin = child.stdin.take().unwrap();
-    let writer = std::thread::spawn(move || stdin.write_all(input.as_bytes()));
-    let out = child.wait_with_output().unwrap();
-    writer.join().unwrap().unwrap();
-    let text = String::from_utf8(out.stdout).unwrap();
-    let lines: Vec<&str> = text.lines().collect();
-    lines
-        .chunks(2)
-        .map(|pair| {
-            let (file, line) = pair[1].rsplit_once(':').unwrap();
-            (
-                pair[0].to_owned(),
-                file.to_owned(),
-                line.parse::<i64>().unwrap().max(0),
-            )
-        })
-        .collect()
-}
-
-#[expect(clippy::cast_precision_loss, reason = "a percentage")]
-fn share(a: i64, b: i64) -> f64 {
-    a as f64 / (a + b) as f64 * 100.0
-}
-
-fn weight_under(
-    p: &support::Profile,
-    samples: &[&profiler_userspace::pprof::proto::Sample],
-    function: &str,
-    ty: &str,
-) -> i64 {
-    samples
-        .iter()
-        .filter(|s| p.functions(s).contains(&function))
-        .map(|s| p.value(s, ty))
-        .sum()
-}
+use support::{Fixture, go, profile_fixture, require_root, share, weight_under};
 
 /// Frames as the profile gives them: (function, file, line), innermost
 /// first.
@@ -171,9 +75,9 @@ fn sampled_frames(
 #[test]
 fn a_stripped_go_program_is_named_and_unwound_by_its_gopclntab() {
     require_root();
-    for go in toolchains() {
+    for toolchain in go::toolchains() {
         let dir = tempfile::tempdir().unwrap();
-        let bin = build_stripped(&go, dir.path());
+        let bin = go::build_split(&toolchain, dir.path(), "split", true);
         let bin_path = bin.to_str().unwrap().to_owned();
         let mut command = Command::new(&bin);
         let go_profile = dir.path().join("go-cpu.pb.gz");
@@ -184,25 +88,22 @@ fn a_stripped_go_program_is_named_and_unwound_by_its_gopclntab() {
         let (_, profiles) = profile_fixture(&mut fixture, &out, &["--frequency", "499"]);
 
         let (samples, named_leaf, frames) = sampled_frames(&profiles, pid, &bin_path);
-        let version = String::from_utf8(Command::new(&go).arg("version").output().unwrap().stdout)
-            .unwrap()
-            .trim()
-            .to_owned();
+        let version = go::version(&toolchain);
         assert!(samples > 1000, "{version}: {samples} samples");
         assert!(
             named_leaf * 100 >= samples * 95,
             "{version}: {named_leaf} of {samples} samples have a named leaf"
         );
         let pcs: Vec<u64> = frames.keys().copied().collect();
-        let reference = addr2line(&go, &bin, &pcs);
-        for ((pc, ours), (function, file, line)) in frames.iter().zip(&reference) {
+        let reference = go::addr2line(&toolchain, &bin, &pcs);
+        for ((pc, ours), at) in frames.iter().zip(&reference) {
             let (Some(outer), Some(inner)) = (ours.last(), ours.first()) else {
-                panic!("{version} {pc:#x}: unnamed, addr2line {function}");
+                panic!("{version} {pc:#x}: unnamed, addr2line {at:?}");
             };
-            assert_eq!(&outer.0, function, "{version} {pc:#x}: {ours:?}");
+            assert_eq!(outer.0, at.function, "{version} {pc:#x}: {ours:?}");
             assert_eq!(
-                (&inner.1, inner.2),
-                (file, *line),
+                (inner.1.as_str(), inner.2),
+                (at.file.as_str(), at.line),
                 "{version} {pc:#x}: {ours:?}"
             );
         }

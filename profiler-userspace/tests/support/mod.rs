@@ -3,6 +3,7 @@
 #![allow(dead_code, reason = "each test binary uses a different subset")]
 
 pub mod build;
+pub mod go;
 pub mod schedstat;
 
 use std::{
@@ -472,4 +473,20 @@ pub fn metric(text: &str, family: &str, label: Option<(&str, &str)>) -> f64 {
     openmetrics::value(text, family, label)
         .unwrap_or_else(|e| panic!("{e}:\n{text}"))
         .number()
+}
+
+/// `a` as a percentage of `a + b`.
+#[expect(clippy::cast_precision_loss, reason = "a percentage")]
+pub fn share(a: i64, b: i64) -> f64 {
+    a as f64 / (a + b) as f64 * 100.0
+}
+
+/// Sum of value `ty` over the `samples` of `p` with `function` on their
+/// stack.
+pub fn weight_under(p: &Profile, samples: &[&proto::Sample], function: &str, ty: &str) -> i64 {
+    samples
+        .iter()
+        .filter(|s| p.functions(s).contains(&function))
+        .map(|s| p.value(s, ty))
+        .sum()
 }
