@@ -174,3 +174,40 @@ fn stripped_go_unwind_rows_match_the_debug_frame_ones() {
         eprintln!("{version}: {same} of {compared} PCs have the .debug_frame rule");
     }
 }
+
+/// A Go binary whose section headers are gone (as some packers leave
+/// them): the table is found by its magic in the loaded segments and names
+/// every PC as the intact binary's does.
+#[test]
+fn a_binary_without_section_headers_is_named_by_the_table_magic() {
+    let dir = tempfile::tempdir().unwrap();
+    let toolchain = go::toolchains().pop().unwrap();
+    let bin = go::build_split(&toolchain, dir.path(), "split", true);
+    let mut data = std::fs::read(&bin).unwrap();
+    let (start, size) = {
+        let elf = object::File::parse(&*data).unwrap();
+        let text = elf.section_by_name(".text").unwrap();
+        (text.address(), text.size())
+    };
+    // ELF64: e_shoff at 0x28, e_shnum at 0x3c, e_shstrndx at 0x3e.
+    data[0x28..0x30].fill(0);
+    data[0x3c..0x40].fill(0);
+    let headless = dir.path().join("headless");
+    std::fs::write(&headless, &data).unwrap();
+    assert_eq!(
+        object::File::parse(&*data).unwrap().sections().count(),
+        0,
+        "the section headers are gone"
+    );
+    let intact = GoTable::open(&bin).unwrap().unwrap();
+    let found = GoTable::open(&headless)
+        .unwrap()
+        .expect("the table is found by its magic");
+    let mut named = 0;
+    for pc in (start..start + size).step_by(101) {
+        let frames = found.frames(pc);
+        assert_eq!(frames, intact.frames(pc), "{pc:#x}");
+        named += usize::from(frames.is_some());
+    }
+    assert!(named > 1000, "{named} PCs named");
+}

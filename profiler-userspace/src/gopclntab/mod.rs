@@ -19,6 +19,11 @@ use object::{Object as _, ObjectSection as _, ObjectSegment as _};
 pub use layout::Version;
 use layout::{Func, Header};
 
+/// Offset of `text` in the runtime's `moduledata` (amd64), the same from
+/// Go 1.16 to 1.27: after the table pointer, six slices, `findfunctab`,
+/// `minpc` and `maxpc`.
+const MODULEDATA_TEXT: u64 = 176;
+
 /// One source-level frame at a PC.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Frame {
@@ -111,6 +116,18 @@ impl<D: AsRef<[u8]>> GoTable<D> {
             header,
             gofunc: None,
         };
+        if text.is_none() {
+            // No section headers: the code's start (1.18+'s functions are
+            // offsets from it) is `moduledata.text`, which the runtime
+            // fills in; the header's copy may be left 0 in the file.
+            let text = table
+                .find_moduledata()
+                .and_then(|md| table.u64_at(md + MODULEDATA_TEXT));
+            match Header::parse(table.map.as_ref(), offset, address, text) {
+                Some(header) => table.header = header,
+                None => return Ok(None),
+            }
+        }
         table.gofunc = table.find_gofunc();
         Ok(Some(table))
     }
