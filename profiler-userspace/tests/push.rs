@@ -302,16 +302,30 @@ fn a_refused_push_is_dropped_once_and_a_full_spool_drops_the_oldest() {
     let port = support::free_port();
     let url = format!("http://127.0.0.1:{port}");
     let mut fixture = Fixture::spawn("spin_sleep", 6.0);
+    let metrics_port = std::iter::repeat_with(support::free_port)
+        .find(|&p| p != port)
+        .unwrap()
+        .to_string();
     let daemon = start(
         fixture.pid(),
         &out,
         &spool,
         &url,
         Protocol::Parca,
-        &["--push-spool-max", "64K"],
+        &["--push-spool-max", "64K", "--listen", &metrics_port],
     );
     fixture.go();
     fixture.results();
+    // The pushes go on while the fixture lingers, until the spool is full.
+    let metrics_url = format!("http://127.0.0.1:{metrics_port}/metrics");
+    let started = std::time::Instant::now();
+    while failures(&metrics_url, "spool_full") < 1.0 {
+        assert!(
+            started.elapsed() < Duration::from_mins(1),
+            "no dropped push counted (spool_full)"
+        );
+        std::thread::sleep(Duration::from_millis(250));
+    }
     let log = daemon.stop_with("TERM");
     assert!(
         log.contains("push spool full: dropped the oldest pushes"),
