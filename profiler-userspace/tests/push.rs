@@ -201,10 +201,7 @@ fn a_backend_down_failing_or_hanging_loses_nothing() {
     let (out, spool) = (dir.path().join("out"), dir.path().join("spool"));
     let url = format!("http://127.0.0.1:{port}");
     let mut fixture = Fixture::spawn("spin_sleep", 60.0);
-    let metrics_port = std::iter::repeat_with(support::free_port)
-        .find(|&p| p != port)
-        .unwrap()
-        .to_string();
+    let metrics_port = port_besides(port).to_string();
     let daemon = start(
         fixture.pid(),
         &out,
@@ -302,10 +299,7 @@ fn a_refused_push_is_dropped_once_and_a_full_spool_drops_the_oldest() {
     let port = support::free_port();
     let url = format!("http://127.0.0.1:{port}");
     let mut fixture = Fixture::spawn("spin_sleep", 6.0);
-    let metrics_port = std::iter::repeat_with(support::free_port)
-        .find(|&p| p != port)
-        .unwrap()
-        .to_string();
+    let metrics_port = port_besides(port).to_string();
     let daemon = start(
         fixture.pid(),
         &out,
@@ -338,6 +332,14 @@ fn a_refused_push_is_dropped_once_and_a_full_spool_drops_the_oldest() {
         "{} files, {bytes} bytes",
         left.len()
     );
+}
+
+/// A free loopback port other than `taken` (which is free too, for a
+/// backend that starts later).
+fn port_besides(taken: u16) -> u16 {
+    std::iter::repeat_with(support::free_port)
+        .find(|&p| p != taken)
+        .unwrap()
 }
 
 /// The daemon's count of push failures for `cause`, from its `/metrics`.
