@@ -154,31 +154,23 @@ impl Header {
                 let filetab = u32_at(bytes, functab + (2 * nfunc + 1) * 8)?;
                 (0, 0, 0, usize_of(u64::from(filetab))?, 0, 0, functab)
             }
-            Version::Go116 => {
-                let (names, cu, files, pc, data) =
-                    (word(2)?, word(3)?, word(4)?, word(5)?, word(6)?);
-                (
-                    0,
-                    names,
-                    usize_of(cu)?,
-                    usize_of(files)?,
-                    usize_of(pc)?,
-                    usize_of(data)?,
-                    usize_of(data)?,
-                )
-            }
-            Version::Go118 | Version::Go120 => {
-                let text_start = text.unwrap_or(word(2)?);
-                let (names, cu, files, pc, data) =
-                    (word(3)?, word(4)?, word(5)?, word(6)?, word(7)?);
+            Version::Go116 | Version::Go118 | Version::Go120 => {
+                // 1.18 put `textStart` before the table offsets.
+                let (text_start, first) = if version == Version::Go116 {
+                    (0, 2)
+                } else {
+                    (text.unwrap_or(word(2)?), 3)
+                };
+                let offset = |k: usize| word(first + k).and_then(usize_of);
+                let data = offset(4)?;
                 (
                     text_start,
-                    names,
-                    usize_of(cu)?,
-                    usize_of(files)?,
-                    usize_of(pc)?,
-                    usize_of(data)?,
-                    usize_of(data)?,
+                    word(first)?,
+                    offset(1)?,
+                    offset(2)?,
+                    offset(3)?,
+                    data,
+                    data,
                 )
             }
         };
