@@ -28,7 +28,6 @@ use tokio::{
 };
 
 pub use auth::AuthError;
-pub use endpoint::backoff;
 
 use crate::{
     config::{Push, PushProtocol},
