@@ -149,7 +149,13 @@ pub async fn run(config: Config) -> Result<(), DaemonError> {
     let mut targets = Targets::new(&config.target, &config.discover);
     let mut kernel = Kernel::load(&config, &targets.current())?;
     kernel.forward_logs();
-    let mut watch = ProcessWatch::start(config.unwind, &targets.current(), &mut kernel)?;
+    let record_mappings = config.target == Target::All || !config.discover.comms.is_empty();
+    let mut watch = ProcessWatch::start(
+        config.unwind,
+        &targets.current(),
+        record_mappings,
+        &mut kernel,
+    )?;
     log_start(&config);
     let mut clocks = Clocks::start(&config, signals);
 
@@ -171,6 +177,7 @@ pub async fn run(config: Config) -> Result<(), DaemonError> {
             .drain_chunk(&mut kernel, &config, &current, event.drain_reason())
             .await?;
         chunk.processes = watch.take_snapshots();
+        chunk.recorded = watch.take_recorded();
         if let Some(on_demand) = on_demand.as_mut() {
             on_demand.add_chunk(&chunk, end_ns);
         }

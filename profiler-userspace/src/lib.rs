@@ -12,6 +12,7 @@ pub mod config;
 pub mod daemon;
 pub mod gopclntab;
 pub mod http;
+pub mod mapping_events;
 pub mod metrics;
 pub mod on_demand;
 pub mod pipeline;

@@ -5,12 +5,17 @@
 //! under `--unwind frame-pointer`), and a [`ProcessSnapshot`] of the same
 //! mappings, with their build ids, is kept for the symbolizer. A process
 //! that starts and exits within a window is symbolized from it.
+//!
+//! Processes that come and go faster than that (under `--all` and
+//! `--comm`) are followed from the kernel's mmap records
+//! (`mapping_events/`), whose ended images go with each chunk too.
 use std::sync::Arc;
 
 use crate::{
     bpf::{Kernel, KernelError},
     config::{Target, Unwind},
-    symbolize::ProcessSnapshot,
+    mapping_events::MappingEvents,
+    symbolize::{ProcessSnapshot, RecordedImage},
     unwind::Unwinder,
 };
 
@@ -18,26 +23,45 @@ pub struct ProcessWatch {
     unwinder: Unwinder,
     /// Snapshots taken since the last [`ProcessWatch::take_snapshots`].
     snapshots: Vec<Arc<ProcessSnapshot>>,
+    /// The kernel's mmap records, when targets can appear at any time.
+    events: Option<MappingEvents>,
 }
 
 impl ProcessWatch {
     /// Starts watching, with the `--pid` targets already read (and their
     /// tables in the kernel, so their first samples are walked by table).
+    /// With `record_mappings` (targets that appear at any time: `--all`,
+    /// `--comm`), it follows the kernel's mmap records too; where they
+    /// cannot be opened, it says so and goes on without.
     ///
     /// # Errors
     /// When the kernel maps cannot be written.
     pub fn start(
         unwind: Unwind,
         targets: &Target,
+        record_mappings: bool,
         kernel: &mut Kernel,
     ) -> Result<Self, KernelError> {
         let unwinder = match unwind {
             Unwind::Tables { rows } => Unwinder::new(rows),
             Unwind::FramePointers => Unwinder::without_tables(),
         };
+        let events = record_mappings
+            .then(|| {
+                MappingEvents::open()
+                    .inspect_err(|e| {
+                        tracing::warn!(
+                            "processes that live less than 200 ms will lack names: {}",
+                            crate::error_chain(e)
+                        );
+                    })
+                    .ok()
+            })
+            .flatten();
         let mut watch = Self {
             unwinder,
             snapshots: Vec::new(),
+            events,
         };
         if let Target::Pids(pids) = targets {
             for &pid in pids {
@@ -57,6 +81,9 @@ impl ProcessWatch {
         for pid in self.unwinder.serve(kernel)? {
             self.snapshot(pid);
         }
+        if let Some(events) = &mut self.events {
+            events.read();
+        }
         Ok(())
     }
 
@@ -65,14 +92,28 @@ impl ProcessWatch {
         std::mem::take(&mut self.snapshots)
     }
 
-    /// The unwinder's counters as profile comments (none without tables).
+    /// The images recorded to their end since the last call, for the next
+    /// chunk.
+    pub fn take_recorded(&mut self) -> Vec<Arc<RecordedImage>> {
+        self.events
+            .as_mut()
+            .map(MappingEvents::take_ended)
+            .unwrap_or_default()
+    }
+
+    /// The unwinder's counters (none without tables) and the mmap
+    /// records', as profile comments.
     #[must_use]
     pub fn comments(&self) -> Vec<String> {
-        if self.unwinder.builds_tables() {
+        let mut comments = if self.unwinder.builds_tables() {
             self.unwinder.stats().comments()
         } else {
             Vec::new()
+        };
+        if let Some(events) = &self.events {
+            comments.extend(events.comments());
         }
+        comments
     }
 
     fn snapshot(&mut self, pid: u32) {

@@ -15,7 +15,7 @@ use profiler_common::{
 };
 
 use super::{Kernel, KernelError};
-use crate::symbolize::ProcessSnapshot;
+use crate::symbolize::{ProcessSnapshot, RecordedImage};
 
 /// A window's end as the kernel saw it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -96,6 +96,9 @@ pub struct RawWindow {
     /// Processes' mappings read while they lived (first seen, exec), for
     /// those gone by the window's end.
     pub processes: Vec<Arc<ProcessSnapshot>>,
+    /// Images that ended (exit, exec) as the kernel's mmap records told
+    /// them, for processes that lived too briefly to be read.
+    pub recorded: Vec<Arc<RecordedImage>>,
 }
 
 /// How many entries the kernel's maps held when drained.

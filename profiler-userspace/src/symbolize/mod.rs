@@ -18,6 +18,7 @@ mod debug_files;
 pub mod debuginfod;
 mod processes;
 pub(crate) mod procmaps;
+mod recorded;
 
 use std::{
     collections::{BTreeMap, HashMap, HashSet},
@@ -34,11 +35,12 @@ use blazesym::{
         source::{Kernel, Source},
     },
 };
-pub(crate) use convert::map_files_path;
+pub(crate) use convert::{hex, map_files_path};
 use convert::{binary_key, find_vma, lines_of, locations, lookup_addrs};
 pub use debuginfod::{Debuginfod, DebuginfodStats};
 pub use processes::ProcessSnapshot;
 use processes::{Mappings, Processes, binary_path};
+pub use recorded::{MappedFile, RecordedImage, RecordedVma};
 
 use crate::{
     bpf::{RawWindow, Stack},
@@ -104,8 +106,10 @@ pub struct SymbolizeStats {
     /// window's end, never read while they lived).
     pub processes_unreadable: u64,
     /// Processes gone at the window's end, symbolized with the mappings
-    /// read while they lived (when first seen, or at exec).
+    /// read while they lived (when first seen, or at exec) or recorded.
     pub processes_remembered: u64,
+    /// Images of sampled processes taken from the kernel's mmap records.
+    pub images_recorded: u64,
     /// Separate debug files (local or downloaded) first used this window.
     pub debug_files: u64,
     /// Debuginfod's accounting this window, and downloads under way at its
@@ -184,10 +188,16 @@ impl Symbolizer {
         stats
     }
 
-    /// Takes in the mappings read while processes lived, then reads every
-    /// process of the window's samples as it is now.
+    /// Takes in the mappings recorded or read while processes lived, then
+    /// reads every process of the window's samples as it is now. Recorded
+    /// images count only for processes with samples: most never have any.
     fn read_processes(&mut self, window: &RawWindow, stats: &mut SymbolizeStats) {
         self.processes.start_window();
+        let sampled: HashSet<u32> = window.samples.iter().map(|s| s.pid).collect();
+        for image in window.recorded.iter().filter(|i| sampled.contains(&i.pid)) {
+            self.processes.remember_recorded(image, self.window);
+            stats.images_recorded += 1;
+        }
         for snapshot in &window.processes {
             self.processes.remember(snapshot, self.window);
         }

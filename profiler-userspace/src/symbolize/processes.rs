@@ -15,6 +15,7 @@ use std::{
 };
 
 use super::{
+    RecordedImage,
     anonymous::AnonymousCache,
     convert::{build_id, find_vma, lookup_addrs, map_files_path, mapped_dir, new_mapping},
     procmaps::{self, Vma},
@@ -57,9 +58,11 @@ impl ProcessSnapshot {
 #[derive(Clone, Debug)]
 pub(super) struct Generation {
     pub vmas: Vec<(Vma, Arc<Mapping>)>,
-    /// Whether the process saw files at the paths we see (same mount
-    /// namespace), so they can be read by path once it is gone.
-    same_mount_ns: bool,
+    /// Whether its files may be read by path once it is gone: it saw
+    /// files at the paths we see (same mount namespace), or its mappings
+    /// came from the kernel's records, which the file at the path must
+    /// match by build id or inode.
+    by_path: bool,
 }
 
 impl Generation {
@@ -81,7 +84,15 @@ impl Generation {
             .collect();
         Self {
             vmas,
-            same_mount_ns: same_mount_ns(pid),
+            by_path: same_mount_ns(pid),
+        }
+    }
+
+    /// The mappings of a recorded image.
+    fn recorded(image: &RecordedImage) -> Self {
+        Self {
+            vmas: image.vmas(),
+            by_path: true,
         }
     }
 
@@ -96,8 +107,9 @@ impl Generation {
 ///
 /// `/proc/PID/map_files` is exact (even for deleted files and other mount
 /// namespaces) but only for the image the process runs now. Otherwise the
-/// path is used if the process shared our mount namespace and the file
-/// there still has the build id it had.
+/// path is used if the process shared our mount namespace (or the mapping
+/// was recorded) and the file there is still the one mapped: the same
+/// build id, or without one, the same device and inode.
 pub(super) fn binary_path(
     pid: u32,
     vma: &Vma,
@@ -109,12 +121,15 @@ pub(super) fn binary_path(
     if current && exact.exists() {
         return Some((exact, mapped_dir(pid, vma)));
     }
-    if !generation.same_mount_ns {
+    if !generation.by_path {
         return None;
     }
     let path = PathBuf::from(&vma.path);
-    let same_file =
-        mapping.build_id.is_empty() || build_id(&path).is_some_and(|id| id == mapping.build_id);
+    let same_file = if mapping.build_id.is_empty() {
+        vma.file.is_none_or(|id| id.matches(&path))
+    } else {
+        build_id(&path).is_some_and(|id| id == mapping.build_id)
+    };
     same_file.then(|| {
         let dir = path.parent().map(Path::to_path_buf);
         (path, dir)
@@ -229,16 +244,7 @@ impl Processes {
 
     /// Adds what `snapshot` read while the process lived.
     pub fn remember(&mut self, snapshot: &ProcessSnapshot, window: u64) {
-        let process = self.map.entry(snapshot.pid).or_insert_with(|| ProcessInfo {
-            comm: Arc::from(""),
-            placement: Arc::default(),
-            generations: Vec::new(),
-            current: false,
-            last_seen: window,
-            refreshed: 0,
-            blaze_paths: HashSet::new(),
-            anonymous: AnonymousCache::default(),
-        });
+        let process = self.entry(snapshot.pid, "", window);
         if let Some(comm) = &snapshot.comm {
             process.comm = comm.clone();
         }
@@ -247,6 +253,32 @@ impl Processes {
         }
         process.add_generation(snapshot.generation.clone());
         process.last_seen = window;
+    }
+
+    /// Adds an image the kernel's records told of (the process may have
+    /// exec'd or exited since).
+    pub fn remember_recorded(&mut self, image: &RecordedImage, window: u64) {
+        let process = self.entry(image.pid, "", window);
+        if let Some(comm) = &image.comm {
+            process.comm = comm.clone();
+        }
+        process.add_generation(Generation::recorded(image));
+        process.last_seen = window;
+    }
+
+    /// `pid`'s entry, made with the name `comm` if there is none; a new
+    /// entry counts as not read at this window's end.
+    fn entry(&mut self, pid: u32, comm: &str, window: u64) -> &mut ProcessInfo {
+        self.map.entry(pid).or_insert_with(|| ProcessInfo {
+            comm: Arc::from(comm),
+            placement: Arc::default(),
+            generations: Vec::new(),
+            current: false,
+            last_seen: window,
+            refreshed: 0,
+            blaze_paths: HashSet::new(),
+            anonymous: AnonymousCache::default(),
+        })
     }
 
     /// Reads `pid`'s mappings, name and placement at this window's end
@@ -259,16 +291,7 @@ impl Processes {
         let comm = procfs::comm(pid, pid).map(Arc::<str>::from);
         let placement = cgroup::read(pid).map(Arc::new);
         let vmas = procmaps::read(pid).ok();
-        let process = self.map.entry(pid).or_insert_with(|| ProcessInfo {
-            comm: Arc::from(thread),
-            placement: Arc::default(),
-            generations: Vec::new(),
-            current: false,
-            last_seen: window,
-            refreshed: window,
-            blaze_paths: HashSet::new(),
-            anonymous: AnonymousCache::default(),
-        });
+        let process = self.entry(pid, thread, window);
         process.refreshed = window;
         process.last_seen = window;
         if let Some(comm) = comm {
@@ -286,7 +309,7 @@ impl Processes {
         if process.generations.is_empty() {
             process.generations.push(Generation {
                 vmas: Vec::new(),
-                same_mount_ns: false,
+                by_path: false,
             });
             return Some(Mappings::Unreadable);
         }
@@ -324,6 +347,7 @@ mod tests {
                         end,
                         offset: 0,
                         path: format!("/bin/{start:x}"),
+                        file: None,
                     };
                     let mapping = Arc::new(Mapping {
                         start,
@@ -335,7 +359,7 @@ mod tests {
                     (vma, mapping)
                 })
                 .collect(),
-            same_mount_ns: true,
+            by_path: true,
         }
     }
 

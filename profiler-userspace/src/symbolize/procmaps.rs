@@ -10,6 +10,35 @@ pub struct Vma {
     pub offset: u64,
     /// File path, or a pseudo name like `[vdso]`; empty for anonymous memory.
     pub path: String,
+    /// The mapped file's device and inode, where known.
+    pub file: Option<FileId>,
+}
+
+/// A file's device and inode: which file a path named when it was mapped.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct FileId {
+    /// `makedev(major, minor)`, as `stat` reports it.
+    pub dev: u64,
+    pub inode: u64,
+}
+
+impl FileId {
+    /// The identity of device `major:minor`, inode `inode`; `None` for
+    /// memory that no file backs (inode 0).
+    #[must_use]
+    pub fn new(major: u32, minor: u32, inode: u64) -> Option<Self> {
+        (inode != 0).then(|| Self {
+            dev: libc::makedev(major, minor),
+            inode,
+        })
+    }
+
+    /// Whether `path` is still this file.
+    #[must_use]
+    pub fn matches(&self, path: &std::path::Path) -> bool {
+        use std::os::unix::fs::MetadataExt as _;
+        std::fs::metadata(path).is_ok_and(|m| m.dev() == self.dev && m.ino() == self.inode)
+    }
 }
 
 impl Vma {
@@ -48,8 +77,8 @@ fn parse_line(line: &str) -> Option<Vma> {
     let (start, end) = fields.next()?.split_once('-')?;
     let perms = fields.next()?;
     let offset = fields.next()?;
-    let _dev = fields.next()?;
-    let _inode = fields.next()?;
+    let (major, minor) = fields.next()?.split_once(':')?;
+    let inode = fields.next()?;
     let path = fields.next().unwrap_or("").trim_start();
     if perms.as_bytes().get(2) != Some(&b'x') {
         return None;
@@ -59,6 +88,11 @@ fn parse_line(line: &str) -> Option<Vma> {
         end: u64::from_str_radix(end, 16).ok()?,
         offset: u64::from_str_radix(offset, 16).ok()?,
         path: path.strip_suffix(" (deleted)").unwrap_or(path).to_owned(),
+        file: FileId::new(
+            u32::from_str_radix(major, 16).ok()?,
+            u32::from_str_radix(minor, 16).ok()?,
+            inode.parse().ok()?,
+        ),
     })
 }
 
@@ -89,6 +123,35 @@ mod tests {
         assert_eq!(vmas[1].path, "/lib/x86_64-linux-gnu/libc.so.6");
         assert_eq!(vmas[2].path, "[vdso]");
         assert!(!vmas[2].is_file());
+        assert_eq!(
+            vmas[0].file,
+            Some(FileId {
+                dev: libc::makedev(0xfd, 0),
+                inode: 1234
+            })
+        );
+        assert_eq!(vmas[2].file, None, "no file behind the vDSO");
+    }
+
+    #[test]
+    fn a_file_id_tells_a_replaced_file() {
+        use std::os::unix::fs::MetadataExt as _;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("bin");
+        std::fs::write(&path, b"one").unwrap();
+        let meta = std::fs::metadata(&path).unwrap();
+        let id = FileId {
+            dev: meta.dev(),
+            inode: meta.ino(),
+        };
+        assert!(id.matches(&path));
+        // Replaced as package managers do: a new file renamed over it.
+        let new = dir.path().join("bin.new");
+        std::fs::write(&new, b"two").unwrap();
+        std::fs::rename(&new, &path).unwrap();
+        assert!(!id.matches(&path), "a new file at the same path");
+        std::fs::remove_file(&path).unwrap();
+        assert!(!id.matches(&path), "no file");
     }
 
     #[test]

@@ -58,6 +58,7 @@ impl RawWindow {
         self.map_entries.stacks = self.map_entries.stacks.max(chunk.map_entries.stacks);
         self.early_drains += chunk.early_drains;
         self.processes.extend(chunk.processes.iter().cloned());
+        self.recorded.extend(chunk.recorded.iter().cloned());
     }
 }
 

@@ -140,6 +140,7 @@ impl Accounting {
             ("symbolization_failures", symbolize.failed),
             ("processes_unreadable", symbolize.processes_unreadable),
             ("processes_remembered", symbolize.processes_remembered),
+            ("process_images_recorded", symbolize.images_recorded),
             ("user_frames", user_frames.total),
             ("user_frames_resolved", user_frames.resolved),
             (Unnamed::ALL[0].counter(), user_frames.unnamed[0]),

@@ -46,9 +46,19 @@ pub fn c_library(name: &str, dir: &Path) -> PathBuf {
 /// Builds `profiler-fixtures/go/NAME.go` with plain `go build` into
 /// `dir/NAME`.
 pub fn go_program(name: &str, dir: &Path) -> PathBuf {
+    go_build(name, dir, &[])
+}
+
+/// Builds `profiler-fixtures/go/NAME.go` as vendors ship Go (`go build
+/// -ldflags=-s -w`: no symbols, no DWARF) into `dir/NAME`.
+pub fn stripped_go_program(name: &str, dir: &Path) -> PathBuf {
+    go_build(name, dir, &["-ldflags=-s -w"])
+}
+
+fn go_build(name: &str, dir: &Path, flags: &[&str]) -> PathBuf {
     let bin = dir.join(name);
     let mut command = Command::new("go");
-    command.arg("build").arg("-o").arg(&bin);
+    command.arg("build").args(flags).arg("-o").arg(&bin);
     command.arg(source("go", &format!("{name}.go")));
     command.current_dir(dir);
     if std::env::var_os("HOME").is_none() {

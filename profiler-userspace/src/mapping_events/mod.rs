@@ -1,0 +1,146 @@
+//! Mappings as the kernel makes them, for processes that live too briefly
+//! to be read from `/proc`: perf's own records, as `perf record` takes
+//! them. A software event that counts nothing (`PERF_COUNT_SW_DUMMY`) on
+//! every CPU asks the kernel to write a record at each executable mmap
+//! (`PERF_RECORD_MMAP2`, with the file's build id since 5.12), exec,
+//! fork and exit of every process into a ring per CPU. The daemon reads
+//! the rings with its other chores (every 200 ms) and at each chunk's
+//! end, orders the records by time (a process moves between CPUs), and
+//! follows each process's image (`images.rs`). An image that ended goes
+//! with the next chunk to the symbolizer, which uses it for processes
+//! that have samples and are gone.
+//!
+//! The kernel's cost is a record per executable mmap, exec, fork and exit
+//! (and reading the build id from the mapped file's first page); nothing
+//! on any other path.
+mod images;
+mod records;
+
+use std::{io, sync::Arc};
+
+use perf_event::{Builder, SampleFlag, Sampler, events::Software};
+use thiserror::Error;
+
+use images::Images;
+use records::Parsed;
+
+use crate::symbolize::{RecordedImage, procmaps};
+
+/// Ring size per CPU: 512 KiB holds some 4000 records, 4 s of a thousand
+/// short processes a second (an exec, a fork, an exit and about three
+/// mmaps each) between two reads 200 ms apart.
+const RING_BYTES: usize = 512 << 10;
+
+#[derive(Debug, Error)]
+pub enum MappingEventsError {
+    #[error("reading the online CPUs from {path}")]
+    Cpus {
+        path: &'static str,
+        #[source]
+        source: io::Error,
+    },
+    #[error("opening the mmap record event on CPU {cpu}")]
+    Open {
+        cpu: u32,
+        #[source]
+        source: io::Error,
+    },
+}
+
+/// The record rings and the images they tell of.
+pub struct MappingEvents {
+    rings: Vec<Sampler>,
+    images: Images,
+    /// Records the kernel could not write (a full ring).
+    lost: u64,
+    /// Records that did not parse.
+    unreadable: u64,
+}
+
+impl MappingEvents {
+    /// Opens a record ring on every online CPU.
+    ///
+    /// # Errors
+    /// When the CPUs cannot be read or an event cannot be opened.
+    pub fn open() -> Result<Self, MappingEventsError> {
+        let cpus = aya::util::online_cpus()
+            .map_err(|(path, source)| MappingEventsError::Cpus { path, source })?;
+        let rings = cpus
+            .into_iter()
+            .map(|cpu| {
+                open_ring(cpu, true)
+                    .or_else(|_| open_ring(cpu, false))
+                    .map_err(|source| MappingEventsError::Open { cpu, source })
+            })
+            .collect::<Result<_, _>>()?;
+        Ok(Self {
+            rings,
+            images: Images::default(),
+            lost: 0,
+            unreadable: 0,
+        })
+    }
+
+    /// Reads every ring and follows what it holds.
+    pub fn read(&mut self) {
+        let mut events = Vec::new();
+        for ring in &mut self.rings {
+            let config = ring.config().clone();
+            while let Some(record) = ring.next_record() {
+                match records::parse(&record, &config) {
+                    Some(Parsed::Event(time, event)) => events.push((time, event)),
+                    Some(Parsed::Lost(n)) => self.lost += n,
+                    Some(Parsed::Other) => {}
+                    None => self.unreadable += 1,
+                }
+            }
+        }
+        // Stable: records of one CPU with one time keep their order.
+        events.sort_by_key(|&(time, _)| time);
+        let mut read_proc = |pid: u32| procmaps::read(pid).ok();
+        for (_, event) in events {
+            self.images.apply(event, &mut read_proc);
+        }
+    }
+
+    /// The images that ended since the last call (reading the rings
+    /// first).
+    pub fn take_ended(&mut self) -> Vec<Arc<RecordedImage>> {
+        self.read();
+        self.images.take_ended()
+    }
+
+    /// The counters since the daemon started, as profile comments.
+    #[must_use]
+    pub fn comments(&self) -> Vec<String> {
+        let stats = self.images.stats;
+        vec![
+            format!("mapping_records_lost={}", self.lost),
+            format!("mapping_records_unreadable={}", self.unreadable),
+            format!("process_images_ended={}", stats.ended),
+            format!("process_images_dropped={}", stats.dropped),
+            format!("processes_untracked={}", stats.untracked),
+            format!("processes_followed={}", self.images.followed()),
+        ]
+    }
+}
+
+/// The dummy event on `cpu`, for every process, writing the records of
+/// executable mmaps (with build ids, when `build_id`: 5.12 and later),
+/// execs, forks and exits into a ring.
+fn open_ring(cpu: u32, build_id: bool) -> io::Result<Sampler> {
+    let mut builder = Builder::new(Software::DUMMY);
+    builder
+        .one_cpu(cpu as usize)
+        .any_pid()
+        .mmap(true)
+        .mmap2(true)
+        .build_id(build_id)
+        .comm(true)
+        .comm_exec(true)
+        .task(true)
+        .sample_id_all(true)
+        .sample(SampleFlag::TID | SampleFlag::TIME)
+        .enabled(true);
+    builder.build()?.sampled(RING_BYTES)
+}

@@ -1,0 +1,70 @@
+//! A process image as the kernel's mmap records told it
+//! (`mapping_events/`), for processes gone before their window ends.
+//!
+//! Most images belong to processes that are never sampled, so they stay
+//! compact until the symbolizer needs one: each file is shared by every
+//! mapping of it, and a forked child shares its parent's list.
+use std::sync::Arc;
+
+use super::procmaps::{FileId, Vma};
+use crate::profile::Mapping;
+
+/// A file as it was mapped: its path, and what tells whether the file at
+/// that path later is still the one mapped.
+#[derive(Debug, PartialEq, Eq, Hash)]
+pub struct MappedFile {
+    /// As the process saw it (within its own root).
+    pub path: String,
+    /// Its GNU build id, hex, which the kernel read at the mmap (5.12+).
+    pub build_id: Option<String>,
+    /// Its device and inode, which the kernel reports when it did not
+    /// read a build id (a Go binary has none).
+    pub id: Option<FileId>,
+}
+
+/// One executable mapping.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RecordedVma {
+    pub start: u64,
+    pub end: u64,
+    /// Offset in the file of `start`.
+    pub offset: u64,
+    pub file: Arc<MappedFile>,
+}
+
+/// One image of a process, from its exec (or fork) to its exit or next
+/// exec: every executable mapping it made, in address order.
+#[derive(Debug)]
+pub struct RecordedImage {
+    pub pid: u32,
+    /// The name it ran under, from its exec; `None` for a forked copy.
+    pub comm: Option<Arc<str>>,
+    pub vmas: Arc<Vec<RecordedVma>>,
+}
+
+impl RecordedImage {
+    /// The image's mappings as the symbolizer keeps them: each with its
+    /// pprof mapping, carrying the build id the kernel read.
+    pub(super) fn vmas(&self) -> Vec<(Vma, Arc<Mapping>)> {
+        self.vmas
+            .iter()
+            .map(|recorded| {
+                let vma = Vma {
+                    start: recorded.start,
+                    end: recorded.end,
+                    offset: recorded.offset,
+                    path: recorded.file.path.clone(),
+                    file: recorded.file.id,
+                };
+                let mapping = Mapping {
+                    start: vma.start,
+                    limit: vma.end,
+                    file_offset: vma.offset,
+                    file: vma.path.clone(),
+                    build_id: recorded.file.build_id.clone().unwrap_or_default(),
+                };
+                (vma, Arc::new(mapping))
+            })
+            .collect()
+    }
+}
