@@ -1,11 +1,11 @@
-//! Frames left unnamed are counted by cause: a binary deleted after its
-//! process exited (`binary_gone`), and every profile's unnamed frames add
-//! up with its named ones to all of its user frames.
+//! Frames left unnamed are counted by cause: a binary deleted or replaced
+//! after its process exited (`binary_gone`), and every profile's unnamed
+//! frames add up with its named ones to all of its user frames.
 mod support;
 
-use std::path::Path;
+use std::{path::Path, process::Command};
 
-use support::{Fixture, Profiler, profiles, require_root};
+use support::{Fixture, Profiler, build, profiles, require_root};
 
 #[test]
 fn a_binary_deleted_after_its_process_exited_is_counted_as_gone() {
@@ -62,4 +62,63 @@ fn a_binary_deleted_after_its_process_exited_is_counted_as_gone() {
     assert!(samples > 50, "{samples} samples of the fixture");
     // Its frames keep their mapping and address, and no name.
     assert_eq!(named, 0, "frames of a deleted binary were named");
+}
+
+/// Runs `bin SPIN` (0.5 s) to its end under `--all`, then replaces `bin`
+/// on disk with `other` (a new file renamed over it, as package managers
+/// do) before the window ends: the process's frames in `bin` keep their
+/// addresses, unnamed and counted as gone, and never take names from the
+/// new file.
+fn replaced_after_exit(bin: &Path, other: &Path, extra: &[&str]) {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    let daemon = Profiler::start(&["--all", "--output-dir", out.to_str().unwrap()]);
+    let run = Command::new(bin).arg("0.5").args(extra).output().unwrap();
+    assert!(run.status.success(), "{run:?}");
+    let text = String::from_utf8_lossy(&run.stdout);
+    let (_, fields) = text.trim().split_once(' ').unwrap();
+    let fields: std::collections::HashMap<String, u64> = profiler_fixtures::client::fields(fields);
+    let pid = u32::try_from(fields["pid"]).unwrap();
+    let staged = bin.with_extension("new");
+    std::fs::copy(other, &staged).unwrap();
+    std::fs::rename(&staged, bin).unwrap();
+    daemon.stop();
+
+    let bin_name = bin.to_str().unwrap();
+    let (mut samples, mut named, mut gone) = (0, 0, 0);
+    for (_, p) in &profiles(&out) {
+        for s in p.samples_of(pid) {
+            samples += p.value(s, "samples");
+            named += p
+                .user_frames(s)
+                .iter()
+                .filter(|(_, file)| *file == bin_name)
+                .count();
+        }
+        gone += p.comment_value("user_frames_unnamed_binary_gone");
+    }
+    assert!(samples > 25, "{samples} samples of the fixture");
+    assert_eq!(named, 0, "frames of a replaced binary were named");
+    assert!(gone > 0, "no frame of the replaced binary counted as gone");
+}
+
+/// A C program: the file at the path has another build id.
+#[test]
+fn a_c_binary_replaced_after_its_process_exited_keeps_its_addresses() {
+    require_root();
+    let dir = tempfile::tempdir().unwrap();
+    let bin = build::c_program("short_lived", dir.path());
+    let other = build::c_program("natural", dir.path());
+    replaced_after_exit(&bin, &other, &["0"]);
+}
+
+/// A stripped Go program, which has no GNU build id: the file at the path
+/// is another inode.
+#[test]
+fn a_go_binary_replaced_after_its_process_exited_keeps_its_addresses() {
+    require_root();
+    let dir = tempfile::tempdir().unwrap();
+    let bin = build::stripped_go_program("brief", dir.path());
+    let other = support::go::build_split(Path::new("go"), dir.path(), "split", true);
+    replaced_after_exit(&bin, &other, &[]);
 }

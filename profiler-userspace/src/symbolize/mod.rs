@@ -35,8 +35,8 @@ use blazesym::{
         source::{Kernel, Source},
     },
 };
-pub(crate) use convert::{hex, map_files_path};
 use convert::{binary_key, find_vma, lines_of, locations, lookup_addrs};
+pub(crate) use convert::{hex, map_files_path};
 pub use debuginfod::{Debuginfod, DebuginfodStats};
 pub use processes::ProcessSnapshot;
 use processes::{Mappings, Processes, binary_path};
