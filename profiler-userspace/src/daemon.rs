@@ -177,7 +177,7 @@ pub async fn run(config: Config) -> Result<(), DaemonError> {
             .drain_chunk(&mut kernel, &config, &current, event.drain_reason())
             .await?;
         chunk.processes = watch.take_snapshots();
-        chunk.recorded = watch.take_recorded();
+        (chunk.recorded, chunk.record_stats) = watch.take_recorded();
         if let Some(on_demand) = on_demand.as_mut() {
             on_demand.add_chunk(&chunk, end_ns);
         }

@@ -15,7 +15,7 @@ use crate::{
     bpf::{Kernel, KernelError},
     config::{Target, Unwind},
     mapping_events::MappingEvents,
-    symbolize::{ProcessSnapshot, RecordedImage},
+    symbolize::{ProcessSnapshot, RecordStats, RecordedImage},
     unwind::Unwinder,
 };
 
@@ -93,27 +93,22 @@ impl ProcessWatch {
     }
 
     /// The images recorded to their end since the last call, for the next
-    /// chunk.
-    pub fn take_recorded(&mut self) -> Vec<Arc<RecordedImage>> {
+    /// chunk, and the records' counts since then.
+    pub fn take_recorded(&mut self) -> (Vec<Arc<RecordedImage>>, RecordStats) {
         self.events
             .as_mut()
             .map(MappingEvents::take_ended)
             .unwrap_or_default()
     }
 
-    /// The unwinder's counters (none without tables) and the mmap
-    /// records', as profile comments.
+    /// The unwinder's counters as profile comments (none without tables).
     #[must_use]
     pub fn comments(&self) -> Vec<String> {
-        let mut comments = if self.unwinder.builds_tables() {
+        if self.unwinder.builds_tables() {
             self.unwinder.stats().comments()
         } else {
             Vec::new()
-        };
-        if let Some(events) = &self.events {
-            comments.extend(events.comments());
         }
-        comments
     }
 
     fn snapshot(&mut self, pid: u32) {

@@ -72,8 +72,11 @@ fn brief_processes_are_named(args: &[&str], bin: &Path, extra: &[&str]) {
     let files = profiles(&out);
     let pids: HashSet<u32> = runs.iter().map(|r| r.pid).collect();
     let (mut samples, mut named, mut named_leaf) = (0, 0, 0);
+    let (mut recorded, mut lost) = (0, 0);
     for (path, profile) in &files {
         go_pprof_raw(path);
+        recorded += profile.comment_value("process_images_recorded");
+        lost += profile.comment_value("mapping_records_lost");
         for sample in pids.iter().flat_map(|&pid| profile.samples_of(pid)) {
             let n = profile.value(sample, "samples");
             let frames = profile.user_frames(sample);
@@ -98,6 +101,8 @@ fn brief_processes_are_named(args: &[&str], bin: &Path, extra: &[&str]) {
         bin.display(),
         share * 100.0
     );
+    assert!(recorded > 0, "no image taken from the mmap records");
+    assert_eq!(lost, 0, "mmap records lost");
     assert!(
         samples as f64 >= 0.8 * expected,
         "{samples} samples of the loop for {expected:.0} expected"

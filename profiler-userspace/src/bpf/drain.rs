@@ -15,7 +15,7 @@ use profiler_common::{
 };
 
 use super::{Kernel, KernelError};
-use crate::symbolize::{ProcessSnapshot, RecordedImage};
+use crate::symbolize::{ProcessSnapshot, RecordStats, RecordedImage};
 
 /// A window's end as the kernel saw it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -99,6 +99,8 @@ pub struct RawWindow {
     /// Images that ended (exit, exec) as the kernel's mmap records told
     /// them, for processes that lived too briefly to be read.
     pub recorded: Vec<Arc<RecordedImage>>,
+    /// What following the mmap records counted.
+    pub record_stats: RecordStats,
 }
 
 /// How many entries the kernel's maps held when drained.

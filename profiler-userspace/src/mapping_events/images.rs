@@ -12,7 +12,7 @@ use std::{
     sync::Arc,
 };
 
-use crate::symbolize::{MappedFile, RecordedImage, RecordedVma, procmaps::Vma};
+use crate::symbolize::{MappedFile, RecordStats, RecordedImage, RecordedVma, procmaps::Vma};
 
 /// Most processes followed at once; past it, those whose `/proc` entry is
 /// gone (their exit record lost) are forgotten, then new ones are not
@@ -49,17 +49,6 @@ pub struct NewMapping {
     pub file: MappedFile,
 }
 
-/// Counts since the daemon started.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct ImageStats {
-    /// Images handed on (ended with an exit or exec).
-    pub ended: u64,
-    /// Ended images dropped before a chunk took them ([`MAX_ENDED`]).
-    pub dropped: u64,
-    /// Processes not followed: [`MAX_PROCESSES`] were.
-    pub untracked: u64,
-}
-
 /// A process's image while it runs.
 struct Live {
     comm: Option<Arc<str>>,
@@ -74,7 +63,8 @@ pub struct Images {
     /// Each file once, shared by every mapping of it.
     files: HashSet<Arc<MappedFile>>,
     ended: VecDeque<Arc<RecordedImage>>,
-    pub stats: ImageStats,
+    /// Counts since the last [`Images::take_ended`].
+    pub stats: RecordStats,
 }
 
 impl Images {
@@ -116,14 +106,19 @@ impl Images {
         }
     }
 
-    /// The images that ended since the last call, oldest first.
-    pub fn take_ended(&mut self) -> Vec<Arc<RecordedImage>> {
+    /// The images that ended since the last call, oldest first, and the
+    /// counts since then.
+    pub fn take_ended(&mut self) -> (Vec<Arc<RecordedImage>>, RecordStats) {
         // Files no image refers to any more (only this set holds them).
         self.files.retain(|file| Arc::strong_count(file) > 1);
-        self.ended.drain(..).collect()
+        (
+            self.ended.drain(..).collect(),
+            std::mem::take(&mut self.stats),
+        )
     }
 
     /// Processes followed now.
+    #[cfg(test)]
     pub fn followed(&self) -> usize {
         self.live.len()
     }

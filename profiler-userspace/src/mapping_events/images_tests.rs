@@ -52,9 +52,9 @@ fn an_exec_and_its_mmaps_end_with_the_exit() {
     ] {
         images.apply(event, &mut nothing_running);
     }
-    assert!(images.take_ended().is_empty(), "still running");
+    assert!(images.take_ended().0.is_empty(), "still running");
     images.apply(Event::Exit { pid: 7 }, &mut nothing_running);
-    let ended = images.take_ended();
+    let ended = images.take_ended().0;
     assert_eq!(ended.len(), 1);
     assert_eq!(ended[0].pid, 7);
     assert_eq!(ended[0].comm.as_deref(), Some("brief"));
@@ -77,11 +77,11 @@ fn an_exec_ends_the_image_before_it() {
     images.apply(mmap(7, 0x1000, 0x2000, "/bin/sh"), &mut nothing_running);
     images.apply(exec(7, "brief"), &mut nothing_running);
     images.apply(mmap(7, 0x8000, 0x9000, "/bin/brief"), &mut nothing_running);
-    let before = images.take_ended();
+    let before = images.take_ended().0;
     assert_eq!(before.len(), 1);
     assert_eq!(ranges(&before[0]), [(0x1000, 0x2000, 0x1000, "/bin/sh")]);
     images.apply(Event::Exit { pid: 7 }, &mut nothing_running);
-    let after = images.take_ended();
+    let after = images.take_ended().0;
     assert_eq!(after[0].comm.as_deref(), Some("brief"));
     assert_eq!(ranges(&after[0]), [(0x8000, 0x9000, 0x1000, "/bin/brief")]);
 }
@@ -99,7 +99,7 @@ fn a_fork_shares_its_parents_image_until_it_maps_more() {
     );
     images.apply(Event::Exit { pid: 8 }, &mut nothing_running);
     images.apply(Event::Exit { pid: 9 }, &mut nothing_running);
-    let ended = images.take_ended();
+    let ended = images.take_ended().0;
     assert_eq!(ended.len(), 2);
     assert_eq!(
         ended[0].comm.as_deref(),
@@ -133,7 +133,7 @@ fn a_process_running_before_the_records_is_read_from_proc_once() {
     images.apply(Event::Fork { pid: 9, parent: 7 }, &mut proc);
     images.apply(Event::Exit { pid: 8 }, &mut proc);
     assert_eq!(reads, [7], "the parent, once");
-    let ended = images.take_ended();
+    let ended = images.take_ended().0;
     let file = &ended[0].vmas[0].file;
     assert_eq!(file.path, "/bin/bash");
     assert_eq!(file.build_id, None);
@@ -145,7 +145,7 @@ fn a_gone_process_never_seen_is_not_followed() {
     let mut images = Images::default();
     images.apply(mmap(7, 0x1000, 0x2000, "/bin/x"), &mut nothing_running);
     images.apply(Event::Exit { pid: 7 }, &mut nothing_running);
-    assert!(images.take_ended().is_empty());
+    assert!(images.take_ended().0.is_empty());
     assert_eq!(images.followed(), 0);
 }
 
@@ -158,7 +158,7 @@ fn a_new_mapping_replaces_what_it_overlaps() {
     images.apply(mmap(7, 0x8000, 0x9000, "/bin/x"), &mut nothing_running);
     images.apply(mmap(7, 0x8000, 0x9000, "/bin/x"), &mut nothing_running);
     images.apply(Event::Exit { pid: 7 }, &mut nothing_running);
-    let ended = images.take_ended();
+    let ended = images.take_ended().0;
     assert_eq!(
         ranges(&ended[0]),
         [
@@ -183,13 +183,14 @@ fn ended_images_are_bounded_and_files_released() {
         );
         images.apply(Event::Exit { pid }, &mut nothing_running);
     }
-    assert_eq!(images.stats.dropped, 10);
-    assert_eq!(images.stats.ended, u64::from(count));
-    let ended = images.take_ended();
+    let (ended, stats) = images.take_ended();
+    assert_eq!(stats.dropped, 10);
+    assert_eq!(stats.ended, u64::from(count));
     assert_eq!(ended.len(), MAX_ENDED);
     assert_eq!(ended[0].pid, 11, "the oldest went");
     assert_eq!(images.files.len(), 1, "still used by the images taken");
     drop(ended);
-    images.take_ended();
+    let (_, stats) = images.take_ended();
     assert!(images.files.is_empty());
+    assert_eq!(stats, RecordStats::default(), "counts since the last take");
 }

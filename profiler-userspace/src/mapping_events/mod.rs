@@ -24,7 +24,7 @@ use thiserror::Error;
 use images::Images;
 use records::Parsed;
 
-use crate::symbolize::{RecordedImage, procmaps};
+use crate::symbolize::{RecordStats, RecordedImage, procmaps};
 
 /// Ring size per CPU: 512 KiB holds some 4000 records, 4 s of a thousand
 /// short processes a second (an exec, a fork, an exit and about three
@@ -51,10 +51,8 @@ pub enum MappingEventsError {
 pub struct MappingEvents {
     rings: Vec<Sampler>,
     images: Images,
-    /// Records the kernel could not write (a full ring).
-    lost: u64,
-    /// Records that did not parse.
-    unreadable: u64,
+    /// Lost and unreadable records since the last take.
+    stats: RecordStats,
 }
 
 impl MappingEvents {
@@ -76,8 +74,7 @@ impl MappingEvents {
         Ok(Self {
             rings,
             images: Images::default(),
-            lost: 0,
-            unreadable: 0,
+            stats: RecordStats::default(),
         })
     }
 
@@ -89,9 +86,9 @@ impl MappingEvents {
             while let Some(record) = ring.next_record() {
                 match records::parse(&record, &config) {
                     Some(Parsed::Event(time, event)) => events.push((time, event)),
-                    Some(Parsed::Lost(n)) => self.lost += n,
+                    Some(Parsed::Lost(n)) => self.stats.lost += n,
                     Some(Parsed::Other) => {}
-                    None => self.unreadable += 1,
+                    None => self.stats.unreadable += 1,
                 }
             }
         }
@@ -104,24 +101,12 @@ impl MappingEvents {
     }
 
     /// The images that ended since the last call (reading the rings
-    /// first).
-    pub fn take_ended(&mut self) -> Vec<Arc<RecordedImage>> {
+    /// first), and the counts since then.
+    pub fn take_ended(&mut self) -> (Vec<Arc<RecordedImage>>, RecordStats) {
         self.read();
-        self.images.take_ended()
-    }
-
-    /// The counters since the daemon started, as profile comments.
-    #[must_use]
-    pub fn comments(&self) -> Vec<String> {
-        let stats = self.images.stats;
-        vec![
-            format!("mapping_records_lost={}", self.lost),
-            format!("mapping_records_unreadable={}", self.unreadable),
-            format!("process_images_ended={}", stats.ended),
-            format!("process_images_dropped={}", stats.dropped),
-            format!("processes_untracked={}", stats.untracked),
-            format!("processes_followed={}", self.images.followed()),
-        ]
+        let (images, mut stats) = self.images.take_ended();
+        stats.add(&std::mem::take(&mut self.stats));
+        (images, stats)
     }
 }
 

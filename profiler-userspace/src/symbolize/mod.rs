@@ -40,7 +40,7 @@ pub(crate) use convert::{hex, map_files_path};
 pub use debuginfod::{Debuginfod, DebuginfodStats};
 pub use processes::ProcessSnapshot;
 use processes::{Mappings, Processes, binary_path};
-pub use recorded::{MappedFile, RecordedImage, RecordedVma};
+pub use recorded::{MappedFile, RecordStats, RecordedImage, RecordedVma};
 
 use crate::{
     bpf::{RawWindow, Stack},

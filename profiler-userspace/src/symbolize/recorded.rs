@@ -32,6 +32,31 @@ pub struct RecordedVma {
     pub file: Arc<MappedFile>,
 }
 
+/// What following the kernel's mmap records counted since the last chunk.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RecordStats {
+    /// Records the kernel could not write: its ring was full.
+    pub lost: u64,
+    /// Records that did not parse.
+    pub unreadable: u64,
+    /// Images that ended (an exit or exec), handed on with the chunk.
+    pub ended: u64,
+    /// Ended images dropped, for want of room, before a chunk took them.
+    pub dropped: u64,
+    /// Processes not followed, for want of room.
+    pub untracked: u64,
+}
+
+impl RecordStats {
+    pub fn add(&mut self, other: &Self) {
+        self.lost += other.lost;
+        self.unreadable += other.unreadable;
+        self.ended += other.ended;
+        self.dropped += other.dropped;
+        self.untracked += other.untracked;
+    }
+}
+
 /// One image of a process, from its exec (or fork) to its exit or next
 /// exec: every executable mapping it made, in address order.
 #[derive(Debug)]

@@ -59,6 +59,7 @@ impl RawWindow {
         self.early_drains += chunk.early_drains;
         self.processes.extend(chunk.processes.iter().cloned());
         self.recorded.extend(chunk.recorded.iter().cloned());
+        self.record_stats.add(&chunk.record_stats);
     }
 }
 
