@@ -12,6 +12,7 @@ use anyhow::Context as _;
 use crate::workspace_root;
 
 mod accuracy;
+mod brief;
 mod daemon_cost;
 mod daemon_metrics;
 mod kernel_cost;
@@ -71,6 +72,8 @@ pub fn run() -> anyhow::Result<()> {
     syscalls::switches_of_others(&mut report)?;
     eprintln!("bench: symbolization time per window");
     symbolization::symbolization(&mut report)?;
+    eprintln!("bench: processes that live milliseconds");
+    brief::brief_processes(&mut report)?;
 
     let slowdown = |results: &[Measured], i: usize| results[i].slowdown();
     targets(

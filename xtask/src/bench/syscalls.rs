@@ -16,10 +16,10 @@ use super::{
 };
 
 /// An idle process for the profiler to target, killed when dropped.
-struct Idle(std::process::Child);
+pub(super) struct Idle(std::process::Child);
 
 impl Idle {
-    fn start() -> anyhow::Result<Self> {
+    pub(super) fn start() -> anyhow::Result<Self> {
         Command::new("sleep")
             .arg("100000")
             .spawn()
@@ -27,7 +27,7 @@ impl Idle {
             .context("starting an idle `sleep` to profile")
     }
 
-    fn pid(&self) -> String {
+    pub(super) fn pid(&self) -> String {
         self.0.id().to_string()
     }
 }
