@@ -8,8 +8,9 @@ use std::{
 };
 
 use crate::{
+    bpf::{BtfFieldError, KernelTypes, features},
     config::{Config, Discover, Target},
-    targets,
+    procfs, targets,
 };
 
 /// Where the kernel publishes its own BTF.
@@ -26,6 +27,14 @@ pub enum PreflightError {
     Capabilities(#[source] io::Error),
     #[error("no kernel BTF at {VMLINUX_BTF} ({0}): the kernel needs CONFIG_DEBUG_INFO_BTF=y")]
     NoBtf(io::Error),
+    #[error("reading the kernel's BTF")]
+    KernelTypes(#[source] BtfFieldError),
+    #[error("this kernel ({release}) lacks {what}: the profiler needs Linux {since} or later")]
+    KernelLacks {
+        what: &'static str,
+        since: &'static str,
+        release: String,
+    },
     #[error("--pid {0}: no such process")]
     NoSuchProcess(u32),
     #[error("no running process matches {0} (add --wait to wait for one)")]
@@ -71,6 +80,7 @@ const CAP_SYS_PTRACE: Capability = Capability {
 pub fn check(config: &Config) -> Result<(), PreflightError> {
     check_capabilities()?;
     fs::File::open(VMLINUX_BTF).map_err(PreflightError::NoBtf)?;
+    check_kernel_features()?;
     if let Target::Pids(pids) = &config.target {
         for &pid in pids {
             check_process(pid)?;
@@ -92,6 +102,19 @@ pub fn check(config: &Config) -> Result<(), PreflightError> {
         })?;
     }
     prepare_output_dir(&config.output_dir)
+}
+
+/// The kernel's BTF must show every feature the programs need.
+fn check_kernel_features() -> Result<(), PreflightError> {
+    let types = KernelTypes::from_sys_fs().map_err(PreflightError::KernelTypes)?;
+    match features::missing(&types) {
+        Some(feature) => Err(PreflightError::KernelLacks {
+            what: feature.what,
+            since: feature.since,
+            release: procfs::kernel_release(),
+        }),
+        None => Ok(()),
+    }
 }
 
 /// `--comm a --pid-file b`, as the user wrote it.

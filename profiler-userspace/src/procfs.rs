@@ -88,6 +88,13 @@ pub fn ns_pid(pid: u32) -> Option<u32> {
     line.split_whitespace().last()?.parse().ok()
 }
 
+/// The running kernel's release (`uname -r`), or "unknown".
+#[must_use]
+pub fn kernel_release() -> String {
+    fs::read_to_string("/proc/sys/kernel/osrelease")
+        .map_or_else(|_| "unknown".to_owned(), |r| r.trim().to_owned())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -21,6 +21,8 @@ const KIND_VOLATILE: u32 = 9;
 const KIND_CONST: u32 = 10;
 const KIND_RESTRICT: u32 = 11;
 const KIND_TYPE_TAG: u32 = 18;
+const KIND_ENUM: u32 = 6;
+const KIND_ENUM64: u32 = 19;
 
 /// Why a field's offset could not be found.
 #[derive(Debug, thiserror::Error)]
@@ -55,6 +57,8 @@ enum Type {
     Alias(u32),
     /// A function (kfuncs among them), by name.
     Func(u32),
+    /// An enum: the names of its values.
+    Enum(Vec<u32>),
     Other,
 }
 
@@ -155,11 +159,22 @@ impl KernelTypes {
 
     /// The type id of function `name`, if the kernel has one by that name
     /// (how a kfunc call names its callee).
+    #[must_use]
     pub fn func_id(&self, name: &str) -> Option<u32> {
         let index = self.types.iter().position(
             |ty| matches!(ty, Type::Func(n) if string(&self.strings, *n) == name.as_bytes()),
         )?;
         u32::try_from(index + 1).ok()
+    }
+
+    /// Whether some enum of the kernel has a value named `name` (how a
+    /// kernel tells which helpers, map types and attach types it has).
+    #[must_use]
+    pub fn has_enum_value(&self, name: &str) -> bool {
+        self.types.iter().any(|ty| {
+            matches!(ty, Type::Enum(values)
+                if values.iter().any(|&v| string(&self.strings, v) == name.as_bytes()))
+        })
     }
 
     /// `ty` with typedefs and qualifiers looked through.
@@ -235,6 +250,15 @@ fn parse_types(section: &[u8]) -> Result<Vec<Type>, BtfFieldError> {
                 Type::Alias(size_or_type)
             }
             KIND_FUNC => Type::Func(name),
+            KIND_ENUM | KIND_ENUM64 => {
+                let mut values = Vec::with_capacity(vlen);
+                for _ in 0..vlen {
+                    values.push(r.u32()?);
+                    // The value: one u32, or two for ENUM64.
+                    r.skip(if kind == KIND_ENUM { 4 } else { 8 })?;
+                }
+                Type::Enum(values)
+            }
             _ => {
                 r.skip(trailing_len(kind, vlen)?)?;
                 Type::Other
@@ -254,10 +278,10 @@ fn trailing_len(kind: u32, vlen: usize) -> Result<usize, BtfFieldError> {
         2 | 7 | 16 => 0,
         // ARRAY: element type, index type, length.
         3 => 12,
-        // ENUM, FUNC_PROTO: name and value or type per entry.
-        6 | 13 => 8 * vlen,
-        // DATASEC, ENUM64: three u32s per entry.
-        15 | 19 => 12 * vlen,
+        // FUNC_PROTO: name and type per entry.
+        13 => 8 * vlen,
+        // DATASEC: three u32s per entry.
+        15 => 12 * vlen,
         _ => return Err(BtfFieldError::Malformed("a type of unknown kind")),
     })
 }
@@ -307,4 +331,4 @@ impl<'a> Reader<'a> {
 
 #[cfg(test)]
 #[path = "btf_fields_tests.rs"]
-mod tests;
+pub(super) mod tests;

@@ -4,7 +4,7 @@
 use super::*;
 
 /// Builds BTF from (name, info, size/type, trailing u32s) type records.
-fn blob(strings: &[u8], types: &[(u32, u32, u32, &[u32])]) -> Vec<u8> {
+pub(in crate::bpf) fn blob(strings: &[u8], types: &[(u32, u32, u32, &[u32])]) -> Vec<u8> {
     let mut body = Vec::new();
     for (name, info, size, rest) in types {
         for word in [*name, *info, *size].iter().chain(rest.iter()) {
@@ -23,7 +23,7 @@ fn blob(strings: &[u8], types: &[(u32, u32, u32, &[u32])]) -> Vec<u8> {
     out
 }
 
-const fn info(kind: u32, vlen: u32, kind_flag: bool) -> u32 {
+pub(in crate::bpf) const fn info(kind: u32, vlen: u32, kind_flag: bool) -> u32 {
     (kind_flag as u32) << 31 | kind << 24 | vlen
 }
 
@@ -66,6 +66,8 @@ fn types() -> KernelTypes {
                 48,
                 &[FLAG, 1, 1 << 24, 0, 4, 64, IN, 3, 128, P, 5, 256],
             ),
+            // 9: enum64 { x = 1 << 40 }
+            (E, info(19, 1, false), 8, &[X, 0, 1 << 8]),
         ],
     );
     KernelTypes::parse(&data).unwrap()
@@ -83,6 +85,16 @@ fn offsets_follow_paths_typedefs_and_anonymous_members() {
     );
     assert_eq!(t.offset("outer", "p", "").unwrap(), 32, "after an enum");
     assert_eq!(t.offset("inner", "b", "").unwrap(), 8);
+}
+
+#[test]
+fn enum_values_are_found_by_name() {
+    let t = types();
+    assert!(t.has_enum_value("a"));
+    assert!(t.has_enum_value("b"));
+    assert!(t.has_enum_value("x"), "an enum64's value");
+    assert!(!t.has_enum_value("outer"), "a struct's name");
+    assert!(!t.has_enum_value("flag"), "a member's name");
 }
 
 #[test]

@@ -3,6 +3,7 @@
 //! (`drain.rs`), account the intervals still open at a window's end
 //! (`in_flight.rs`, with the sampling rule's random source in `rng.rs`),
 //! find the scheduler fields the off-CPU programs read (`btf_fields.rs`),
+//! probe the kernel for what the programs need (`features.rs`),
 //! link its kfunc calls (`kfunc.rs`), serve the unwinder's maps
 //! (`unwind_maps.rs`) and copy the programs' log into tracing
 //! (`ebpf_log.rs`). Only this module touches aya types.
@@ -11,6 +12,7 @@ mod btf_fields;
 mod contract_tests;
 mod drain;
 mod ebpf_log;
+pub mod features;
 mod in_flight;
 mod kfunc;
 mod load;
@@ -18,6 +20,7 @@ mod rng;
 mod task_storage;
 mod unwind_maps;
 
+pub use btf_fields::{BtfFieldError, KernelTypes};
 pub use drain::{Flip, MapEntries, RawSample, RawWindow, Stack};
 pub use in_flight::InFlightStats;
 pub use load::Kernel;
@@ -77,7 +80,7 @@ pub enum KernelError {
     #[error("reading the kernel's BTF")]
     Btf(#[source] aya::BtfError),
     #[error("finding the scheduler fields off-CPU profiling reads (--no-off-cpu does without)")]
-    SchedFields(#[source] btf_fields::BtfFieldError),
+    SchedFields(#[source] BtfFieldError),
     #[error("listing online CPUs from {path}")]
     Cpus {
         path: &'static str,
