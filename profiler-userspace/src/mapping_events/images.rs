@@ -63,6 +63,8 @@ pub struct Images {
     /// Each file once, shared by every mapping of it.
     files: HashSet<Arc<MappedFile>>,
     ended: VecDeque<Arc<RecordedImage>>,
+    /// Processes refused for want of room, ever.
+    refused: u64,
     /// Counts since the last [`Images::take_ended`].
     pub stats: RecordStats,
 }
@@ -155,9 +157,14 @@ impl Images {
 
     fn start(&mut self, pid: u32, live: Live) {
         if self.live.len() >= MAX_PROCESSES && !self.live.contains_key(&pid) {
-            self.live
-                .retain(|pid, _| std::path::Path::new(&format!("/proc/{pid}")).exists());
+            // A sweep for processes whose exit was lost, on the first
+            // refusal and every 1024th after: not one per event.
+            if self.refused % 1024 == 0 {
+                self.live
+                    .retain(|pid, _| std::path::Path::new(&format!("/proc/{pid}")).exists());
+            }
             if self.live.len() >= MAX_PROCESSES {
+                self.refused += 1;
                 self.stats.untracked += 1;
                 return;
             }

@@ -194,3 +194,28 @@ fn ended_images_are_bounded_and_files_released() {
     assert!(images.files.is_empty());
     assert_eq!(stats, RecordStats::default(), "counts since the last take");
 }
+
+#[test]
+fn a_full_table_forgets_processes_whose_exit_was_lost() {
+    let mut images = Images::default();
+    let parent = std::process::id();
+    images.apply(exec(parent, "shell"), &mut nothing_running);
+    images.apply(
+        mmap(parent, 0x1000, 0x2000, "/bin/sh"),
+        &mut nothing_running,
+    );
+    // Children that never exist in /proc here: as if their exits were lost.
+    let first = 1 << 30;
+    let count = u32::try_from(MAX_PROCESSES).unwrap() - 1;
+    for pid in first..first + count {
+        images.apply(Event::Fork { pid, parent }, &mut nothing_running);
+    }
+    assert_eq!(images.followed(), MAX_PROCESSES, "full");
+    images.apply(Event::Fork { pid: 7, parent }, &mut nothing_running);
+    assert_eq!(
+        images.followed(),
+        2,
+        "the lost ones were swept: the parent and 7"
+    );
+    assert_eq!(images.take_ended().1.untracked, 0);
+}
