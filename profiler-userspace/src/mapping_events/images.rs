@@ -159,7 +159,7 @@ impl Images {
         if self.live.len() >= MAX_PROCESSES && !self.live.contains_key(&pid) {
             // A sweep for processes whose exit was lost, on the first
             // refusal and every 1024th after: not one per event.
-            if self.refused % 1024 == 0 {
+            if self.refused.is_multiple_of(1024) {
                 self.live
                     .retain(|pid, _| std::path::Path::new(&format!("/proc/{pid}")).exists());
             }
