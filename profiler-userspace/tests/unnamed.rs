@@ -1,6 +1,7 @@
 //! Frames left unnamed are counted by cause: a binary deleted or replaced
 //! after its process exited (`binary_gone`), and every profile's unnamed
-//! frames add up with its named ones to all of its user frames.
+//! frames add up with its named ones to all of its user frames. A binary
+//! gone whose debug file can be found by build id is named from it.
 mod support;
 
 use std::{path::Path, process::Command};
@@ -121,4 +122,58 @@ fn a_go_binary_replaced_after_its_process_exited_keeps_its_addresses() {
     let bin = build::stripped_go_program("brief", dir.path());
     let other = support::go::build_split(Path::new("go"), dir.path(), "split", true);
     replaced_after_exit(&bin, &other, &[]);
+}
+
+/// A stripped C program (as distributions ship it) deleted after its
+/// process exited: its debug file, found by the build id the daemon
+/// recorded, names its frames without the binary.
+#[test]
+fn a_deleted_binary_is_named_from_its_debug_file_by_build_id() {
+    require_root();
+    let dir = tempfile::tempdir().unwrap();
+    let scratch = dir.path().join("scratch");
+    std::fs::create_dir(&scratch).unwrap();
+    let stripped = build::stripped_c_program("short_lived", dir.path(), &scratch);
+    let debug_dir = dir.path().join("debug");
+    let at = debug_dir
+        .join(".build-id")
+        .join(&stripped.build_id[..2])
+        .join(format!("{}.debug", &stripped.build_id[2..]));
+    std::fs::create_dir_all(at.parent().unwrap()).unwrap();
+    std::fs::copy(&stripped.debug_file, &at).unwrap();
+    let out = dir.path().join("out");
+    let daemon = Profiler::start(&[
+        "--all",
+        "--debug-dir",
+        debug_dir.to_str().unwrap(),
+        "--output-dir",
+        out.to_str().unwrap(),
+    ]);
+    let run = Command::new(&stripped.bin)
+        .args(["0.5", "0"])
+        .output()
+        .unwrap();
+    assert!(run.status.success(), "{run:?}");
+    let text = String::from_utf8_lossy(&run.stdout);
+    let (_, fields) = text.trim().split_once(' ').unwrap();
+    let fields: std::collections::HashMap<String, u64> = profiler_fixtures::client::fields(fields);
+    let pid = u32::try_from(fields["pid"]).unwrap();
+    std::fs::remove_file(&stripped.bin).unwrap();
+    daemon.stop();
+
+    let bin = stripped.bin.to_str().unwrap();
+    let (mut samples, mut in_brief_work) = (0, 0);
+    for (_, p) in &profiles(&out) {
+        for s in p.samples_of(pid) {
+            samples += p.value(s, "samples");
+            if p.user_frames(s).contains(&("brief_work", bin)) {
+                in_brief_work += p.value(s, "samples");
+            }
+        }
+    }
+    assert!(samples > 25, "{samples} samples of the fixture");
+    assert!(
+        in_brief_work * 10 >= samples * 8,
+        "{in_brief_work} of {samples} samples named brief_work from the debug file"
+    );
 }

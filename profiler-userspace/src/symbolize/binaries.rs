@@ -32,6 +32,11 @@ enum Names {
     Own,
     /// A separate debug file, looked up by virtual address.
     DebugFile { path: PathBuf, facts: ElfFacts },
+    /// The debug file of a binary that cannot be read any more (found by
+    /// build id), by virtual address: a file offset of the code mapped at
+    /// file offset `pgoff` is at `offset - pgoff` past the page of
+    /// `text_vaddr`, the code segment's address in the debug file.
+    DebugOnly { path: PathBuf, text_vaddr: u64 },
     /// A stripped Go binary's `.gopclntab`, by virtual address.
     Go {
         table: Arc<GoTable>,
@@ -102,7 +107,9 @@ impl Binaries {
         key: BinaryKey,
         todo: &Todo,
     ) -> (u64, u64) {
-        let names = if let Some(names) = self.caches.get(&key).and_then(|c| c.names.clone()) {
+        // Names read without the binary give way once it can be read.
+        let cached = self.caches.get(&key).and_then(|c| c.names.clone());
+        let names = if let Some(names) = cached.filter(|n| !matches!(n, Names::DebugOnly { .. })) {
             names
         } else {
             let names = self.choose_names(&todo.path, todo.dir.as_deref());
@@ -121,18 +128,105 @@ impl Binaries {
                 symbolize(blaze, &Source::Elf(elf), Input::FileOffset(&todo.offsets))
             }
             Names::DebugFile { path, facts } => {
-                by_virtual_address(blaze, path, facts, &todo.offsets)
+                let virt: Vec<_> = todo.offsets.iter().map(|&o| facts.virt_offset(o)).collect();
+                by_virtual_address(blaze, path, &virt)
             }
             Names::Go { table, facts } => go_lines(table, facts, &todo.offsets),
+            Names::DebugOnly { .. } => vec![Arc::from([]); todo.offsets.len()],
         };
+        self.store(key, names, &todo.offsets, resolved)
+    }
+
+    /// Symbolizes file offsets of binary `key` that cannot be read any more
+    /// (its process is gone and the file deleted or replaced), each with
+    /// the file offset its mapping starts at: by its debug file, found by
+    /// build id in the debug directories or through debuginfod, which does
+    /// not need the binary. Without one, nothing is cached, so a process
+    /// that maps the binary still gets it read.
+    pub fn symbolize_gone(
+        &mut self,
+        blaze: &blazesym::symbolize::Symbolizer,
+        key: BinaryKey,
+        offsets: &[(u64, u64)],
+    ) -> (u64, u64) {
+        let cached = self.caches.get(&key).and_then(|c| c.names.clone());
+        let names = match cached {
+            Some(names @ (Names::DebugFile { .. } | Names::DebugOnly { .. })) => names,
+            Some(_) => return (0, 0),
+            None => {
+                let BinaryKey::BuildId(id) = &key else {
+                    return (0, 0);
+                };
+                let Some(names) = self.debug_file_by_id(id) else {
+                    return (0, 0);
+                };
+                self.debug_files_used += 1;
+                names
+            }
+        };
+        let (path, virt): (&Path, Vec<Option<u64>>) = match &names {
+            Names::DebugFile { path, facts } => (
+                path,
+                offsets.iter().map(|&(o, _)| facts.virt_offset(o)).collect(),
+            ),
+            Names::DebugOnly { path, text_vaddr } => {
+                let page = text_vaddr & !0xfff;
+                let virt = offsets
+                    .iter()
+                    .map(|&(o, pgoff)| o.checked_sub(pgoff).map(|d| page + d))
+                    .collect();
+                (path, virt)
+            }
+            _ => return (0, 0),
+        };
+        let resolved = by_virtual_address(blaze, path, &virt);
+        let offsets: Vec<u64> = offsets.iter().map(|&(o, _)| o).collect();
+        self.store(key, names, &offsets, resolved)
+    }
+
+    /// The debug file of build id `id` (hex), in the debug directories or
+    /// through debuginfod, placed by its own code segment.
+    fn debug_file_by_id(&mut self, id: &str) -> Option<Names> {
+        let local = self
+            .debug_dirs
+            .iter()
+            .filter_map(|dir| debug_files::build_id_path(dir, id))
+            .find(|path| path.is_file());
+        let path = match local {
+            Some(path) => path,
+            None => match self.debuginfod.as_mut()?.lookup(id) {
+                Lookup::Cached(path) => path,
+                Lookup::Pending | Lookup::Unavailable => return None,
+            },
+        };
+        let facts = ElfFacts::read(&path).ok()?;
+        let same = facts.build_id.as_deref().map(debug_files::hex);
+        if same.as_deref() != Some(id) {
+            return None;
+        }
+        Some(Names::DebugOnly {
+            path,
+            text_vaddr: facts.text_vaddr?,
+        })
+    }
+
+    /// Caches `resolved` (one entry per offset of `offsets`) under `key`;
+    /// returns how many were looked up and how many did not resolve.
+    fn store(
+        &mut self,
+        key: BinaryKey,
+        names: Names,
+        offsets: &[u64],
+        resolved: Vec<Arc<[Line]>>,
+    ) -> (u64, u64) {
         let cache = self.caches.entry(key).or_default();
         cache.names = Some(names);
         let mut failed = 0;
-        for (&offset, lines) in todo.offsets.iter().zip(resolved) {
+        for (&offset, lines) in offsets.iter().zip(resolved) {
             failed += u64::from(lines.is_empty());
             cache.lines.insert(offset, lines);
         }
-        (todo.offsets.len() as u64, failed)
+        (offsets.len() as u64, failed)
     }
 
     /// Forgets what was resolved for binaries whose debug file debuginfod
@@ -217,14 +311,13 @@ fn go_lines(table: &GoTable, facts: &ElfFacts, offsets: &[u64]) -> Vec<Arc<[Line
         .collect()
 }
 
-/// Symbolizes file offsets of a binary in its separate debug file.
+/// Symbolizes virtual addresses (`None`: a file offset outside the code)
+/// in a separate debug file.
 fn by_virtual_address(
     blaze: &blazesym::symbolize::Symbolizer,
     debug_file: &Path,
-    binary: &ElfFacts,
-    offsets: &[u64],
+    virt: &[Option<u64>],
 ) -> Vec<Arc<[Line]>> {
-    let virt: Vec<Option<u64>> = offsets.iter().map(|&o| binary.virt_offset(o)).collect();
     let known: Vec<u64> = virt.iter().flatten().copied().collect();
     let mut resolved = symbolize(
         blaze,

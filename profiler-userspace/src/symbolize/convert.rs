@@ -1,7 +1,6 @@
 //! The pure conversions of the symbolizer: captured stacks to locations,
 //! blazesym's results to lines, mappings to cache keys and pprof mappings.
 use std::{
-    fmt::Write as _,
     path::{Path, PathBuf},
     sync::Arc,
 };
@@ -106,15 +105,7 @@ pub(super) fn new_mapping(pid: u32, vma: &Vma) -> Mapping {
 /// The build id of the ELF file at `path`, in hex.
 pub(super) fn build_id(path: &Path) -> Option<String> {
     let id = blazesym::helper::read_elf_build_id(path).ok()??;
-    Some(hex(&id))
-}
-
-/// `bytes` in lowercase hex, as build ids are written.
-pub(crate) fn hex(bytes: &[u8]) -> String {
-    bytes.iter().fold(String::new(), |mut hex, b| {
-        let _ = write!(hex, "{b:02x}");
-        hex
-    })
+    Some(super::debug_files::hex(&id))
 }
 
 /// Frames of one symbolized address, innermost inlined function first.

@@ -25,6 +25,10 @@ pub struct ElfFacts {
     pub debuglink: Option<(String, u32)>,
     /// Loadable segments: file offset, size in the file, virtual address.
     segments: Vec<(u64, u64, u64)>,
+    /// The virtual address of the first executable loadable segment: in a
+    /// debug file, whose segments keep their addresses but not their file
+    /// offsets, what places a mapping of the binary's code.
+    pub text_vaddr: Option<u64>,
 }
 
 impl ElfFacts {
@@ -46,7 +50,15 @@ impl ElfFacts {
                 (offset, size, segment.address())
             })
             .collect();
+        let text_vaddr = elf
+            .segments()
+            .find(|segment| {
+                matches!(segment.flags(), object::SegmentFlags::Elf { p_flags }
+                    if p_flags & object::elf::PF_X != 0)
+            })
+            .map(|segment| segment.address());
         Ok(Self {
+            text_vaddr,
             has_symtab: elf.section_by_name(".symtab").is_some(),
             build_id: elf.build_id().ok().flatten().map(<[u8]>::to_vec),
             debuglink: elf

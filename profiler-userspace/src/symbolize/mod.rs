@@ -35,8 +35,9 @@ use blazesym::{
         source::{Kernel, Source},
     },
 };
+pub(crate) use convert::map_files_path;
 use convert::{binary_key, find_vma, lines_of, locations, lookup_addrs};
-pub(crate) use convert::{hex, map_files_path};
+pub(crate) use debug_files::hex;
 pub use debuginfod::{Debuginfod, DebuginfodStats};
 pub use processes::ProcessSnapshot;
 use processes::{Mappings, Processes, binary_path};
@@ -292,6 +293,8 @@ impl Symbolizer {
         stats: &mut SymbolizeStats,
     ) {
         let mut todo: HashMap<BinaryKey, Todo> = HashMap::new();
+        // Binaries that cannot be read any more, by build id.
+        let mut gone: HashMap<BinaryKey, Vec<(u64, u64)>> = HashMap::new();
         let mut anonymous: BTreeMap<u32, Vec<u64>> = BTreeMap::new();
         let mut read_paths = Vec::new();
         for (&(pid, index), addrs) in user {
@@ -318,8 +321,12 @@ impl Symbolizer {
                 }
                 let current = process.is_current(index);
                 // Unreadable now (gone, in another namespace, replaced):
+                // only a debug file found by build id can name it; else
                 // the address keeps its mapping, for a reader with the file.
                 let Some((path, dir)) = binary_path(pid, vma, mapping, generation, current) else {
+                    if !mapping.build_id.is_empty() {
+                        gone.entry(key).or_default().push((offset, vma.offset));
+                    }
                     continue;
                 };
                 read_paths.push((pid, path.clone()));
@@ -337,6 +344,17 @@ impl Symbolizer {
             if let Some(process) = self.processes.get_mut(pid) {
                 process.blaze_paths.insert(path);
             }
+        }
+        for (key, mut offsets) in gone {
+            if let Some(readable) = todo.get_mut(&key) {
+                readable.offsets.extend(offsets.iter().map(|&(o, _)| o));
+                continue;
+            }
+            offsets.sort_unstable();
+            offsets.dedup_by_key(|&mut (o, _)| o);
+            let (looked_up, failed) = self.binaries.symbolize_gone(&self.blaze, key, &offsets);
+            stats.resolved += looked_up;
+            stats.failed += failed;
         }
         for (key, todo) in todo {
             let (looked_up, failed) = self.binaries.symbolize(&self.blaze, key, &todo);
