@@ -1,4 +1,4 @@
-//! Project automation: `cargo xtask <setup|build|run|test|bench|soak|install>`.
+//! Project automation: `cargo xtask <setup|build|run|test|vm-test|bench|soak|install>`.
 mod bench;
 mod install;
 mod procfs;
@@ -6,6 +6,7 @@ mod report;
 mod setup;
 mod soak;
 mod test;
+mod vm_test;
 
 use std::process::Command;
 
@@ -30,8 +31,16 @@ enum Cmd {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         args: Vec<String>,
     },
-    /// Every test: lints with warnings fatal, unit tests, real-kernel tests.
+    /// Every test: lints with warnings fatal, unit tests, real-kernel tests,
+    /// and the VM suite on Debian 12's 6.1 kernel.
     Test,
+    /// The real-kernel suite's core on another kernel, booted under QEMU
+    /// (TCG): Debian 12's 6.1 cloud kernel unless `--kernel` says which.
+    VmTest {
+        /// A kernel image (bzImage) to boot instead.
+        #[arg(long, value_name = "PATH")]
+        kernel: Option<std::path::PathBuf>,
+    },
     /// Overhead and accuracy benchmarks; writes BENCHMARKS.md (needs root).
     Bench,
     /// The daemon under a high context-switch rate for a while; writes the
@@ -72,7 +81,12 @@ fn main() -> anyhow::Result<()> {
         }
         Cmd::Test => {
             setup::run()?;
-            test::run_all()
+            test::run_all()?;
+            vm_test::run(None)
+        }
+        Cmd::VmTest { kernel } => {
+            setup::run()?;
+            vm_test::run(kernel)
         }
         Cmd::Bench => {
             setup::run()?;

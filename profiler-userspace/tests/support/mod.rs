@@ -5,6 +5,7 @@
 pub mod build;
 pub mod go;
 pub mod schedstat;
+pub mod vm;
 
 use std::{
     collections::HashMap,

@@ -1,0 +1,89 @@
+#!/bin/busybox sh
+# The VM's /init (`cargo xtask vm-test`): runs the profiler on this kernel
+# against the fixtures, then prints every file the runs wrote to the serial
+# console, base64 between markers, for the host to check, and powers off.
+#
+# Each run (into /out/NAME: fixture.out, profiler.log, profiles/): a fixture with the tests' protocol (`ready ...` on stdout, a
+# line on stdin starts its measured phase, it prints its own measurements,
+# then lingers until stdin closes), the profiler attached to it, and the
+# profiler stopped with SIGTERM, which must write the last window.
+/bin/busybox --install -s /bin
+export PATH=/bin
+mount -t proc proc /proc
+mount -t sysfs sys /sys
+mount -t devtmpfs dev /dev
+mount -t tmpfs tmp /tmp
+mount -t tracefs tracefs /sys/kernel/tracing
+mount -t debugfs debugfs /sys/kernel/debug
+mount -t bpf bpf /sys/fs/bpf
+mkdir -p /out
+
+say() { echo "=== $*"; }
+
+# wait_for FILE TEXT: until FILE holds TEXT (60 s at most).
+wait_for() {
+    i=0
+    until grep -q "$2" "$1" 2>/dev/null; do
+        i=$((i + 1))
+        if [ $i -gt 600 ]; then
+            say "timeout waiting for '$2' in $1"
+            cat "$1"
+            return 1
+        fi
+        sleep 0.1
+    done
+}
+
+# run NAME FIXTURE SECONDS -- PROFILER ARGS: one run, into /out/NAME.
+# {pid} in the profiler's arguments stands for the fixture's pid.
+run() {
+    name=$1 fixture=$2 seconds=$3
+    shift 4
+    dir=/out/$name
+    mkdir -p "$dir/profiles"
+    mkfifo "/tmp/$name.in"
+    "/fixtures/$fixture" "$seconds" < "/tmp/$name.in" > "$dir/fixture.out" 2>&1 &
+    fixture_pid=$!
+    exec 3> "/tmp/$name.in"
+    wait_for "$dir/fixture.out" ready || return
+    args=""
+    for a in "$@"; do
+        [ "$a" = "{pid}" ] && a=$fixture_pid
+        args="$args $a"
+    done
+    # shellcheck disable=SC2086 # the arguments are words
+    /profiler $args --output-dir "$dir/profiles" 2> "$dir/profiler.log" &
+    profiler_pid=$!
+    wait_for "$dir/profiler.log" profiling || return
+    echo go >&3
+    wait_for "$dir/fixture.out" "_ns=" || return
+    kill -TERM $profiler_pid
+    wait $profiler_pid
+    echo "exit=$?" >> "$dir/profiler.log"
+    exec 3>&-
+    wait $fixture_pid
+    say "ran $name"
+}
+
+# A line of its own: the firmware leaves terminal codes before it.
+echo
+say "kernel $(uname -r)"
+# On-CPU callers of a frameless leaf, and off-CPU time through glibc (its
+# threads are registered with rseq: user stacks at rseq_update here).
+run pid natural 5 -- --pid {pid} --off-cpu-rate 1ms --frequency 999
+# The same program under --all.
+run all natural 5 -- --all --off-cpu-rate 1ms --frequency 999
+# A thread without rseq (the Go runtime registers none): flushed at its
+# next switch-out by default, exact with --off-cpu-sys-exit.
+run go naps 4 -- --pid {pid} --off-cpu-rate 1ms
+run go_sys_exit naps 4 -- --pid {pid} --off-cpu-rate 1ms --off-cpu-sys-exit
+# One nap across several windows: no pidfds for threads before 6.9.
+run windows long_nap 3.5 -- --pid {pid} --interval 1s
+
+for f in $(find /out -type f | sort); do
+    say "file ${f#/out/}"
+    base64 "$f"
+    say "end"
+done
+say "done"
+poweroff -f

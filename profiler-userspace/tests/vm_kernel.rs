@@ -1,0 +1,223 @@
+//! The profiler on the kernel most servers run: Debian 12's 6.1, booted
+//! under QEMU's TCG with two vCPUs (`support/vm.rs`), where the daemon
+//! takes the paths this host's 6.18 never takes: user stacks at
+//! `rseq_update` and `sys_exit` (no BPF task work), and no pidfds for
+//! threads. `profiler-fixtures/vm/init.sh` runs the fixtures in the VM;
+//! the checks here are the host tests' own, with their tolerances.
+//!
+//! Run by `cargo xtask vm-test` (which `cargo xtask test` calls), with the
+//! kernel in `PROFILER_VM_KERNEL`: one boot serves every test.
+mod support;
+
+use std::{
+    collections::{BTreeMap, HashMap},
+    path::{Path, PathBuf},
+    sync::OnceLock,
+};
+
+use support::{Profile, build, go_pprof_raw, profiles, share, sum, vm};
+
+/// The one boot of the suite, made by the first test that needs it.
+fn boot() -> &'static vm::Boot {
+    static BOOT: OnceLock<vm::Boot> = OnceLock::new();
+    BOOT.get_or_init(|| {
+        let kernel = std::env::var_os("PROFILER_VM_KERNEL")
+            .expect("PROFILER_VM_KERNEL: the kernel to boot (cargo xtask vm-test sets it)");
+        let build_dir = tempfile::tempdir().unwrap();
+        let release = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/release");
+        let busybox = ["/bin/busybox", "/usr/bin/busybox"]
+            .into_iter()
+            .map(PathBuf::from)
+            .find(|p| p.exists())
+            .expect("busybox (.ci/run installs busybox-static)");
+        let files = BTreeMap::from([
+            ("/bin/busybox".to_owned(), busybox),
+            ("/profiler".to_owned(), release.join("profiler")),
+            (
+                "/fixtures/natural".to_owned(),
+                build::c_program("natural", build_dir.path()),
+            ),
+            (
+                "/fixtures/naps".to_owned(),
+                build::go_program("naps", build_dir.path()),
+            ),
+            ("/fixtures/long_nap".to_owned(), release.join("long_nap")),
+        ]);
+        vm::boot(Path::new(&kernel), &files)
+    })
+}
+
+/// Run `name`'s profiles (each must pass `go tool pprof -raw`), its
+/// fixture's measurements, and the profiler's log, which must end in a
+/// clean exit at SIGTERM.
+fn run(name: &str) -> (Vec<(PathBuf, Profile)>, HashMap<String, u64>) {
+    let boot = boot();
+    let log = boot.text(name, "profiler.log");
+    assert!(
+        log.trim_end().ends_with("exit=0"),
+        "{name}: the profiler did not exit cleanly at SIGTERM:\n{log}"
+    );
+    let fixture = boot.text(name, "fixture.out");
+    let measured = fixture.lines().find(|l| l.contains("_ns="));
+    let truth = profiler_fixtures::client::fields(
+        measured.unwrap_or_else(|| panic!("{name}: no measurements in {fixture}")),
+    );
+    let profiles = profiles(&boot.run_dir(name).join("profiles"));
+    assert!(!profiles.is_empty(), "{name}: no profile written:\n{log}");
+    for (path, _) in &profiles {
+        go_pprof_raw(path);
+    }
+    (profiles, truth)
+}
+
+/// The ready line's `key=tid`.
+fn ready_id(name: &str, key: &str) -> u32 {
+    let fixture = boot().text(name, "fixture.out");
+    let ready = fixture.lines().find(|l| l.starts_with("ready")).unwrap();
+    let fields: HashMap<String, u32> =
+        profiler_fixtures::client::fields(ready.strip_prefix("ready").unwrap().trim());
+    fields[key]
+}
+
+/// Sum of `ty` over thread `tid`'s samples whose user stack holds
+/// `function` (any, when empty).
+fn total(profiles: &[(PathBuf, Profile)], tid: u32, function: &str, ty: &str) -> i64 {
+    sum(profiles, ty, |p, s| {
+        p.is_thread(s, tid) && (function.is_empty() || p.functions(s).contains(&function))
+    })
+}
+
+#[expect(clippy::cast_precision_loss, reason = "ratios of nanoseconds")]
+fn ratio(a: i64, b: u64) -> f64 {
+    a as f64 / b as f64
+}
+
+#[test]
+#[ignore = "boots Debian's 6.1 kernel in a VM: cargo xtask vm-test"]
+fn the_kernel_is_6_1() {
+    let boot = boot();
+    let line = boot
+        .console
+        .lines()
+        .find_map(|l| l.split_once("=== kernel ").map(|(_, release)| release))
+        .unwrap_or_else(|| panic!("no kernel line:\n{}", boot.console));
+    assert!(line.starts_with("6.1."), "booted {line}");
+}
+
+/// `natural` (plain `cc -O2`): the callers' split of the frameless leaf
+/// `spin`, and off-CPU time through glibc, whose threads are registered
+/// with rseq: without task work, their user stacks are taken at
+/// `rseq_update`.
+fn natural_is_right(name: &str) {
+    let (profiles, truth) = run(name);
+    let (cpu, block) = (ready_id(name, "cpu"), ready_id(name, "block"));
+    let heavy = total(&profiles, cpu, "cpu_heavy", "samples");
+    let light = total(&profiles, cpu, "cpu_light", "samples");
+    let spin = total(&profiles, cpu, "spin", "samples");
+    assert!(
+        heavy + light >= spin * 9 / 10,
+        "{name}: callers of spin: heavy {heavy} + light {light} of {spin}"
+    );
+    let measured = share(heavy, light);
+    #[expect(clippy::cast_possible_wrap, reason = "nanoseconds of a 5 s run")]
+    let expected = share(truth["heavy_ns"] as i64, truth["light_ns"] as i64);
+    assert!(
+        (measured - expected).abs() <= 4.0,
+        "{name}: cpu_heavy {measured:.1}% ({spin} samples in spin) vs the fixture's own {expected:.1}%"
+    );
+    for (function, key) in [
+        ("sleep_phase", "sleep_ns"),
+        ("read_phase", "read_ns"),
+        ("lock_phase", "lock_ns"),
+    ] {
+        let off = total(&profiles, block, function, "off_cpu");
+        let r = ratio(off, truth[key]);
+        assert!(
+            (0.85..=1.15).contains(&r),
+            "{name}: {function}: off_cpu {off} ns vs the fixture's own {} ns",
+            truth[key]
+        );
+    }
+}
+
+#[test]
+#[ignore = "boots Debian's 6.1 kernel in a VM: cargo xtask vm-test"]
+fn pid_names_a_frameless_leafs_callers_and_glibc_waits() {
+    natural_is_right("pid");
+}
+
+#[test]
+#[ignore = "boots Debian's 6.1 kernel in a VM: cargo xtask vm-test"]
+fn all_names_a_frameless_leafs_callers_and_glibc_waits() {
+    natural_is_right("all");
+}
+
+/// A Go thread's naps (`naps.go`: 30 ms in `main.longNap`, 10 ms in
+/// `main.shortNap`, alternating) against what it measured: their total,
+/// and the share of each site (`long_share`: in the profile, measured).
+fn naps(name: &str) -> (f64, (f64, f64), u64) {
+    let (profiles, truth) = run(name);
+    let napper = ready_id(name, "napper");
+    let long = total(&profiles, napper, "main.longNap", "off_cpu");
+    let short = total(&profiles, napper, "main.shortNap", "off_cpu");
+    let all = total(&profiles, napper, "", "off_cpu");
+    let r = ratio(all, truth["long_ns"] + truth["short_ns"]);
+    #[expect(clippy::cast_possible_wrap, reason = "nanoseconds of a 4 s run")]
+    let measured = share(truth["long_ns"] as i64, truth["short_ns"] as i64);
+    let approx = profiles
+        .iter()
+        .map(|(_, p)| p.comment_value("off_cpu_ns_approx_user_stack"))
+        .sum();
+    (r, (share(long, short), measured), approx)
+}
+
+/// A Go thread, which the runtime never registers with rseq, so without
+/// task work its stacks are taken at its next switch-out: its total is
+/// right, and the weight with such stacks is counted as approximate.
+#[test]
+#[ignore = "boots Debian's 6.1 kernel in a VM: cargo xtask vm-test"]
+fn a_go_thread_without_rseq_is_counted_with_approximate_stacks() {
+    let (r, _, approx) = naps("go");
+    assert!(
+        (r - 1.0).abs() <= 0.15,
+        "the napping thread's off-CPU time is {r:.3} of what it measured"
+    );
+    assert!(
+        approx > 0,
+        "no weight counted as off_cpu_ns_approx_user_stack"
+    );
+}
+
+/// With `--off-cpu-sys-exit`, the same thread's waits get their own
+/// stacks: each site's share as measured.
+#[test]
+#[ignore = "boots Debian's 6.1 kernel in a VM: cargo xtask vm-test"]
+fn a_go_thread_without_rseq_gets_its_own_stacks_at_sys_exit() {
+    let (r, (ours, measured), _) = naps("go_sys_exit");
+    assert!(
+        (r - 1.0).abs() <= 0.15,
+        "the napping thread's off-CPU time is {r:.3} of what it measured"
+    );
+    assert!(
+        (ours - measured).abs() <= 5.0,
+        "main.longNap: {ours:.1}% of the naps here, {measured:.1}% measured"
+    );
+}
+
+/// One nap across several 1 s windows, without pidfds for threads: its
+/// parts add up to what it measured, each counted once.
+#[test]
+#[ignore = "boots Debian's 6.1 kernel in a VM: cargo xtask vm-test"]
+fn a_nap_across_windows_is_counted_once() {
+    let (profiles, truth) = run("windows");
+    assert!(profiles.len() >= 3, "{} windows", profiles.len());
+    let napper = ready_id("windows", "napper");
+    let nap = sum(&profiles, "off_cpu", |p, s| {
+        p.is_thread(s, napper) && p.str_label(s, "state") == Some("sleeping")
+    });
+    let r = ratio(nap, truth["nap_ns"]);
+    assert!(
+        (r - 1.0).abs() <= 0.05,
+        "napper: {r:.3} of its measured nap"
+    );
+}
