@@ -70,9 +70,13 @@ echo
 say "kernel $(uname -r)"
 # On-CPU callers of a frameless leaf, and off-CPU time through glibc (its
 # threads are registered with rseq: user stacks at rseq_update here).
-run pid natural 5 -- --pid {pid} --off-cpu-rate 1ms --frequency 999
+# At the default 99 Hz, for 20 s (some 1900 samples of spin: 4 points is
+# 4 standard errors of the split): under TCG every sample's walk is
+# emulated, and 999 Hz (as on the host) left the fixture's threads
+# waiting for a CPU, which skewed their waits by up to 28%.
+run pid natural 20 -- --pid {pid} --off-cpu-rate 1ms
 # The same program under --all.
-run all natural 5 -- --all --off-cpu-rate 1ms --frequency 999
+run all natural 20 -- --all --off-cpu-rate 1ms
 # A thread without rseq (the Go runtime registers none): flushed at its
 # next switch-out by default, exact with --off-cpu-sys-exit.
 run go naps 4 -- --pid {pid} --off-cpu-rate 1ms

@@ -121,7 +121,8 @@ struct Args {
     off_cpu_dispatch_only: bool,
 
     /// Take off-CPU user stacks as if the kernel had no BPF task work (at
-    /// `rseq_update`): the bench's and tests' view of older kernels.
+    /// `rseq_update`): the bench's view of older kernels (the tests boot
+    /// one: `cargo xtask vm-test`).
     #[arg(long, hide = true)]
     off_cpu_no_task_work: bool,
 

@@ -59,6 +59,7 @@ fn run(name: &str) -> (Vec<(PathBuf, Profile)>, HashMap<String, u64>) {
     );
     let fixture = boot.text(name, "fixture.out");
     let measured = fixture.lines().find(|l| l.contains("_ns="));
+    eprintln!("{name}: {measured:?}");
     let truth = profiler_fixtures::client::fields(
         measured.unwrap_or_else(|| panic!("{name}: no measurements in {fixture}")),
     );
@@ -119,8 +120,9 @@ fn natural_is_right(name: &str) {
         "{name}: callers of spin: heavy {heavy} + light {light} of {spin}"
     );
     let measured = share(heavy, light);
-    #[expect(clippy::cast_possible_wrap, reason = "nanoseconds of a 5 s run")]
+    #[expect(clippy::cast_possible_wrap, reason = "nanoseconds of a 20 s run")]
     let expected = share(truth["heavy_ns"] as i64, truth["light_ns"] as i64);
+    eprintln!("{name}: cpu_heavy {measured:.1}% of {spin} samples, measured {expected:.1}%");
     assert!(
         (measured - expected).abs() <= 4.0,
         "{name}: cpu_heavy {measured:.1}% ({spin} samples in spin) vs the fixture's own {expected:.1}%"
@@ -132,6 +134,7 @@ fn natural_is_right(name: &str) {
     ] {
         let off = total(&profiles, block, function, "off_cpu");
         let r = ratio(off, truth[key]);
+        eprintln!("{name}: {function}: {r:.3} of what it measured");
         assert!(
             (0.85..=1.15).contains(&r),
             "{name}: {function}: off_cpu {off} ns vs the fixture's own {} ns",
