@@ -73,7 +73,7 @@ say "kernel $(uname -r)"
 # At the default 99 Hz, for 20 s (some 1900 samples of spin: 4 points is
 # 4 standard errors of the split): under TCG every sample's walk is
 # emulated, and 999 Hz (as on the host) left the fixture's threads
-# waiting for a CPU, which skewed their waits by up to 28%.
+# waiting for a CPU, which skewed their waits by up to 20%.
 run pid natural 20 -- --pid {pid} --off-cpu-rate 1ms
 # The same program under --all.
 run all natural 20 -- --all --off-cpu-rate 1ms

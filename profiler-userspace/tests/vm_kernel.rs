@@ -106,9 +106,9 @@ fn the_kernel_is_6_1() {
 }
 
 /// `natural` (plain `cc -O2`): the callers' split of the frameless leaf
-/// `spin`, and off-CPU time through glibc, whose threads are registered
-/// with rseq: without task work, their user stacks are taken at
-/// `rseq_update`.
+/// `spin`, and off-CPU time through glibc (nanosleep, a pipe read), whose
+/// threads are registered with rseq: without task work, their user stacks
+/// are taken at `rseq_update`.
 fn natural_is_right(name: &str) {
     let (profiles, truth) = run(name);
     let (cpu, block) = (ready_id(name, "cpu"), ready_id(name, "block"));
@@ -127,11 +127,11 @@ fn natural_is_right(name: &str) {
         (measured - expected).abs() <= 4.0,
         "{name}: cpu_heavy {measured:.1}% ({spin} samples in spin) vs the fixture's own {expected:.1}%"
     );
-    for (function, key) in [
-        ("sleep_phase", "sleep_ns"),
-        ("read_phase", "read_ns"),
-        ("lock_phase", "lock_ns"),
-    ] {
+    // Not lock_phase: before its measured lock it waits on a condition
+    // for the helper to take the mutex, off-CPU time in lock_phase that
+    // the fixture does not measure. On the host it is short; under TCG,
+    // where the helper waits for a CPU, one CI run counted 1.42x.
+    for (function, key) in [("sleep_phase", "sleep_ns"), ("read_phase", "read_ns")] {
         let off = total(&profiles, block, function, "off_cpu");
         let r = ratio(off, truth[key]);
         eprintln!("{name}: {function}: {r:.3} of what it measured");
