@@ -5,7 +5,7 @@
 //! threads. `profiler-fixtures/vm/init.sh` runs the fixtures in the VM;
 //! the checks here are the host tests' own, with their tolerances.
 //!
-//! Run by `cargo xtask vm-test` (which `cargo xtask test` calls), with the
+//! Run by `cargo xtask vm-test` (not yet by `cargo xtask test`), with the
 //! kernel in `PROFILER_VM_KERNEL`: one boot serves every test.
 mod support;
 
