@@ -7,7 +7,10 @@
  * Thread "block": sleep_phase (nanosleep), read_phase (read on a pipe that a
  * helper writes to 2 ms later) and lock_phase (pthread_mutex_lock on a mutex
  * a helper holds for 2 ms); each measures its off-CPU time as wall time
- * minus its own CPU time in the call.
+ * minus its own CPU time in the call. Before each read it tells the helper,
+ * which writes 2 ms after hearing it: however late either thread runs (a
+ * loaded machine, an emulated CPU), the pipe never holds a byte ahead of
+ * the read, so every read waits.
  *
  * Protocol (as the Rust fixtures): "ready pid=P cpu=T block=T", wait for
  * "go", run for argv[1] seconds, print the measurements, then linger until
@@ -26,7 +29,8 @@
 static double run_seconds;
 static volatile int running = 1;
 static uint64_t heavy_ns, light_ns, sleep_ns, read_ns, lock_ns;
-static int pipe_fds[2];
+static int pipe_fds[2];  /* helper -> read_phase: the byte it waits for */
+static int ready_fds[2]; /* block -> helper: about to read; EOF: stop */
 static pthread_mutex_t contended = PTHREAD_MUTEX_INITIALIZER;
 static pthread_mutex_t handshake = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t handshake_cond = PTHREAD_COND_INITIALIZER;
@@ -113,7 +117,9 @@ __attribute__((noinline)) void lock_phase(void) {
 static void *helper_thread(void *arg) {
     (void)arg;
     struct timespec two_ms = {0, 2000000};
-    while (running) {
+    char byte;
+    /* One round per "about to read" from the block thread, until EOF. */
+    while (read(ready_fds[0], &byte, 1) == 1) {
         /* For read_phase: a byte 2 ms from now. */
         nanosleep(&two_ms, NULL);
         if (write(pipe_fds[1], "x", 1) != 1) abort();
@@ -125,15 +131,7 @@ static void *helper_thread(void *arg) {
         pthread_mutex_unlock(&handshake);
         nanosleep(&two_ms, NULL);
         pthread_mutex_unlock(&contended);
-        /* sleep_phase runs meanwhile; let it finish. */
-        nanosleep(&two_ms, NULL);
     }
-    /* Unblock a final read, and a final wait for the handshake (without
-     * this the fixture could hang at the end: found by a test run). */
-    if (write(pipe_fds[1], "x", 1) != 1) abort();
-    pthread_mutex_lock(&handshake);
-    pthread_cond_broadcast(&handshake_cond);
-    pthread_mutex_unlock(&handshake);
     return NULL;
 }
 
@@ -161,6 +159,7 @@ static void *block_main(void *arg) {
     wait_go(&block_tid);
     while (running) {
         sleep_phase();
+        if (write(ready_fds[1], "r", 1) != 1) abort();
         read_phase();
         lock_phase();
     }
@@ -169,7 +168,7 @@ static void *block_main(void *arg) {
 
 int main(int argc, char **argv) {
     run_seconds = argc > 1 ? atof(argv[1]) : 5.0;
-    if (pipe(pipe_fds) != 0) abort();
+    if (pipe(pipe_fds) != 0 || pipe(ready_fds) != 0) abort();
     pthread_t cpu, block, helper;
     pthread_create(&cpu, NULL, cpu_main, NULL);
     pthread_create(&block, NULL, block_main, NULL);
@@ -192,6 +191,7 @@ int main(int argc, char **argv) {
     running = 0;
     pthread_join(cpu, NULL);
     pthread_join(block, NULL);
+    close(ready_fds[1]);
     pthread_join(helper, NULL);
     printf("heavy_ns=%llu light_ns=%llu sleep_ns=%llu read_ns=%llu lock_ns=%llu\n",
            (unsigned long long)heavy_ns, (unsigned long long)light_ns,

@@ -54,6 +54,7 @@ run() {
     # shellcheck disable=SC2086 # the arguments are words
     /profiler $args --output-dir "$dir/profiles" 2> "$dir/profiler.log" &
     profiler_pid=$!
+    say "$name: fixture pid $fixture_pid, profiler pid $profiler_pid"
     wait_for "$dir/profiler.log" profiling || return
     echo go >&3
     wait_for "$dir/fixture.out" "_ns=" || return

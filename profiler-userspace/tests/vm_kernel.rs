@@ -5,8 +5,10 @@
 //! threads. `profiler-fixtures/vm/init.sh` runs the fixtures in the VM;
 //! the checks here are the host tests' own, with their tolerances.
 //!
-//! Run by `cargo xtask vm-test` (not yet by `cargo xtask test`), with the
-//! kernel in `PROFILER_VM_KERNEL`: one boot serves every test.
+//! Run by `cargo xtask vm-test` and at the end of `cargo xtask test`, with
+//! the kernel in `PROFILER_VM_KERNEL`: one boot serves every test. The
+//! boot's files and console stay in `target/tmp/vm-boot/` afterwards; a
+//! soft lockup in the VM panics it, with the stacks on the console.
 mod support;
 
 use std::{
@@ -17,10 +19,11 @@ use std::{
 
 use support::{Profile, build, go_pprof_raw, profiles, share, sum, vm};
 
-/// The one boot of the suite, made by the first test that needs it.
+/// The one boot of the suite, made by the first test that needs it; a
+/// boot that failed fails every test with its message, and is not retried.
 fn boot() -> &'static vm::Boot {
-    static BOOT: OnceLock<vm::Boot> = OnceLock::new();
-    BOOT.get_or_init(|| {
+    static BOOT: OnceLock<Result<vm::Boot, String>> = OnceLock::new();
+    let boot = BOOT.get_or_init(|| {
         let kernel = std::env::var_os("PROFILER_VM_KERNEL")
             .expect("PROFILER_VM_KERNEL: the kernel to boot (cargo xtask vm-test sets it)");
         let build_dir = tempfile::tempdir().unwrap();
@@ -44,7 +47,8 @@ fn boot() -> &'static vm::Boot {
             ("/fixtures/long_nap".to_owned(), release.join("long_nap")),
         ]);
         vm::boot(Path::new(&kernel), &files)
-    })
+    });
+    boot.as_ref().unwrap_or_else(|e| panic!("{e}"))
 }
 
 /// Run `name`'s profiles (each must pass `go tool pprof -raw`), its

@@ -31,7 +31,8 @@ enum Cmd {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         args: Vec<String>,
     },
-    /// Every test: lints with warnings fatal, unit tests, real-kernel tests.
+    /// Every test: lints with warnings fatal, unit tests, real-kernel tests,
+    /// then the VM suite on Debian 12's 6.1 (as `vm-test`).
     Test,
     /// The real-kernel suite's core on another kernel, booted under QEMU
     /// (TCG): Debian 12's 6.1 cloud kernel unless `--kernel` says which.
@@ -80,7 +81,8 @@ fn main() -> anyhow::Result<()> {
         }
         Cmd::Test => {
             setup::run()?;
-            test::run_all()
+            test::run_all()?;
+            vm_test::run(None)
         }
         Cmd::VmTest { kernel } => {
             setup::run()?;

@@ -1,6 +1,7 @@
 //! `cargo xtask test`: formatting, clippy with warnings fatal (userspace
 //! and, separately, the eBPF crate on its own target), then every test.
 //! Real-kernel tests load BPF, so they need root and run one at a time.
+//! `main` then runs the VM suite (`vm_test.rs`) on Debian 12's 6.1.
 use std::process::Command;
 
 use crate::{cargo, run, workspace_root};

@@ -17,16 +17,17 @@ use base64::Engine as _;
 const TIMEOUT: Duration = Duration::from_mins(7);
 
 /// What a boot left: the files the runs wrote, under `dir/RUN/`, and the
-/// whole console.
+/// whole console (also in `dir/console.log`). The directory is kept after
+/// the tests, failed or not, until the next boot: `target/tmp/vm-boot/`.
 pub struct Boot {
-    pub dir: tempfile::TempDir,
+    pub dir: PathBuf,
     pub console: String,
 }
 
 impl Boot {
     /// The directory of run `name`'s files.
     pub fn run_dir(&self, name: &str) -> PathBuf {
-        self.dir.path().join(name)
+        self.dir.join(name)
     }
 
     /// A file the run `name` wrote, as text.
@@ -39,12 +40,17 @@ impl Boot {
 /// Boots `kernel` with `files` (path in the VM → path here) and
 /// `init.sh` as `/init`, two vCPUs, and returns what the runs wrote.
 ///
+/// # Errors
+/// When the VM does not finish in [`TIMEOUT`] or its console holds no
+/// `=== done`: the message holds the whole console.
+///
 /// # Panics
-/// When QEMU cannot run, the VM does not finish in [`TIMEOUT`], or the
-/// console holds no `=== done`.
-pub fn boot(kernel: &Path, files: &BTreeMap<String, PathBuf>) -> Boot {
-    let dir = tempfile::tempdir().unwrap();
-    let initramfs = dir.path().join("initramfs.cpio");
+/// When QEMU cannot run.
+pub fn boot(kernel: &Path, files: &BTreeMap<String, PathBuf>) -> Result<Boot, String> {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("vm-boot");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let initramfs = dir.join("initramfs.cpio");
     write_initramfs(&initramfs, files);
     let mut qemu = Command::new("qemu-system-x86_64")
         .args(["-accel", "tcg", "-cpu", "max", "-smp", "2", "-m", "2048"])
@@ -52,7 +58,12 @@ pub fn boot(kernel: &Path, files: &BTreeMap<String, PathBuf>) -> Boot {
         .arg(kernel)
         .arg("-initrd")
         .arg(&initramfs)
-        .args(["-append", "console=ttyS0 quiet panic=-1 rdinit=/init"])
+        // Warnings and stack dumps reach the console (loglevel=5), and a
+        // soft lockup panics, which ends the VM at once (-no-reboot).
+        .args([
+            "-append",
+            "console=ttyS0 loglevel=5 softlockup_panic=1 panic=-1 rdinit=/init",
+        ])
         .args(["-nographic", "-no-reboot"])
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
@@ -69,25 +80,26 @@ pub fn boot(kernel: &Path, files: &BTreeMap<String, PathBuf>) -> Boot {
         String::from_utf8_lossy(&bytes).replace('\r', "") + &errors
     });
     let started = Instant::now();
+    let mut timed_out = false;
     while qemu.try_wait().unwrap().is_none() {
         if started.elapsed() > TIMEOUT {
             let _ = qemu.kill();
             let _ = qemu.wait();
-            panic!(
-                "the VM did not finish in {TIMEOUT:?}:\n{}",
-                reader.join().unwrap()
-            );
+            timed_out = true;
         }
         std::thread::sleep(Duration::from_millis(200));
     }
     let console = reader.join().unwrap();
+    std::fs::write(dir.join("console.log"), &console).unwrap();
     eprintln!("VM: {:.0} s", started.elapsed().as_secs_f64());
-    assert!(
-        console.contains("=== done"),
-        "the suite did not finish:\n{console}"
-    );
-    write_files(dir.path(), &console);
-    Boot { dir, console }
+    if timed_out {
+        return Err(format!("the VM did not finish in {TIMEOUT:?}:\n{console}"));
+    }
+    if !console.contains("=== done") {
+        return Err(format!("the suite did not finish:\n{console}"));
+    }
+    write_files(&dir, &console);
+    Ok(Boot { dir, console })
 }
 
 /// Writes the files printed between `=== file NAME` and `=== end` under
