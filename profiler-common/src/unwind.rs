@@ -202,9 +202,7 @@ pub fn step(kind: RowKind, cfa_offset: u16, rbp_offset: i8, regs: &Regs) -> Step
 }
 
 /// One probe of a binary search for the last entry whose pc is `<= pc`
-/// over `[lo, hi)`: the entry to read next. The kernel runs one probe per
-/// `bpf_loop` iteration (a loop of probes inside one iteration multiplies
-/// the verifier's states), [`search`] runs them in a loop.
+/// over `[lo, hi)`: the entry to read next ([`search`] runs the probes).
 #[inline(always)]
 #[allow(clippy::inline_always, reason = "runs inside an eBPF program")]
 #[must_use]
@@ -235,7 +233,8 @@ pub const fn found(lo: u32) -> Option<u32> {
 
 /// Index of the last entry in `0..len` whose pc is `<= pc`, with at most
 /// `steps` probes; `pc_at(i)` reads entry `i`'s pc and may fail (`None`),
-/// which ends the search with `None`.
+/// which ends the search with `None`. The kernel's walk runs the same
+/// probes with its range kept in map memory (`profiler-ebpf/src/unwind.rs`).
 pub fn search(
     len: u32,
     pc: u64,

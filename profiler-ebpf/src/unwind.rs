@@ -1,10 +1,10 @@
 //! User stacks walked in the kernel from the daemon's unwind tables
 //! (`profiler_common::unwind`), by frame pointer where a PC has no table.
 //!
-//! The walk is a small state machine run by one `bpf_loop`: each iteration
-//! does one thing (start a frame, one probe of the mapping search, one
-//! probe of the row search), so the verifier checks one short callback
-//! instead of nested loops whose paths multiply.
+//! The walk runs in one `bpf_loop`, one frame per iteration: the frame's
+//! mapping is found by a binary search of the process's mappings (one hash
+//! lookup), its row by a binary search of the mapping's rows (array
+//! lookups), and the caller's registers follow from the row.
 //!
 //! The walk starts from the thread's saved user registers
 //! (`bpf_task_pt_regs(current)`), which are the interrupted user context
@@ -14,13 +14,16 @@ use aya_ebpf::helpers::{
     bpf_probe_read_kernel, bpf_probe_read_user,
     generated::{bpf_get_current_task_btf, bpf_loop, bpf_task_pt_regs},
 };
-use core::ffi::c_void;
+use core::{
+    ffi::c_void,
+    ptr::{read_volatile, write_volatile},
+};
 use profiler_common::{
     stack::{NO_STACK, StackTrace, TRUNCATED},
     stats::Stat,
     unwind::{
         MAPPING_SEARCH_STEPS, MAX_FRAMES, MAX_MAPPINGS, ROW_SEARCH_STEPS, Regs, RowKind, Step,
-        found, narrow, probe, step,
+        UnwindMapping, UnwindRow, found, narrow, probe, step,
     },
 };
 
@@ -33,15 +36,6 @@ use crate::{
 const PT_REGS_RBP: usize = 32;
 const PT_REGS_RIP: usize = 128;
 
-/// Iterations of the walk: per frame, one to start it and at most one per
-/// probe of each search.
-const MAX_ITERATIONS: u32 = MAX_FRAMES * (2 + MAPPING_SEARCH_STEPS + ROW_SEARCH_STEPS);
-
-/// What the next iteration does.
-const START_FRAME: u32 = 0;
-const SEARCH_MAPPING: u32 = 1;
-const SEARCH_ROW: u32 = 2;
-
 /// The walk's state between iterations (per CPU: `bpf_loop` callbacks see
 /// only what a map holds).
 #[repr(C)]
@@ -49,19 +43,17 @@ pub struct WalkState {
     pub pc: u64,
     pub sp: u64,
     pub bp: u64,
-    /// The PC looked up for the current frame (`pc`, or `pc - 1` for a
-    /// return address).
-    pub lookup: u64,
-    /// Row PC of `lookup` once its mapping is known.
-    pub rel: u64,
+    /// The last frame's mapping (none while `end` is 0): a caller is most
+    /// often in its callee's binary, found again without a lookup.
+    pub mapping: UnwindMapping,
     pub pid: u32,
     /// Non-zero when `pc` is exact (frame 0, or after a signal frame).
     pub exact_pc: u32,
-    pub phase: u32,
-    /// The search's open range `[lo, hi)`.
+    /// The open range `[lo, hi)` of the search under way. In this map
+    /// value, not in registers, so the verifier sees unknown values and
+    /// prunes the search's two branches into one state per probe.
     pub lo: u32,
     pub hi: u32,
-    pub first_row: u32,
     pub len: u32,
     pub truncated: u32,
     pub by_table: u32,
@@ -90,14 +82,11 @@ pub fn capture_user(slot: &Slot, pid: u32, context: Scratch) -> (u64, i32) {
             pc: regs.pc,
             sp: regs.sp,
             bp: regs.bp,
-            lookup: 0,
-            rel: 0,
+            mapping: UnwindMapping::default(),
             pid,
             exact_pc: 1,
-            phase: START_FRAME,
             lo: 0,
             hi: 0,
-            first_row: 0,
             len: 0,
             truncated: 0,
             by_table: 0,
@@ -111,7 +100,7 @@ pub fn capture_user(slot: &Slot, pid: u32, context: Scratch) -> (u64, i32) {
     // signature; its context is `context`, on this stack for the loop.
     unsafe {
         bpf_loop(
-            MAX_ITERATIONS,
+            MAX_FRAMES,
             callback as *mut c_void,
             (&raw mut context).cast(),
             0,
@@ -161,8 +150,8 @@ fn user_regs() -> Option<Regs> {
     (cs & 3 == 3).then_some(Regs { pc, sp, bp })
 }
 
-/// One iteration of the walk; returns 1 to stop the loop. `context`
-/// points at the walk's [`Scratch`] number.
+/// One iteration of the walk: one frame; returns 1 to stop the loop.
+/// `context` points at the walk's [`Scratch`] number.
 extern "C" fn walk_one(_index: u64, context: *mut c_void) -> i64 {
     // SAFETY: `capture_user` passes a pointer to a u32 on its stack, alive
     // for the whole loop.
@@ -173,17 +162,13 @@ extern "C" fn walk_one(_index: u64, context: *mut c_void) -> i64 {
     // SAFETY: both are this CPU's per-CPU entries, valid for the program's
     // run and used only by this walk.
     let (state, trace) = unsafe { (&mut *state, &mut *trace) };
-    let go_on = match state.phase {
-        START_FRAME => start_frame(state, trace),
-        SEARCH_MAPPING => search_mapping(state),
-        _ => search_row(state),
-    };
-    i64::from(!go_on)
+    i64::from(!frame(state, trace))
 }
 
-/// Records the current PC and starts looking for its mapping.
+/// Records the current PC and moves to its caller, by the PC's table row
+/// or, without one, by frame pointer; false at the end of the walk.
 #[inline(always)]
-fn start_frame(state: &mut WalkState, trace: &mut StackTrace) -> bool {
+fn frame(state: &mut WalkState, trace: &mut StackTrace) -> bool {
     let i = state.len as usize;
     if i >= MAX_FRAMES as usize {
         return false;
@@ -199,74 +184,99 @@ fn start_frame(state: &mut WalkState, trace: &mut StackTrace) -> bool {
         state.by_frame_pointer += 1;
         return unwind(state, RowKind::FramePointer, 0, 0);
     }
-    state.lookup = if state.exact_pc != 0 {
+    let lookup = if state.exact_pc != 0 {
         state.pc
     } else {
         state.pc.wrapping_sub(1)
     };
-    let Some(procs) = maps::process_mappings(state.pid) else {
-        // Not published yet: the daemon builds them within a poll.
+    let Some(mapping) = mapping_of(state, lookup) else {
+        // Not published yet, or mapped since the daemon last looked
+        // (mmap, dlopen, exec): the daemon builds them within a poll.
         maps::request_mappings(state.pid);
         return without_table(state);
     };
-    state.lo = 0;
-    #[expect(clippy::cast_possible_truncation, reason = "256")]
-    let max = MAX_MAPPINGS as u32;
-    state.hi = procs.len.min(max);
-    state.phase = SEARCH_MAPPING;
-    true
-}
-
-/// One probe of the search for the mapping of `lookup`; when done, starts
-/// the row search in its table.
-#[inline(always)]
-fn search_mapping(state: &mut WalkState) -> bool {
-    let Some(procs) = maps::process_mappings(state.pid) else {
-        return without_table(state);
-    };
-    if state.lo < state.hi {
-        let mid = probe(state.lo, state.hi);
-        let start = procs.mappings[mid as usize & (MAX_MAPPINGS - 1)].start;
-        (state.lo, state.hi) = narrow(state.lo, state.hi, mid, start, state.lookup);
-        return true;
-    }
-    let mapping = found(state.lo).map(|i| &procs.mappings[i as usize & (MAX_MAPPINGS - 1)]);
-    let Some(mapping) = mapping.filter(|m| state.lookup < m.end) else {
-        // Mapped since the daemon last looked (mmap, dlopen, exec).
-        maps::request_mappings(state.pid);
-        return without_table(state);
-    };
-    let rel = state.lookup.wrapping_sub(mapping.bias);
+    let rel = lookup.wrapping_sub(mapping.bias);
     if mapping.rows == 0 || rel > u64::from(u32::MAX) {
         return without_table(state);
     }
-    state.rel = rel;
-    state.first_row = mapping.first_row;
-    state.lo = 0;
-    state.hi = mapping.rows;
-    state.phase = SEARCH_ROW;
-    true
-}
-
-/// One probe of the row search; when done, unwinds the frame by its row.
-#[inline(always)]
-fn search_row(state: &mut WalkState) -> bool {
-    if state.lo < state.hi {
-        let mid = probe(state.lo, state.hi);
-        let Some(row) = maps::unwind_row(state.first_row.wrapping_add(mid)) else {
-            return without_table(state);
-        };
-        (state.lo, state.hi) = narrow(state.lo, state.hi, mid, u64::from(row.pc), state.rel);
-        return true;
-    }
-    let row = found(state.lo).and_then(|i| maps::unwind_row(state.first_row.wrapping_add(i)));
-    match row.map(|r| (RowKind::from_raw(r.kind), r.cfa_offset, r.rbp_offset)) {
+    match row_of(state, &mapping, rel)
+        .map(|r| (RowKind::from_raw(r.kind), r.cfa_offset, r.rbp_offset))
+    {
         Some((kind, cfa_offset, rbp_offset)) if kind != RowKind::FramePointer => {
             state.by_table += 1;
             unwind(state, kind, cfa_offset, rbp_offset)
         }
         _ => without_table(state),
     }
+}
+
+/// The mapping of the walked process that holds `pc`: the last frame's,
+/// or from its published mappings (a copy, as the map's entry may change
+/// under the walk).
+#[inline(always)]
+fn mapping_of(state: &mut WalkState, pc: u64) -> Option<UnwindMapping> {
+    if state.mapping.start <= pc && pc < state.mapping.end {
+        return Some(state.mapping);
+    }
+    let procs = maps::process_mappings(state.pid)?;
+    #[expect(clippy::cast_possible_truncation, reason = "256")]
+    let len = procs.len.min(MAX_MAPPINGS as u32);
+    let i = search(state, len, pc, MAPPING_SEARCH_STEPS, |i| {
+        Some(procs.mappings[i as usize & (MAX_MAPPINGS - 1)].start)
+    })?;
+    let mapping = procs.mappings[i as usize & (MAX_MAPPINGS - 1)];
+    if pc >= mapping.end {
+        return None;
+    }
+    state.mapping = mapping;
+    Some(mapping)
+}
+
+/// The row of `mapping`'s table that covers `rel` (a PC less the
+/// mapping's bias).
+#[inline(always)]
+fn row_of(state: &mut WalkState, mapping: &UnwindMapping, rel: u64) -> Option<&'static UnwindRow> {
+    let first = mapping.first_row;
+    let i = search(state, mapping.rows, rel, ROW_SEARCH_STEPS, |i| {
+        maps::unwind_row(first.wrapping_add(i)).map(|row| u64::from(row.pc))
+    })?;
+    maps::unwind_row(first.wrapping_add(i))
+}
+
+/// [`profiler_common::unwind::search`] with its range in `state` (see
+/// [`WalkState::lo`]), read and written through volatile accesses so that
+/// the compiler keeps it there.
+#[inline(always)]
+fn search(
+    state: &mut WalkState,
+    len: u32,
+    pc: u64,
+    steps: u32,
+    pc_at: impl Fn(u32) -> Option<u64>,
+) -> Option<u32> {
+    let (lo, hi) = (&raw mut state.lo, &raw mut state.hi);
+    // SAFETY: both point into `state`, borrowed mutably for this call.
+    unsafe {
+        write_volatile(lo, 0);
+        write_volatile(hi, len);
+    }
+    for _ in 0..steps {
+        // SAFETY: as above.
+        let (l, h) = unsafe { (read_volatile(lo), read_volatile(hi)) };
+        if l >= h {
+            break;
+        }
+        let mid = probe(l, h);
+        let (l, h) = narrow(l, h, mid, pc_at(mid)?, pc);
+        // SAFETY: as above.
+        unsafe {
+            write_volatile(lo, l);
+            write_volatile(hi, h);
+        }
+    }
+    // SAFETY: as above.
+    let (l, h) = unsafe { (read_volatile(lo), read_volatile(hi)) };
+    if l < h { None } else { found(l) }
 }
 
 /// Unwinds a frame with no table row, by frame pointer (counted).
@@ -285,7 +295,6 @@ fn unwind(state: &mut WalkState, kind: RowKind, cfa_offset: u16, rbp_offset: i8)
         sp: state.sp,
         bp: state.bp,
     };
-    state.phase = START_FRAME;
     let Some((next, exact)) = caller(kind, cfa_offset, rbp_offset, &regs) else {
         return false;
     };

@@ -1,10 +1,11 @@
 /*
- * A stack deeper than the profiler walks: descend() recurses 200 times
- * (no tail calls: each level uses its callee's result), then spins at the
- * bottom. Plain `cc -O2`, as the other C fixtures.
+ * A deep stack: descend() recurses argv[2] times (default 200, deeper
+ * than the profiler walks; no tail calls: each level uses its callee's
+ * result), then spins at the bottom. Plain `cc -O2`, as the other C
+ * fixtures.
  *
  * Protocol (as the other fixtures): "ready pid=P", wait for "go", spin for
- * argv[1] seconds at depth 200, print "depth=200", then linger until stdin
+ * argv[1] seconds at that depth, print "depth=D", then linger until stdin
  * closes.
  */
 #include <stdint.h>
@@ -12,8 +13,6 @@
 #include <stdlib.h>
 #include <time.h>
 #include <unistd.h>
-
-#define DEPTH 200
 
 static double run_seconds;
 
@@ -43,12 +42,13 @@ __attribute__((noinline)) uint64_t descend(int level) {
 
 int main(int argc, char **argv) {
     run_seconds = argc > 1 ? atof(argv[1]) : 2.0;
+    int depth = argc > 2 ? atoi(argv[2]) : 200;
     char line[64];
     printf("ready pid=%d\n", getpid());
     fflush(stdout);
     if (!fgets(line, sizeof line, stdin)) return 1;
-    uint64_t sink = descend(DEPTH);
-    printf("depth=%d sink=%llu\n", DEPTH, (unsigned long long)(sink % 10));
+    uint64_t sink = descend(depth);
+    printf("depth=%d sink=%llu\n", depth, (unsigned long long)(sink % 10));
     fflush(stdout);
     while (fgets(line, sizeof line, stdin)) {
     }

@@ -42,7 +42,12 @@ enum Cmd {
         kernel: Option<std::path::PathBuf>,
     },
     /// Overhead and accuracy benchmarks; writes BENCHMARKS.md (needs root).
-    Bench,
+    Bench {
+        /// Run only this section and print it, writing nothing: `unwinding`
+        /// (sections 6 and 7, the stack walk's cost and table builds).
+        #[arg(long, value_name = "SECTION", value_parser = ["unwinding"])]
+        only: Option<String>,
+    },
     /// The daemon under a high context-switch rate for a while; writes the
     /// soak section of BENCHMARKS.md (needs root).
     Soak {
@@ -88,9 +93,12 @@ fn main() -> anyhow::Result<()> {
             setup::run()?;
             vm_test::run(kernel)
         }
-        Cmd::Bench => {
+        Cmd::Bench { only } => {
             setup::run()?;
-            bench::run()
+            match only.as_deref() {
+                Some(section) => bench::run_only(section),
+                None => bench::run(),
+            }
         }
         Cmd::Soak { minutes } => {
             setup::run()?;

@@ -34,6 +34,23 @@ const ROUNDS: usize = 7;
 const RUN_SECS: &str = "3";
 const SCRATCH_DIR: &str = "/tmp/profiler-bench";
 
+/// One section alone (`--only`), printed to stdout: for working on what it
+/// measures without the whole run.
+pub fn run_only(section: &str) -> anyhow::Result<()> {
+    install_tools()?;
+    crate::build_release_with_fixtures()?;
+    let mut report = String::new();
+    match section {
+        "unwinding" => {
+            unwinding::kernel_costs(&mut report)?;
+            unwinding::table_costs(&mut report)?;
+        }
+        other => anyhow::bail!("no bench section {other}"),
+    }
+    print!("{report}");
+    Ok(())
+}
+
 pub fn run() -> anyhow::Result<()> {
     install_tools()?;
     crate::build_release_with_fixtures()?;

@@ -10,13 +10,14 @@ use std::{
 };
 
 use anyhow::Context as _;
+use profiler_fixtures::client::Fixture;
 
 use super::{
     RUN_SECS,
     daemon_metrics::Metrics,
     kernel_cost::bpf_stats,
     overhead::field,
-    tools::{attach, go_and_wait, profiler, release, workload},
+    tools::{attach, go_and_wait, profiler, release},
 };
 use crate::workspace_root;
 
@@ -37,20 +38,22 @@ pub(super) fn kernel_costs(report: &mut String) -> anyhow::Result<()> {
     )?;
     writeln!(
         report,
-        "run_time_ns / run_cnt (bpf_stats) of the programs that walk user stacks, for each `--unwind` mode in turn: `on_cpu_sample` under `cpu_bound` at 999 Hz (`--no-off-cpu`), and the off-CPU programs under `blockers` with `--off-cpu-rate 0` (every interval keeps a stack; as without task work, so that the walk runs at `rseq_update`, which bpf_stats sees). Frames per stack from the profile's counters. The fixtures are release Rust without frame pointers, so frame pointers walk fewer frames, and wrong ones.\n"
+        "run_time_ns / run_cnt (bpf_stats) of the programs that walk user stacks, for each `--unwind` mode in turn: `on_cpu_sample` under `cpu_bound` at 999 Hz (`--no-off-cpu`), and the off-CPU programs under `blockers` with `--off-cpu-rate 0` (every interval keeps a stack; as without task work, so that the walk runs at `rseq_update`, which bpf_stats sees). Frames per stack from the daemon's counters. The fixtures are release Rust without frame pointers, so frame pointers walk fewer frames, and wrong ones. The last rows are `on_cpu_sample` with tables on `deep.c` (plain `cc -O2` C) at two depths.\n"
     )?;
     writeln!(
         report,
         "| mode | on_cpu_sample ns | frames per sample | sched_switch ns | rseq_update ns |"
     )?;
     writeln!(report, "| --- | --- | --- | --- | --- |")?;
+    let per_run = |stats: &[(String, f64)], program: &str| {
+        stats.iter().find(|(n, _)| n == program).map(|(_, ns)| *ns)
+    };
+    let show = |ns: Option<f64>| ns.map_or_else(|| "-".to_owned(), |ns| format!("{ns:.0}"));
+    let on_cpu_args = |mode| ["--no-off-cpu", "--frequency", "999", "--unwind", mode];
     for (name, mode) in MODES {
-        let (on_cpu, frames) = walk_cost(
-            "cpu_bound",
-            &["--no-off-cpu", "--frequency", "999", "--unwind", mode],
-        )?;
+        let (on_cpu, frames) = walk_cost(fixture("cpu_bound", &[RUN_SECS]), &on_cpu_args(mode))?;
         let (off_cpu, _) = walk_cost(
-            "blockers",
+            fixture("blockers", &[RUN_SECS]),
             // At rseq_update, where bpf_stats sees the walk (it does not
             // see a task work callback).
             &[
@@ -62,29 +65,71 @@ pub(super) fn kernel_costs(report: &mut String) -> anyhow::Result<()> {
                 mode,
             ],
         )?;
-        let per_run = |stats: &[(String, f64)], program: &str| {
-            stats
-                .iter()
-                .find(|(n, _)| n == program)
-                .map_or_else(|| "-".to_owned(), |(_, ns)| format!("{ns:.0}"))
-        };
+        let sample_ns = per_run(&on_cpu, "on_cpu_sample");
         writeln!(
             report,
             "| {name} | {} | {frames:.1} | {} | {} |",
-            per_run(&on_cpu, "on_cpu_sample"),
-            per_run(&off_cpu, "sched_switch"),
-            per_run(&off_cpu, "rseq_update"),
+            show(sample_ns),
+            show(per_run(&off_cpu, "sched_switch")),
+            show(per_run(&off_cpu, "rseq_update")),
         )?;
     }
+    // The same C program at two depths: the difference is the cost of
+    // frames alone, in one small table (the rows above walk a large one).
+    let mut deep = Vec::new();
+    for levels in DEEP_LEVELS {
+        let (on_cpu, frames) = walk_cost(deep_stack(levels)?, &on_cpu_args("table"))?;
+        let ns = per_run(&on_cpu, "on_cpu_sample");
+        writeln!(
+            report,
+            "| tables, `deep.c` ({levels} levels, `cc -O2`) | {} | {frames:.1} | - | - |",
+            show(ns)
+        )?;
+        deep.push(ns.map(|ns| (ns, frames)));
+    }
     writeln!(report)?;
+    if let [Some((ns0, frames0)), Some((ns1, frames1))] = deep[..] {
+        writeln!(
+            report,
+            "Per frame with tables: {:.0} ns in `deep.c`'s small table (the difference of its two rows over their frames').\n",
+            (ns1 - ns0) / (frames1 - frames0)
+        )?;
+    }
     Ok(())
+}
+
+/// Recursion levels of the deep-stack rows: with `main` and libc's start
+/// frames, about 10 and 60 frames.
+const DEEP_LEVELS: [u32; 2] = [4, 54];
+
+/// `fixture` from the release fixtures, with `args`.
+fn fixture(name: &str, args: &[&str]) -> Command {
+    let mut command = Command::new(release(name));
+    command.args(args);
+    command
+}
+
+/// `deep.c`, built with plain `cc -O2`, recursing `levels` deep.
+fn deep_stack(levels: u32) -> anyhow::Result<Command> {
+    let dir = Path::new(super::SCRATCH_DIR);
+    fs::create_dir_all(dir)?;
+    let program = dir.join("deep");
+    crate::run(
+        Command::new("cc")
+            .args(["-O2", "-o"])
+            .arg(&program)
+            .arg(workspace_root().join("profiler-fixtures/c/deep.c")),
+    )?;
+    let mut command = Command::new(program);
+    command.args([RUN_SECS.to_owned(), levels.to_string()]);
+    Ok(command)
 }
 
 /// Runs `fixture` under `profiler --pid` with `args`; returns the ns per
 /// run of each program and the user frames per on-CPU sample (from the
 /// daemon's `/metrics` counters).
-fn walk_cost(fixture: &str, args: &[&str]) -> anyhow::Result<(Vec<(String, f64)>, f64)> {
-    let mut workload = workload(fixture, &[RUN_SECS])?;
+fn walk_cost(fixture: Command, args: &[&str]) -> anyhow::Result<(Vec<(String, f64)>, f64)> {
+    let mut workload = Fixture::spawn(fixture).context("starting the fixture")?;
     let metrics = Metrics::new()?;
     let mut all_args = vec!["--pid", "{pid}"];
     all_args.extend(args);
