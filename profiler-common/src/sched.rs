@@ -60,8 +60,7 @@ pub struct SwitchCpu {
     /// Off-CPU intervals begun on this CPU: the `off_cpu_events_seen`
     /// statistic, which the daemon adds to `STATS`' total. Counted here
     /// because the switch-out has this entry at hand: a `STATS` update
-    /// was one more per-CPU lookup on every tracked switch (about 1 ns of
-    /// the ping-pong's 49 ns per switch, bpf_stats).
+    /// was one more per-CPU lookup on every tracked switch.
     pub off_cpu_seen: u64,
 }
 

@@ -1,8 +1,7 @@
 //! Timestamps of a context switch without a helper call.
 //!
 //! `bpf_ktime_get_ns` is a helper call and a clocksource read, the
-//! costliest step of a tracked switch (about 85 ns of the ping-pong's
-//! per-switch cost here). The scheduler has just updated the run queue's
+//! costliest step of a tracked switch. The scheduler has just updated the run queue's
 //! own clock (`rq->clock`, what `sched_info` counts in) when
 //! `sched_switch` fires, so durations are measured in that clock, read off
 //! the task like the run-queue accounting (`sched_info::rq_clock`). The

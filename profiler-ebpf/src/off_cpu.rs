@@ -67,9 +67,7 @@ const TASK_DEAD: u32 = 0x80;
 /// in one piece: `prev` then `next`, each passed over at once unless it
 /// may be profiled, and everything that is rare (a thread's first
 /// switch, a kept interval) out of line, in BPF subprograms of its own.
-/// Measured with bpf_stats on the ping-pong at `--off-cpu-rate 4s`,
-/// interleaved with the previous build: about 51 to 49 ns per switch,
-/// where the hook alone costs 28.
+/// Its cost per switch is BENCHMARKS.md's section 3.
 pub fn on_switch(ctx: &BtfTracePointContext) {
     if maps::off_cpu_dispatch_only() {
         return;
