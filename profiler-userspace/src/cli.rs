@@ -69,6 +69,11 @@ struct Args {
     #[arg(long, value_name = "HZ", default_value_t = 99)]
     frequency: u64,
 
+    /// Reads of each Go target's goroutines per second, for the goroutine
+    /// view (`goroutine` sample type, `wall`); 0 turns it off.
+    #[arg(long, value_name = "HZ", default_value_t = 99)]
+    goroutine_frequency: u64,
+
     /// Keep only the newest N profile files.
     #[arg(long, value_name = "N", default_value_t = 100)]
     retain: usize,
@@ -267,6 +272,9 @@ where
             args.frequency, limits.max_sample_rate
         )));
     }
+    if args.goroutine_frequency > 1000 {
+        return Err(invalid("--goroutine-frequency: at most 1000 Hz".into()));
+    }
     if args.interval.is_zero() {
         return Err(invalid("--interval must be longer than 0".into()));
     }
@@ -303,6 +311,7 @@ where
         interval: args.interval,
         duration: args.duration,
         frequency_hz: args.frequency,
+        goroutine_hz: (args.goroutine_frequency > 0).then_some(args.goroutine_frequency),
         retain: args.retain,
         unwind,
         modes,

@@ -23,6 +23,9 @@ pub struct Config {
     pub duration: Option<Duration>,
     /// On-CPU sampling frequency per CPU.
     pub frequency_hz: u64,
+    /// Reads of each Go target's goroutines per second; `None`: no
+    /// goroutine view.
+    pub goroutine_hz: Option<u64>,
     /// On-CPU sampling, off-CPU tracking, or both.
     pub modes: Modes,
     /// Number of newest profile files to keep.

@@ -18,6 +18,7 @@ use tokio::{
 use crate::{
     bpf::{Kernel, KernelError},
     config::{Config, Target},
+    goroutines::GoroutineSampler,
     http::{self, HttpError},
     metrics::Metrics,
     on_demand::{OnDemand, ProfileRequest},
@@ -156,6 +157,9 @@ pub async fn run(config: Config) -> Result<(), DaemonError> {
         record_mappings,
         &mut kernel,
     )?;
+    let goroutines = config
+        .goroutine_hz
+        .map(|hz| GoroutineSampler::start(hz, &targets.current()));
     log_start(&config);
     let mut clocks = Clocks::start(&config, signals);
 
@@ -178,6 +182,12 @@ pub async fn run(config: Config) -> Result<(), DaemonError> {
             .await?;
         chunk.processes = watch.take_snapshots();
         (chunk.recorded, chunk.record_stats) = watch.take_recorded();
+        if let Some(goroutines) = &goroutines {
+            let taken = goroutines.take();
+            chunk.samples.extend(taken.samples);
+            (chunk.go_pids, chunk.goroutine_stats) = (taken.pids, taken.stats);
+            goroutines.set_target(&current);
+        }
         if let Some(on_demand) = on_demand.as_mut() {
             on_demand.add_chunk(&chunk, end_ns);
         }

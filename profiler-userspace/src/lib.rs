@@ -11,6 +11,7 @@ pub mod cli;
 pub mod config;
 pub mod daemon;
 pub mod gopclntab;
+pub mod goroutines;
 pub mod http;
 pub mod mapping_events;
 pub mod metrics;

@@ -4,7 +4,7 @@ use std::{sync::Arc, time::SystemTime};
 
 use profiler_common::sample::ThreadState;
 
-use crate::cgroup::Placement;
+use crate::{cgroup::Placement, goroutines::Goroutine};
 
 /// A mapped object a location belongs to.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -77,6 +77,15 @@ pub struct Sample {
     pub off_cpu_ns: u64,
     /// Debiased off-CPU events, in `off_cpu::COUNT_SCALE` units.
     pub off_cpu_count: u64,
+    /// The goroutine a row of the goroutine view is about.
+    pub goroutine: Option<Arc<Goroutine>>,
+    /// Nanoseconds the goroutine spent not running.
+    pub goroutine_ns: u64,
+    /// Whether `off_cpu_ns` counts in `wall`: not for the threads of a Go
+    /// process whose goroutines were read, whose `wall` is its
+    /// goroutines' time (a thread parked in the scheduler is no
+    /// goroutine's wait).
+    pub off_cpu_in_wall: bool,
 }
 
 /// Which weight a profile is about: the sample type readers show first,
@@ -122,25 +131,41 @@ impl Sample {
     /// What identifies a row: everything but its weights.
     fn key(&self) -> SampleKey<'_> {
         (
-            self.pid,
-            self.tid,
+            (self.pid, self.tid),
             &self.comm,
             &self.thread,
             &self.placement,
             self.state,
             &self.stack,
+            (self.goroutine.as_deref(), self.off_cpu_in_wall),
         )
+    }
+
+    /// Wall-clock nanoseconds: on-CPU time (`period_ns` per sample),
+    /// off-CPU time unless a goroutine view covers it, and goroutines'
+    /// time.
+    #[must_use]
+    pub fn wall_ns(&self, period_ns: u64) -> u64 {
+        let off_cpu = if self.off_cpu_in_wall {
+            self.off_cpu_ns
+        } else {
+            0
+        };
+        self.samples
+            .saturating_mul(period_ns)
+            .saturating_add(off_cpu)
+            .saturating_add(self.goroutine_ns)
     }
 }
 
 type SampleKey<'a> = (
-    u32,
-    u32,
+    (u32, u32),
     &'a Arc<str>,
     &'a String,
     &'a Arc<Placement>,
     ThreadState,
     &'a Vec<Location>,
+    (Option<&'a Goroutine>, bool),
 );
 
 /// Adds `more` rows to `rows`, summing the weights of rows that are the
@@ -165,6 +190,7 @@ pub fn merge_samples(rows: &mut Vec<Sample>, more: Vec<Sample>) {
             total.samples += row.samples;
             total.off_cpu_ns += row.off_cpu_ns;
             total.off_cpu_count += row.off_cpu_count;
+            total.goroutine_ns += row.goroutine_ns;
         } else {
             candidates.push(rows.len());
             rows.push(row);
@@ -188,6 +214,9 @@ mod tests {
             samples,
             off_cpu_ns,
             off_cpu_count: 0,
+            goroutine: None,
+            goroutine_ns: 0,
+            off_cpu_in_wall: true,
         }
     }
 

@@ -1,6 +1,9 @@
 //! End of a window: flip the kernel to the other slot, then read and clear
 //! the slot it was writing to. What leaves here is plain owned data.
-use std::{collections::HashMap as StdHashMap, sync::Arc};
+use std::{
+    collections::{BTreeSet, HashMap as StdHashMap},
+    sync::Arc,
+};
 
 use aya::maps::{Array, HashMap, Map, MapData, PerCpuArray};
 use profiler_common::{
@@ -15,7 +18,10 @@ use profiler_common::{
 };
 
 use super::{Kernel, KernelError};
-use crate::symbolize::{ProcessSnapshot, RecordStats, RecordedImage};
+use crate::{
+    goroutines::{Goroutine, GoroutineStats},
+    symbolize::{ProcessSnapshot, RecordStats, RecordedImage},
+};
 
 /// A window's end as the kernel saw it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -77,6 +83,11 @@ pub struct RawSample {
     pub off_cpu_ns: u64,
     /// Debiased off-CPU events, in `off_cpu::COUNT_SCALE` units.
     pub off_cpu_count: u64,
+    /// The goroutine a row of the goroutine view is about (then `tid` is
+    /// 0 and the weight is `goroutine_ns`).
+    pub goroutine: Option<Arc<Goroutine>>,
+    /// Nanoseconds the goroutine spent not running.
+    pub goroutine_ns: u64,
 }
 
 /// Everything the kernel recorded in one window.
@@ -101,6 +112,10 @@ pub struct RawWindow {
     pub recorded: Vec<Arc<RecordedImage>>,
     /// What following the mmap records counted.
     pub record_stats: RecordStats,
+    /// The processes whose goroutines were read.
+    pub go_pids: BTreeSet<u32>,
+    /// What reading goroutines counted.
+    pub goroutine_stats: GoroutineStats,
 }
 
 /// How many entries the kernel's maps held when drained.
@@ -213,6 +228,8 @@ impl Kernel {
                 samples: value.samples,
                 off_cpu_ns: value.off_cpu_ns,
                 off_cpu_count: value.off_cpu_count,
+                goroutine: None,
+                goroutine_ns: 0,
             });
         }
         let hashes: Vec<u64> = stacks.keys().filter_map(Result::ok).collect();

@@ -328,6 +328,8 @@ fn push_part(
         samples: 0,
         off_cpu_ns: time_ns,
         off_cpu_count: count,
+        goroutine: None,
+        goroutine_ns: 0,
     });
 }
 

@@ -297,6 +297,33 @@ impl<D: AsRef<[u8]>> GoTable<D> {
         self.at_address(address)
     }
 
+    /// The name of the function that contains `pc` (not its inlined
+    /// callees).
+    #[must_use]
+    pub fn function_name(&self, pc: u64) -> Option<String> {
+        let func = self.header.find(self.map.as_ref(), pc)?;
+        self.header.name(self.map.as_ref(), func.name_off)
+    }
+
+    /// How far SP is below its value at the function's entry, at `pc`
+    /// (the `pcsp` table): the return address is that far above SP.
+    #[must_use]
+    pub fn sp_delta(&self, pc: u64) -> Option<i32> {
+        let func = self.header.find(self.map.as_ref(), pc)?;
+        self.value(&func, func.pcsp, pc)
+    }
+
+    /// The code of the function named `name`: its entry and its bytes.
+    #[must_use]
+    pub fn function_code(&self, name: &str) -> Option<(u64, &[u8])> {
+        let map = self.map.as_ref();
+        let (func, end) = (0..self.header.nfunc)
+            .filter_map(|i| self.header.func_at(map, i))
+            .find(|(f, _)| self.header.name(map, f.name_off).as_deref() == Some(name))?;
+        let len = usize::try_from(end.checked_sub(func.entry)?).ok()?;
+        Some((func.entry, self.at_address(func.entry)?.get(..len)?))
+    }
+
     /// Every function: entry, end (the next function's entry) and its SP
     /// delta table, for unwinding.
     pub fn functions(&self) -> impl Iterator<Item = (u64, u64, Vec<(u64, u64, i32)>)> + '_ {

@@ -18,8 +18,8 @@ pub fn encode(profile: &Profile) -> Vec<u8> {
 
 /// Encodes only the sample types of `profile.view` (`samples` and `cpu`;
 /// `off_cpu_events` and `off_cpu`; or `wall`) and only the rows the view
-/// keeps: one profile type for backends that file each pprof under one
-/// name.
+/// keeps with weight in them: one profile type for backends that file
+/// each pprof under one name.
 #[must_use]
 pub fn encode_view(profile: &Profile) -> Vec<u8> {
     let types: &[usize] = match profile.view {
@@ -33,7 +33,7 @@ pub fn encode_view(profile: &Profile) -> Vec<u8> {
 /// Builds the pprof message for `profile`, with every sample type.
 #[must_use]
 pub fn build(profile: &Profile) -> proto::Profile {
-    build_with(profile, &[0, 1, 2, 3, 4])
+    build_with(profile, &[0, 1, 2, 3, 4, 5])
 }
 
 /// Builds the pprof message for the rows of `profile` that its view
@@ -77,6 +77,8 @@ fn build_with(profile: &Profile, types: &[usize]) -> proto::Profile {
         cgroup: tables.string(&mut out, "cgroup"),
         container_id: tables.string(&mut out, "container_id"),
         service: tables.string(&mut out, "service"),
+        goroutine: tables.string(&mut out, "goroutine"),
+        wait_reason: tables.string(&mut out, "wait_reason"),
     };
 
     let view = profile.view;
@@ -90,29 +92,16 @@ fn build_with(profile: &Profile, types: &[usize]) -> proto::Profile {
         .collect();
     samples.sort();
     for sample in samples {
+        let all = values(sample, profile.period_ns);
+        if types.iter().all(|&i| all[i] == 0) {
+            continue;
+        }
         let location_id = sample
             .stack
             .iter()
             .map(|location| tables.location(&mut out, location))
             .collect();
-        let mut label = vec![
-            num_label(keys.pid, sample.pid),
-            num_label(keys.tid, sample.tid),
-            str_label(keys.comm, tables.string(&mut out, &sample.comm)),
-            str_label(keys.thread, tables.string(&mut out, &sample.thread)),
-            str_label(keys.state, tables.string(&mut out, sample.state.label())),
-        ];
-        let placement = &sample.placement;
-        for (key, value) in [
-            (keys.cgroup, &placement.cgroup),
-            (keys.container_id, &placement.container_id),
-            (keys.service, &placement.service),
-        ] {
-            if !value.is_empty() {
-                label.push(str_label(key, tables.string(&mut out, value)));
-            }
-        }
-        let all = values(sample, profile.period_ns);
+        let label = labels(&keys, sample, &mut tables, &mut out);
         out.sample.push(proto::Sample {
             location_id,
             value: types.iter().map(|&i| all[i]).collect(),
@@ -157,12 +146,13 @@ fn default_sample_type(view: View) -> usize {
 }
 
 /// (type, unit) of each sample value, in order.
-pub const SAMPLE_TYPES: [(&str, &str); 5] = [
+pub const SAMPLE_TYPES: [(&str, &str); 6] = [
     ("samples", "count"),
     ("cpu", "nanoseconds"),
     ("off_cpu_events", "count"),
     ("off_cpu", "nanoseconds"),
     ("wall", "nanoseconds"),
+    ("goroutine", "nanoseconds"),
 ];
 
 /// The values of one sample in [`SAMPLE_TYPES`] order. Off-CPU event
@@ -176,8 +166,53 @@ fn values(sample: &Sample, period_ns: u64) -> Vec<i64> {
         to_i64(cpu_ns),
         to_i64(events),
         to_i64(sample.off_cpu_ns),
-        to_i64(cpu_ns.saturating_add(sample.off_cpu_ns)),
+        to_i64(sample.wall_ns(period_ns)),
+        to_i64(sample.goroutine_ns),
     ]
+}
+
+/// The labels of `sample`: its process, then its goroutine (id, status,
+/// wait reason) or its thread (tid, name, state), then where it runs.
+fn labels(
+    keys: &Labels,
+    sample: &Sample,
+    tables: &mut Tables,
+    out: &mut proto::Profile,
+) -> Vec<proto::Label> {
+    let mut label = vec![num_label(keys.pid, sample.pid)];
+    if let Some(goroutine) = &sample.goroutine {
+        label.extend([
+            str_label(keys.comm, tables.string(out, &sample.comm)),
+            proto::Label {
+                key: keys.goroutine,
+                num: i64::try_from(goroutine.id).unwrap_or(i64::MAX),
+                ..proto::Label::default()
+            },
+            str_label(keys.state, tables.string(out, goroutine.status.label())),
+        ]);
+        if !goroutine.wait_reason.is_empty() {
+            let reason = tables.string(out, &goroutine.wait_reason);
+            label.push(str_label(keys.wait_reason, reason));
+        }
+    } else {
+        label.extend([
+            num_label(keys.tid, sample.tid),
+            str_label(keys.comm, tables.string(out, &sample.comm)),
+            str_label(keys.thread, tables.string(out, &sample.thread)),
+            str_label(keys.state, tables.string(out, sample.state.label())),
+        ]);
+    }
+    let placement = &sample.placement;
+    for (key, value) in [
+        (keys.cgroup, &placement.cgroup),
+        (keys.container_id, &placement.container_id),
+        (keys.service, &placement.service),
+    ] {
+        if !value.is_empty() {
+            label.push(str_label(key, tables.string(out, value)));
+        }
+    }
+    label
 }
 
 struct Labels {
@@ -189,6 +224,8 @@ struct Labels {
     cgroup: i64,
     container_id: i64,
     service: i64,
+    goroutine: i64,
+    wait_reason: i64,
 }
 
 fn num_label(key: i64, num: u32) -> proto::Label {

@@ -48,6 +48,9 @@ fn fixture() -> Profile {
         samples,
         off_cpu_ns: 0,
         off_cpu_count: 0,
+        goroutine: None,
+        goroutine_ns: 0,
+        off_cpu_in_wall: true,
     };
     Profile {
         view: View::Wall,
@@ -112,7 +115,7 @@ fn round_trip_tables() {
     let sleeping = &p.sample[3];
     assert_eq!(
         sleeping.value,
-        vec![0, 0, 3, 5_000_000, 5_000_000],
+        vec![0, 0, 3, 5_000_000, 5_000_000, 0],
         "events rounded"
     );
     assert_eq!(string(&p, sleeping.label[4].str), "sleeping");
@@ -139,7 +142,7 @@ fn round_trip_tables() {
     let first = &p.sample[1];
     assert_eq!(
         first.value,
-        vec![30, 30 * 10_101_010, 0, 0, 30 * 10_101_010]
+        vec![30, 30 * 10_101_010, 0, 0, 30 * 10_101_010, 0]
     );
     assert_eq!(
         names(first.location_id[0]),
@@ -233,4 +236,65 @@ fn every_string_is_interned_once() {
     for s in &p.string_table {
         assert!(seen.insert(s), "{s:?} appears twice");
     }
+}
+
+#[test]
+fn goroutine_rows_carry_their_goroutine_and_replace_their_threads_off_cpu_in_wall() {
+    let mut profile = fixture();
+    let thread = profile.samples[3].clone();
+    profile.samples = vec![
+        // A thread of a Go process whose goroutines were read: its
+        // off-CPU time stays in `off_cpu`, not in `wall`.
+        Sample {
+            off_cpu_in_wall: false,
+            ..thread.clone()
+        },
+        Sample {
+            tid: 0,
+            thread: String::new(),
+            off_cpu_ns: 0,
+            off_cpu_count: 0,
+            goroutine: Some(Arc::new(crate::goroutines::Goroutine {
+                id: 42,
+                status: crate::goroutines::Status::Waiting,
+                wait_reason: Arc::from("chan receive"),
+            })),
+            goroutine_ns: 7_000_000,
+            ..thread
+        },
+    ];
+    let p = decode(&encode(&profile));
+    // Rows sort by pid, then tid: the goroutine's (tid 0) first.
+    assert_eq!(p.sample[0].value, vec![0, 0, 0, 0, 7_000_000, 7_000_000]);
+    assert_eq!(p.sample[1].value, vec![0, 0, 3, 5_000_000, 0, 0]);
+    let labels: Vec<(&str, String)> = p.sample[0]
+        .label
+        .iter()
+        .map(|l| {
+            let value = if l.str == 0 {
+                l.num.to_string()
+            } else {
+                string(&p, l.str).to_owned()
+            };
+            (string(&p, l.key), value)
+        })
+        .collect();
+    let want = [
+        ("pid", "10"),
+        ("comm", "app"),
+        ("goroutine", "42"),
+        ("state", "waiting"),
+        ("wait_reason", "chan receive"),
+    ];
+    assert_eq!(
+        labels,
+        want.map(|(k, v)| (k, v.to_owned())),
+        "no tid or thread: a goroutine is no thread's"
+    );
+    // A view without the goroutine rows' weight leaves them out.
+    let cpu_only = decode(&encode_view(&Profile {
+        view: View::OffCpu,
+        ..profile
+    }));
+    assert_eq!(cpu_only.sample.len(), 1);
 }

@@ -31,11 +31,7 @@ const TYPES: [(&str, &str, ValueOf); 3] = [
         s.samples.saturating_mul(period)
     }),
     ("off_cpu", "nanoseconds", |s, _| s.off_cpu_ns),
-    ("wall", "nanoseconds", |s, period| {
-        s.samples
-            .saturating_mul(period)
-            .saturating_add(s.off_cpu_ns)
-    }),
+    ("wall", "nanoseconds", |s, period| s.wall_ns(period)),
 ];
 
 /// Gzip'd `ExportProfilesServiceRequest`s for `series`, in order.

@@ -17,7 +17,7 @@ mod convert;
 mod debug_files;
 pub mod debuginfod;
 mod processes;
-pub(crate) mod procmaps;
+pub mod procmaps;
 mod recorded;
 
 use std::{

@@ -5,7 +5,10 @@ use std::collections::HashMap;
 
 use profiler_common::sample::ThreadState;
 
-use crate::bpf::{RawSample, RawWindow, Stack};
+use crate::{
+    bpf::{RawSample, RawWindow, Stack},
+    goroutines::Goroutine,
+};
 
 /// What makes two entries the same row: the kernel's own key.
 #[derive(PartialEq, Eq, Hash)]
@@ -16,6 +19,7 @@ struct Key<'a> {
     state: ThreadState,
     user_stack: &'a Stack,
     kernel_stack: &'a Stack,
+    goroutine: Option<&'a Goroutine>,
 }
 
 impl<'a> Key<'a> {
@@ -27,6 +31,7 @@ impl<'a> Key<'a> {
             state: sample.state,
             user_stack: &sample.user_stack,
             kernel_stack: &sample.kernel_stack,
+            goroutine: sample.goroutine.as_deref(),
         }
     }
 }
@@ -60,6 +65,8 @@ impl RawWindow {
         self.processes.extend(chunk.processes.iter().cloned());
         self.recorded.extend(chunk.recorded.iter().cloned());
         self.record_stats.add(&chunk.record_stats);
+        self.go_pids.extend(&chunk.go_pids);
+        self.goroutine_stats.add(&chunk.goroutine_stats);
     }
 }
 
@@ -67,6 +74,7 @@ fn add(total: &mut RawSample, part: &RawSample) {
     total.samples += part.samples;
     total.off_cpu_ns += part.off_cpu_ns;
     total.off_cpu_count += part.off_cpu_count;
+    total.goroutine_ns += part.goroutine_ns;
 }
 
 #[cfg(test)]
@@ -92,6 +100,8 @@ mod tests {
             samples,
             off_cpu_ns,
             off_cpu_count: off_cpu_ns / 100,
+            goroutine: None,
+            goroutine_ns: 0,
         }
     }
 

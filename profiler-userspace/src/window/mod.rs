@@ -35,6 +35,9 @@ fn lost_sample(raw: &RawWindow) -> Option<Sample> {
         samples,
         off_cpu_ns,
         off_cpu_count,
+        goroutine: None,
+        goroutine_ns: 0,
+        off_cpu_in_wall: true,
     })
 }
 
@@ -101,6 +104,9 @@ pub fn assemble(
                 samples: s.samples,
                 off_cpu_ns: s.off_cpu_ns,
                 off_cpu_count: s.off_cpu_count,
+                goroutine: s.goroutine.clone(),
+                goroutine_ns: s.goroutine_ns,
+                off_cpu_in_wall: !raw.go_pids.contains(&s.pid),
             }
         })
         .collect();
@@ -168,6 +174,10 @@ impl Accounting {
             ("off_cpu_in_flight_tracked", raw.in_flight.tracked),
             ("off_cpu_in_flight_untracked", raw.in_flight.untracked),
             ("early_drains", raw.early_drains),
+            ("goroutine_reads", raw.goroutine_stats.reads),
+            ("goroutine_reads_dropped", raw.goroutine_stats.dropped),
+            ("goroutines_unwound", raw.goroutine_stats.goroutines),
+            ("goroutines_torn", raw.goroutine_stats.torn),
             ("unknown_entries", raw.unknown_entries),
         ]);
         Self {

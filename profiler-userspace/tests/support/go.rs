@@ -46,8 +46,15 @@ pub fn version(go: &Path) -> String {
 /// `-ldflags=-s -w` (as vendors ship Go: no symbols, no DWARF) when
 /// `stripped`.
 pub fn build_split(go: &Path, dir: &Path, name: &str, stripped: bool) -> PathBuf {
+    build(go, "split", dir, name, stripped)
+}
+
+/// `profiler-fixtures/go/FIXTURE.go` built by `go` into `dir/NAME`, as
+/// [`build_split`] builds `split.go`.
+pub fn build(go: &Path, fixture: &str, dir: &Path, name: &str, stripped: bool) -> PathBuf {
     let bin = dir.join(name);
-    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("../profiler-fixtures/go/split.go");
+    let source =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("../profiler-fixtures/go/{fixture}.go"));
     let mut command = Command::new(go);
     command.arg("build");
     if stripped {

@@ -1,0 +1,66 @@
+//! Where a goroutine's fields are in the runtime's `g`, and the offsets of
+//! the Go versions this reader knows without DWARF.
+mod known;
+
+/// Offsets (bytes) of the fields of `runtime.g` the reader uses.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Layout {
+    /// `stack.lo` and `stack.hi`: the goroutine's stack bounds.
+    pub stack_lo: u64,
+    pub stack_hi: u64,
+    /// `sched.sp`, `sched.pc`, `sched.bp`: where a goroutine that is not
+    /// running stopped.
+    pub sched_sp: u64,
+    pub sched_pc: u64,
+    pub sched_bp: u64,
+    /// A `uint32` (`atomic.Uint32` from Go 1.20).
+    pub atomicstatus: u64,
+    pub goid: u64,
+    /// A `uint8` index into the runtime's `waitReasonStrings`.
+    pub waitreason: u64,
+    /// The PC of the `go` statement that created the goroutine.
+    pub gopc: u64,
+    /// The PC of the function the goroutine started in.
+    pub startpc: u64,
+}
+
+impl Layout {
+    /// How many bytes of a `g` hold every field read.
+    #[must_use]
+    pub fn read_len(&self) -> u64 {
+        [
+            self.stack_hi,
+            self.sched_sp,
+            self.sched_pc,
+            self.sched_bp,
+            self.atomicstatus,
+            self.goid,
+            self.waitreason,
+            self.gopc,
+            self.startpc,
+        ]
+        .into_iter()
+        .max()
+        .unwrap_or(0)
+            + 8
+    }
+}
+
+/// One Go version's layout and wait reasons, as its own DWARF and
+/// `runtime.waitReasonStrings` give them.
+pub struct Known {
+    pub minor: u32,
+    pub layout: Layout,
+    pub wait_reasons: &'static [&'static str],
+}
+
+/// The known layout of Go `1.minor`, for binaries without DWARF.
+#[must_use]
+pub fn known(minor: u32) -> Option<&'static Known> {
+    known::KNOWN.iter().find(|k| k.minor == minor)
+}
+
+/// The minor versions [`known`] has.
+pub fn known_minors() -> impl Iterator<Item = u32> {
+    known::KNOWN.iter().map(|k| k.minor)
+}

