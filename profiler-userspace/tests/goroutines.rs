@@ -7,15 +7,16 @@ mod support;
 
 use std::{
     collections::{HashMap, HashSet},
+    io::{BufRead as _, BufReader, Write as _},
     path::{Path, PathBuf},
-    process::Command,
+    process::{Command, Stdio},
 };
 
 use profiler_userspace::goroutines::{
     layout,
     runtime::{self, GoRuntime},
 };
-use support::{Fixture, Profile, go, profile_fixture, require_root};
+use support::{Fixture, Profile, Profiler, go, profile_fixture, profiles, require_root};
 
 /// The runtime facts of a program `toolchain` built, plain and stripped.
 fn runtimes(toolchain: &Path, dir: &Path) -> (GoRuntime, GoRuntime) {
@@ -242,4 +243,123 @@ fn check_wait_reasons(
             ));
         }
     }
+}
+
+/// A target that becomes a Go program by exec and then exits: the view
+/// starts at the exec, the exit ends the run, and the daemon exits 0
+/// with the goroutines it read.
+#[test]
+fn a_target_that_execs_into_go_and_exits_is_read_then_let_go() {
+    require_root();
+    let toolchain = go::toolchains().pop().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let bin = go::build(&toolchain, "goroutines", dir.path(), "server", true);
+    let reference = dir.path().join("reference.txt");
+    // A shell first: its pid is the target before the Go program has it.
+    let mut shell = Command::new("sh")
+        .arg("-c")
+        .arg(r#"sleep 1.5; exec "$0" 2 "$1""#)
+        .arg(&bin)
+        .arg(&reference)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = shell.id();
+    let out = dir.path().join("out");
+    let profiler = Profiler::start(&[
+        "--pid",
+        &pid.to_string(),
+        "--output-dir",
+        out.to_str().unwrap(),
+        "--interval",
+        "60s",
+    ]);
+    let mut stdout = BufReader::new(shell.stdout.take().unwrap());
+    let mut line = String::new();
+    stdout.read_line(&mut line).unwrap();
+    assert!(line.contains(&format!("pid={pid}")), "{line:?}");
+    let mut stdin = shell.stdin.take().unwrap();
+    writeln!(stdin, "go").unwrap();
+    line.clear();
+    stdout.read_line(&mut line).unwrap();
+    assert!(line.contains("samples="), "{line:?}");
+    // EOF on stdin: the program exits, and with it the last target.
+    drop(stdin);
+    shell.wait().unwrap();
+    let (status, log) = profiler.wait();
+    assert!(status.success(), "{status}:\n{log}");
+    assert!(log.contains("goroutine view on (go1."), "{log}");
+    let profiles = profiles(&out);
+    let receiving: i64 = profiles
+        .iter()
+        .flat_map(|(_, p)| p.samples_of(pid).map(move |s| (p, s)))
+        .filter(|(p, s)| p.functions(s).contains(&"main.receiver"))
+        .map(|(p, s)| p.value(s, "goroutine"))
+        .sum();
+    // 100 receivers for about 2 s.
+    assert!(
+        receiving > 100_000_000_000,
+        "{receiving} ns under main.receiver"
+    );
+}
+
+/// A Go version the table does not know, in a binary without DWARF: one
+/// log line, and thread-level profiling as before.
+#[test]
+fn an_unknown_go_version_gets_thread_level_profiling_and_says_so() {
+    require_root();
+    let toolchain = go::toolchains().pop().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let bin = go::build(&toolchain, "goroutines", dir.path(), "server", true);
+    // The version in `.go.buildinfo`, made one no table has (same length).
+    let mut bytes = std::fs::read(&bin).unwrap();
+    let version = go::version(&toolchain);
+    let version = version.split_whitespace().nth(2).unwrap().as_bytes();
+    let magic = b"\xff Go buildinf:";
+    let info = bytes
+        .windows(magic.len())
+        .position(|w| w == magic)
+        .expect(".go.buildinfo");
+    let at = info
+        + bytes[info..]
+            .windows(version.len())
+            .position(|w| w == version)
+            .expect("the version in .go.buildinfo");
+    bytes[at + 4..at + 6].copy_from_slice(b"99");
+    let future = dir.path().join("future");
+    std::fs::write(&future, &bytes).unwrap();
+    std::fs::set_permissions(&future, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let mut command = Command::new(&future);
+    command.arg("1").arg(dir.path().join("reference.txt"));
+    let mut fixture = Fixture::spawn_command(command);
+    let out = dir.path().join("out");
+    let running = Profiler::start(&[
+        "--pid",
+        &fixture.pid().to_string(),
+        "--output-dir",
+        out.to_str().unwrap(),
+        "--interval",
+        "60s",
+    ]);
+    fixture.go();
+    fixture.results();
+    let log = running.stop();
+    let said: Vec<&str> = log
+        .lines()
+        .filter(|l| l.contains("no goroutine view"))
+        .collect();
+    assert_eq!(said.len(), 1, "{log}");
+    assert!(
+        said[0].contains("go1.99") && said[0].contains("thread-level"),
+        "{log}"
+    );
+    let profiles = profiles(&out);
+    let p = &profiles[0].1;
+    let rows: Vec<_> = p.samples_of(fixture.pid()).collect();
+    assert!(
+        rows.iter().any(|s| p.value(s, "samples") > 0),
+        "on-CPU rows"
+    );
+    assert!(rows.iter().all(|s| p.value(s, "goroutine") == 0));
 }

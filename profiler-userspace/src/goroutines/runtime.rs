@@ -49,8 +49,12 @@ impl GoRuntime {
     /// When it cannot be read, or is a Go binary whose goroutines this
     /// reader cannot find (the error says which part is missing).
     pub fn of_binary(path: &Path) -> Result<Option<Self>, RuntimeError> {
-        let data = fs::read(path).map_err(RuntimeError::Read)?;
-        Self::of_data(&data)
+        let file = fs::File::open(path).map_err(RuntimeError::Read)?;
+        // SAFETY: read-only and private; a binary truncated while mapped
+        // is the hazard every reader of binaries here accepts (see
+        // `GoTable::open`).
+        let map = unsafe { memmap2::Mmap::map(&file) }.map_err(RuntimeError::Read)?;
+        Self::of_data(&map)
     }
 
     /// As [`Self::of_binary`], over the binary's bytes.

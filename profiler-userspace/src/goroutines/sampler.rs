@@ -208,36 +208,40 @@ impl Reader {
     /// Looks at the targets again: new processes are attached (if Go),
     /// gone ones forgotten.
     fn refresh(&mut self, target: &Target) {
-        let pids: Vec<u32> = match target {
-            Target::All => procfs::pids(),
-            Target::Pids(pids) => pids.clone(),
+        let pids: BTreeSet<u32> = match target {
+            Target::All => procfs::pids().into_iter().collect(),
+            Target::Pids(pids) => pids.iter().copied().collect(),
         };
         self.processes.retain(|pid, _| pids.contains(pid));
         for pid in pids {
-            let Ok(meta) = fs::metadata(format!("/proc/{pid}/exe")) else {
-                self.processes.remove(&pid);
-                continue;
-            };
-            let Some(file) = FileId::new(0, 0, meta.ino()).map(|mut f| {
-                f.dev = meta.dev();
-                f
-            }) else {
-                continue;
-            };
-            if self.processes.get(&pid).is_some_and(|w| w.file == file) {
-                continue;
-            }
-            let process = self.attach(pid, file);
-            self.processes.insert(
-                pid,
-                Watched {
-                    file,
-                    process,
-                    last_read: Instant::now(),
-                    reads: 0,
-                },
-            );
+            self.look_at(pid);
         }
+    }
+
+    /// Attaches to `pid` if it is new or runs another binary than when
+    /// last looked at (it exec'd); forgets it if it is gone.
+    fn look_at(&mut self, pid: u32) {
+        let Ok(meta) = fs::metadata(format!("/proc/{pid}/exe")) else {
+            self.processes.remove(&pid);
+            return;
+        };
+        let file = FileId {
+            dev: meta.dev(),
+            inode: meta.ino(),
+        };
+        if self.processes.get(&pid).is_some_and(|w| w.file == file) {
+            return;
+        }
+        let process = self.attach(pid, file);
+        self.processes.insert(
+            pid,
+            Watched {
+                file,
+                process,
+                last_read: Instant::now(),
+                reads: 0,
+            },
+        );
     }
 
     fn attach(&mut self, pid: u32, file: FileId) -> Option<GoProcess> {
@@ -248,7 +252,13 @@ impl Reader {
             .clone()?;
         let (runtime, table) = &*binary;
         let vmas = procmaps::read(pid).ok()?;
-        let text = vmas.iter().find(|v| v.file == Some(file))?;
+        // By identity; by path where the two disagree on the device (an
+        // overlay file system in a container).
+        let exe = fs::read_link(format!("/proc/{pid}/exe")).ok();
+        let text = vmas.iter().find(|v| v.file == Some(file)).or_else(|| {
+            let exe = exe?;
+            vmas.iter().find(|v| std::path::Path::new(&v.path) == exe)
+        })?;
         let bias = text
             .start
             .wrapping_sub(text.offset)
@@ -261,7 +271,10 @@ impl Reader {
         ))
     }
 
+    /// One read of every Go process; one whose read failed is looked at
+    /// again at once (it may have exited or exec'd).
     fn read_all(&mut self, out: &mut Collected) {
+        let mut failed = Vec::new();
         for watched in self.processes.values_mut() {
             let Some(process) = watched.process.as_mut() else {
                 continue;
@@ -286,6 +299,7 @@ impl Reader {
                 Err(e) => {
                     log::debug!("pid {}: goroutines: {e}", process.pid);
                     out.stats.dropped += 1;
+                    failed.push(process.pid);
                     continue;
                 }
             };
@@ -310,6 +324,9 @@ impl Reader {
                 };
                 *out.rows.entry(key).or_default() += weight;
             }
+        }
+        for pid in failed {
+            self.look_at(pid);
         }
     }
 }

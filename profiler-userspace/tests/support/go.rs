@@ -65,7 +65,12 @@ pub fn build(go: &Path, fixture: &str, dir: &Path, name: &str, stripped: bool) -
         .arg(&bin)
         .arg(&source)
         .current_dir(dir)
-        .env("GOCACHE", dir.join("gocache"))
+        // One build cache for every test: the standard library is built
+        // once per toolchain, not once per test.
+        .env(
+            "GOCACHE",
+            Path::new(env!("CARGO_TARGET_TMPDIR")).join("gocache"),
+        )
         .env("GOTOOLCHAIN", "local")
         .status()
         .expect("go build");

@@ -160,6 +160,13 @@ impl Profiler {
         }
     }
 
+    /// Waits for the profiler to end on its own (its targets gone,
+    /// `--duration`): its exit status and what it logged.
+    pub fn wait(mut self) -> (std::process::ExitStatus, String) {
+        let status = self.child.wait().expect("wait profiler");
+        (status, self.stderr.join().expect("stderr reader"))
+    }
+
     /// Kills the profiler outright (SIGKILL): nothing is flushed.
     pub fn kill(mut self) -> String {
         self.child.kill().expect("SIGKILL the profiler");
