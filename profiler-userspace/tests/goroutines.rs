@@ -290,8 +290,8 @@ fn a_target_that_execs_into_go_and_exits_is_read_then_let_go() {
     let (status, log) = profiler.wait();
     assert!(status.success(), "{status}:\n{log}");
     assert!(log.contains("goroutine view on (go1."), "{log}");
-    let profiles = profiles(&out);
-    let receiving: i64 = profiles
+    let written = profiles(&out);
+    let receiving: i64 = written
         .iter()
         .flat_map(|(_, p)| p.samples_of(pid).map(move |s| (p, s)))
         .filter(|(p, s)| p.functions(s).contains(&"main.receiver"))
@@ -354,8 +354,8 @@ fn an_unknown_go_version_gets_thread_level_profiling_and_says_so() {
         said[0].contains("go1.99") && said[0].contains("thread-level"),
         "{log}"
     );
-    let profiles = profiles(&out);
-    let p = &profiles[0].1;
+    let written = profiles(&out);
+    let p = &written[0].1;
     let rows: Vec<_> = p.samples_of(fixture.pid()).collect();
     assert!(
         rows.iter().any(|s| p.value(s, "samples") > 0),
