@@ -182,6 +182,15 @@ fn the_goroutine_view_agrees_with_fgprof_in_process() {
             assert!(truth["goroutines"] > 300, "{what}: {truth:?}");
             let reference = Reference::read(&reference_file);
             let (wall, reasons) = measured(&profiles, fixture.pid());
+            let creators: HashSet<&str> = profiles
+                .iter()
+                .flat_map(|(_, p)| p.samples_of(fixture.pid()).map(move |s| (p, s)))
+                .filter(|(p, s)| p.functions(s).contains(&"main.receiver"))
+                .filter_map(|(p, s)| p.str_label(s, "created_by"))
+                .collect();
+            if creators != HashSet::from(["main.start"]) {
+                failures.push(format!("{what}: main.receiver created by {creators:?}"));
+            }
             for kind in KINDS {
                 let (want, got) = (reference.of(kind), wall.get(kind).copied().unwrap_or(0.0));
                 eprintln!("{what}: {kind}: wall {got:.2}% against fgprof's {want:.2}%");

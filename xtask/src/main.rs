@@ -44,8 +44,9 @@ enum Cmd {
     /// Overhead and accuracy benchmarks; writes BENCHMARKS.md (needs root).
     Bench {
         /// Run only this section and print it, writing nothing: `unwinding`
-        /// (sections 6 and 7, the stack walk's cost and table builds).
-        #[arg(long, value_name = "SECTION", value_parser = ["unwinding"])]
+        /// (sections 6 and 7, the stack walk's cost and table builds) or
+        /// `goroutines` (section 12, the goroutine view's cost).
+        #[arg(long, value_name = "SECTION", value_parser = ["unwinding", "goroutines"])]
         only: Option<String>,
     },
     /// The daemon under a high context-switch rate for a while; writes the
@@ -138,7 +139,16 @@ fn build_release_with_fixtures() -> anyhow::Result<()> {
         "profiler-userspace",
         "--package",
         "profiler-fixtures",
-    ])
+    ])?;
+    // The Go workload of the goroutine view's bench, with Debian's Go.
+    let root = workspace_root();
+    run(Command::new("go")
+        .arg("build")
+        .arg("-o")
+        .arg(root.join("target/release").join(bench::GO_FIXTURE))
+        .arg(root.join("profiler-fixtures/go/chanpingpong.go"))
+        .env("GOTOOLCHAIN", "local"))
+    .context("go build chanpingpong.go (Debian's golang-go)")
 }
 
 /// Sends SIGINT to process `pid` (a tool or the profiler, to stop it).

@@ -25,9 +25,10 @@ pub struct Layout {
 }
 
 impl Layout {
-    /// How many bytes of a `g` hold every field read.
+    /// How many bytes of a `g`, from its start, hold the fields that
+    /// change as it runs (all but `startpc` and `gopc`).
     #[must_use]
-    pub fn read_len(&self) -> u64 {
+    pub fn core_len(&self) -> u64 {
         [
             self.stack_hi,
             self.sched_sp,
@@ -36,13 +37,19 @@ impl Layout {
             self.atomicstatus,
             self.goid,
             self.waitreason,
-            self.gopc,
-            self.startpc,
         ]
         .into_iter()
         .max()
         .unwrap_or(0)
             + 8
+    }
+
+    /// Where `startpc` and `gopc` are: offset and length of the bytes
+    /// that hold both.
+    #[must_use]
+    pub fn tail(&self) -> (u64, u64) {
+        let start = self.startpc.min(self.gopc);
+        (start, self.startpc.max(self.gopc) + 8 - start)
     }
 }
 

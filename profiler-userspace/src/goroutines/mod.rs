@@ -11,6 +11,7 @@
 //! `memory.rs` reads the target, `process.rs` reads one process's
 //! goroutines and `sampler.rs` is the thread.
 mod dwarf;
+pub mod g;
 pub mod layout;
 pub mod memory;
 pub mod process;
@@ -19,7 +20,7 @@ pub mod sampler;
 
 use std::sync::Arc;
 
-pub use process::Status;
+pub use g::Status;
 pub use sampler::{GoroutineChunk, GoroutineSampler, GoroutineStats};
 
 /// Which goroutine a row is about, and what it was doing.
@@ -31,4 +32,6 @@ pub struct Goroutine {
     /// The runtime's name for what it waits on (`chan receive`, `sleep`,
     /// ...); empty unless it is waiting.
     pub wait_reason: Arc<str>,
+    /// The function whose `go` statement created it; empty when unknown.
+    pub created_by: Arc<str>,
 }

@@ -2,10 +2,12 @@
 //! (`runtime.allgs`), each goroutine's status and wait reason, and the
 //! stack of each one that is not running, unwound from where it stopped
 //! (`g.sched`) with the binary's `.gopclntab` SP deltas.
-use std::{collections::HashMap, sync::Arc};
+use std::sync::Arc;
+
+use rustc_hash::FxHashMap;
 
 use super::{
-    layout::Layout,
+    g::{Core, Status, start_and_creation},
     memory::{Memory, u64_at},
     runtime::GoRuntime,
 };
@@ -20,42 +22,6 @@ const MAX_FRAMES: usize = 128;
 /// Reads of a goroutine that moved while read, before it is left out.
 const RETRIES: usize = 3;
 
-/// What a goroutine that is not running is doing.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum Status {
-    /// Ready to run, waiting for a thread (`_Grunnable`, `_Gpreempted`).
-    Runnable,
-    /// In a system call (`_Gsyscall`).
-    Syscall,
-    /// Parked (`_Gwaiting`): the wait reason says on what.
-    Waiting,
-}
-
-impl Status {
-    /// From `g.atomicstatus`, without its `_Gscan` bit; `None` for a
-    /// goroutine that is running (its time is in the on-CPU samples),
-    /// dead, or being created or moved.
-    #[must_use]
-    pub fn of(raw: u32) -> Option<Self> {
-        match raw & !0x1000 {
-            1 | 9 => Some(Self::Runnable),
-            3 => Some(Self::Syscall),
-            4 => Some(Self::Waiting),
-            _ => None,
-        }
-    }
-
-    /// The `state` label of its rows.
-    #[must_use]
-    pub fn label(self) -> &'static str {
-        match self {
-            Self::Runnable => "runnable",
-            Self::Syscall => "syscall",
-            Self::Waiting => "waiting",
-        }
-    }
-}
-
 /// One goroutine seen in one read.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Observed {
@@ -65,12 +31,17 @@ pub struct Observed {
     pub wait_reason: u8,
     /// Runtime PCs, leaf first: where it stopped, then return addresses.
     pub stack: Vec<u64>,
+    /// The function whose `go` statement created it.
+    pub created_by: Arc<str>,
 }
 
 /// What one read of a process found.
 #[derive(Debug, Default)]
 pub struct Read {
     pub goroutines: Vec<Observed>,
+    /// One in how many goroutines of the list were read: each stands
+    /// for this many.
+    pub stride: usize,
     /// Goroutines left out because they kept moving while read.
     pub torn: u64,
 }
@@ -86,6 +57,16 @@ pub enum ReadError {
     Goroutines(#[source] std::io::Error),
 }
 
+/// What stays true of a goroutine while it lives, learnt once per `g`
+/// and goroutine id (the runtime reuses a `g` for a new goroutine).
+struct Identity {
+    goid: u64,
+    /// One of the runtime's own (as `runtime.isSystemGoroutine` has it):
+    /// left out, as Go's goroutine profile leaves them out.
+    system: bool,
+    created_by: Arc<str>,
+}
+
 /// A Go process being read.
 pub struct GoProcess {
     pub pid: u32,
@@ -94,9 +75,12 @@ pub struct GoProcess {
     /// Runtime address less link-time address.
     bias: u64,
     memory: Memory,
-    /// Whether the goroutine that started at a PC is one of the runtime's
-    /// own (as `runtime.isSystemGoroutine` has it), by start PC.
-    system: HashMap<u64, bool>,
+    /// By `g` address.
+    identities: FxHashMap<u64, Identity>,
+    /// Function names by PC, for `startpc` and `gopc`.
+    names: FxHashMap<u64, Arc<str>>,
+    /// SP deltas by (link-time) PC: the same few PCs recur in every read.
+    deltas: FxHashMap<u64, Option<i32>>,
 }
 
 impl GoProcess {
@@ -108,13 +92,15 @@ impl GoProcess {
             table,
             bias,
             memory: Memory { pid },
-            system: HashMap::new(),
+            identities: FxHashMap::default(),
+            names: FxHashMap::default(),
+            deltas: FxHashMap::default(),
         }
     }
 
-    /// Every user goroutine that is not running, with its stack. `keep`
-    /// is asked with each one's index and the list's length whether to
-    /// unwind it (all, or a sample of them).
+    /// Every user goroutine that is not running, with its stack: all of
+    /// them when the list holds at most `budget`, else one in N, starting
+    /// at `rotation` (so that successive reads take turns).
     ///
     /// A goroutine may run and stop elsewhere between the read of its `g`
     /// and of its stack: each is read again after its stack, and one that
@@ -124,47 +110,56 @@ impl GoProcess {
     /// # Errors
     /// When the list or the goroutines cannot be read (the process
     /// exited, or the list moved mid-read): the read is dropped whole.
-    pub fn read(&mut self, keep: &mut dyn FnMut(usize, usize) -> bool) -> Result<Read, ReadError> {
-        let gs = self.goroutine_pointers()?;
-        let headers = self.headers(&gs).map_err(ReadError::Goroutines)?;
-        let mut chosen: Vec<(u64, Header)> = Vec::new();
-        for (i, (&g, header)) in gs.iter().zip(headers).enumerate() {
-            if header.status.is_some() && !self.is_system(header.startpc) && keep(i, gs.len()) {
-                chosen.push((g, header));
-            }
-        }
-        let stacks = self.stacks(chosen.iter().map(|(_, h)| h));
+    pub fn read(&mut self, budget: usize, rotation: usize) -> Result<Read, ReadError> {
+        let all = self.goroutine_pointers()?;
+        let stride = all.len().div_ceil(budget.max(1)).max(1);
+        let gs: Vec<u64> = all
+            .into_iter()
+            .enumerate()
+            .filter(|&(i, _)| (i + rotation).is_multiple_of(stride))
+            .map(|(_, g)| g)
+            .collect();
+        let cores = self.cores(&gs).map_err(ReadError::Goroutines)?;
+        self.learn(&gs, &cores);
+        let chosen: Vec<(u64, Core)> = gs
+            .into_iter()
+            .zip(cores)
+            .filter(|(g, core)| core.status.is_some() && !self.identity(*g, core.goid).0)
+            .collect();
+        let stacks = self.stacks(chosen.iter().map(|(_, c)| c));
         let again = self
-            .headers(&chosen.iter().map(|&(g, _)| g).collect::<Vec<_>>())
+            .cores(&chosen.iter().map(|&(g, _)| g).collect::<Vec<_>>())
             .map_err(ReadError::Goroutines)?;
-        let mut read = Read::default();
+        let mut read = Read {
+            stride,
+            ..Read::default()
+        };
         for (((g, first), stack), second) in chosen.into_iter().zip(stacks).zip(again) {
             let seen = if first.same_stop(&second) {
                 stack.map(|stack| (second, stack))
             } else {
                 self.read_one(g)
             };
-            let Some((header, stack)) = seen else {
+            let Some((core, stack)) = seen else {
                 read.torn += 1;
                 continue;
             };
-            let Some(status) = header.status else {
-                continue;
-            };
-            let frames = self.unwind(&header, &stack);
+            let Some(status) = core.status else { continue };
+            let frames = self.unwind(&core, &stack);
             if frames.is_empty() {
                 read.torn += 1;
                 continue;
             }
             read.goroutines.push(Observed {
-                goid: header.goid,
+                goid: core.goid,
                 status,
                 wait_reason: if status == Status::Waiting {
-                    header.wait_reason
+                    core.wait_reason
                 } else {
                     0
                 },
                 stack: frames,
+                created_by: self.identity(g, core.goid).1,
             });
         }
         Ok(read)
@@ -172,12 +167,12 @@ impl GoProcess {
 
     /// One goroutine's `g` and stack, read until its `g` is the same
     /// after its stack as before.
-    fn read_one(&self, g: u64) -> Option<(Header, Vec<u8>)> {
+    fn read_one(&self, g: u64) -> Option<(Core, Vec<u8>)> {
         for _ in 0..RETRIES {
-            let first = self.headers(&[g]).ok()?.pop()?;
+            let first = self.cores(&[g]).ok()?.pop()?;
             first.status?;
             let stack = self.stacks(std::iter::once(&first)).pop()??;
-            let second = self.headers(&[g]).ok()?.pop()?;
+            let second = self.cores(&[g]).ok()?.pop()?;
             if first.same_stop(&second) {
                 return Some((second, stack));
             }
@@ -185,46 +180,84 @@ impl GoProcess {
         None
     }
 
-    /// The fields of each `g` at `gs`.
-    fn headers(&self, gs: &[u64]) -> std::io::Result<Vec<Header>> {
+    /// The changing fields of each `g` at `gs`.
+    fn cores(&self, gs: &[u64]) -> std::io::Result<Vec<Core>> {
         let layout = self.runtime.layout;
-        let len = usize::try_from(layout.read_len()).unwrap_or(0).max(8);
+        let len = usize::try_from(layout.core_len()).unwrap_or(8);
         let ranges: Vec<(u64, usize)> = gs.iter().map(|&g| (g, len)).collect();
         let mut bytes = vec![0u8; len * gs.len()];
         self.memory.read_many(&ranges, &mut bytes)?;
         Ok(bytes
             .chunks_exact(len)
-            .map(|g| Header::of(g, &layout))
+            .map(|g| Core::of(g, &layout))
             .collect())
+    }
+
+    /// Reads where each goroutine of `gs` not seen before started and
+    /// was created, and names both.
+    fn learn(&mut self, gs: &[u64], cores: &[Core]) {
+        let new: Vec<(u64, u64)> = gs
+            .iter()
+            .zip(cores)
+            .filter(|(g, c)| {
+                c.status.is_some() && self.identities.get(g).is_none_or(|i| i.goid != c.goid)
+            })
+            .map(|(&g, c)| (g, c.goid))
+            .collect();
+        let layout = self.runtime.layout;
+        let (offset, len) = layout.tail();
+        let len = usize::try_from(len).unwrap_or(16);
+        let ranges: Vec<(u64, usize)> = new.iter().map(|&(g, _)| (g + offset, len)).collect();
+        let mut bytes = vec![0u8; len * new.len()];
+        if self.memory.read_many(&ranges, &mut bytes).is_err() {
+            return;
+        }
+        for (&(g, goid), tail) in new.iter().zip(bytes.chunks_exact(len)) {
+            let (startpc, gopc) = start_and_creation(tail, &layout);
+            let start = self.name(startpc);
+            let identity = Identity {
+                goid,
+                system: start.starts_with("runtime.") && &*start != "runtime.main",
+                created_by: self.name(gopc),
+            };
+            self.identities.insert(g, identity);
+        }
+    }
+
+    /// Whether the goroutine at `g` is the runtime's own, and what created
+    /// it; (false, "") when not learnt.
+    fn identity(&self, g: u64, goid: u64) -> (bool, Arc<str>) {
+        match self.identities.get(&g) {
+            Some(i) if i.goid == goid => (i.system, Arc::clone(&i.created_by)),
+            _ => (false, Arc::from("")),
+        }
+    }
+
+    /// The name of the function at runtime address `pc`; empty when none.
+    fn name(&mut self, pc: u64) -> Arc<str> {
+        let (table, bias) = (&self.table, self.bias);
+        Arc::clone(self.names.entry(pc).or_insert_with(|| {
+            table
+                .function_name(pc.wrapping_sub(bias))
+                .map_or_else(|| Arc::from(""), Arc::from)
+        }))
     }
 
     /// The live part of each goroutine's stack, from its saved SP up
     /// (at most [`MAX_STACK_READ`] bytes): `None` for one that cannot be
     /// read.
-    fn stacks<'a>(&self, headers: impl Iterator<Item = &'a Header>) -> Vec<Option<Vec<u8>>> {
-        let ranges: Vec<(u64, usize)> = headers
-            .map(|h| {
-                let len = if h.sp == 0 || h.hi <= h.sp {
-                    0
-                } else {
-                    (h.hi - h.sp).min(MAX_STACK_READ)
-                };
-                (h.sp, usize::try_from(len).unwrap_or(0))
-            })
-            .collect();
+    fn stacks<'a>(&self, cores: impl Iterator<Item = &'a Core>) -> Vec<Option<Vec<u8>>> {
+        let ranges: Vec<(u64, usize)> = cores.map(|c| c.stack_range(MAX_STACK_READ)).collect();
         let mut bytes = vec![0u8; ranges.iter().map(|r| r.1).sum()];
-        let split = |bytes: Vec<u8>| {
+        if self.memory.read_many(&ranges, &mut bytes).is_ok() {
             let mut at = 0;
-            ranges
+            return ranges
                 .iter()
                 .map(|&(_, len)| {
                     at += len;
                     (len > 0).then(|| bytes[at - len..at].to_vec())
                 })
-                .collect()
-        };
-        if self.memory.read_many(&ranges, &mut bytes).is_ok() {
-            return split(bytes);
+                .collect();
         }
         // One stack that cannot be read (freed as its goroutine exited)
         // fails the batch: read each on its own.
@@ -260,31 +293,21 @@ impl GoProcess {
             .collect())
     }
 
-    /// Whether the goroutine that started at `startpc` is the runtime's
-    /// (a function of package runtime other than `runtime.main`): those
-    /// are left out, as Go's own goroutine profile leaves them out.
-    fn is_system(&mut self, startpc: u64) -> bool {
-        let (table, bias) = (&self.table, self.bias);
-        *self.system.entry(startpc).or_insert_with(|| {
-            table
-                .function_name(startpc.wrapping_sub(bias))
-                .is_some_and(|name| name.starts_with("runtime.") && name != "runtime.main")
-        })
-    }
-
-    /// The PCs of a goroutine stopped as `header` says, with `stack` the
+    /// The PCs of a goroutine stopped as `core` says, with `stack` the
     /// bytes from its SP up: each frame's return address is its SP delta
     /// above its SP. Empty when not even the first frame is known.
-    fn unwind(&self, header: &Header, stack: &[u8]) -> Vec<u64> {
-        if header.pc == 0 {
+    fn unwind(&mut self, core: &Core, stack: &[u8]) -> Vec<u64> {
+        if core.pc == 0 {
             return Vec::new();
         }
-        let mut frames = vec![header.pc];
-        let (mut pc, mut sp_off) = (header.pc, 0u64);
+        let mut frames = vec![core.pc];
+        let (mut pc, mut sp_off) = (core.pc, 0u64);
         while frames.len() < MAX_FRAMES {
             // A caller's PC is a return address: look it up at the call.
             let lookup = if frames.len() == 1 { pc } else { pc - 1 };
-            let Some(delta) = self.table.sp_delta(lookup.wrapping_sub(self.bias)) else {
+            let at = lookup.wrapping_sub(self.bias);
+            let table = &self.table;
+            let Some(delta) = *self.deltas.entry(at).or_insert_with(|| table.sp_delta(at)) else {
                 break;
             };
             let Ok(delta) = u64::try_from(delta) else {
@@ -301,38 +324,5 @@ impl GoProcess {
             sp_off += delta + 8;
         }
         frames
-    }
-}
-
-/// The fields of one `g` the reader uses.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-struct Header {
-    status: Option<Status>,
-    goid: u64,
-    wait_reason: u8,
-    pc: u64,
-    sp: u64,
-    hi: u64,
-    startpc: u64,
-}
-
-impl Header {
-    fn of(g: &[u8], layout: &Layout) -> Self {
-        let field = |at: u64| u64_at(g, at).unwrap_or(0);
-        let low = |at: u64, mask: u64| field(at) & mask;
-        Self {
-            status: Status::of(u32::try_from(low(layout.atomicstatus, 0xffff_ffff)).unwrap_or(0)),
-            goid: field(layout.goid),
-            wait_reason: u8::try_from(low(layout.waitreason, 0xff)).unwrap_or(0),
-            pc: field(layout.sched_pc),
-            sp: field(layout.sched_sp),
-            hi: field(layout.stack_hi),
-            startpc: field(layout.startpc),
-        }
-    }
-
-    /// Whether `later` is the same goroutine stopped at the same place.
-    fn same_stop(&self, later: &Self) -> bool {
-        (self.goid, self.status, self.pc, self.sp) == (later.goid, later.status, later.pc, later.sp)
     }
 }

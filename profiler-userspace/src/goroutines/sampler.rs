@@ -13,6 +13,7 @@ use std::{
 };
 
 use profiler_common::sample::ThreadState;
+use rustc_hash::FxHashMap;
 
 use super::{Goroutine, process::GoProcess, runtime::GoRuntime};
 use crate::{
@@ -25,9 +26,9 @@ use crate::{
 
 /// How often the target set is looked at again for new Go processes.
 const REFRESH: Duration = Duration::from_secs(1);
-/// The most goroutines unwound per process and read; above it a
-/// rotating 1-in-N of them are, each standing for N.
-const MAX_PER_READ: usize = 2_000;
+/// The most goroutines read per process and second: above it each read
+/// takes a rotating one in N of the list, each standing for N.
+const MAX_PER_SECOND: u64 = 20_000;
 
 /// What the reads counted since the last chunk.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -71,7 +72,7 @@ struct RowKey {
 
 #[derive(Default)]
 struct Collected {
-    rows: HashMap<RowKey, u64>,
+    rows: FxHashMap<RowKey, u64>,
     pids: BTreeSet<u32>,
     stats: GoroutineStats,
 }
@@ -103,7 +104,15 @@ impl GoroutineSampler {
             let shared = Arc::clone(&shared);
             std::thread::Builder::new()
                 .name("goroutines".into())
-                .spawn(move || Reader::default().run(&shared, period))
+                .spawn(move || {
+                    let budget = MAX_PER_SECOND / frequency_hz.max(1);
+                    let reader = Reader {
+                        budget: usize::try_from(budget).unwrap_or(usize::MAX).max(1),
+                        binaries: HashMap::new(),
+                        processes: HashMap::new(),
+                    };
+                    reader.run(&shared, period);
+                })
                 .ok()
         };
         Self { shared, thread }
@@ -167,8 +176,9 @@ struct Watched {
     reads: usize,
 }
 
-#[derive(Default)]
 struct Reader {
+    /// The most goroutines one read of a process takes.
+    budget: usize,
     /// Per binary: its runtime, or `None` (not Go, or not readable).
     binaries: HashMap<FileId, Option<Binary>>,
     processes: HashMap<u32, Watched>,
@@ -285,16 +295,10 @@ impl Reader {
                 .min(Duration::from_secs(1));
             watched.last_read = now;
             watched.reads += 1;
-            let rotation = watched.reads;
-            let mut stride = 1;
-            let result = process.read(&mut |i, n| {
-                stride = n.div_ceil(MAX_PER_READ).max(1);
-                (i + rotation) % stride == 0
-            });
-            let observed = match result {
+            let (stride, observed) = match process.read(self.budget, watched.reads) {
                 Ok(read) => {
                     out.stats.torn += read.torn;
-                    read.goroutines
+                    (read.stride, read.goroutines)
                 }
                 Err(e) => {
                     log::debug!("pid {}: goroutines: {e}", process.pid);
@@ -316,6 +320,7 @@ impl Reader {
                     } else {
                         Arc::from("")
                     },
+                    created_by: o.created_by,
                 };
                 let key = RowKey {
                     pid: process.pid,

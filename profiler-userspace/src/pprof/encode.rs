@@ -79,6 +79,7 @@ fn build_with(profile: &Profile, types: &[usize]) -> proto::Profile {
         service: tables.string(&mut out, "service"),
         goroutine: tables.string(&mut out, "goroutine"),
         wait_reason: tables.string(&mut out, "wait_reason"),
+        created_by: tables.string(&mut out, "created_by"),
     };
 
     let view = profile.view;
@@ -194,6 +195,10 @@ fn labels(
             let reason = tables.string(out, &goroutine.wait_reason);
             label.push(str_label(keys.wait_reason, reason));
         }
+        if !goroutine.created_by.is_empty() {
+            let creator = tables.string(out, &goroutine.created_by);
+            label.push(str_label(keys.created_by, creator));
+        }
     } else {
         label.extend([
             num_label(keys.tid, sample.tid),
@@ -226,6 +231,7 @@ struct Labels {
     service: i64,
     goroutine: i64,
     wait_reason: i64,
+    created_by: i64,
 }
 
 fn num_label(key: i64, num: u32) -> proto::Label {

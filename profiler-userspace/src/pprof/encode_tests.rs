@@ -258,6 +258,7 @@ fn goroutine_rows_carry_their_goroutine_and_replace_their_threads_off_cpu_in_wal
                 id: 42,
                 status: crate::goroutines::Status::Waiting,
                 wait_reason: Arc::from("chan receive"),
+                created_by: Arc::from("main.serve"),
             })),
             goroutine_ns: 7_000_000,
             ..thread
@@ -285,6 +286,7 @@ fn goroutine_rows_carry_their_goroutine_and_replace_their_threads_off_cpu_in_wal
         ("goroutine", "42"),
         ("state", "waiting"),
         ("wait_reason", "chan receive"),
+        ("created_by", "main.serve"),
     ];
     assert_eq!(
         labels,

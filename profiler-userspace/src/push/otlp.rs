@@ -300,19 +300,43 @@ impl Dictionary {
     }
 
     /// A row as a sample with one value; its pid, tid, names and state as
-    /// attributes (OpenTelemetry's names where there are some).
+    /// attributes (OpenTelemetry's names where there are some), or for a
+    /// goroutine its id, status and wait reason.
     fn sample(&mut self, row: &Sample, value: u64) -> otlp::Sample {
         let stack_index = self.stack(&row.stack);
         let mut attribute_indices = vec![
             self.attribute("process.pid", Attribute::Int(i64::from(row.pid))),
-            self.attribute("thread.id", Attribute::Int(i64::from(row.tid))),
             self.attribute(
                 "process.executable.name",
                 Attribute::Str(row.comm.to_string()),
             ),
-            self.attribute("thread.name", Attribute::Str(row.thread.clone())),
-            self.attribute("thread.state", Attribute::Str(row.state.label().to_owned())),
         ];
+        if let Some(goroutine) = &row.goroutine {
+            attribute_indices.extend([
+                self.attribute(
+                    "go.goroutine.id",
+                    Attribute::Int(i64::try_from(goroutine.id).unwrap_or(i64::MAX)),
+                ),
+                self.attribute(
+                    "go.goroutine.state",
+                    Attribute::Str(goroutine.status.label().to_owned()),
+                ),
+            ]);
+            if !goroutine.wait_reason.is_empty() {
+                let reason = Attribute::Str(goroutine.wait_reason.to_string());
+                attribute_indices.push(self.attribute("go.goroutine.wait_reason", reason));
+            }
+            if !goroutine.created_by.is_empty() {
+                let creator = Attribute::Str(goroutine.created_by.to_string());
+                attribute_indices.push(self.attribute("go.goroutine.created_by", creator));
+            }
+        } else {
+            attribute_indices.extend([
+                self.attribute("thread.id", Attribute::Int(i64::from(row.tid))),
+                self.attribute("thread.name", Attribute::Str(row.thread.clone())),
+                self.attribute("thread.state", Attribute::Str(row.state.label().to_owned())),
+            ]);
+        }
         attribute_indices.sort_unstable();
         otlp::Sample {
             stack_index,

@@ -15,12 +15,15 @@ mod accuracy;
 mod brief;
 mod daemon_cost;
 mod daemon_metrics;
+mod goroutines;
 mod kernel_cost;
 mod overhead;
 mod symbolization;
 mod syscalls;
 mod tools;
 mod unwinding;
+
+pub use goroutines::FIXTURE as GO_FIXTURE;
 
 use self::{
     accuracy::accuracy,
@@ -44,6 +47,9 @@ pub fn run_only(section: &str) -> anyhow::Result<()> {
         "unwinding" => {
             unwinding::kernel_costs(&mut report)?;
             unwinding::table_costs(&mut report)?;
+        }
+        "goroutines" => {
+            goroutines::goroutine_view(&mut report)?;
         }
         other => anyhow::bail!("no bench section {other}"),
     }
@@ -79,18 +85,7 @@ pub fn run() -> anyhow::Result<()> {
     eprintln!("bench: accuracy against event budget");
     accuracy(&mut report)?;
 
-    eprintln!("bench: stack walk cost, tables against frame pointers");
-    unwinding::kernel_costs(&mut report)?;
-    eprintln!("bench: unwind table build time and size");
-    unwinding::table_costs(&mut report)?;
-    eprintln!("bench: system-call overhead on a process that is not profiled");
-    let syscalls = syscalls::overhead_on_others(&mut report)?;
-    eprintln!("bench: context-switch overhead on a process that is not profiled");
-    syscalls::switches_of_others(&mut report)?;
-    eprintln!("bench: symbolization time per window");
-    symbolization::symbolization(&mut report)?;
-    eprintln!("bench: processes that live milliseconds");
-    brief::brief_processes(&mut report)?;
+    let (syscalls, goroutine_pingpong) = later_sections(&mut report)?;
 
     let slowdown = |results: &[Measured], i: usize| results[i].slowdown();
     targets(
@@ -145,6 +140,12 @@ pub fn run() -> anyhow::Result<()> {
                 "% of a core",
             ),
             ("daemon peak RSS, 200-thread process", daemon.1, 50.0, "MB"),
+            (
+                "goroutine ping-pong slowdown, goroutine view at defaults",
+                goroutine_pingpong,
+                1.05,
+                "x",
+            ),
         ],
     )?;
 
@@ -226,6 +227,29 @@ fn header(report: &mut String) -> anyhow::Result<()> {
 }
 
 /// The goals, each against what this run measured.
+/// Sections 6 to 12: the stack walk, the unwind tables, the cost to
+/// processes not profiled, symbolization, brief processes and the
+/// goroutine view. Returns the system-call overhead runs and the
+/// goroutine ping-pong's slowdown at defaults.
+fn later_sections(report: &mut String) -> anyhow::Result<(Vec<Measured>, f64)> {
+    eprintln!("bench: stack walk cost, tables against frame pointers");
+    unwinding::kernel_costs(report)?;
+    eprintln!("bench: unwind table build time and size");
+    unwinding::table_costs(report)?;
+    eprintln!("bench: system-call overhead on a process that is not profiled");
+    let syscalls = syscalls::overhead_on_others(report)?;
+    eprintln!("bench: context-switch overhead on a process that is not profiled");
+    syscalls::switches_of_others(report)?;
+    eprintln!("bench: symbolization time per window");
+    symbolization::symbolization(report)?;
+    eprintln!("bench: processes that live milliseconds");
+    brief::brief_processes(report)?;
+    eprintln!("bench: the goroutine view's cost");
+    let goroutine_pingpong = goroutines::goroutine_view(report)?;
+
+    Ok((syscalls, goroutine_pingpong))
+}
+
 fn targets(report: &mut String, rows: &[(&str, f64, f64, &str)]) -> anyhow::Result<()> {
     writeln!(report, "## Targets\n")?;
     writeln!(report, "| goal | target | measured | |")?;
