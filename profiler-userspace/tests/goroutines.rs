@@ -372,3 +372,40 @@ fn an_unknown_go_version_gets_thread_level_profiling_and_says_so() {
     );
     assert!(rows.iter().all(|s| p.value(s, "goroutine") == 0));
 }
+
+/// Goroutines whose stacks the runtime keeps moving (growing and shrunk
+/// by the collector) while they are read: every row is a whole stack,
+/// from the leaf to `runtime.goexit`, or says it was cut (`[truncated]`);
+/// moves caught mid-read are counted, and nothing crashes.
+#[test]
+fn stacks_that_move_while_read_give_whole_rows_or_none() {
+    require_root();
+    let toolchain = go::toolchains().pop().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let bin = go::build(&toolchain, "growing", dir.path(), "growing", true);
+    let mut fixture = Fixture::spawn_path(&bin, 4.0);
+    let out = dir.path().join("out");
+    let (truth, written) = profile_fixture(&mut fixture, &out, &[]);
+    assert!(truth["rounds"] > 1000, "{truth:?}");
+    let p = &written[0].1;
+    let mut deep = 0;
+    for s in p.samples_of(fixture.pid()) {
+        if p.value(s, "goroutine") == 0 {
+            continue;
+        }
+        let functions = p.functions(s);
+        let depth = functions.iter().filter(|&&f| f == "main.deep").count();
+        deep = deep.max(depth);
+        let root = *functions.last().unwrap();
+        assert!(
+            root == "runtime.goexit" || root == "[truncated]",
+            "a goroutine row ending in {root}: {functions:?}"
+        );
+    }
+    assert!(deep > 100, "deepest main.deep stack: {deep} frames");
+    eprintln!(
+        "deepest {deep}; goroutines_torn={} goroutines_unwound={}",
+        p.comment_value("goroutines_torn"),
+        p.comment_value("goroutines_unwound")
+    );
+}

@@ -31,6 +31,8 @@ pub struct Observed {
     pub wait_reason: u8,
     /// Runtime PCs, leaf first: where it stopped, then return addresses.
     pub stack: Vec<u64>,
+    /// The walk stopped at the frame or byte limit with frames left.
+    pub truncated: bool,
     /// The function whose `go` statement created it.
     pub created_by: Arc<str>,
 }
@@ -145,7 +147,7 @@ impl GoProcess {
                 continue;
             };
             let Some(status) = core.status else { continue };
-            let frames = self.unwind(&core, &stack);
+            let (frames, truncated) = self.unwind(&core, &stack);
             if frames.is_empty() {
                 read.torn += 1;
                 continue;
@@ -159,6 +161,7 @@ impl GoProcess {
                     0
                 },
                 stack: frames,
+                truncated,
                 created_by: self.identity(g, core.goid).1,
             });
         }
@@ -295,11 +298,14 @@ impl GoProcess {
 
     /// The PCs of a goroutine stopped as `core` says, with `stack` the
     /// bytes from its SP up: each frame's return address is its SP delta
-    /// above its SP. Empty when not even the first frame is known.
-    fn unwind(&mut self, core: &Core, stack: &[u8]) -> Vec<u64> {
+    /// above its SP. Empty when not even the first frame is known; and
+    /// whether the walk stopped at [`MAX_FRAMES`] or at the end of a
+    /// stack read cut at [`MAX_STACK_READ`], with frames left.
+    fn unwind(&mut self, core: &Core, stack: &[u8]) -> (Vec<u64>, bool) {
         if core.pc == 0 {
-            return Vec::new();
+            return (Vec::new(), false);
         }
+        let cut = stack.len() as u64 == MAX_STACK_READ;
         let mut frames = vec![core.pc];
         let (mut pc, mut sp_off) = (core.pc, 0u64);
         while frames.len() < MAX_FRAMES {
@@ -314,7 +320,7 @@ impl GoProcess {
                 break;
             };
             let Some(ret) = u64_at(stack, sp_off + delta) else {
-                break;
+                return (frames, cut);
             };
             if ret == 0 {
                 break;
@@ -323,6 +329,7 @@ impl GoProcess {
             pc = ret;
             sp_off += delta + 8;
         }
-        frames
+        let truncated = frames.len() == MAX_FRAMES;
+        (frames, truncated)
     }
 }

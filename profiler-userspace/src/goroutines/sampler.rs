@@ -67,7 +67,7 @@ pub struct GoroutineChunk {
 struct RowKey {
     pid: u32,
     goroutine: Goroutine,
-    stack: Arc<[u64]>,
+    stack: Stack,
 }
 
 #[derive(Default)]
@@ -139,7 +139,7 @@ impl GoroutineSampler {
                 tid: 0,
                 thread: String::new(),
                 state: ThreadState::Unknown,
-                user_stack: Stack::Frames(key.stack),
+                user_stack: key.stack,
                 kernel_stack: Stack::Absent,
                 samples: 0,
                 off_cpu_ns: 0,
@@ -325,7 +325,11 @@ impl Reader {
                 let key = RowKey {
                     pid: process.pid,
                     goroutine,
-                    stack: Arc::from(o.stack),
+                    stack: if o.truncated {
+                        Stack::Truncated(Arc::from(o.stack))
+                    } else {
+                        Stack::Frames(Arc::from(o.stack))
+                    },
                 };
                 *out.rows.entry(key).or_default() += weight;
             }
