@@ -194,7 +194,7 @@ async fn profile(
             )
                 .into_response()
         }
-        Ok(Err(message)) => text(StatusCode::INTERNAL_SERVER_ERROR, message),
+        Ok(Err(e)) => text(StatusCode::INTERNAL_SERVER_ERROR, crate::error_chain(&e)),
         Err(_) => stopping(),
     }
 }

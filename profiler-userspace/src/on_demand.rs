@@ -25,7 +25,14 @@ use crate::{
 };
 
 /// What a request gets back: a gzip'd pprof, or why not.
-pub type Reply = Result<Vec<u8>, String>;
+pub type Reply = Result<Vec<u8>, ReplyError>;
+
+/// Why a finished request has no profile.
+#[derive(Debug, thiserror::Error)]
+pub enum ReplyError {
+    #[error("compressing the profile")]
+    Compress(#[source] std::io::Error),
+}
 
 /// A profile asked for over HTTP.
 #[derive(Debug)]
@@ -144,8 +151,7 @@ fn finish_requests(queue: &mpsc::Receiver<Job>, symbols: &config::Symbols, perio
     let mut symbolizer = Symbolizer::new(symbols, debuginfod);
     while let Ok(job) = queue.recv() {
         let (profile, _) = assemble(&job.raw, &mut symbolizer, job.times, period_ns, job.view);
-        let reply = pprof::gzip(&pprof::encode(&profile))
-            .map_err(|e| format!("compressing the profile: {e}"));
+        let reply = pprof::gzip(&pprof::encode(&profile)).map_err(ReplyError::Compress);
         let _ = job.reply.send(reply);
     }
 }

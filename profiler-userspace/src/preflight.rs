@@ -25,8 +25,8 @@ pub enum PreflightError {
     MissingCapability { missing: &'static str },
     #[error("reading this process's capabilities from /proc/self/status")]
     Capabilities(#[source] io::Error),
-    #[error("no kernel BTF at {VMLINUX_BTF} ({0}): the kernel needs CONFIG_DEBUG_INFO_BTF=y")]
-    NoBtf(io::Error),
+    #[error("no kernel BTF at {VMLINUX_BTF}: the kernel needs CONFIG_DEBUG_INFO_BTF=y")]
+    NoBtf(#[source] io::Error),
     #[error("reading the kernel's BTF")]
     KernelTypes(#[source] BtfFieldError),
     #[error("this kernel ({release}) lacks {what}: the profiler needs Linux {since} or later")]

@@ -113,7 +113,7 @@ impl Kernel {
         let mut still_away = HashSet::new();
         for (pid, tid) in target_threads(target) {
             match TrackedThread::open(tasks, &cells, tid)? {
-                Lookup::Tracked(thread) => {
+                ThreadEntry::Tracked(thread) => {
                     if window.account(&thread, tasks, &cells, &mut in_flight, &mut samples, rng)? {
                         stats.tracked += 1;
                     }
@@ -121,7 +121,7 @@ impl Kernel {
                         still_away.insert(tid);
                     }
                 }
-                Lookup::Untracked => {
+                ThreadEntry::Untracked => {
                     // Asleep since before the programs were attached?
                     let Some(asleep) = sleeping_state(pid, tid) else {
                         continue;
@@ -135,7 +135,7 @@ impl Kernel {
                     let length = flip.end_ns - flip.start_ns;
                     push_part(&mut samples, &thread, asleep, length, rule, rng);
                 }
-                Lookup::Unreadable => {}
+                ThreadEntry::Unreadable => {}
             }
         }
 
@@ -210,7 +210,7 @@ impl Window<'_> {
 }
 
 /// What the kernel's entry for a thread says.
-enum Lookup {
+enum ThreadEntry {
     Tracked(TrackedThread),
     /// No entry, or the thread is gone.
     Untracked,
@@ -253,10 +253,14 @@ impl Cells<'_> {
 impl TrackedThread {
     /// Thread `tid`'s entry in `tasks` and its open interval; `None` if
     /// it has no entry or is gone.
-    fn open(tasks: BorrowedFd<'_>, cells: &Cells<'_>, tid: u32) -> Result<Lookup, KernelError> {
+    fn open(
+        tasks: BorrowedFd<'_>,
+        cells: &Cells<'_>,
+        tid: u32,
+    ) -> Result<ThreadEntry, KernelError> {
         let pidfd = match task_storage::open_thread(tid) {
             Ok(Some(pidfd)) => pidfd,
-            Ok(None) => return Ok(Lookup::Untracked),
+            Ok(None) => return Ok(ThreadEntry::Untracked),
             Err(e) if e.raw_os_error() == Some(libc::EINVAL) => {
                 static WARNED: std::sync::Once = std::sync::Once::new();
                 WARNED.call_once(|| {
@@ -265,17 +269,17 @@ impl TrackedThread {
                          open at a window's end are counted when the thread comes back instead"
                     );
                 });
-                return Ok(Lookup::Unreadable);
+                return Ok(ThreadEntry::Unreadable);
             }
             Err(e) => return Err(KernelError::Pidfd(e)),
         };
         let state =
             task_storage::lookup(tasks, pidfd.as_fd()).map_err(KernelError::map_io(TASKS))?;
         let Some(state) = state else {
-            return Ok(Lookup::Untracked);
+            return Ok(ThreadEntry::Untracked);
         };
         let open = cells.open(tid, &state)?;
-        Ok(Lookup::Tracked(Self {
+        Ok(ThreadEntry::Tracked(Self {
             tid,
             pidfd,
             state,

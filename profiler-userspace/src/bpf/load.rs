@@ -283,15 +283,7 @@ impl Kernel {
     /// When the target map cannot be written.
     pub fn remove_target(&mut self, pid: u32) -> Result<(), KernelError> {
         let mut targets = self.targets()?;
-        match targets.remove(&pid) {
-            Ok(()) | Err(aya::maps::MapError::KeyNotFound) => {}
-            Err(e) => {
-                return Err(KernelError::Map {
-                    name: TARGETS,
-                    source: e,
-                });
-            }
-        }
+        super::removed(targets.remove(&pid)).map_err(KernelError::map(TARGETS))?;
         // The slot stays set while another target shares it. A --comm
         // match the kernel adds meanwhile may see its slot cleared: the
         // next refresh adopts it and sets the slot again.

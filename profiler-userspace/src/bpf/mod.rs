@@ -97,3 +97,15 @@ impl KernelError {
         move |source| Self::MapIo { name, source }
     }
 }
+
+/// The result of removing a map entry, with an entry already gone taken as
+/// removed: aya reports that as `KeyNotFound`, or as the syscall's ENOENT.
+fn removed(result: Result<(), MapError>) -> Result<(), MapError> {
+    match result {
+        Err(MapError::KeyNotFound) => Ok(()),
+        Err(MapError::SyscallError(e)) if e.io_error.kind() == std::io::ErrorKind::NotFound => {
+            Ok(())
+        }
+        other => other,
+    }
+}

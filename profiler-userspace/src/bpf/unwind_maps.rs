@@ -117,18 +117,7 @@ impl UnwindMaps for Kernel {
     fn remove_mappings(&mut self, pid: u32) -> Result<(), KernelError> {
         // The kernel drops a process's entry itself on exec, so it may be
         // gone already; aya reports that as ENOENT from the syscall.
-        match self.unwind_procs()?.remove(&pid) {
-            Ok(()) | Err(aya::maps::MapError::KeyNotFound) => Ok(()),
-            Err(aya::maps::MapError::SyscallError(e))
-                if e.io_error.kind() == std::io::ErrorKind::NotFound =>
-            {
-                Ok(())
-            }
-            Err(source) => Err(KernelError::Map {
-                name: UNWIND_PROCS,
-                source,
-            }),
-        }
+        super::removed(self.unwind_procs()?.remove(&pid)).map_err(KernelError::map(UNWIND_PROCS))
     }
 
     fn take_requests(&mut self) -> Result<Vec<u32>, KernelError> {

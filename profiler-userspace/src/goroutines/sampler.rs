@@ -26,8 +26,9 @@ use crate::{
 
 /// How often the target set is looked at again for new Go processes.
 const REFRESH: Duration = Duration::from_secs(1);
-/// The most goroutines read per process and second: above it each read
-/// takes a rotating one in N of the list, each standing for N.
+/// The most goroutines read per second, over all Go processes (shared
+/// equally): above it each read takes a rotating one in N of a process's
+/// list, each standing for N.
 const MAX_PER_SECOND: u64 = 20_000;
 
 /// What the reads counted since the last chunk.
@@ -177,7 +178,7 @@ struct Watched {
 }
 
 struct Reader {
-    /// The most goroutines one read of a process takes.
+    /// The most goroutines one round of reads takes, over all processes.
     budget: usize,
     /// Per binary: its runtime, or `None` (not Go, or not readable).
     binaries: HashMap<FileId, Option<Binary>>,
@@ -285,6 +286,12 @@ impl Reader {
     /// again at once (it may have exited or exec'd).
     fn read_all(&mut self, out: &mut Collected) {
         let mut failed = Vec::new();
+        let go = self
+            .processes
+            .values()
+            .filter(|w| w.process.is_some())
+            .count();
+        let budget = (self.budget / go.max(1)).max(1);
         for watched in self.processes.values_mut() {
             let Some(process) = watched.process.as_mut() else {
                 continue;
@@ -295,7 +302,7 @@ impl Reader {
                 .min(Duration::from_secs(1));
             watched.last_read = now;
             watched.reads += 1;
-            let (stride, observed) = match process.read(self.budget, watched.reads) {
+            let (stride, observed) = match process.read(budget, watched.reads) {
                 Ok(read) => {
                     out.stats.torn += read.torn;
                     (read.stride, read.goroutines)

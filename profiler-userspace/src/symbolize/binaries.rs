@@ -20,7 +20,7 @@ use blazesym::symbolize::{
 use super::{
     BinaryKey,
     debug_files::{self, ElfFacts},
-    debuginfod::{Debuginfod, Lookup},
+    debuginfod::{DebugFile, Debuginfod},
     symbolize,
 };
 use crate::{gopclntab::GoTable, profile::Line};
@@ -195,8 +195,8 @@ impl Binaries {
         let path = match local {
             Some(path) => path,
             None => match self.debuginfod.as_mut()?.lookup(id) {
-                Lookup::Cached(path) => path,
-                Lookup::Pending | Lookup::Unavailable => return None,
+                DebugFile::Cached(path) => path,
+                DebugFile::Pending | DebugFile::Unavailable => return None,
             },
         };
         let facts = ElfFacts::read(&path).ok()?;
@@ -284,8 +284,8 @@ impl Binaries {
             return Names::Dynsym;
         };
         match debuginfod.lookup(&debug_files::hex(id)) {
-            Lookup::Cached(debug) => Names::DebugFile { path: debug, facts },
-            Lookup::Pending | Lookup::Unavailable => Names::Dynsym,
+            DebugFile::Cached(debug) => Names::DebugFile { path: debug, facts },
+            DebugFile::Pending | DebugFile::Unavailable => Names::Dynsym,
         }
     }
 }

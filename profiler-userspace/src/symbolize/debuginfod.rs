@@ -47,9 +47,9 @@ pub enum DebuginfodError {
     Thread(#[source] io::Error),
 }
 
-/// What a lookup found.
+/// Where a debug file stands, as a lookup found it.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Lookup {
+pub enum DebugFile {
     /// The debug file is in the cache.
     Cached(PathBuf),
     /// Asked for; look again next window.
@@ -73,7 +73,20 @@ struct Fetched {
 enum Outcome {
     Stored { bytes: u64 },
     Missing,
-    Failed(String),
+    Failed(FetchError),
+}
+
+/// Why one download failed.
+#[derive(Debug, thiserror::Error)]
+enum FetchError {
+    #[error("downloading the debug file of {0}")]
+    Download(String, #[source] Box<dyn std::error::Error + Send + Sync>),
+    #[error("the debug file of {id} is over the {mib} MiB cap")]
+    TooLarge { id: String, mib: u64 },
+    #[error("writing the download of {0}")]
+    Write(String, #[source] io::Error),
+    #[error("storing {0}")]
+    Store(PathBuf, #[source] io::Error),
 }
 
 /// Handle of the download thread, owned by the symbolizer.
@@ -116,24 +129,24 @@ impl Debuginfod {
 
     /// Looks up the debug file of build id `id` (hex), asking the servers
     /// for it if it is not cached and not known to be unavailable.
-    pub fn lookup(&mut self, id: &str) -> Lookup {
+    pub fn lookup(&mut self, id: &str) -> DebugFile {
         let path = cached_path(&self.cache_dir, id);
         if path.is_file() {
-            return Lookup::Cached(path);
+            return DebugFile::Cached(path);
         }
         match self.states.get(id) {
-            Some(State::Pending) => return Lookup::Pending,
+            Some(State::Pending) => return DebugFile::Pending,
             Some(State::Unavailable { since }) if since.elapsed() < RETRY_AFTER => {
-                return Lookup::Unavailable;
+                return DebugFile::Unavailable;
             }
             _ => {}
         }
         if self.requests.send(id.to_owned()).is_err() {
             // The thread is gone; it logged why.
-            return Lookup::Unavailable;
+            return DebugFile::Unavailable;
         }
         self.states.insert(id.to_owned(), State::Pending);
-        Lookup::Pending
+        DebugFile::Pending
     }
 
     /// Build ids whose downloads ended since the last call (fetched or not),
@@ -161,6 +174,7 @@ impl Debuginfod {
                     self.mark_unavailable(&fetched.id);
                 }
                 Outcome::Failed(why) => {
+                    let why = crate::error_chain(&why);
                     tracing::warn!(build_id = fetched.id, "debuginfod: {why}");
                     self.stats.failed += 1;
                     self.mark_unavailable(&fetched.id);
@@ -249,7 +263,7 @@ impl Worker {
         let response = match client.fetch_debug_info(&BuildId::formatted(id)) {
             Ok(Some(response)) => response,
             Ok(None) => return Outcome::Missing,
-            Err(e) => return Outcome::Failed(format!("{e:#}")),
+            Err(e) => return Outcome::Failed(FetchError::Download(id.to_owned(), e.into())),
         };
         match self.store(id, response.data) {
             Ok(bytes) => Outcome::Stored { bytes },
@@ -259,7 +273,7 @@ impl Worker {
 
     /// Writes the download to a temporary file and renames it into place,
     /// so a reader never sees half a file; refuses more than `max_bytes`.
-    fn store(&self, id: &str, data: impl io::Read) -> Result<u64, String> {
+    fn store(&self, id: &str, data: impl io::Read) -> Result<u64, FetchError> {
         let path = cached_path(&self.cache_dir, id);
         let dir = path.parent().unwrap_or(&self.cache_dir);
         let partial = dir.join(format!(".debuginfo.{}.partial", std::process::id()));
@@ -271,14 +285,14 @@ impl Worker {
             Ok(bytes)
         };
         let result = match write() {
-            Ok(bytes) if bytes > self.max_bytes => Err(format!(
-                "debug file of {id} is over the {} MiB cap",
-                self.max_bytes >> 20
-            )),
+            Ok(bytes) if bytes > self.max_bytes => Err(FetchError::TooLarge {
+                id: id.to_owned(),
+                mib: self.max_bytes >> 20,
+            }),
             Ok(bytes) => fs::rename(&partial, &path)
                 .map(|()| bytes)
-                .map_err(|e| format!("cannot store {}: {e}", path.display())),
-            Err(e) => Err(format!("download of {id} failed: {e}")),
+                .map_err(|e| FetchError::Store(path.clone(), e)),
+            Err(e) => Err(FetchError::Write(id.to_owned(), e)),
         };
         if result.is_err() {
             let _ = fs::remove_file(&partial);
@@ -307,7 +321,7 @@ mod tests {
             0,
             "no partial file left"
         );
-        assert_eq!(worker.store("abcd", &[7_u8; 10][..]), Ok(10));
+        assert_eq!(worker.store("abcd", &[7_u8; 10][..]).unwrap(), 10);
         assert_eq!(fs::read(cached_path(dir.path(), "abcd")).unwrap(), [7; 10]);
     }
 
@@ -323,8 +337,8 @@ mod tests {
             states: HashMap::new(),
             stats: DebuginfodStats::default(),
         };
-        assert_eq!(debuginfod.lookup("ab12"), Lookup::Pending);
-        assert_eq!(debuginfod.lookup("ab12"), Lookup::Pending);
+        assert_eq!(debuginfod.lookup("ab12"), DebugFile::Pending);
+        assert_eq!(debuginfod.lookup("ab12"), DebugFile::Pending);
         assert_eq!(queue.try_iter().count(), 1, "asked for once");
         assert_eq!(debuginfod.pending(), 1);
 
@@ -336,7 +350,7 @@ mod tests {
             })
             .unwrap();
         assert_eq!(debuginfod.finished(), ["ab12"]);
-        assert_eq!(debuginfod.lookup("ab12"), Lookup::Unavailable);
+        assert_eq!(debuginfod.lookup("ab12"), DebugFile::Unavailable);
         assert_eq!(queue.try_iter().count(), 0, "not asked for again");
         let stats = debuginfod.take_stats();
         assert_eq!((stats.missing, stats.fetch_ms, stats.fetched), (1, 5, 0));
@@ -346,6 +360,6 @@ mod tests {
         let path = cached_path(dir.path(), "ab12");
         fs::create_dir_all(path.parent().unwrap()).unwrap();
         fs::write(&path, b"elf").unwrap();
-        assert_eq!(debuginfod.lookup("ab12"), Lookup::Cached(path));
+        assert_eq!(debuginfod.lookup("ab12"), DebugFile::Cached(path));
     }
 }
