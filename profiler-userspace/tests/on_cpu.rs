@@ -58,6 +58,7 @@ fn on_cpu_split_matches_the_fixtures_own_measurement() {
                 ("off_cpu_events", "count"),
                 ("off_cpu", "nanoseconds"),
                 ("wall", "nanoseconds"),
+                ("goroutine", "nanoseconds"),
             ]
         );
         assert!(p.0.duration_nanos > 0 && p.0.time_nanos > 0);
