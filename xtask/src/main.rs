@@ -45,7 +45,7 @@ enum Cmd {
     Bench {
         /// Run only this section and print it, writing nothing: `unwinding`
         /// (sections 6 and 7, the stack walk's cost and table builds) or
-        /// `goroutines` (section 12, the goroutine view's cost).
+        /// `goroutines` (section 11, the goroutine view's cost).
         #[arg(long, value_name = "SECTION", value_parser = ["unwinding", "goroutines"])]
         only: Option<String>,
     },

@@ -1,4 +1,4 @@
-//! Section 12: what the goroutine view costs. A Go program's throughput on
+//! Section 11: what the goroutine view costs. A Go program's throughput on
 //! a goroutine ping-pong over channels (`go/chanpingpong.go`), with the
 //! view off and at defaults; and the daemon's CPU reading a program of
 //! 10,000 goroutines.
@@ -38,7 +38,7 @@ pub(super) fn goroutine_view(report: &mut String) -> anyhow::Result<f64> {
     let measured: Vec<Measured> = overhead(FIXTURE, "round_trips_per_sec", &configs)?;
     table(
         report,
-        "12. The goroutine view: a goroutine ping-pong over channels (Go 1.19)",
+        "11. The goroutine view: a goroutine ping-pong over channels (Go 1.19)",
         "round trips/s",
         &measured,
     )?;
