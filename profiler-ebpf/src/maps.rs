@@ -88,17 +88,22 @@ static TARGET_COMMS: HashMap<[u8; COMM_LEN], u8> =
 #[map]
 static STATS: PerCpuArray<u64> = PerCpuArray::with_max_entries(STATS_LEN, 0);
 
+// The window's maps take memory per entry in use, not up front: most
+// windows hold a few hundred stacks of the 16,384 a slot allows, and the
+// window loop drains a slot early when it fills (README, "Kernel memory").
 #[map]
 static SAMPLES_0: HashMap<SampleKey, SampleValue> =
-    HashMap::with_max_entries(SAMPLES_MAX_ENTRIES, 0);
+    HashMap::with_max_entries(SAMPLES_MAX_ENTRIES, BPF_F_NO_PREALLOC);
 #[map]
 static SAMPLES_1: HashMap<SampleKey, SampleValue> =
-    HashMap::with_max_entries(SAMPLES_MAX_ENTRIES, 0);
+    HashMap::with_max_entries(SAMPLES_MAX_ENTRIES, BPF_F_NO_PREALLOC);
 
 #[map]
-static STACKS_0: HashMap<u64, StackTrace> = HashMap::with_max_entries(STACKS_MAX_ENTRIES, 0);
+static STACKS_0: HashMap<u64, StackTrace> =
+    HashMap::with_max_entries(STACKS_MAX_ENTRIES, BPF_F_NO_PREALLOC);
 #[map]
-static STACKS_1: HashMap<u64, StackTrace> = HashMap::with_max_entries(STACKS_MAX_ENTRIES, 0);
+static STACKS_1: HashMap<u64, StackTrace> =
+    HashMap::with_max_entries(STACKS_MAX_ENTRIES, BPF_F_NO_PREALLOC);
 
 /// Off-CPU state per tracked thread, stored off its task_struct.
 #[unsafe(link_section = ".maps")]
@@ -110,9 +115,11 @@ static TASKS: TaskStorage<TaskState> = TaskStorage::new();
 #[map]
 static INTERVAL_CELLS: Array<IntervalCell> = Array::with_max_entries(INTERVAL_CELLS_LEN, 0);
 
-/// By tid: the time up to which userspace accounted an open interval.
+/// By tid: the time up to which userspace accounted an open interval
+/// (allocated per entry: only threads off the CPU at a window's end).
 #[map]
-static IN_FLIGHT: HashMap<u32, u64> = HashMap::with_max_entries(IN_FLIGHT_MAX_ENTRIES, 0);
+static IN_FLIGHT: HashMap<u32, u64> =
+    HashMap::with_max_entries(IN_FLIGHT_MAX_ENTRIES, BPF_F_NO_PREALLOC);
 
 /// By tid: the task work that flushes a thread's pending weight on its way
 /// back to user space (`task_work.rs`); created on its first kept interval.

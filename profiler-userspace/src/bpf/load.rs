@@ -14,8 +14,8 @@ use profiler_common::{
     maps::{
         GLOBAL_INTERVAL_CELLS, GLOBAL_OFF_CPU_DISPATCH_ONLY, GLOBAL_OFF_CPU_NAIVE,
         GLOBAL_OFF_CPU_RATE_NS, GLOBAL_SCHED_OFFSETS, GLOBAL_TARGET_ALL, GLOBAL_TASK_WORK,
-        GLOBAL_UNWIND_TABLES, INTERVAL_CELLS_LEN, TARGET_COMMS, TARGET_FILTER, TARGETS,
-        UNWIND_ROWS, target_filter_slot,
+        GLOBAL_UNWIND_TABLES, IN_FLIGHT, IN_FLIGHT_MAX_ENTRIES, INTERVAL_CELLS, TARGET_COMMS,
+        TARGET_FILTER, TARGETS, TASK_WORK, UNWIND_ROWS, target_filter_slot,
     },
     sample::{COMM_LEN, comm_key},
     sched::SchedOffsets,
@@ -102,10 +102,9 @@ impl Kernel {
         let rate_ns = config.modes.off_cpu().map_or(0, |o| o.rate_ns);
         let naive = u8::from(config.modes.off_cpu().is_some_and(|o| o.naive_weights));
         let dispatch_only = u8::from(config.modes.off_cpu().is_some_and(|o| o.dispatch_only));
-        let interval_cells = config
-            .modes
-            .off_cpu()
-            .map_or(INTERVAL_CELLS_LEN, |o| o.interval_cells);
+        // Without off-CPU tracking, its maps keep one entry each.
+        let interval_cells = config.modes.off_cpu().map_or(1, |o| o.interval_cells);
+        let in_flight = config.modes.off_cpu().map_or(1, |_| IN_FLIGHT_MAX_ENTRIES);
         let unwind_tables = u8::from(matches!(config.unwind, Unwind::Tables { .. }));
         let types = match KernelTypes::from_sys_fs() {
             Ok(types) => Some(types),
@@ -136,6 +135,9 @@ impl Kernel {
             .override_global(GLOBAL_TASK_WORK, &u8::from(object.kfuncs), true)
             .override_global(GLOBAL_INTERVAL_CELLS, &interval_cells, true)
             .map_max_entries(UNWIND_ROWS, config.unwind.table_rows())
+            .map_max_entries(INTERVAL_CELLS, interval_cells)
+            .map_max_entries(IN_FLIGHT, in_flight)
+            .map_max_entries(TASK_WORK, in_flight)
             // TASKS is task storage, which aya creates but does not wrap
             // (see bpf/task_storage.rs).
             .allow_unsupported_maps()
