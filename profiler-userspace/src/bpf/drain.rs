@@ -5,7 +5,10 @@ use std::{
     sync::Arc,
 };
 
-use aya::maps::{Array, HashMap, Map, MapData, PerCpuArray};
+use aya::{
+    Pod,
+    maps::{Array, Map, MapData, PerCpuArray},
+};
 use profiler_common::{
     maps::{
         CONTROL, CONTROL_ACTIVE_SLOT, CONTROL_LAST_FLIP_NS, SAMPLES_MAX_ENTRIES, SLOTS,
@@ -17,7 +20,7 @@ use profiler_common::{
     stats::{STATS_LEN, Stat},
 };
 
-use super::{Kernel, KernelError};
+use super::{Kernel, KernelError, batch};
 use crate::{
     goroutines::{Goroutine, GoroutineStats},
     symbolize::{ProcessSnapshot, RecordStats, RecordedImage},
@@ -187,24 +190,12 @@ impl Kernel {
     /// When a map cannot be read or cleared.
     pub fn drain(&mut self, flip: &Flip) -> Result<RawWindow, KernelError> {
         let (samples_name, stacks_name) = slot_maps(flip.slot);
-        let mut entries: HashMap<&mut MapData, SampleKey, SampleValue> =
-            HashMap::try_from(self.map_mut(samples_name)?)
-                .map_err(KernelError::map(samples_name))?;
-        let mut raw = Vec::new();
-        for entry in &entries {
-            raw.push(entry.map_err(KernelError::map(samples_name))?);
-        }
-        for (key, _) in &raw {
-            entries
-                .remove(key)
-                .map_err(KernelError::map(samples_name))?;
-        }
-
-        let mut stacks: HashMap<&mut MapData, u64, StackTrace> =
-            HashMap::try_from(self.map_mut(stacks_name)?).map_err(KernelError::map(stacks_name))?;
+        let raw: Vec<(SampleKey, SampleValue)> = self.take_all(samples_name)?;
+        let stacks: StdHashMap<u64, StackTrace> = self.take_all(stacks_name)?.into_iter().collect();
         let mut resolved: StdHashMap<u64, Stack> = StdHashMap::new();
         let mut window = RawWindow::default();
         window.map_entries.samples = u32::try_from(raw.len()).unwrap_or(u32::MAX);
+        window.map_entries.stacks = u32::try_from(stacks.len()).unwrap_or(u32::MAX);
         for (key, value) in raw {
             let Some(state) = ThreadState::from_raw(key.state) else {
                 window.unknown_entries += 1;
@@ -232,16 +223,18 @@ impl Kernel {
                 goroutine_ns: 0,
             });
         }
-        let hashes: Vec<u64> = stacks.keys().filter_map(Result::ok).collect();
-        window.map_entries.stacks = u32::try_from(hashes.len()).unwrap_or(u32::MAX);
-        for hash in hashes {
-            stacks
-                .remove(&hash)
-                .map_err(KernelError::map(stacks_name))?;
-        }
-
         window.stats = self.stats_delta()?;
         Ok(window)
+    }
+
+    /// Every entry of hash map `name`, which is left empty.
+    fn take_all<K: Pod, V: Pod>(&self, name: &'static str) -> Result<Vec<(K, V)>, KernelError> {
+        match self.ebpf.map(name).ok_or(KernelError::MissingMap(name))? {
+            Map::HashMap(data) => {
+                batch::take_all(data).map_err(|source| KernelError::MapIo { name, source })
+            }
+            _ => Err(KernelError::MapType { name }),
+        }
     }
 
     /// Entries the active slot's maps hold now (from the kernel's insert
@@ -313,7 +306,7 @@ impl Kernel {
 
 /// Looks a stack up once per window; stacks repeat across many samples.
 fn resolve_stack(
-    stacks: &HashMap<&mut MapData, u64, StackTrace>,
+    stacks: &StdHashMap<u64, StackTrace>,
     resolved: &mut StdHashMap<u64, Stack>,
     hash: u64,
     err: i32,
@@ -327,11 +320,11 @@ fn resolve_stack(
     }
     resolved
         .entry(hash)
-        .or_insert_with(|| match stacks.get(&hash, 0) {
-            Ok(trace) if trace.truncated() => Stack::Truncated(trace.frames().into()),
-            Ok(trace) => Stack::Frames(trace.frames().into()),
+        .or_insert_with(|| match stacks.get(&hash) {
+            Some(trace) if trace.truncated() => Stack::Truncated(trace.frames().into()),
+            Some(trace) => Stack::Frames(trace.frames().into()),
             // The key names a stack the map does not hold: report the loss.
-            Err(_) => Stack::Lost {
+            None => Stack::Lost {
                 errno: libc::ENOENT,
             },
         })

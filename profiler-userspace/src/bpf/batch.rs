@@ -1,0 +1,97 @@
+//! Reads and clears a BPF hash map in a few system calls
+//! (`BPF_MAP_LOOKUP_AND_DELETE_BATCH`, Linux 5.6), which aya does not wrap.
+//! Walking a map entry by entry takes three calls per entry (next key,
+//! lookup, delete): most of the daemon's time at a window's end.
+use std::{
+    io,
+    mem::size_of,
+    os::fd::{AsFd as _, AsRawFd as _},
+};
+
+use aya::{Pod, maps::MapData};
+
+/// `BPF_MAP_LOOKUP_AND_DELETE_BATCH` in `enum bpf_cmd` (`linux/bpf.h`).
+const BPF_MAP_LOOKUP_AND_DELETE_BATCH: libc::c_long = 25;
+
+/// Entries asked for per call. The kernel hands out whole buckets, and
+/// fails with `ENOSPC` when one bucket holds more than this: hash maps
+/// have as many buckets as entries, so a bucket holds a handful at most.
+const BATCH: u32 = 1024;
+
+/// The `batch` member of `union bpf_attr`. The kernel zero-fills what a
+/// shorter attribute leaves out.
+#[repr(C)]
+#[derive(Default)]
+struct BatchAttr {
+    in_batch: u64,
+    out_batch: u64,
+    keys: u64,
+    values: u64,
+    count: u32,
+    map_fd: u32,
+    elem_flags: u64,
+    flags: u64,
+}
+
+/// Takes every entry out of hash map `map`: each is read and deleted in the
+/// same call, so one the kernel adds meanwhile is either taken or left for
+/// the next drain, never lost.
+///
+/// # Errors
+/// When the kernel refuses the call (`ENOSPC` would mean a bucket longer
+/// than [`BATCH`]).
+pub fn take_all<K: Pod, V: Pod>(map: &MapData) -> io::Result<Vec<(K, V)>> {
+    let fd = u32::try_from(map.fd().as_fd().as_raw_fd())
+        .map_err(|_| io::Error::from_raw_os_error(libc::EBADF))?;
+    let mut keys: Vec<K> = Vec::with_capacity(BATCH as usize);
+    let mut values: Vec<V> = Vec::with_capacity(BATCH as usize);
+    // The position between calls: a bucket index for hash maps, written by
+    // the kernel; 8 bytes is what every map type uses at most but the key.
+    let mut position = [0u64; 2];
+    let mut taken = Vec::new();
+    let mut first = true;
+    loop {
+        let mut attr = BatchAttr {
+            in_batch: if first { 0 } else { position.as_ptr() as u64 },
+            out_batch: position[1..].as_mut_ptr() as u64,
+            keys: keys.as_mut_ptr() as u64,
+            values: values.as_mut_ptr() as u64,
+            count: BATCH,
+            map_fd: fd,
+            ..BatchAttr::default()
+        };
+        // SAFETY: `attr` is a valid `bpf_attr` prefix for this command; its
+        // pointers name buffers of `BATCH` keys and values and of 8 bytes
+        // of position, all alive across the call.
+        let ret = unsafe {
+            libc::syscall(
+                libc::SYS_bpf,
+                BPF_MAP_LOOKUP_AND_DELETE_BATCH,
+                &raw mut attr,
+                size_of::<BatchAttr>(),
+            )
+        };
+        let done = if ret == 0 {
+            false
+        } else {
+            let err = io::Error::last_os_error();
+            if err.raw_os_error() != Some(libc::ENOENT) {
+                return Err(err);
+            }
+            true
+        };
+        let count = attr.count.min(BATCH) as usize;
+        // SAFETY: the kernel wrote `count` keys and values into the
+        // buffers, and any bit pattern is a valid `Pod`.
+        unsafe {
+            keys.set_len(count);
+            values.set_len(count);
+        }
+        taken.extend(keys.drain(..).zip(values.drain(..)));
+        if done {
+            return Ok(taken);
+        }
+        position[0] = position[1];
+        first = false;
+    }
+}
