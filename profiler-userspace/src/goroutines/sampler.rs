@@ -161,6 +161,7 @@ impl Drop for GoroutineSampler {
     fn drop(&mut self) {
         self.shared.stop.store(true, Ordering::Relaxed);
         if let Some(thread) = self.thread.take() {
+            thread.thread().unpark();
             let _ = thread.join();
         }
     }
@@ -212,7 +213,15 @@ impl Reader {
             if next < now {
                 next = now;
             }
-            std::thread::sleep(next - now);
+            // With no Go process to read, nothing is due before the next
+            // look at the targets.
+            let wake = if self.processes.values().any(|w| w.process.is_some()) {
+                next
+            } else {
+                next_refresh.max(now)
+            };
+            // Woken early by `Drop`.
+            std::thread::park_timeout(wake - now);
         }
     }
 
