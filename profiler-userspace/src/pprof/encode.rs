@@ -1,10 +1,11 @@
 //! Builds the pprof message with insertion-ordered tables (strings,
 //! functions, mappings, locations) over samples in a canonical order, so
 //! the same profile always encodes to the same bytes.
-use std::{collections::HashMap, sync::Arc, time::UNIX_EPOCH};
+use std::{sync::Arc, time::UNIX_EPOCH};
 
 use profiler_common::off_cpu::COUNT_SCALE;
 use prost::Message as _;
+use rustc_hash::FxHashMap as HashMap;
 
 use super::proto;
 use crate::profile::{Line, Location, Mapping, Profile, Sample, View};
