@@ -17,11 +17,10 @@ use std::{
 use tokio::{sync::oneshot, time::Instant};
 
 use crate::{
-    bpf::RawWindow,
     config, pprof,
     profile::View,
     symbolize::{Debuginfod, Symbolizer},
-    window::{WindowTimes, assemble},
+    window::{RawWindow, WindowTimes, assemble},
 };
 
 /// What a request gets back: a gzip'd pprof, or why not.

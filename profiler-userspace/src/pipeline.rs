@@ -14,7 +14,7 @@ use profiler_common::stats::Stat;
 use tokio::time::sleep;
 
 use crate::{
-    bpf::{Kernel, KernelError, RawWindow, Rng},
+    bpf::{Kernel, KernelError, Rng},
     config::{Config, Target},
     metrics::{FilledMap, Metrics, Step},
     pprof,
@@ -22,7 +22,7 @@ use crate::{
     push::Pusher,
     sink::{FileSink, SinkError},
     symbolize::{Debuginfod, Symbolizer, debuginfod::DebuginfodError},
-    window::{Accounting, WindowTimes, assemble},
+    window::{Accounting, RawWindow, WindowTimes, assemble},
 };
 
 /// How long to wait after flipping slots before reading the old one: an
@@ -174,7 +174,7 @@ impl Pipeline {
         }
         sleep(FLIP_GRACE).await;
         let started = Instant::now();
-        let mut chunk = kernel.drain(&flip)?;
+        let mut chunk = RawWindow::from(kernel.drain(&flip)?);
         if let Some(rule) = config.modes.off_cpu() {
             let (open, stats) = kernel.account_in_flight(&flip, rule, targets, &mut self.rng)?;
             chunk.samples.extend(open);

@@ -1,9 +1,6 @@
 //! End of a window: flip the kernel to the other slot, then read and clear
 //! the slot it was writing to. What leaves here is plain owned data.
-use std::{
-    collections::{BTreeSet, HashMap as StdHashMap},
-    sync::Arc,
-};
+use std::collections::HashMap as StdHashMap;
 
 use aya::{
     Pod,
@@ -11,8 +8,7 @@ use aya::{
 };
 use profiler_common::{
     maps::{
-        CONTROL, CONTROL_ACTIVE_SLOT, CONTROL_LAST_FLIP_NS, SAMPLES_MAX_ENTRIES, SLOTS,
-        STACKS_MAX_ENTRIES, STATS, SWITCH_CPU, slot_maps,
+        CONTROL, CONTROL_ACTIVE_SLOT, CONTROL_LAST_FLIP_NS, SLOTS, STATS, SWITCH_CPU, slot_maps,
     },
     sample::{SampleKey, SampleValue, ThreadState, comm_str},
     sched::SwitchCpu,
@@ -21,10 +17,7 @@ use profiler_common::{
 };
 
 use super::{Kernel, KernelError, batch};
-use crate::{
-    goroutines::{Goroutine, GoroutineStats},
-    symbolize::{ProcessSnapshot, RecordStats, RecordedImage},
-};
+use crate::window::{MapEntries, RawSample, Stack};
 
 /// A window's end as the kernel saw it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -48,102 +41,16 @@ pub fn monotonic_ns() -> u64 {
     u64::try_from(ts.tv_sec).unwrap_or(0) * 1_000_000_000 + u64::try_from(ts.tv_nsec).unwrap_or(0)
 }
 
-/// A captured stack, or why there is none.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub enum Stack {
-    /// Instruction pointers, leaf first.
-    Frames(Arc<[u64]>),
-    /// The same, cut at the frame limit with frames left (the walk went
-    /// on past `MAX_STACK_DEPTH`): shown with a `[truncated]` root frame.
-    Truncated(Arc<[u64]>),
-    /// No such context: a kernel thread has no user stack, a sample taken
-    /// in user mode has no kernel stack.
-    Absent,
-    /// Capture failed with this errno (or the stack was missing from the
-    /// window's stack map: ENOENT); the weight is kept under a marker.
-    Lost { errno: i32 },
-    /// Function names only, leaf first (a blocked thread's kernel stack
-    /// from `/proc/<pid>/task/<tid>/stack`).
-    Named(Arc<[String]>),
-    /// Not captured: the thread was still off the CPU when the window
-    /// ended, and its user stack can only be read when it runs.
-    StillOffCpu,
-}
-
-/// One aggregated kernel entry of a window.
-#[derive(Clone, Debug)]
-pub struct RawSample {
-    pub pid: u32,
-    pub tid: u32,
-    /// The thread's name as the kernel saw it.
-    pub thread: String,
-    pub state: ThreadState,
-    pub user_stack: Stack,
-    pub kernel_stack: Stack,
-    /// Number of on-CPU samples.
-    pub samples: u64,
-    /// Debiased off-CPU nanoseconds.
-    pub off_cpu_ns: u64,
-    /// Debiased off-CPU events, in `off_cpu::COUNT_SCALE` units.
-    pub off_cpu_count: u64,
-    /// The goroutine a row of the goroutine view is about (then `tid` is
-    /// 0 and the weight is `goroutine_ns`).
-    pub goroutine: Option<Arc<Goroutine>>,
-    /// Nanoseconds the goroutine spent not running.
-    pub goroutine_ns: u64,
-}
-
-/// Everything the kernel recorded in one window.
+/// What one drain read from the kernel's maps.
 #[derive(Clone, Debug, Default)]
-pub struct RawWindow {
+pub struct Drained {
     pub samples: Vec<RawSample>,
     /// Per-window increase of each kernel counter, indexed by [`Stat`].
     pub stats: [u64; STATS_LEN as usize],
     /// Entries whose state field this build does not know (skipped).
     pub unknown_entries: u64,
-    /// What the accounting of still-open off-CPU intervals added.
-    pub in_flight: super::InFlightStats,
-    /// Entries the drained maps held (the most of any chunk, once merged).
+    /// Entries the drained maps held.
     pub map_entries: MapEntries,
-    /// Chunks drained early because a map was filling up.
-    pub early_drains: u64,
-    /// Processes' mappings read while they lived (first seen, exec), for
-    /// those gone by the window's end.
-    pub processes: Vec<Arc<ProcessSnapshot>>,
-    /// Images that ended (exit, exec) as the kernel's mmap records told
-    /// them, for processes that lived too briefly to be read.
-    pub recorded: Vec<Arc<RecordedImage>>,
-    /// What following the mmap records counted.
-    pub record_stats: RecordStats,
-    /// The processes whose goroutines were read.
-    pub go_pids: BTreeSet<u32>,
-    /// What reading goroutines counted.
-    pub goroutine_stats: GoroutineStats,
-}
-
-/// How many entries the kernel's maps held when drained.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct MapEntries {
-    pub samples: u32,
-    pub stacks: u32,
-}
-
-impl MapEntries {
-    /// Fill of the samples and stacks maps, 0 to 1.
-    #[must_use]
-    pub fn fill(self) -> (f64, f64) {
-        (
-            f64::from(self.samples) / f64::from(SAMPLES_MAX_ENTRIES),
-            f64::from(self.stacks) / f64::from(STACKS_MAX_ENTRIES),
-        )
-    }
-}
-
-impl RawWindow {
-    #[must_use]
-    pub fn stat(&self, stat: Stat) -> u64 {
-        self.stats[stat as usize]
-    }
 }
 
 impl Kernel {
@@ -188,12 +95,12 @@ impl Kernel {
     ///
     /// # Errors
     /// When a map cannot be read or cleared.
-    pub fn drain(&mut self, flip: &Flip) -> Result<RawWindow, KernelError> {
+    pub fn drain(&mut self, flip: &Flip) -> Result<Drained, KernelError> {
         let (samples_name, stacks_name) = slot_maps(flip.slot);
         let raw: Vec<(SampleKey, SampleValue)> = self.take_all(samples_name)?;
         let stacks: StdHashMap<u64, StackTrace> = self.take_all(stacks_name)?.into_iter().collect();
         let mut resolved: StdHashMap<u64, Stack> = StdHashMap::new();
-        let mut window = RawWindow::default();
+        let mut window = Drained::default();
         window.map_entries.samples = u32::try_from(raw.len()).unwrap_or(u32::MAX);
         window.map_entries.stacks = u32::try_from(stacks.len()).unwrap_or(u32::MAX);
         for (key, value) in raw {

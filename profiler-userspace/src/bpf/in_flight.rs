@@ -37,10 +37,11 @@ use profiler_common::{
     task::{IntervalCell, OpenInterval, TaskState},
 };
 
-use super::{Flip, Kernel, KernelError, RawSample, Stack, rng::Rng, task_storage};
+use super::{Flip, Kernel, KernelError, rng::Rng, task_storage};
 use crate::{
     config::{OffCpu, Target},
     procfs,
+    window::{RawSample, Stack},
 };
 
 /// Counts of what the in-flight accounting did, for the window's comments.

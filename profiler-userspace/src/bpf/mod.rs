@@ -22,10 +22,11 @@ mod task_storage;
 mod unwind_maps;
 
 pub use btf_fields::{BtfFieldError, KernelTypes};
-pub use drain::{Flip, MapEntries, RawSample, RawWindow, Stack};
+pub use drain::{Drained, Flip};
 pub use in_flight::InFlightStats;
 pub use load::Kernel;
 pub use rng::Rng;
+pub use unwind_maps::UnwindMaps;
 
 use aya::{EbpfError, maps::MapError, programs::ProgramError};
 

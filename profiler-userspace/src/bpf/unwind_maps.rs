@@ -14,7 +14,6 @@ use profiler_common::{
 };
 
 use super::{Kernel, KernelError};
-use crate::unwind::UnwindMaps;
 
 /// A window of `UNWIND_ROWS` mapped shared into the daemon for as long as
 /// one table is written, so that the daemon's memory holds only that
@@ -93,6 +92,33 @@ impl Kernel {
     fn unwind_procs(&mut self) -> Result<HashMap<&mut MapData, u32, ProcessMappings>, KernelError> {
         HashMap::try_from(self.map_mut(UNWIND_PROCS)?).map_err(KernelError::map(UNWIND_PROCS))
     }
+}
+
+/// The kernel maps the unwinder (`crate::unwind`) writes: [`Kernel`]
+/// here, an in-memory fake in its tests.
+pub trait UnwindMaps {
+    type Error;
+    /// Writes `rows` into the kernel's row array from row `start` on
+    /// (the unwinder keeps them inside the array's length).
+    ///
+    /// # Errors
+    /// When the kernel's array cannot be written.
+    fn write_rows(&mut self, start: u32, rows: &[UnwindRow]) -> Result<(), Self::Error>;
+    /// Publishes (replaces) the mappings of `pid`.
+    ///
+    /// # Errors
+    /// When the kernel map refuses the entry.
+    fn set_mappings(&mut self, pid: u32, mappings: &ProcessMappings) -> Result<(), Self::Error>;
+    /// Forgets `pid`.
+    ///
+    /// # Errors
+    /// When the kernel map cannot be written.
+    fn remove_mappings(&mut self, pid: u32) -> Result<(), Self::Error>;
+    /// The pids the walker asked for since the last call.
+    ///
+    /// # Errors
+    /// When the kernel map cannot be read.
+    fn take_requests(&mut self) -> Result<Vec<u32>, Self::Error>;
 }
 
 impl UnwindMaps for Kernel {

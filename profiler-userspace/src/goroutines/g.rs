@@ -1,39 +1,17 @@
 //! The fields of one runtime `g` the reader uses, as read from its bytes.
 use super::{layout::Layout, memory::u64_at};
+use crate::window::GoroutineStatus;
 
-/// What a goroutine that is not running is doing.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum Status {
-    /// Ready to run, waiting for a thread (`_Grunnable`, `_Gpreempted`).
-    Runnable,
-    /// In a system call (`_Gsyscall`).
-    Syscall,
-    /// Parked (`_Gwaiting`): the wait reason says on what.
-    Waiting,
-}
-
-impl Status {
-    /// From `g.atomicstatus`, without its `_Gscan` bit; `None` for a
-    /// goroutine that is running (its time is in the on-CPU samples),
-    /// dead, or being created or moved.
-    #[must_use]
-    pub fn of(raw: u32) -> Option<Self> {
-        match raw & !0x1000 {
-            1 | 9 => Some(Self::Runnable),
-            3 => Some(Self::Syscall),
-            4 => Some(Self::Waiting),
-            _ => None,
-        }
-    }
-
-    /// The `state` label of its rows.
-    #[must_use]
-    pub fn label(self) -> &'static str {
-        match self {
-            Self::Runnable => "runnable",
-            Self::Syscall => "syscall",
-            Self::Waiting => "waiting",
-        }
+/// A goroutine's status from `g.atomicstatus`, without its `_Gscan` bit;
+/// `None` for a goroutine that is running (its time is in the on-CPU
+/// samples), dead, or being created or moved.
+#[must_use]
+pub fn status_of(raw: u32) -> Option<GoroutineStatus> {
+    match raw & !0x1000 {
+        1 | 9 => Some(GoroutineStatus::Runnable),
+        3 => Some(GoroutineStatus::Syscall),
+        4 => Some(GoroutineStatus::Waiting),
+        _ => None,
     }
 }
 
@@ -41,7 +19,7 @@ impl Status {
 /// [`Layout::core_len`] bytes of its `g`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Core {
-    pub status: Option<Status>,
+    pub status: Option<GoroutineStatus>,
     pub goid: u64,
     pub wait_reason: u8,
     /// Where it stopped (`sched.pc`, `sched.sp`) and where its stack ends.
@@ -55,9 +33,7 @@ impl Core {
     pub fn of(g: &[u8], layout: &Layout) -> Self {
         let field = |at: u64| u64_at(g, at).unwrap_or(0);
         Self {
-            status: Status::of(
-                u32::try_from(field(layout.atomicstatus) & 0xffff_ffff).unwrap_or(0),
-            ),
+            status: status_of(u32::try_from(field(layout.atomicstatus) & 0xffff_ffff).unwrap_or(0)),
             goid: field(layout.goid),
             wait_reason: u8::try_from(field(layout.waitreason) & 0xff).unwrap_or(0),
             pc: field(layout.sched_pc),

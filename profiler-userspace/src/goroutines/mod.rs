@@ -18,20 +18,4 @@ pub mod process;
 pub mod runtime;
 pub mod sampler;
 
-use std::sync::Arc;
-
-pub use g::Status;
 pub use sampler::{GoroutineChunk, GoroutineSampler, GoroutineStats};
-
-/// Which goroutine a row is about, and what it was doing.
-#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct Goroutine {
-    /// The runtime's goroutine id (`g.goid`).
-    pub id: u64,
-    pub status: Status,
-    /// The runtime's name for what it waits on (`chan receive`, `sleep`,
-    /// ...); empty unless it is waiting.
-    pub wait_reason: Arc<str>,
-    /// The function whose `go` statement created it; empty when unknown.
-    pub created_by: Arc<str>,
-}

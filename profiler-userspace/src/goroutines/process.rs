@@ -7,11 +7,11 @@ use std::sync::Arc;
 use rustc_hash::FxHashMap;
 
 use super::{
-    g::{Core, Status, start_and_creation},
+    g::{Core, start_and_creation},
     memory::{Memory, u64_at},
     runtime::GoRuntime,
 };
-use crate::gopclntab::GoTable;
+use crate::{gopclntab::GoTable, window::GoroutineStatus};
 
 /// The most goroutines a list may claim before it is taken as torn.
 const MAX_GOROUTINES: u64 = 1 << 22;
@@ -26,7 +26,7 @@ const RETRIES: usize = 3;
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Observed {
     pub goid: u64,
-    pub status: Status,
+    pub status: GoroutineStatus,
     /// Index into the runtime's wait reasons (0 when not waiting).
     pub wait_reason: u8,
     /// Runtime PCs, leaf first: where it stopped, then return addresses.
@@ -155,7 +155,7 @@ impl GoProcess {
             read.goroutines.push(Observed {
                 goid: core.goid,
                 status,
-                wait_reason: if status == Status::Waiting {
+                wait_reason: if status == GoroutineStatus::Waiting {
                     core.wait_reason
                 } else {
                     0

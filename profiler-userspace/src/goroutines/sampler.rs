@@ -15,13 +15,13 @@ use std::{
 use profiler_common::sample::ThreadState;
 use rustc_hash::FxHashMap;
 
-use super::{Goroutine, process::GoProcess, runtime::GoRuntime};
+use super::{process::GoProcess, runtime::GoRuntime};
 use crate::{
-    bpf::{RawSample, Stack},
     config::Target,
     gopclntab::GoTable,
     procfs,
     symbolize::procmaps::{self, FileId},
+    window::{Goroutine, GoroutineStatus, RawSample, Stack},
 };
 
 /// How often the target set is looked at again for new Go processes.
@@ -331,7 +331,7 @@ impl Reader {
                 let goroutine = Goroutine {
                     id: o.goid,
                     status: o.status,
-                    wait_reason: if o.status == super::Status::Waiting {
+                    wait_reason: if o.status == GoroutineStatus::Waiting {
                         Arc::from(process.runtime.wait_reason(o.wait_reason))
                     } else {
                         Arc::from("")

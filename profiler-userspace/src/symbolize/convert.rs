@@ -12,8 +12,8 @@ use super::{
     procmaps::{self, Vma},
 };
 use crate::{
-    bpf::Stack,
     profile::{Line, Location, Mapping},
+    window::Stack,
 };
 /// Locations of a captured stack, leaf first; `location` maps an address and
 /// its lookup address to a location.

@@ -44,10 +44,10 @@ use processes::{Mappings, Processes, binary_path};
 pub use recorded::{MappedFile, RecordStats, RecordedImage, RecordedVma};
 
 use crate::{
-    bpf::{RawWindow, Stack},
     cgroup::Placement,
     config,
     profile::{Line, Location, Mapping},
+    window::{RawWindow, Stack},
 };
 
 /// Windows a process or binary may go unseen before its cache is dropped.

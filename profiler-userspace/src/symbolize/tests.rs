@@ -13,7 +13,7 @@ fn return_addresses_are_looked_up_one_byte_back() {
 /// A window of one on-CPU sample of `pid` at user address `addr`.
 fn one_sample(pid: u32, addr: u64, kernel_stack: Stack) -> RawWindow {
     RawWindow {
-        samples: vec![crate::bpf::RawSample {
+        samples: vec![crate::window::RawSample {
             pid,
             tid: pid,
             thread: "t".into(),

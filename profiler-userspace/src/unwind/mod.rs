@@ -21,36 +21,13 @@ use std::{
 
 use profiler_common::unwind::{MAX_MAPPINGS, ProcessMappings, UnwindMapping, UnwindRow};
 
-use crate::symbolize::procmaps::{self, Vma};
+use crate::{
+    bpf::UnwindMaps,
+    symbolize::procmaps::{self, Vma},
+};
 use binary::{BinaryId, binary_id, read_binary};
 use store::RowSpace;
 use table::ElfUnwindInfo;
-
-/// The kernel maps the unwinder writes (implemented by `bpf::Kernel`).
-pub trait UnwindMaps {
-    type Error;
-    /// Writes `rows` into the kernel's row array from row `start` on
-    /// (the unwinder keeps them inside the array's length).
-    ///
-    /// # Errors
-    /// When the kernel's array cannot be written.
-    fn write_rows(&mut self, start: u32, rows: &[UnwindRow]) -> Result<(), Self::Error>;
-    /// Publishes (replaces) the mappings of `pid`.
-    ///
-    /// # Errors
-    /// When the kernel map refuses the entry.
-    fn set_mappings(&mut self, pid: u32, mappings: &ProcessMappings) -> Result<(), Self::Error>;
-    /// Forgets `pid`.
-    ///
-    /// # Errors
-    /// When the kernel map cannot be written.
-    fn remove_mappings(&mut self, pid: u32) -> Result<(), Self::Error>;
-    /// The pids the walker asked for since the last call.
-    ///
-    /// # Errors
-    /// When the kernel map cannot be read.
-    fn take_requests(&mut self) -> Result<Vec<u32>, Self::Error>;
-}
 
 struct Binary {
     /// Where its code is (its rows are in the kernel's array, not here).

@@ -5,7 +5,8 @@ use std::collections::HashMap;
 
 use profiler_common::unwind::{ProcessMappings, UnwindRow};
 
-use super::{UnwindMaps, Unwinder};
+use super::Unwinder;
+use crate::bpf::UnwindMaps;
 
 /// The kernel maps, in memory.
 struct FakeMaps {

@@ -5,10 +5,7 @@ use std::collections::HashMap;
 
 use profiler_common::sample::ThreadState;
 
-use crate::{
-    bpf::{RawSample, RawWindow, Stack},
-    goroutines::Goroutine,
-};
+use super::{Goroutine, RawSample, RawWindow, Stack};
 
 /// What makes two entries the same row: the kernel's own key.
 #[derive(PartialEq, Eq, Hash)]

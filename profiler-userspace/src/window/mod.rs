@@ -1,5 +1,12 @@
-//! One window, from what the kernel recorded to a symbolized [`Profile`].
+//! One window, from what the kernel recorded to a symbolized [`Profile`]:
+//! the sources' rows (`raw.rs`), a window or chunk of them (`chunk.rs`),
+//! chunks merged (`merge.rs`), and here, the symbolized profile.
+mod chunk;
 mod merge;
+mod raw;
+
+pub use chunk::RawWindow;
+pub use raw::{Goroutine, GoroutineStatus, MapEntries, RawSample, Stack};
 
 use std::time::SystemTime;
 
@@ -8,7 +15,6 @@ use std::sync::Arc;
 use profiler_common::{sample::ThreadState, stats::Stat};
 
 use crate::{
-    bpf::RawWindow,
     profile::{Location, Profile, Sample, View},
     symbolize::{SymbolizeStats, Symbolizer, Unnamed},
 };
