@@ -115,27 +115,6 @@ struct Args {
     #[arg(long, value_name = "BYTES", value_parser = parse_size)]
     unwind_table_memory: Option<u64>,
 
-    /// Weight kept short off-CPU intervals by their raw duration (biased:
-    /// for demonstrating the bias only).
-    #[arg(long, hide = true)]
-    off_cpu_naive_weights: bool,
-
-    /// Attach the off-CPU programs but have them return at once: the
-    /// bench's floor (what running them costs before any work).
-    #[arg(long, hide = true)]
-    off_cpu_dispatch_only: bool,
-
-    /// Take off-CPU user stacks as if the kernel had no BPF task work (at
-    /// `rseq_update`): the bench's view of older kernels (the tests boot
-    /// one: `cargo xtask vm-test`).
-    #[arg(long, hide = true)]
-    off_cpu_no_task_work: bool,
-
-    /// Interval cells in use (a power of two, at most 65536): fewer make
-    /// threads share cells, so tests reach the task-storage fallback.
-    #[arg(long, hide = true, default_value_t = INTERVAL_CELLS_LEN)]
-    off_cpu_interval_cells: u32,
-
     /// Look for separate debug files under this directory too, before
     /// /usr/lib/debug: by build id (DIR/.build-id/xx/rest.debug) and by
     /// debug link (repeatable).
@@ -181,10 +160,29 @@ struct Args {
 
     #[command(flatten)]
     push: push::PushArgs,
+
+    #[cfg(feature = "test-knobs")]
+    #[command(flatten)]
+    knobs: knobs::TestKnobs,
 }
 
 #[path = "cli_push.rs"]
 mod push;
+
+#[path = "cli_knobs.rs"]
+mod knobs;
+
+/// The test knobs given.
+#[cfg(feature = "test-knobs")]
+fn knobs(args: &Args) -> knobs::TestKnobs {
+    args.knobs.clone()
+}
+
+/// A product build's test knobs: their defaults.
+#[cfg(not(feature = "test-knobs"))]
+fn knobs(_: &Args) -> knobs::TestKnobs {
+    knobs::TestKnobs::default()
+}
 
 /// `PORT` (loopback) or `HOST:PORT`.
 fn parse_listen(s: &str) -> Result<SocketAddr, String> {
@@ -335,7 +333,8 @@ fn modes(args: &Args) -> Result<Modes, clap::Error> {
             Duration::from_nanos(MAX_RATE_NS)
         )));
     }
-    let cells = args.off_cpu_interval_cells;
+    let knobs = knobs(args);
+    let cells = knobs.interval_cells;
     if !cells.is_power_of_two() || cells > INTERVAL_CELLS_LEN {
         return Err(invalid(format!(
             "--off-cpu-interval-cells must be a power of two, at most {INTERVAL_CELLS_LEN}"
@@ -344,9 +343,9 @@ fn modes(args: &Args) -> Result<Modes, clap::Error> {
     let off_cpu = OffCpu {
         rate_ns,
         interval_cells: cells,
-        naive_weights: args.off_cpu_naive_weights,
-        dispatch_only: args.off_cpu_dispatch_only,
-        user_stacks: match (args.off_cpu_sys_exit, args.off_cpu_no_task_work) {
+        naive_weights: knobs.naive_weights,
+        dispatch_only: knobs.dispatch_only,
+        user_stacks: match (args.off_cpu_sys_exit, knobs.no_task_work) {
             (true, _) => UserStacks::SysExit,
             (false, true) => UserStacks::Rseq,
             (false, false) => UserStacks::TaskWork,

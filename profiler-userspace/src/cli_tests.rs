@@ -71,33 +71,59 @@ fn off_cpu_flags() {
         })
     );
     assert!(!config.modes.on_cpu());
-    let config = parse_ok(&[
-        "--all",
-        "--off-cpu-rate",
-        "250us",
-        "--off-cpu-naive-weights",
-        "--off-cpu-sys-exit",
-    ]);
+    let config = parse_ok(&["--all", "--off-cpu-rate", "250us", "--off-cpu-sys-exit"]);
     assert_eq!(
         config.modes.off_cpu(),
         Some(OffCpu {
             rate_ns: 250_000,
-            naive_weights: true,
+            naive_weights: false,
             dispatch_only: false,
             interval_cells: INTERVAL_CELLS_LEN,
             user_stacks: UserStacks::SysExit,
         })
     );
     assert_eq!(parse_ok(&["--all", "--no-off-cpu"]).modes.off_cpu(), None);
-    let user_stacks = |flags: &[&str]| {
+}
+
+#[cfg(feature = "test-knobs")]
+#[test]
+fn test_knobs() {
+    let off_cpu = |flags: &[&str]| {
         let args: Vec<&str> = ["--all"].iter().chain(flags).copied().collect();
-        parse_ok(&args).modes.off_cpu().unwrap().user_stacks
+        parse_ok(&args).modes.off_cpu().unwrap()
     };
-    assert_eq!(user_stacks(&["--off-cpu-no-task-work"]), UserStacks::Rseq);
+    assert!(off_cpu(&["--off-cpu-naive-weights"]).naive_weights);
+    assert!(off_cpu(&["--off-cpu-dispatch-only"]).dispatch_only);
     assert_eq!(
-        user_stacks(&["--off-cpu-no-task-work", "--off-cpu-sys-exit"]),
+        off_cpu(&["--off-cpu-interval-cells", "4"]).interval_cells,
+        4
+    );
+    assert_eq!(
+        off_cpu(&["--off-cpu-no-task-work"]).user_stacks,
+        UserStacks::Rseq
+    );
+    assert_eq!(
+        off_cpu(&["--off-cpu-no-task-work", "--off-cpu-sys-exit"]).user_stacks,
         UserStacks::SysExit
     );
+}
+
+#[cfg(not(feature = "test-knobs"))]
+#[test]
+fn a_product_build_has_no_test_knobs() {
+    for knob in [
+        &["--off-cpu-naive-weights"][..],
+        &["--off-cpu-dispatch-only"],
+        &["--off-cpu-no-task-work"],
+        &["--off-cpu-interval-cells", "4"],
+    ] {
+        let args: Vec<&str> = ["--all"].iter().chain(knob).copied().collect();
+        assert_eq!(
+            parse_err(&args).kind(),
+            ErrorKind::UnknownArgument,
+            "{knob:?}"
+        );
+    }
 }
 
 #[test]

@@ -130,8 +130,12 @@ fn run(cmd: &mut Command) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Builds the profiler and the fixture programs in release mode, as the
-/// bench and the soak measure them.
+/// The cargo feature that gives the profiler the hidden flags the tests
+/// and the bench use (`profiler-userspace/src/cli_knobs.rs`).
+const TEST_KNOBS: &str = "profiler-userspace/test-knobs";
+
+/// Builds the profiler (with the test knobs) and the fixture programs in
+/// release mode, as the bench and the soak measure them.
 fn build_release_with_fixtures() -> anyhow::Result<()> {
     cargo(&[
         "build",
@@ -140,6 +144,8 @@ fn build_release_with_fixtures() -> anyhow::Result<()> {
         "profiler-userspace",
         "--package",
         "profiler-fixtures",
+        "--features",
+        TEST_KNOBS,
     ])?;
     // The Go workload of the goroutine view's bench, with Debian's Go.
     let root = workspace_root();

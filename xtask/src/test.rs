@@ -4,7 +4,7 @@
 //! `main` then runs the VM suite (`vm_test.rs`) on Debian 12's 6.1.
 use std::process::Command;
 
-use crate::{cargo, run, workspace_root};
+use crate::{TEST_KNOBS, cargo, run, workspace_root};
 
 pub fn run_all() -> anyhow::Result<()> {
     cargo(&["fmt", "--all", "--", "--check"])?;
@@ -14,6 +14,8 @@ pub fn run_all() -> anyhow::Result<()> {
         "--exclude",
         "profiler-ebpf",
         "--all-targets",
+        "--features",
+        TEST_KNOBS,
         "--",
         "-D",
         "warnings",
@@ -34,11 +36,15 @@ pub fn run_all() -> anyhow::Result<()> {
         .current_dir(workspace_root().join("profiler-ebpf")))?;
     // The fixture programs the real-kernel tests profile.
     cargo(&["build", "--package", "profiler-fixtures"])?;
+    // A product build refuses the test knobs.
+    cargo(&["test", "--package", "profiler-userspace", "--lib", "cli::"])?;
     cargo(&[
         "test",
         "--workspace",
         "--exclude",
         "profiler-ebpf",
+        "--features",
+        TEST_KNOBS,
         "--",
         "--test-threads=1",
     ])

@@ -180,6 +180,8 @@ pub(super) fn table_costs(report: &mut String) -> anyhow::Result<()> {
         "profiler-userspace",
         "--example",
         "unwind_table_cost",
+        "--features",
+        crate::TEST_KNOBS,
     ])?;
     let mut binaries = vec![
         PathBuf::from("/lib/x86_64-linux-gnu/libc.so.6"),
