@@ -130,7 +130,7 @@ fn run(cmd: &mut Command) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// The cargo feature that gives the profiler the hidden flags the tests
+/// The cargo feature that gives the profiler the flags the tests
 /// and the bench use (`profiler-userspace/src/cli_knobs.rs`).
 const TEST_KNOBS: &str = "profiler-userspace/test-knobs";
 

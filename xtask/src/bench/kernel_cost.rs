@@ -18,7 +18,7 @@ pub(super) fn program_costs(report: &mut String) -> anyhow::Result<(f64, f64)> {
     writeln!(report, "## 3. Per-program kernel cost (bpf_stats)\n")?;
     writeln!(
         report,
-        "run_time_ns / run_cnt per program, while the ping-pong runs under `profiler --all`; the floor column is the same run with the off-CPU programs returning at once (hidden flag `--off-cpu-dispatch-only`): the cost of the hook itself plus bpf_stats' own two clock reads per run, which no change to a program can remove. The last columns are the same two runs as without BPF task work (`--off-cpu-no-task-work`: user stacks at `rseq_update`, as on kernels before 6.18).\n"
+        "run_time_ns / run_cnt per program, while the ping-pong runs under `profiler --all`; the floor column is the same run with the off-CPU programs returning at once (test knob `--off-cpu-dispatch-only`, cargo feature `test-knobs`): the cost of the hook itself plus bpf_stats' own two clock reads per run, which no change to a program can remove. The last columns are the same two runs as without BPF task work (`--off-cpu-no-task-work`: user stacks at `rseq_update`, as on kernels before 6.18).\n"
     )?;
     writeln!(
         report,

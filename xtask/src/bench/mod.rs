@@ -336,7 +336,7 @@ const ANALYSIS: &str = "\
   Capturing stacks at every switch-out (`offcputime`) or at every event
   (`--off-cpu-rate 0`) is what costs 2x and more.
 - The floor row runs the same programs but has them return at
-  once (hidden flag `--off-cpu-dispatch-only`): what the hooks cost before
+  once (test knob `--off-cpu-dispatch-only`, cargo feature `test-knobs`): what the hooks cost before
   any bookkeeping. The default rows minus the floor is the bookkeeping;
   with `--pid`, the rest of the machine's threads are passed over before
   any lookup: their ids are read off the task and one byte of
