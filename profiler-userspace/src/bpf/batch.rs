@@ -45,8 +45,9 @@ pub fn take_all<K: Pod, V: Pod>(map: &MapData) -> io::Result<Vec<(K, V)>> {
         .map_err(|_| io::Error::from_raw_os_error(libc::EBADF))?;
     let mut keys: Vec<K> = Vec::with_capacity(BATCH as usize);
     let mut values: Vec<V> = Vec::with_capacity(BATCH as usize);
-    // The position between calls: a bucket index for hash maps, written by
-    // the kernel; 8 bytes is what every map type uses at most but the key.
+    // The kernel's position between calls (for a hash map, a 4-byte bucket
+    // index): each call writes it to `out_batch` (`position[1]`), and the
+    // next passes it back as `in_batch` (`position[0]`).
     let mut position = [0u64; 2];
     let mut taken = Vec::new();
     let mut first = true;
