@@ -26,7 +26,6 @@
 use std::{
     collections::{HashMap as StdHashMap, HashSet},
     os::fd::{AsFd as _, BorrowedFd, OwnedFd},
-    sync::Arc,
 };
 
 use aya::maps::{Array, HashMap, Map, MapData};
@@ -37,7 +36,7 @@ use profiler_common::{
     task::{IntervalCell, OpenInterval, TaskState},
 };
 
-use super::{Flip, Kernel, KernelError, rng::Rng, task_storage};
+use super::{Flip, Kernel, KernelError, asleep::kernel_stack, rng::Rng, task_storage};
 use crate::{
     config::{OffCpu, Target},
     procfs,
@@ -131,10 +130,11 @@ impl Kernel {
                     let thread = Thread {
                         pid,
                         tid,
-                        name: procfs::comm(pid, tid).unwrap_or_default(),
+                        name: self.asleep.name(pid, tid),
                     };
                     let length = flip.end_ns - flip.start_ns;
-                    push_part(&mut samples, &thread, asleep, length, rule, rng);
+                    let stack = || self.asleep.kernel_stack(pid, tid);
+                    push_part(&mut samples, &thread, asleep, length, rule, rng, stack);
                 }
                 ThreadEntry::Unreadable => {}
             }
@@ -147,6 +147,7 @@ impl Kernel {
                 let _ = in_flight.remove(tid);
             }
         }
+        self.asleep.end_window();
         Ok((samples, stats))
     }
 }
@@ -203,9 +204,18 @@ impl Window<'_> {
             tid: thread.tid,
             name: String::from_utf8_lossy(comm_str(&task.comm)).into_owned(),
         };
-        push_part(samples, &named, left_in, blocked, self.rule, rng);
+        let stack = || kernel_stack(task.pid, thread.tid);
+        push_part(samples, &named, left_in, blocked, self.rule, rng, stack);
         let runqueue_state = ThreadState::Runqueue;
-        push_part(samples, &named, runqueue_state, runqueue, self.rule, rng);
+        push_part(
+            samples,
+            &named,
+            runqueue_state,
+            runqueue,
+            self.rule,
+            rng,
+            stack,
+        );
         Ok(true)
     }
 }
@@ -303,7 +313,8 @@ impl TrackedThread {
     }
 }
 
-/// Applies the sampling rule to one part and keeps it as a sample.
+/// Applies the sampling rule to one part and keeps it as a sample, with the
+/// kernel stack `stack` reads.
 fn push_part(
     samples: &mut Vec<RawSample>,
     thread: &Thread,
@@ -311,6 +322,7 @@ fn push_part(
     d_ns: u64,
     rule: OffCpu,
     rng: &mut Rng,
+    stack: impl FnOnce() -> Stack,
 ) {
     if d_ns == 0 {
         return;
@@ -329,7 +341,7 @@ fn push_part(
         thread: thread.name.clone(),
         state,
         user_stack: Stack::StillOffCpu,
-        kernel_stack: kernel_stack(thread.pid, thread.tid),
+        kernel_stack: stack(),
         samples: 0,
         off_cpu_ns: time_ns,
         off_cpu_count: count,
@@ -356,14 +368,6 @@ fn sleeping_state(pid: u32, tid: u32) -> Option<ThreadState> {
         'S' | 'I' => Some(ThreadState::Sleeping),
         'D' => Some(ThreadState::Disk),
         _ => None,
-    }
-}
-
-/// A blocked thread's kernel stack by function name, leaf first.
-fn kernel_stack(pid: u32, tid: u32) -> Stack {
-    match procfs::kernel_stack(pid, tid) {
-        Some(names) if !names.is_empty() => Stack::Named(Arc::from(names)),
-        _ => Stack::Absent,
     }
 }
 

@@ -88,6 +88,8 @@ pub struct Kernel {
     /// Monotonic time of the last flip (of loading, before the first).
     pub(super) last_flip_ns: u64,
     pub(super) logger: Option<aya_log::EbpfLogger<&'static dyn log::Log>>,
+    /// What was read of threads asleep since before loading.
+    pub(super) asleep: super::asleep::Asleep,
 }
 
 impl Kernel {
@@ -157,6 +159,7 @@ impl Kernel {
             last_stats: [0; STATS_LEN as usize],
             last_flip_ns: 0,
             logger,
+            asleep: super::asleep::Asleep::default(),
         };
         kernel.set_active_slot(0, 0)?;
         if let Target::Pids(pids) = targets {

@@ -7,6 +7,7 @@
 //! link its kfunc calls (`kfunc.rs`), serve the unwinder's maps
 //! (`unwind_maps.rs`) and copy the programs' log into tracing
 //! (`ebpf_log.rs`). Only this module touches aya types.
+mod asleep;
 mod batch;
 mod btf_fields;
 #[cfg(test)]
