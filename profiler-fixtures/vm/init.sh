@@ -34,6 +34,31 @@ wait_for() {
     done
 }
 
+# await PID WHAT: waits for child PID to exit (60 s at most), its exit
+# status into $status. If it does not exit, says so on the console with
+# each of its threads' state and kernel stack, kills it, and $status is
+# "hung". (Not in a subshell: only this shell can wait for its children.)
+await() {
+    i=0
+    until grep -q '^[0-9]* ([^)]*) Z' "/proc/$1/stat" 2>/dev/null || [ ! -e "/proc/$1" ]; do
+        i=$((i + 1))
+        if [ $i -gt 600 ]; then
+            say "$2 (pid $1) did not exit in 60 s; its threads:"
+            for t in /proc/"$1"/task/*; do
+                echo "$t $(cat "$t/comm") $(cut -d' ' -f3 "$t/stat") wchan=$(cat "$t/wchan")"
+                cat "$t/stack"
+            done
+            kill -KILL "$1"
+            wait "$1"
+            status=hung
+            return
+        fi
+        sleep 0.1
+    done
+    wait "$1"
+    status=$?
+}
+
 # run NAME FIXTURE SECONDS -- PROFILER ARGS: one run, into /out/NAME.
 # {pid} in the profiler's arguments stands for the fixture's pid.
 run() {
@@ -59,11 +84,11 @@ run() {
     echo go >&3
     wait_for "$dir/fixture.out" "_ns=" || return
     kill -TERM $profiler_pid
-    wait $profiler_pid
-    echo "exit=$?" >> "$dir/profiler.log"
+    await $profiler_pid profiler
+    echo "exit=$status" >> "$dir/profiler.log"
     exec 3>&-
-    wait $fixture_pid
-    say "ran $name"
+    await $fixture_pid fixture
+    say "ran $name: fixture exit=$status"
 }
 
 # A line of its own: the firmware leaves terminal codes before it.

@@ -145,7 +145,10 @@ pub(super) fn lines_of(result: &Symbolized<'_>) -> Arc<[Line]> {
 
 pub(super) fn errno_reason(errno: i32) -> String {
     match errno {
-        libc::E2BIG | libc::ENOMEM => "stack map full".to_owned(),
+        libc::E2BIG => "stack map full".to_owned(),
+        // The window's maps allocate per entry; in the sampling interrupt
+        // an allocation can fail.
+        libc::ENOMEM => "no kernel memory for it".to_owned(),
         libc::ENOENT => "stack missing".to_owned(),
         other => format!("errno {other}"),
     }

@@ -271,18 +271,24 @@ impl Symbolizer {
         }
     }
 
-    /// The locations of a captured kernel stack, leaf first.
+    /// The locations of a captured kernel stack, leaf first. All are in
+    /// the kernel mapping, markers too (a lost stack, names read from
+    /// `/proc`), so a reader tells the kernel part from the user part.
     #[must_use]
     pub fn kernel_locations(&self, stack: &Stack) -> Vec<Location> {
-        locations(stack, "kernel", |addr, lookup| Location {
-            mapping: Some(self.kernel_mapping.clone()),
+        let mut kernel = locations(stack, "kernel", |addr, lookup| Location {
+            mapping: None,
             address: addr,
             lines: self
                 .kernel
                 .get(&lookup)
                 .cloned()
                 .unwrap_or_else(|| Arc::new([])),
-        })
+        });
+        for location in &mut kernel {
+            location.mapping = Some(self.kernel_mapping.clone());
+        }
+        kernel
     }
 
     /// Looks up the user addresses not cached yet: file-backed ones per

@@ -98,6 +98,11 @@ fn symbolizes_own_function_with_inlined_lines() {
         kernel[0].lines[0].function,
         "[lost kernel stack: stack map full]"
     );
+    assert_eq!(
+        kernel[0].mapping.as_ref().map(|m| m.file.as_str()),
+        Some(KERNEL_MAPPING),
+        "a kernel-side marker is in the kernel mapping"
+    );
 }
 
 /// JIT code: an address in anonymous executable memory is named from the

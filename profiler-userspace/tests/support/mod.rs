@@ -355,7 +355,7 @@ impl Profile {
     }
 
     /// Whether `sample`'s stack is its kernel part (addresses in the
-    /// kernel's half, in the kernel mapping) followed by its user part
+    /// kernel's half, or markers, in the kernel mapping) followed by its user part
     /// (user addresses only), leaf first.
     pub fn kernel_then_user(&self, sample: &proto::Sample) -> bool {
         const KERNEL_HALF: u64 = 0xffff_8000_0000_0000;
@@ -363,7 +363,10 @@ impl Profile {
         for &id in &sample.location_id {
             let location = &self.0.location[usize::try_from(id - 1).unwrap()];
             let in_kernel = self.mapping_file(location) == KERNEL_MAPPING;
-            let kernel_address = location.address >= KERNEL_HALF;
+            // A kernel-side marker (a lost stack, names from /proc) has
+            // no address.
+            let kernel_address =
+                location.address >= KERNEL_HALF || (in_kernel && location.address == 0);
             if kernel_address != in_kernel || (in_kernel && in_user_part) {
                 return false;
             }
