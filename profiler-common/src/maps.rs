@@ -86,7 +86,7 @@ pub const UNWIND_REQUESTS: &str = "UNWIND_REQUESTS";
 pub const UNWIND_STATE: &str = "UNWIND_STATE";
 /// Per-CPU state of `sched_switch` ([`crate::sched::SwitchCpu`]): the
 /// offset from the run queue's clock to ktime, measured again every 100 ms
-/// (see `profiler-ebpf`'s `clock.rs`), the xorshift64* state of the
+/// (see `profiler-ebpf`'s `off_cpu/clock.rs`), the xorshift64* state of the
 /// off-CPU sampling rule (seeded by the kernel on first use) and the count
 /// of intervals seen, one entry for all.
 pub const SWITCH_CPU: &str = "SWITCH_CPU";

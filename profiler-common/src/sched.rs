@@ -51,7 +51,7 @@ unsafe impl aya::Pod for SchedOffsets {}
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct SwitchCpu {
     /// `ktime - rq->clock` (wrapping) when last measured (`profiler-ebpf`'s
-    /// `clock.rs`).
+    /// `off_cpu/clock.rs`).
     pub clock_offset_ns: u64,
     /// The run-queue clock then; 0 before the first measurement.
     pub clock_synced_at: u64,

@@ -74,7 +74,7 @@ pub struct TaskState {
     /// counted as approximate.
     pub rseq: u8,
     /// Non-zero while task work to flush the pending weight is scheduled
-    /// (`profiler-ebpf`'s `task_work.rs`): a switch-out where the thread
+    /// (`profiler-ebpf`'s `off_cpu/task_work.rs`): a switch-out where the thread
     /// was preempted leaves the flush to it.
     pub work_scheduled: u8,
     pub pad: u8,
@@ -92,7 +92,7 @@ pub struct TaskState {
     pub runqueue_ns: u64,
     pub runqueue_count: u64,
     /// The thread's name: taken when it is first tracked, kept current at
-    /// renames and exec (`profiler-ebpf`'s `thread_identity.rs`).
+    /// renames and exec (`profiler-ebpf`'s `off_cpu/thread_identity.rs`).
     pub comm: [u8; COMM_LEN],
 }
 
@@ -111,3 +111,27 @@ unsafe impl aya::Pod for IntervalCell {}
 // (the eBPF target included): no padding, the sizes the kernel allocates.
 const _: () = assert!(size_of::<TaskState>() == 112);
 const _: () = assert!(size_of::<IntervalCell>() == 48);
+
+/// The kernel's opaque `struct bpf_task_work`: a map value field the
+/// verifier recognises by this BTF name.
+#[repr(C)]
+pub struct bpf_task_work {
+    opaque: u64,
+}
+
+/// A `TASK_WORK` value (`profiler-ebpf`'s `off_cpu/task_work.rs`): one thread's
+/// task work.
+#[repr(C)]
+pub struct TaskWork {
+    pub work: bpf_task_work,
+}
+
+impl TaskWork {
+    /// A value never scheduled (the kernel keeps its state in `opaque`).
+    #[must_use]
+    pub const fn idle() -> Self {
+        Self {
+            work: bpf_task_work { opaque: 0 },
+        }
+    }
+}

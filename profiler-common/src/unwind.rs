@@ -270,6 +270,32 @@ const _: () = assert!(size_of::<UnwindRow>() == 8);
 const _: () = assert!(size_of::<UnwindMapping>() == 32);
 const _: () = assert!(size_of::<ProcessMappings>() == 8 + 32 * MAX_MAPPINGS);
 
+/// The kernel walk's state between iterations (a per-CPU map value:
+/// `bpf_loop` callbacks see only what a map holds).
+#[repr(C)]
+pub struct WalkState {
+    pub pc: u64,
+    pub sp: u64,
+    pub bp: u64,
+    /// The last frame's mapping (none while `end` is 0): a caller is most
+    /// often in its callee's binary, found again without a lookup.
+    pub mapping: UnwindMapping,
+    pub pid: u32,
+    /// Non-zero when `pc` is exact (frame 0, or after a signal frame).
+    pub exact_pc: u32,
+    /// The open range `[lo, hi)` of the search under way. In this map
+    /// value, not in registers, so the verifier sees unknown values and
+    /// prunes the search's two branches into one state per probe.
+    pub lo: u32,
+    pub hi: u32,
+    pub len: u32,
+    pub truncated: u32,
+    pub by_table: u32,
+    pub by_frame_pointer: u32,
+    pub without_table: u32,
+    pub pad: u32,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -16,9 +16,6 @@
 )]
 
 mod aggregate;
-mod clock;
-mod flush;
-mod interval_cell;
 mod maps;
 mod off_cpu;
 mod on_cpu;
@@ -26,8 +23,6 @@ mod sched_info;
 mod stack;
 mod target;
 mod task_storage;
-mod task_work;
-mod thread_identity;
 mod unwind;
 
 use aya_ebpf::{
@@ -61,7 +56,7 @@ pub fn sched_switch(ctx: BtfTracePointContext) -> i32 {
 /// switched out; returns at once unless weight is pending.
 #[btf_tracepoint(function = "rseq_update")]
 pub fn rseq_update(_ctx: BtfTracePointContext) -> i32 {
-    flush::on_return_to_user(flush::Flush::Rseq);
+    off_cpu::on_return_to_user(off_cpu::Flush::Rseq);
     0
 }
 
@@ -69,7 +64,7 @@ pub fn rseq_update(_ctx: BtfTracePointContext) -> i32 {
 /// `--off-cpu-sys-exit`); returns at once unless weight is pending.
 #[btf_tracepoint(function = "sys_exit")]
 pub fn sys_exit(_ctx: BtfTracePointContext) -> i32 {
-    flush::on_return_to_user(flush::Flush::SysExit);
+    off_cpu::on_return_to_user(off_cpu::Flush::SysExit);
     0
 }
 
@@ -83,7 +78,7 @@ pub fn sys_exit(_ctx: BtfTracePointContext) -> i32 {
 pub fn sched_process_exec(ctx: BtfTracePointContext) -> i32 {
     target::on_exec();
     let old_tid: u32 = ctx.arg(1);
-    thread_identity::on_exec(old_tid);
+    off_cpu::on_exec(old_tid);
     0
 }
 
@@ -95,14 +90,14 @@ pub fn sched_process_exec(ctx: BtfTracePointContext) -> i32 {
     reason = "the macro fixes the signature"
 )]
 pub fn task_rename(ctx: BtfTracePointContext) -> i32 {
-    thread_identity::on_rename(ctx.arg(0), ctx.arg(1));
+    off_cpu::on_rename(ctx.arg(0), ctx.arg(1));
     0
 }
 
 /// A thread exits.
 #[btf_tracepoint(function = "sched_process_exit")]
 pub fn sched_process_exit(_ctx: BtfTracePointContext) -> i32 {
-    flush::on_exit();
+    off_cpu::on_exit();
     0
 }
 

@@ -20,11 +20,11 @@ use profiler_common::{
     sched::{SchedOffsets, SwitchCpu},
     stack::StackTrace,
     stats::{STATS_LEN, Stat},
-    task::{IntervalCell, TaskState},
-    unwind::{ProcessMappings, UnwindRow},
+    task::{IntervalCell, TaskState, TaskWork},
+    unwind::{ProcessMappings, UnwindRow, WalkState},
 };
 
-use crate::{task_storage::TaskStorage, task_work::TaskWork, unwind::WalkState};
+use crate::task_storage::TaskStorage;
 
 /// Non-zero: profile every process (`--all`); zero: only tgids in [`TARGETS`].
 #[unsafe(no_mangle)]
@@ -47,7 +47,7 @@ static OFF_CPU_DISPATCH_ONLY: Global<u8> = Global::new(0);
 #[unsafe(no_mangle)]
 static UNWIND_TABLES: Global<u8> = Global::new(1);
 
-/// Non-zero: the task work kfunc calls are linked (see `task_work.rs`).
+/// Non-zero: the task work kfunc calls are linked (see `off_cpu/task_work.rs`).
 #[unsafe(no_mangle)]
 static TASK_WORK_LINKED: Global<u8> = Global::new(0);
 
@@ -111,7 +111,7 @@ static STACKS_1: HashMap<u64, StackTrace> =
 static TASKS: TaskStorage<TaskState> = TaskStorage::new();
 
 /// The open intervals of tracked threads, by a cell per tid
-/// (`interval_cell.rs`).
+/// (`off_cpu/interval_cell.rs`).
 #[map]
 static INTERVAL_CELLS: Array<IntervalCell> = Array::with_max_entries(INTERVAL_CELLS_LEN, 0);
 
@@ -122,7 +122,7 @@ static IN_FLIGHT: HashMap<u32, u64> =
     HashMap::with_max_entries(IN_FLIGHT_MAX_ENTRIES, BPF_F_NO_PREALLOC);
 
 /// By tid: the task work that flushes a thread's pending weight on its way
-/// back to user space (`task_work.rs`); created on its first kept interval.
+/// back to user space (`off_cpu/task_work.rs`); created on its first kept interval.
 /// A BTF map: the verifier finds the `bpf_task_work` field by its BTF.
 #[btf_map]
 static TASK_WORK: btf_maps::HashMap<

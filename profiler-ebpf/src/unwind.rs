@@ -23,7 +23,7 @@ use profiler_common::{
     stats::Stat,
     unwind::{
         MAPPING_SEARCH_STEPS, MAX_FRAMES, MAX_MAPPINGS, ROW_SEARCH_STEPS, Regs, RowKind, Step,
-        UnwindMapping, UnwindRow, found, narrow, probe, step,
+        UnwindMapping, UnwindRow, WalkState, found, narrow, probe, step,
     },
 };
 
@@ -35,32 +35,6 @@ use crate::{
 /// Offsets in x86-64 `struct pt_regs` (a stable ABI).
 const PT_REGS_RBP: usize = 32;
 const PT_REGS_RIP: usize = 128;
-
-/// The walk's state between iterations (per CPU: `bpf_loop` callbacks see
-/// only what a map holds).
-#[repr(C)]
-pub struct WalkState {
-    pub pc: u64,
-    pub sp: u64,
-    pub bp: u64,
-    /// The last frame's mapping (none while `end` is 0): a caller is most
-    /// often in its callee's binary, found again without a lookup.
-    pub mapping: UnwindMapping,
-    pub pid: u32,
-    /// Non-zero when `pc` is exact (frame 0, or after a signal frame).
-    pub exact_pc: u32,
-    /// The open range `[lo, hi)` of the search under way. In this map
-    /// value, not in registers, so the verifier sees unknown values and
-    /// prunes the search's two branches into one state per probe.
-    pub lo: u32,
-    pub hi: u32,
-    pub len: u32,
-    pub truncated: u32,
-    pub by_table: u32,
-    pub by_frame_pointer: u32,
-    pub without_table: u32,
-    pub pad: u32,
-}
 
 /// Walks the current thread's user stack of process `pid` into the slot's
 /// stack map, in the scratch entries of `context`. Returns (hash, 0),

@@ -195,7 +195,7 @@ pub struct OffCpu {
 
 /// Where the user stack of kept off-CPU weight is taken: in the thread's
 /// own context, on its way back to user space (see profiler-ebpf's
-/// `off_cpu.rs`).
+/// `off_cpu/mod.rs`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum UserStacks {
     /// By BPF task work, scheduled only for kept intervals, where the

@@ -5,6 +5,7 @@
 //! in `daemon`; `push` sends profiles to fleet backends; `http` serves
 //! `on_demand` profiles and `metrics`. See
 //! ARCHITECTURE.md.
+pub mod assemble;
 pub mod bpf;
 pub mod cgroup;
 pub mod cli;

@@ -17,7 +17,7 @@ use prometheus_client::{
     registry::Registry,
 };
 
-use crate::window::Accounting;
+use crate::assemble::Accounting;
 
 type Labels = Vec<(&'static str, &'static str)>;
 

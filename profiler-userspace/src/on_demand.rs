@@ -17,10 +17,11 @@ use std::{
 use tokio::{sync::oneshot, time::Instant};
 
 use crate::{
+    assemble::{WindowTimes, assemble},
     config, pprof,
     profile::View,
     symbolize::{Debuginfod, Symbolizer},
-    window::{RawWindow, WindowTimes, assemble},
+    window::RawWindow,
 };
 
 /// What a request gets back: a gzip'd pprof, or why not.

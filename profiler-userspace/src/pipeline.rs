@@ -14,6 +14,7 @@ use profiler_common::stats::Stat;
 use tokio::time::sleep;
 
 use crate::{
+    assemble::{Accounting, WindowTimes, assemble},
     bpf::{Kernel, KernelError, Rng},
     config::{Config, Target},
     metrics::{FilledMap, Metrics, Step},
@@ -22,7 +23,7 @@ use crate::{
     push::Pusher,
     sink::{FileSink, SinkError},
     symbolize::{Debuginfod, Symbolizer, debuginfod::DebuginfodError},
-    window::{Accounting, RawWindow, WindowTimes, assemble},
+    window::RawWindow,
 };
 
 /// How long to wait after flipping slots before reading the old one: an

@@ -33,7 +33,7 @@ use crate::config::{Config, Target, Unwind, UserStacks};
 pub(super) static EBPF_OBJECT: &[u8] =
     aya::include_bytes_aligned!(concat!(env!("OUT_DIR"), "/profiler-ebpf"));
 
-/// The kfuncs of the object (profiler-ebpf's `task_work.rs`): the task
+/// The kfuncs of the object (profiler-ebpf's `off_cpu/task_work.rs`): the task
 /// work that takes an off-CPU user stack on the way back to user space, and
 /// the preemption guard around it. Without all of them, the schedule call
 /// reads `-EOPNOTSUPP` and the daemon attaches [`RSEQ_UPDATE`] instead.

@@ -47,7 +47,7 @@ use crate::{
     cgroup::Placement,
     config,
     profile::{Line, Location, Mapping},
-    window::{RawWindow, Stack},
+    window::{RawSample, Stack},
 };
 
 /// Windows a process or binary may go unseen before its cache is dropped.
@@ -173,14 +173,20 @@ impl Symbolizer {
         }
     }
 
-    /// Symbolizes every address of `window` that is not cached yet, so the
-    /// lookups that follow are cache hits.
-    pub fn prepare(&mut self, window: &RawWindow) -> SymbolizeStats {
+    /// Symbolizes every address of a window's `samples` that is not cached
+    /// yet, so the lookups that follow are cache hits. `processes` and
+    /// `recorded` are the mappings read or recorded while processes lived.
+    pub fn prepare(
+        &mut self,
+        samples: &[RawSample],
+        processes: &[Arc<ProcessSnapshot>],
+        recorded: &[Arc<RecordedImage>],
+    ) -> SymbolizeStats {
         self.window += 1;
         let mut stats = SymbolizeStats::default();
         self.binaries.collect_downloads();
-        self.read_processes(window, &mut stats);
-        let addrs = self.window_addrs(window);
+        self.read_processes(samples, processes, recorded, &mut stats);
+        let addrs = self.window_addrs(samples);
         self.symbolize_user(&addrs.user, &mut stats);
         self.symbolize_kernel(addrs.kernel, &mut stats);
         stats.debug_files = self.binaries.take_debug_files();
@@ -192,17 +198,23 @@ impl Symbolizer {
     /// Takes in the mappings recorded or read while processes lived, then
     /// reads every process of the window's samples as it is now. Recorded
     /// images count only for processes with samples: most never have any.
-    fn read_processes(&mut self, window: &RawWindow, stats: &mut SymbolizeStats) {
+    fn read_processes(
+        &mut self,
+        samples: &[RawSample],
+        processes: &[Arc<ProcessSnapshot>],
+        recorded: &[Arc<RecordedImage>],
+        stats: &mut SymbolizeStats,
+    ) {
         self.processes.start_window();
-        let sampled: HashSet<u32> = window.samples.iter().map(|s| s.pid).collect();
-        for image in window.recorded.iter().filter(|i| sampled.contains(&i.pid)) {
+        let with_samples: HashSet<u32> = samples.iter().map(|s| s.pid).collect();
+        for image in recorded.iter().filter(|i| with_samples.contains(&i.pid)) {
             self.processes.remember_recorded(image, self.window);
             stats.images_recorded += 1;
         }
-        for snapshot in &window.processes {
+        for snapshot in processes {
             self.processes.remember(snapshot, self.window);
         }
-        for sample in &window.samples {
+        for sample in samples {
             match self
                 .processes
                 .refresh(sample.pid, &sample.thread, self.window)
@@ -414,9 +426,9 @@ impl Symbolizer {
 
     /// The addresses to look up in `window`, deduplicated, user ones by
     /// the process image their stack belongs to.
-    fn window_addrs(&self, window: &RawWindow) -> WindowAddrs {
+    fn window_addrs(&self, samples: &[RawSample]) -> WindowAddrs {
         let mut addrs = WindowAddrs::default();
-        for sample in &window.samples {
+        for sample in samples {
             let frames = stack_frames(&sample.user_stack);
             if !frames.is_empty() {
                 let index = self

@@ -1,4 +1,5 @@
 use super::*;
+use crate::window::RawWindow;
 use std::path::PathBuf;
 
 #[test]
@@ -13,7 +14,7 @@ fn return_addresses_are_looked_up_one_byte_back() {
 /// A window of one on-CPU sample of `pid` at user address `addr`.
 fn one_sample(pid: u32, addr: u64, kernel_stack: Stack) -> RawWindow {
     RawWindow {
-        samples: vec![crate::window::RawSample {
+        samples: vec![RawSample {
             pid,
             tid: pid,
             thread: "t".into(),
@@ -51,7 +52,7 @@ fn symbolizes_own_function_with_inlined_lines() {
     let pid = std::process::id();
     let addr = inlined_here();
     let window = one_sample(pid, addr, Stack::Lost { errno: libc::E2BIG });
-    let stats = symbolizer.prepare(&window);
+    let stats = symbolizer.prepare(&window.samples, &window.processes, &window.recorded);
     assert_eq!(stats.failed, 0, "{stats:?}");
     let locations = symbolizer.user_locations(pid, &window.samples[0].user_stack);
     assert_eq!(locations.len(), 1);
@@ -90,7 +91,7 @@ fn symbolizes_own_function_with_inlined_lines() {
     // Windows without the process: its cache entries (ours and
     // blazesym's) go after EVICT_AFTER_WINDOWS.
     for _ in 0..EVICT_AFTER_WINDOWS {
-        symbolizer.prepare(&RawWindow::default());
+        symbolizer.prepare(&[], &[], &[]);
     }
     assert!(!symbolizer.processes.contains(pid));
     let kernel = symbolizer.kernel_locations(&window.samples[0].kernel_stack);
@@ -138,14 +139,14 @@ fn anonymous_code_is_named_from_a_growing_perf_map() {
             .map(|l| l.function.clone())
     };
 
-    let stats = symbolizer.prepare(&window);
+    let stats = symbolizer.prepare(&window.samples, &window.processes, &window.recorded);
     assert_eq!((stats.resolved, stats.failed), (1, 1), "not in the map yet");
     assert_eq!(name(&symbolizer), None);
 
     let mut file = std::fs::OpenOptions::new().append(true).open(&map).unwrap();
     writeln!(file, "{:x} 200 JS:*jitted /app/main.js:3", code as u64).unwrap();
     drop(file);
-    let stats = symbolizer.prepare(&window);
+    let stats = symbolizer.prepare(&window.samples, &window.processes, &window.recorded);
     let named = name(&symbolizer);
     let _ = std::fs::remove_file(&map);
     // SAFETY: `code` is the mapping made above, not used after this.

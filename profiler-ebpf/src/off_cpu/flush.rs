@@ -1,6 +1,6 @@
 //! Pending off-CPU weight, with the user stack: a kept interval's weight
 //! waits in the thread's entry until the thread runs a hook of its own
-//! (see `off_cpu.rs`), where its user stack can be read.
+//! (see `off_cpu/mod.rs`), where its user stack can be read.
 use aya_ebpf::{
     bindings::task_struct,
     helpers::{bpf_get_current_pid_tgid, bpf_get_current_task_btf},
@@ -13,9 +13,10 @@ use profiler_common::{
     task::TaskState,
 };
 
-use crate::{aggregate, interval_cell, maps, unwind};
+use super::interval_cell;
+use crate::{aggregate, maps, unwind};
 
-/// Where a thread's pending weight is flushed (see `off_cpu.rs`).
+/// Where a thread's pending weight is flushed (see `off_cpu/mod.rs`).
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub enum Flush {
     /// `rseq_update`: returning to user space; the thread uses rseq.

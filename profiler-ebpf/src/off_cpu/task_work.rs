@@ -16,30 +16,10 @@
 use core::ffi::c_void;
 
 use aya_ebpf::{bindings::task_struct, helpers::bpf_get_current_task_btf};
+use profiler_common::task::bpf_task_work;
 
-use crate::{flush, maps};
-
-/// The kernel's opaque `struct bpf_task_work`: a map value field the
-/// verifier recognises by this BTF name.
-#[repr(C)]
-pub struct bpf_task_work {
-    opaque: u64,
-}
-
-/// A [`maps::TASK_WORK`] value: one thread's task work.
-#[repr(C)]
-pub struct TaskWork {
-    pub work: bpf_task_work,
-}
-
-impl TaskWork {
-    /// A value never scheduled (the kernel keeps its state in `opaque`).
-    pub const fn idle() -> Self {
-        Self {
-            work: bpf_task_work { opaque: 0 },
-        }
-    }
-}
+use super::flush;
+use crate::maps;
 
 unsafe extern "C" {
     /// Schedules `callback(map, key, value)` to run in `task`'s context

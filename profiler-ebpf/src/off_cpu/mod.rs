@@ -37,6 +37,9 @@
 //!     thread without rseq that ran user code in between (Go, static musl)
 //!     it is where the thread blocks next: an approximation, counted as
 //!     `OffCpuNsApproxUserStack`.
+//! - The name and tid the samples are labelled with are kept current at
+//!   renames and exec (`thread_identity.rs`), and a thread's cell is freed
+//!   at its exit.
 use aya_ebpf::{
     bindings::task_struct,
     helpers::{bpf_get_current_comm, bpf_get_prandom_u32},
@@ -51,11 +54,20 @@ use profiler_common::{
     task::{OpenInterval, TaskState},
 };
 
-use crate::{
-    clock::{self, Clock},
-    flush::{Flush, add_pending, flush},
-    interval_cell, maps, sched_info, stack, target, task_work,
+mod clock;
+mod flush;
+mod interval_cell;
+mod task_work;
+mod thread_identity;
+
+pub use flush::{Flush, on_exit, on_return_to_user};
+pub use thread_identity::{on_exec, on_rename};
+
+use self::{
+    clock::Clock,
+    flush::{add_pending, flush},
 };
+use crate::{maps, sched_info, stack, target};
 
 /// `TASK_DEAD`: the thread's last switch-out, after `sched_process_exit`.
 const TASK_DEAD: u32 = 0x80;

@@ -17,7 +17,8 @@ use aya_ebpf::{
 };
 use profiler_common::sample::COMM_LEN;
 
-use crate::{interval_cell, maps};
+use super::interval_cell;
+use crate::maps;
 
 /// task_rename(task, comm): `task` is now named `comm`, by a rename or by
 /// an exec (which names it after the new program).

@@ -1,0 +1,276 @@
+//! One window, from its raw rows to a symbolized [`Profile`]: each stack
+//! symbolized, the weight the kernel could not store as a visible sample,
+//! and the window's counters ([`Accounting`]) as the profile's comments.
+use std::{sync::Arc, time::SystemTime};
+
+use profiler_common::{sample::ThreadState, stats::Stat};
+
+use crate::{
+    profile::{Location, Profile, Sample, View},
+    symbolize::{SymbolizeStats, Symbolizer, Unnamed},
+    window::RawWindow,
+};
+
+/// Name of the frame that carries weight the kernel counted but could not
+/// store (its samples map was full), so totals never under-report silently.
+pub const LOST_FRAME: &str = "[lost: samples map full]";
+
+/// The weight the kernel dropped on a full map, as one visible sample.
+fn lost_sample(raw: &RawWindow) -> Option<Sample> {
+    let (samples, off_cpu_ns, off_cpu_count) = (
+        raw.stat(Stat::LostSamples),
+        raw.stat(Stat::LostOffCpuNs),
+        raw.stat(Stat::LostOffCpuCount),
+    );
+    (samples | off_cpu_ns | off_cpu_count != 0).then(|| Sample {
+        pid: 0,
+        tid: 0,
+        comm: Arc::from("[lost]"),
+        thread: "[lost]".to_owned(),
+        placement: Arc::default(),
+        state: ThreadState::Unknown,
+        stack: vec![Location::marker(LOST_FRAME.to_owned())],
+        samples,
+        off_cpu_ns,
+        off_cpu_count,
+        goroutine: None,
+        goroutine_ns: 0,
+        off_cpu_in_wall: true,
+    })
+}
+
+/// User frames of a window's stacks (each stack counted once, whatever its
+/// weight), and how many of them resolved to a function.
+#[derive(Default)]
+struct UserFrames {
+    total: u64,
+    resolved: u64,
+    /// Those that did not, by [`Unnamed`] cause (in `Unnamed::ALL` order).
+    unnamed: [u64; 3],
+}
+
+impl UserFrames {
+    fn count(&mut self, symbolizer: &Symbolizer, locations: &[Location]) {
+        for location in locations.iter().filter(|l| l.address != 0) {
+            self.total += 1;
+            if location.lines.is_empty() {
+                let cause = symbolizer.unnamed(location);
+                let i = Unnamed::ALL.iter().position(|&c| c == cause).unwrap_or(0);
+                self.unnamed[i] += 1;
+            } else {
+                self.resolved += 1;
+            }
+        }
+    }
+}
+
+/// When a window began and how long it lasted.
+#[derive(Clone, Copy, Debug)]
+pub struct WindowTimes {
+    pub start: SystemTime,
+    pub duration_ns: u64,
+}
+
+/// Symbolizes `raw` and assembles the window's profile, with its
+/// accounting in the comments. `view` picks the sample type readers show
+/// first; which rows `raw` holds is the caller's choice.
+pub fn assemble(
+    raw: &RawWindow,
+    symbolizer: &mut Symbolizer,
+    times: WindowTimes,
+    period_ns: u64,
+    view: View,
+) -> (Profile, Accounting) {
+    let sym_stats = symbolizer.prepare(&raw.samples, &raw.processes, &raw.recorded);
+    let mut user_frames = UserFrames::default();
+    let mut samples: Vec<Sample> = raw
+        .samples
+        .iter()
+        .map(|s| {
+            let mut stack = symbolizer.kernel_locations(&s.kernel_stack);
+            let user = symbolizer.user_locations(s.pid, &s.user_stack);
+            user_frames.count(symbolizer, &user);
+            stack.extend(user);
+            Sample {
+                pid: s.pid,
+                tid: s.tid,
+                comm: symbolizer.process_name(s.pid),
+                placement: symbolizer.placement(s.pid),
+                thread: s.thread.clone(),
+                state: s.state,
+                stack,
+                samples: s.samples,
+                off_cpu_ns: s.off_cpu_ns,
+                off_cpu_count: s.off_cpu_count,
+                goroutine: s.goroutine.clone(),
+                goroutine_ns: s.goroutine_ns,
+                off_cpu_in_wall: !raw.go_pids.contains(&s.pid),
+            }
+        })
+        .collect();
+    samples.extend(lost_sample(raw));
+
+    let accounting = Accounting::of(raw, sym_stats, &user_frames);
+    let comments = accounting.comments();
+    let profile = Profile {
+        view,
+        start: times.start,
+        duration_ns: times.duration_ns,
+        period_ns,
+        samples,
+        comments,
+    };
+    (profile, accounting)
+}
+
+/// A window's counters: the profile's comments, and `/metrics`.
+#[derive(Clone, Debug, Default)]
+pub struct Accounting {
+    pub symbolize: SymbolizeStats,
+    /// Counts of this window alone, by name (`map_full_drops`, ...).
+    pub counters: Vec<(&'static str, u64)>,
+    /// Levels at the window's end (`debuginfod_pending`).
+    pub gauges: Vec<(&'static str, u64)>,
+}
+
+impl Accounting {
+    fn of(raw: &RawWindow, symbolize: SymbolizeStats, user_frames: &UserFrames) -> Self {
+        let mut counters: Vec<(&'static str, u64)> = Stat::ALL
+            .iter()
+            .map(|&stat| (stat.name(), raw.stat(stat)))
+            .collect();
+        counters.extend([
+            ("addresses_symbolized", symbolize.resolved),
+            ("symbolization_failures", symbolize.failed),
+            ("processes_unreadable", symbolize.processes_unreadable),
+            ("processes_remembered", symbolize.processes_remembered),
+            ("process_images_recorded", symbolize.images_recorded),
+            ("process_images_ended", raw.record_stats.ended),
+            ("process_images_dropped", raw.record_stats.dropped),
+            ("processes_untracked", raw.record_stats.untracked),
+            ("mapping_records_lost", raw.record_stats.lost),
+            ("mapping_records_unreadable", raw.record_stats.unreadable),
+            ("user_frames", user_frames.total),
+            ("user_frames_resolved", user_frames.resolved),
+            (Unnamed::ALL[0].counter(), user_frames.unnamed[0]),
+            (Unnamed::ALL[1].counter(), user_frames.unnamed[1]),
+            (Unnamed::ALL[2].counter(), user_frames.unnamed[2]),
+            ("debug_files_opened", symbolize.debug_files),
+        ]);
+        let mut gauges = Vec::new();
+        if let Some((debuginfod, pending)) = symbolize.debuginfod {
+            counters.extend([
+                ("debuginfod_fetched", debuginfod.fetched),
+                ("debuginfod_missing", debuginfod.missing),
+                ("debuginfod_failed", debuginfod.failed),
+                ("debuginfod_bytes", debuginfod.bytes),
+                ("debuginfod_fetch_ms", debuginfod.fetch_ms),
+            ]);
+            gauges.push(("debuginfod_pending", pending));
+        }
+        counters.extend([
+            ("off_cpu_in_flight_tracked", raw.in_flight.tracked),
+            ("off_cpu_in_flight_untracked", raw.in_flight.untracked),
+            ("early_drains", raw.early_drains),
+            ("goroutine_reads", raw.goroutine_stats.reads),
+            ("goroutine_reads_dropped", raw.goroutine_stats.dropped),
+            ("goroutines_unwound", raw.goroutine_stats.goroutines),
+            ("goroutines_torn", raw.goroutine_stats.torn),
+            ("unknown_entries", raw.unknown_entries),
+        ]);
+        Self {
+            symbolize,
+            counters,
+            gauges,
+        }
+    }
+
+    /// Adds a later part of the same window: counters add up, levels are
+    /// the later part's.
+    pub fn absorb(&mut self, later: Accounting) {
+        for (name, value) in later.counters {
+            match self.counters.iter_mut().find(|(n, _)| *n == name) {
+                Some((_, total)) => *total += value,
+                None => self.counters.push((name, value)),
+            }
+        }
+        for (name, value) in later.gauges {
+            match self.gauges.iter_mut().find(|(n, _)| *n == name) {
+                Some((_, level)) => *level = value,
+                None => self.gauges.push((name, value)),
+            }
+        }
+        self.symbolize.resolved += later.symbolize.resolved;
+        self.symbolize.failed += later.symbolize.failed;
+    }
+
+    /// `name=value` lines, counters then gauges (`unknown_entries` only
+    /// when there were any).
+    #[must_use]
+    pub fn comments(&self) -> Vec<String> {
+        self.counters
+            .iter()
+            .chain(&self.gauges)
+            .filter(|&&(name, value)| name != "unknown_entries" || value > 0)
+            .map(|(name, value)| format!("{name}={value}"))
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::UNIX_EPOCH;
+
+    use super::*;
+
+    #[test]
+    fn weight_lost_on_a_full_map_shows_as_a_frame() {
+        let mut raw = RawWindow::default();
+        raw.stats[Stat::LostSamples as usize] = 3;
+        raw.stats[Stat::LostOffCpuNs as usize] = 5_000_000;
+        raw.stats[Stat::LostOffCpuCount as usize] = 2_000;
+        let times = WindowTimes {
+            start: UNIX_EPOCH,
+            duration_ns: 1,
+        };
+        let (profile, _) = assemble(&raw, &mut Symbolizer::default(), times, 10, View::Wall);
+        let lost = &profile.samples[0];
+        assert_eq!(lost.stack[0].lines[0].function, LOST_FRAME);
+        assert_eq!(
+            (lost.samples, lost.off_cpu_ns, lost.off_cpu_count),
+            (3, 5_000_000, 2_000)
+        );
+        assert!(profile.comments.contains(&"lost_samples=3".to_owned()));
+    }
+
+    #[test]
+    fn parts_of_a_window_add_their_counters_and_keep_the_last_levels() {
+        let part = |lost, pending| Accounting {
+            counters: vec![("lost_samples", lost)],
+            gauges: vec![("debuginfod_pending", pending)],
+            ..Accounting::default()
+        };
+        let mut window = part(3, 2);
+        window.absorb(part(4, 0));
+        assert_eq!(
+            window.comments(),
+            ["lost_samples=7", "debuginfod_pending=0"]
+        );
+    }
+
+    #[test]
+    fn nothing_lost_adds_nothing() {
+        let times = WindowTimes {
+            start: UNIX_EPOCH,
+            duration_ns: 1,
+        };
+        let (profile, _) = assemble(
+            &RawWindow::default(),
+            &mut Symbolizer::default(),
+            times,
+            10,
+            View::Wall,
+        );
+        assert!(profile.samples.is_empty());
+    }
+}
