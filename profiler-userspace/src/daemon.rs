@@ -16,7 +16,7 @@ use tokio::{
 };
 
 use crate::{
-    bpf::{Kernel, KernelError},
+    bpf::{Kernel, KernelError, TargetMaps, WindowMaps},
     config::{Config, Target},
     goroutines::GoroutineSampler,
     http::{self, HttpError},
@@ -117,7 +117,10 @@ fn log_start(config: &Config) {
 /// Adds new `--comm`/`--pid-file` matches to the kernel's targets and
 /// removes exited ones; returns whether every target is gone (and nothing
 /// is waited for).
-fn follow_targets(targets: &mut Targets, kernel: &mut Kernel) -> Result<bool, KernelError> {
+fn follow_targets(
+    targets: &mut Targets,
+    kernel: &mut impl TargetMaps,
+) -> Result<bool, KernelError> {
     let in_kernel = kernel.target_pids()?;
     let (added, exited) = targets.refresh(&in_kernel);
     for pid in added {
@@ -370,7 +373,7 @@ fn start_http(
 
 /// Whether the samples or stacks map of the active slot is past
 /// [`EARLY_DRAIN_FILL`].
-fn maps_filling(kernel: &Kernel) -> Result<bool, KernelError> {
+fn maps_filling(kernel: &impl WindowMaps) -> Result<bool, KernelError> {
     let (samples, stacks) = kernel.active_entries()?.fill();
     Ok(samples.max(stacks) >= EARLY_DRAIN_FILL)
 }
@@ -397,3 +400,7 @@ fn log_end(end: WindowEnd) {
         WindowEnd::Interval | WindowEnd::Deadline => {}
     }
 }
+
+#[cfg(test)]
+#[path = "daemon_tests.rs"]
+mod tests;

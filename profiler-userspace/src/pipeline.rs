@@ -15,7 +15,7 @@ use tokio::time::sleep;
 
 use crate::{
     assemble::{Accounting, WindowTimes, assemble},
-    bpf::{Kernel, KernelError, Rng},
+    bpf::{InFlightMaps, KernelError, Rng, WindowMaps},
     config::{Config, Target},
     metrics::{FilledMap, Metrics, Step},
     pprof,
@@ -163,7 +163,7 @@ impl Pipeline {
     /// When the kernel maps cannot be flipped, read or cleared.
     pub async fn drain_chunk(
         &mut self,
-        kernel: &mut Kernel,
+        kernel: &mut (impl WindowMaps + InFlightMaps),
         config: &Config,
         targets: &Target,
         reason: DrainReason,
@@ -330,3 +330,7 @@ impl Pipeline {
         Written::Done
     }
 }
+
+#[cfg(test)]
+#[path = "pipeline_tests.rs"]
+mod tests;

@@ -53,17 +53,34 @@ pub struct Drained {
     pub map_entries: MapEntries,
 }
 
-impl Kernel {
+/// The window's maps as the pipeline reads them: [`Kernel`] here, an
+/// in-memory one in tests (`memory.rs`).
+pub trait WindowMaps {
     /// Ends the window: points the kernel at the other slot and returns
     /// the one to drain, with the window's bounds.
     ///
     /// A program that read the slot number just before the flip may still
     /// be writing to the old slot for a few microseconds: callers wait a
-    /// short grace period before [`Kernel::drain`].
+    /// short grace period before [`WindowMaps::drain`].
     ///
     /// # Errors
     /// When the control map cannot be written.
-    pub fn flip(&mut self) -> Result<Flip, KernelError> {
+    fn flip(&mut self) -> Result<Flip, KernelError>;
+    /// Reads and clears the slot of `flip`, and the counters since the
+    /// previous drain.
+    ///
+    /// # Errors
+    /// When a map cannot be read or cleared.
+    fn drain(&mut self, flip: &Flip) -> Result<Drained, KernelError>;
+    /// Entries the active slot's maps hold now.
+    ///
+    /// # Errors
+    /// When the counters cannot be read.
+    fn active_entries(&self) -> Result<MapEntries, KernelError>;
+}
+
+impl WindowMaps for Kernel {
+    fn flip(&mut self) -> Result<Flip, KernelError> {
         let slot = self.active_slot;
         let end_ns = monotonic_ns();
         self.set_active_slot((slot + 1) % SLOTS, end_ns)?;
@@ -76,26 +93,7 @@ impl Kernel {
         Ok(flip)
     }
 
-    /// Tells the kernel which slot to write to, and when it was flipped.
-    pub(super) fn set_active_slot(&mut self, slot: u32, at_ns: u64) -> Result<(), KernelError> {
-        let mut control: Array<&mut MapData, u64> =
-            Array::try_from(self.map_mut(CONTROL)?).map_err(KernelError::map(CONTROL))?;
-        control
-            .set(CONTROL_ACTIVE_SLOT, u64::from(slot), 0)
-            .map_err(KernelError::map(CONTROL))?;
-        control
-            .set(CONTROL_LAST_FLIP_NS, at_ns, 0)
-            .map_err(KernelError::map(CONTROL))?;
-        self.active_slot = slot;
-        Ok(())
-    }
-
-    /// Reads and clears the slot of `flip`, and the counters since the
-    /// previous drain.
-    ///
-    /// # Errors
-    /// When a map cannot be read or cleared.
-    pub fn drain(&mut self, flip: &Flip) -> Result<Drained, KernelError> {
+    fn drain(&mut self, flip: &Flip) -> Result<Drained, KernelError> {
         let (samples_name, stacks_name) = slot_maps(flip.slot);
         let raw: Vec<(SampleKey, SampleValue)> = self.take_all(samples_name)?;
         let stacks: StdHashMap<u64, StackTrace> = self.take_all(stacks_name)?.into_iter().collect();
@@ -134,22 +132,9 @@ impl Kernel {
         Ok(window)
     }
 
-    /// Every entry of hash map `name`, which is left empty.
-    fn take_all<K: Pod, V: Pod>(&self, name: &'static str) -> Result<Vec<(K, V)>, KernelError> {
-        match self.ebpf.map(name).ok_or(KernelError::MissingMap(name))? {
-            Map::HashMap(data) => {
-                batch::take_all(data).map_err(|source| KernelError::MapIo { name, source })
-            }
-            _ => Err(KernelError::MapType { name }),
-        }
-    }
-
-    /// Entries the active slot's maps hold now (from the kernel's insert
-    /// counters since the last drain: two per-CPU reads, not a map walk).
-    ///
-    /// # Errors
-    /// When the counters cannot be read.
-    pub fn active_entries(&self) -> Result<MapEntries, KernelError> {
+    /// From the kernel's insert counters since the last drain: two
+    /// per-CPU reads, not a map walk.
+    fn active_entries(&self) -> Result<MapEntries, KernelError> {
         let map = self.ebpf.map(STATS).ok_or(KernelError::MissingMap(STATS))?;
         let stats: PerCpuArray<&MapData, u64> =
             PerCpuArray::try_from(map).map_err(KernelError::map(STATS))?;
@@ -166,6 +151,32 @@ impl Kernel {
             samples: since_drain(Stat::SampleEntries)?,
             stacks: since_drain(Stat::StackEntries)?,
         })
+    }
+}
+
+impl Kernel {
+    /// Tells the kernel which slot to write to, and when it was flipped.
+    pub(super) fn set_active_slot(&mut self, slot: u32, at_ns: u64) -> Result<(), KernelError> {
+        let mut control: Array<&mut MapData, u64> =
+            Array::try_from(self.map_mut(CONTROL)?).map_err(KernelError::map(CONTROL))?;
+        control
+            .set(CONTROL_ACTIVE_SLOT, u64::from(slot), 0)
+            .map_err(KernelError::map(CONTROL))?;
+        control
+            .set(CONTROL_LAST_FLIP_NS, at_ns, 0)
+            .map_err(KernelError::map(CONTROL))?;
+        self.active_slot = slot;
+        Ok(())
+    }
+
+    /// Every entry of hash map `name`, which is left empty.
+    fn take_all<K: Pod, V: Pod>(&self, name: &'static str) -> Result<Vec<(K, V)>, KernelError> {
+        match self.ebpf.map(name).ok_or(KernelError::MissingMap(name))? {
+            Map::HashMap(data) => {
+                batch::take_all(data).map_err(|source| KernelError::MapIo { name, source })
+            }
+            _ => Err(KernelError::MapType { name }),
+        }
     }
 
     fn stats_delta(&mut self) -> Result<[u64; STATS_LEN as usize], KernelError> {

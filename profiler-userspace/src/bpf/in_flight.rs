@@ -59,10 +59,26 @@ struct Thread {
     name: String,
 }
 
-impl Kernel {
-    /// Accounts the off-CPU time of threads still off the CPU at the end of
-    /// `flip`'s window, up to that end.
+/// The off-CPU intervals still open at a window's end, as the pipeline
+/// accounts them: [`Kernel`] here, an in-memory one in tests
+/// (`memory.rs`).
+pub trait InFlightMaps {
+    /// Accounts the off-CPU time of `target`'s threads still off the CPU
+    /// at the end of `flip`'s window, up to that end, under the sampling
+    /// rule `rule`: the samples, and what was counted.
     ///
+    /// # Errors
+    /// When the task maps cannot be read or written.
+    fn account_in_flight(
+        &mut self,
+        flip: &Flip,
+        rule: OffCpu,
+        target: &Target,
+        rng: &mut Rng,
+    ) -> Result<(Vec<RawSample>, InFlightStats), KernelError>;
+}
+
+impl InFlightMaps for Kernel {
     /// The handshake with the kernel, per tracked thread: write
     /// `IN_FLIGHT[tid] = end`, then read the thread's entry again. If its
     /// interval is unchanged, the thread is still away and the kernel will
@@ -71,10 +87,7 @@ impl Kernel {
     /// entry when it uses it, so a missing entry means the kernel counted
     /// from `end` (count the part) and a present one means it counted the
     /// whole interval (do not; remove the entry).
-    ///
-    /// # Errors
-    /// When the task maps cannot be read or written.
-    pub fn account_in_flight(
+    fn account_in_flight(
         &mut self,
         flip: &Flip,
         rule: OffCpu,

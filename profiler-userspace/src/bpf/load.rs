@@ -3,7 +3,7 @@
 //! tracepoints.
 use aya::{
     Btf, Ebpf, EbpfLoader,
-    maps::{Array, HashMap, MapData},
+    maps::{HashMap, MapData},
     programs::{
         BtfTracePoint, PerfEvent, Program, ProgramError,
         perf_event::{PerfEventConfig, PerfEventScope, SamplePolicy, SoftwareEvent},
@@ -15,7 +15,7 @@ use profiler_common::{
         GLOBAL_INTERVAL_CELLS, GLOBAL_OFF_CPU_DISPATCH_ONLY, GLOBAL_OFF_CPU_NAIVE,
         GLOBAL_OFF_CPU_RATE_NS, GLOBAL_SCHED_OFFSETS, GLOBAL_TARGET_ALL, GLOBAL_TASK_WORK,
         GLOBAL_UNWIND_TABLES, IN_FLIGHT, IN_FLIGHT_MAX_ENTRIES, INTERVAL_CELLS, TARGET_COMMS,
-        TARGET_FILTER, TARGETS, TASK_WORK, UNWIND_ROWS, target_filter_slot,
+        TASK_WORK, UNWIND_ROWS,
     },
     sample::{COMM_LEN, comm_key},
     sched::SchedOffsets,
@@ -23,7 +23,7 @@ use profiler_common::{
 };
 
 use super::{
-    KernelError,
+    KernelError, TargetMaps as _,
     btf_fields::KernelTypes,
     kfunc::{self, Kfunc},
 };
@@ -269,53 +269,6 @@ impl Kernel {
         Ok(())
     }
 
-    /// Starts profiling process `pid` (with `--pid`-style targets).
-    ///
-    /// # Errors
-    /// When the target map refuses the entry (it is full).
-    pub fn add_target(&mut self, pid: u32) -> Result<(), KernelError> {
-        // The filter first: a thread is only looked up in the set when its
-        // slot is set.
-        self.set_filter_slot(pid, 1)?;
-        self.targets()?
-            .insert(pid, 1, 0)
-            .map_err(KernelError::map(TARGETS))
-    }
-
-    /// Stops profiling process `pid` (it exited; its pid may be reused).
-    ///
-    /// # Errors
-    /// When the target map cannot be written.
-    pub fn remove_target(&mut self, pid: u32) -> Result<(), KernelError> {
-        let mut targets = self.targets()?;
-        super::removed(targets.remove(&pid)).map_err(KernelError::map(TARGETS))?;
-        // The slot stays set while another target shares it. A --comm
-        // match the kernel adds meanwhile may see its slot cleared: the
-        // next refresh adopts it and sets the slot again.
-        let slot = target_filter_slot(pid);
-        let shared = targets
-            .keys()
-            .filter_map(Result::ok)
-            .any(|other| target_filter_slot(other) == slot);
-        if shared {
-            Ok(())
-        } else {
-            self.set_filter_slot(pid, 0)
-        }
-    }
-
-    fn set_filter_slot(&mut self, pid: u32, value: u8) -> Result<(), KernelError> {
-        let map = self
-            .ebpf
-            .map_mut(TARGET_FILTER)
-            .ok_or(KernelError::MissingMap(TARGET_FILTER))?;
-        let mut filter: Array<&mut MapData, u8> =
-            Array::try_from(map).map_err(KernelError::map(TARGET_FILTER))?;
-        filter
-            .set(target_filter_slot(pid), value, 0)
-            .map_err(KernelError::map(TARGET_FILTER))
-    }
-
     /// The `--comm` names: a process that execs into one becomes a target
     /// in the kernel at once.
     fn set_target_comms(&mut self, comms: &[String]) -> Result<(), KernelError> {
@@ -330,23 +283,5 @@ impl Kernel {
                 .map_err(KernelError::map(TARGET_COMMS))?;
         }
         Ok(())
-    }
-
-    /// The pids in the kernel's target set: the `--pid` targets and the
-    /// matches found by the daemon, and `--comm` matches the kernel added
-    /// itself at their exec.
-    ///
-    /// # Errors
-    /// When the target map cannot be read.
-    pub fn target_pids(&mut self) -> Result<Vec<u32>, KernelError> {
-        Ok(self.targets()?.keys().filter_map(Result::ok).collect())
-    }
-
-    fn targets(&mut self) -> Result<HashMap<&mut MapData, u32, u8>, KernelError> {
-        let map = self
-            .ebpf
-            .map_mut(TARGETS)
-            .ok_or(KernelError::MissingMap(TARGETS))?;
-        HashMap::try_from(map).map_err(KernelError::map(TARGETS))
     }
 }

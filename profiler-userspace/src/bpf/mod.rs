@@ -1,12 +1,18 @@
 //! The kernel side as seen from userspace: load and attach the eBPF
-//! programs (`load.rs`), then drain their maps window by window
-//! (`drain.rs`), account the intervals still open at a window's end
-//! (`in_flight.rs`, with the sampling rule's random source in `rng.rs`),
+//! programs (`load.rs`), change their target set (`targets.rs`), then
+//! drain their maps window by window (`drain.rs`), account the intervals
+//! still open at a window's end (`in_flight.rs`, with the sampling rule's
+//! random source in `rng.rs`),
 //! find the scheduler fields the off-CPU programs read (`btf_fields.rs`),
 //! probe the kernel for what the programs need (`features.rs`),
 //! link its kfunc calls (`kfunc.rs`), serve the unwinder's maps
 //! (`unwind_maps.rs`) and copy the programs' log into tracing
 //! (`ebpf_log.rs`). Only this module touches aya types.
+//!
+//! The rest of the daemon uses the kernel through narrow interfaces:
+//! [`WindowMaps`], [`InFlightMaps`], [`TargetMaps`] and [`UnwindMaps`].
+//! [`Kernel`] implements each against the loaded programs; `memory.rs`
+//! implements the first three in memory, for tests that run without root.
 mod asleep;
 mod batch;
 mod btf_fields;
@@ -18,15 +24,19 @@ pub mod features;
 mod in_flight;
 mod kfunc;
 mod load;
+#[cfg(test)]
+pub mod memory;
 mod rng;
+mod targets;
 mod task_storage;
 mod unwind_maps;
 
 pub use btf_fields::{BtfFieldError, KernelTypes};
-pub use drain::{Drained, Flip};
-pub use in_flight::InFlightStats;
+pub use drain::{Drained, Flip, WindowMaps};
+pub use in_flight::{InFlightMaps, InFlightStats};
 pub use load::Kernel;
 pub use rng::Rng;
+pub use targets::TargetMaps;
 pub use unwind_maps::UnwindMaps;
 
 use aya::{EbpfError, maps::MapError, programs::ProgramError};

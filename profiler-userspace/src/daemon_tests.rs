@@ -1,0 +1,90 @@
+//! The daemon's chores against the kernel's maps in memory
+//! (`bpf/memory.rs`): the early drain and following the targets.
+use std::process::Command;
+
+use profiler_common::{maps::SAMPLES_MAX_ENTRIES, sample::ThreadState};
+
+use super::*;
+use crate::{
+    bpf::memory::MemoryKernel,
+    config::Discover,
+    window::{RawSample, Stack},
+};
+
+fn row(tid: u32) -> RawSample {
+    RawSample {
+        pid: 1,
+        tid,
+        thread: String::new(),
+        state: ThreadState::Running,
+        user_stack: Stack::Absent,
+        kernel_stack: Stack::Absent,
+        samples: 1,
+        off_cpu_ns: 0,
+        off_cpu_count: 0,
+        goroutine: None,
+        goroutine_ns: 0,
+    }
+}
+
+/// The samples map drains early once three quarters full, and not before.
+#[test]
+fn a_filling_samples_map_is_drained_early() {
+    let mut kernel = MemoryKernel::default();
+    #[expect(
+        clippy::cast_possible_truncation,
+        clippy::cast_sign_loss,
+        reason = "three quarters of 32,768"
+    )]
+    let threshold = (f64::from(SAMPLES_MAX_ENTRIES) * EARLY_DRAIN_FILL) as u32;
+    for tid in 0..threshold - 1 {
+        kernel.record(row(tid));
+    }
+    assert!(!maps_filling(&kernel).unwrap());
+    kernel.record(row(threshold));
+    assert!(maps_filling(&kernel).unwrap());
+    let flip = kernel.flip().unwrap();
+    kernel.drain(&flip).unwrap();
+    assert!(!maps_filling(&kernel).unwrap(), "the new slot is empty");
+}
+
+/// A pid that is not alive any more.
+fn exited_pid() -> u32 {
+    let mut child = Command::new("true").spawn().unwrap();
+    child.wait().unwrap();
+    child.id()
+}
+
+/// An exited `--pid` target leaves the kernel's set; a match the kernel
+/// added itself (`--comm`, at exec) is adopted while alive and removed
+/// once gone; the run ends when no target is left.
+#[test]
+fn targets_follow_the_processes() {
+    let me = std::process::id();
+    let gone = exited_pid();
+    let mut targets = Targets::new(&Target::Pids(vec![me, gone]), &Discover::default());
+    let mut kernel = MemoryKernel::default();
+    kernel.targets.extend([me, gone]);
+
+    assert!(!follow_targets(&mut targets, &mut kernel).unwrap());
+    assert_eq!(kernel.target_pids().unwrap(), [me]);
+
+    let parent = std::os::unix::process::parent_id();
+    let also_gone = exited_pid();
+    kernel.targets.extend([parent, also_gone]);
+    assert!(!follow_targets(&mut targets, &mut kernel).unwrap());
+    let mut both = vec![me, parent];
+    both.sort_unstable();
+    assert_eq!(
+        targets.current(),
+        Target::Pids(both),
+        "the live match adopted"
+    );
+    assert!(!kernel.targets.contains(&also_gone));
+
+    let mut only_gone = Targets::new(&Target::Pids(vec![gone]), &Discover::default());
+    let mut kernel = MemoryKernel::default();
+    kernel.targets.insert(gone);
+    assert!(follow_targets(&mut only_gone, &mut kernel).unwrap());
+    assert!(kernel.targets.is_empty());
+}
