@@ -44,7 +44,7 @@ pub fn sample(d_ns: u64, rate_ns: u64, rand: u32) -> Option<Weight> {
             count: COUNT_SCALE,
         });
     }
-    if !kept(d_ns, rate_ns, rand) {
+    if !short_interval_kept(d_ns, rate_ns, rand) {
         return None;
     }
     Some(Weight {
@@ -58,7 +58,7 @@ pub fn sample(d_ns: u64, rate_ns: u64, rand: u32) -> Option<Weight> {
 #[inline(always)]
 #[allow(clippy::inline_always, reason = "runs inside an eBPF program")]
 pub fn sample_naive(d_ns: u64, rate_ns: u64, rand: u32) -> Option<Weight> {
-    if rate_ns == 0 || d_ns >= rate_ns || kept(d_ns, rate_ns, rand) {
+    if rate_ns == 0 || d_ns >= rate_ns || short_interval_kept(d_ns, rate_ns, rand) {
         Some(Weight {
             time_ns: d_ns,
             count: COUNT_SCALE,
@@ -152,7 +152,7 @@ pub fn xorshift_next(state: &mut u64) -> u32 {
 /// `rand / 2³² < d / r`, exactly, in integers (`d < r <= u32::MAX`).
 #[inline(always)]
 #[allow(clippy::inline_always, reason = "runs inside an eBPF program")]
-fn kept(d_ns: u64, rate_ns: u64, rand: u32) -> bool {
+fn short_interval_kept(d_ns: u64, rate_ns: u64, rand: u32) -> bool {
     u64::from(rand) * rate_ns < d_ns << 32
 }
 

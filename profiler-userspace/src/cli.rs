@@ -14,7 +14,7 @@ use profiler_common::{
 };
 
 use crate::config::{
-    Config, DEFAULT_DEBUG_DIR, Debuginfod, Discover, Modes, OffCpu, Symbols, Target, Unwind,
+    Config, DEFAULT_DEBUG_DIR, DebuginfodServers, Discover, Modes, OffCpu, Symbols, Target, Unwind,
     UserStacks,
 };
 
@@ -387,7 +387,7 @@ fn symbols(args: &Args) -> Result<Symbols, clap::Error> {
             "--debuginfod-max-size must be larger than 0".into(),
         ));
     }
-    let debuginfod = (!args.no_debuginfod && !urls.is_empty()).then(|| Debuginfod {
+    let debuginfod = (!args.no_debuginfod && !urls.is_empty()).then(|| DebuginfodServers {
         urls,
         cache_dir: args.debuginfod_cache.clone(),
         timeout: args.debuginfod_timeout,

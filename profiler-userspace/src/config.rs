@@ -84,7 +84,7 @@ pub struct Symbols {
     /// (`DIR/.build-id/xx/rest.debug`) and by debug link.
     pub debug_dirs: Vec<PathBuf>,
     /// Downloads from debuginfod servers; `None`: off.
-    pub debuginfod: Option<Debuginfod>,
+    pub debuginfod: Option<DebuginfodServers>,
 }
 
 impl Default for Symbols {
@@ -101,7 +101,7 @@ pub const DEFAULT_DEBUG_DIR: &str = "/usr/lib/debug";
 
 /// Debug files downloaded from debuginfod servers.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Debuginfod {
+pub struct DebuginfodServers {
     /// Server base URLs, tried in order.
     pub urls: Vec<String>,
     /// Where downloads are kept, one directory per build id.

@@ -164,10 +164,10 @@ pub async fn run(config: Config) -> Result<(), DaemonError> {
         .goroutine_hz
         .map(|hz| GoroutineSampler::start(hz, &targets.current()));
     log_start(&config);
-    let mut clocks = Clocks::start(&config, signals);
+    let mut waits = Waits::start(&config, signals);
 
     loop {
-        let event = clocks
+        let event = waits
             .next_event(
                 &mut kernel,
                 &mut watch,
@@ -211,10 +211,10 @@ pub async fn run(config: Config) -> Result<(), DaemonError> {
         };
         // A tick that lands on the deadline ends the run too, rather than
         // leaving an empty window after it.
-        let last = end.is_last() || clocks.past_deadline();
+        let last = end.is_last() || waits.past_deadline();
         log_end(end);
         if end == WindowEnd::Hangup {
-            clocks.ticker.reset();
+            waits.ticker.reset();
         }
         let written = pipeline.finish(&config, &current, end_ns, watch.comments());
         if last {
@@ -266,7 +266,7 @@ impl Signals {
 /// What the loop waits on between drains: the window ticker and the
 /// deadline, the signals, and the periodic chores (serving mapping
 /// requests, following targets, checking the maps' fill).
-struct Clocks {
+struct Waits {
     started: Instant,
     deadline: Option<Instant>,
     ticker: Interval,
@@ -279,7 +279,7 @@ struct Clocks {
     push: Option<Interval>,
 }
 
-impl Clocks {
+impl Waits {
     /// The first window starts now.
     fn start(config: &Config, signals: Signals) -> Self {
         let started = Instant::now();

@@ -118,7 +118,7 @@ impl OnDemand {
             active
                 .raw
                 .samples
-                .retain(|s| view.keeps(s.samples, s.off_cpu_ns, s.off_cpu_count));
+                .retain(|s| view.shows(s.samples, s.off_cpu_ns, s.off_cpu_count));
             let job = Job {
                 raw: active.raw,
                 view,

@@ -104,7 +104,7 @@ pub enum View {
 impl View {
     /// Whether a row with this weight belongs in the view.
     #[must_use]
-    pub fn keeps(self, on_cpu_samples: u64, off_cpu_ns: u64, off_cpu_count: u64) -> bool {
+    pub fn shows(self, on_cpu_samples: u64, off_cpu_ns: u64, off_cpu_count: u64) -> bool {
         match self {
             Self::Wall => true,
             Self::Cpu => on_cpu_samples != 0,

@@ -266,7 +266,7 @@ fn switch_in(next: *mut task_struct, tid: u32, clock: &mut Clock) {
             return;
         }
     }
-    kept(next, tid, open, now);
+    keep_interval(next, tid, open, now);
 }
 
 /// The interval `open` of `next`, thread `tid`, which ends at run-queue
@@ -274,7 +274,7 @@ fn switch_in(next: *mut task_struct, tid: u32, clock: &mut Clock) {
 /// blocked and run-queue parts by the scheduler's own accounting, which
 /// share its weight. Out of line (rare).
 #[inline(never)]
-fn kept(next: *mut task_struct, tid: u32, open: *mut OpenInterval, now: u64) {
+fn keep_interval(next: *mut task_struct, tid: u32, open: *mut OpenInterval, now: u64) {
     // SAFETY: `open` points into a map value from a successful lookup,
     // valid for this program's run.
     let (off, mut start, keep_after, left_with, run_delay_out) = unsafe {

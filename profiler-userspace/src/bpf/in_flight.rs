@@ -115,7 +115,7 @@ impl InFlightMaps for Kernel {
             in_use: rule.interval_cells,
         };
         let accounted: StdHashMap<u32, u64> = in_flight.iter().filter_map(Result::ok).collect();
-        let window = Window {
+        let window = EndOfWindow {
             flip,
             rule,
             accounted: &accounted,
@@ -166,14 +166,14 @@ impl InFlightMaps for Kernel {
 }
 
 /// The window being ended, for the tracked threads' handshakes.
-struct Window<'a> {
+struct EndOfWindow<'a> {
     flip: &'a Flip,
     rule: OffCpu,
     /// `IN_FLIGHT` as it was: where earlier windows stopped counting.
     accounted: &'a StdHashMap<u32, u64>,
 }
 
-impl Window<'_> {
+impl EndOfWindow<'_> {
     /// The handshake for one tracked thread (see
     /// [`Kernel::account_in_flight`]); true if its open interval was
     /// counted here.

@@ -19,7 +19,7 @@ pub fn encode(profile: &Profile) -> Vec<u8> {
 
 /// Encodes only the sample types of `profile.view` (`samples` and `cpu`;
 /// `off_cpu_events` and `off_cpu`; or `wall`) and only the rows the view
-/// keeps with weight in them: one profile type for backends that file
+/// shows with weight in them: one profile type for backends that file
 /// each pprof under one name.
 #[must_use]
 pub fn encode_view(profile: &Profile) -> Vec<u8> {
@@ -38,7 +38,7 @@ pub fn build(profile: &Profile) -> proto::Profile {
 }
 
 /// Builds the pprof message for the rows of `profile` that its view
-/// keeps, with the sample types at `types` (indices into
+/// shows, with the sample types at `types` (indices into
 /// [`SAMPLE_TYPES`]; the view's default among them). The period type is
 /// `cpu` where present, else the last type.
 fn build_with(profile: &Profile, types: &[usize]) -> proto::Profile {
@@ -89,7 +89,7 @@ fn build_with(profile: &Profile, types: &[usize]) -> proto::Profile {
         .iter()
         .filter(|s| {
             types.len() == SAMPLE_TYPES.len()
-                || view.keeps(s.samples, s.off_cpu_ns, s.off_cpu_count)
+                || view.shows(s.samples, s.off_cpu_ns, s.off_cpu_count)
         })
         .collect();
     samples.sort();

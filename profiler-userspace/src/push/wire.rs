@@ -74,7 +74,7 @@ fn view_pprof(series: &Series, view: View) -> Option<Vec<u8>> {
     let samples: Vec<_> = whole
         .samples
         .iter()
-        .filter(|s| view.keeps(s.samples, s.off_cpu_ns, s.off_cpu_count))
+        .filter(|s| view.shows(s.samples, s.off_cpu_ns, s.off_cpu_count))
         .cloned()
         .collect();
     if samples.is_empty() {

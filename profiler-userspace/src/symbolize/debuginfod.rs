@@ -103,7 +103,7 @@ impl Debuginfod {
     ///
     /// # Errors
     /// When the cache directory cannot be created or the thread not started.
-    pub fn start(config: &config::Debuginfod) -> Result<Self, DebuginfodError> {
+    pub fn start(config: &config::DebuginfodServers) -> Result<Self, DebuginfodError> {
         fs::create_dir_all(&config.cache_dir)
             .map_err(|e| DebuginfodError::CacheDir(config.cache_dir.clone(), e))?;
         let (requests, queue) = mpsc::channel();
