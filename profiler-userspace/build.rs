@@ -13,10 +13,17 @@ fn main() -> anyhow::Result<()> {
         .ok_or_else(|| anyhow!("no workspace root above {}", manifest_dir.display()))?
         .join("profiler-ebpf");
     let ebpf_dir = ebpf_dir.to_str().ok_or_else(|| anyhow!("non-UTF-8 path"))?;
+    // The test knobs' globals only in a build with the test knobs.
+    let features: &[&str] = if std::env::var_os("CARGO_FEATURE_TEST_KNOBS").is_some() {
+        &["test-knobs"]
+    } else {
+        &[]
+    };
     aya_build::build_ebpf(
         [Package {
             name: "profiler-ebpf",
             root_dir: ebpf_dir,
+            features,
             ..Package::default()
         }],
         Toolchain::default(),

@@ -141,16 +141,18 @@ pub const ALL: [&str; 20] = [
 ];
 
 /// Every load-time global the daemon sets, checked the same way.
-pub const GLOBALS: [&str; 8] = [
+pub const GLOBALS: [&str; 6] = [
     GLOBAL_TARGET_ALL,
     GLOBAL_OFF_CPU_RATE_NS,
-    GLOBAL_OFF_CPU_NAIVE,
-    GLOBAL_OFF_CPU_DISPATCH_ONLY,
     GLOBAL_UNWIND_TABLES,
     GLOBAL_SCHED_OFFSETS,
     GLOBAL_TASK_WORK,
     GLOBAL_INTERVAL_CELLS,
 ];
+
+/// The globals of the test knobs, in an object built with the feature
+/// `test-knobs` only.
+pub const TEST_KNOB_GLOBALS: [&str; 2] = [GLOBAL_OFF_CPU_NAIVE, GLOBAL_OFF_CPU_DISPATCH_ONLY];
 
 /// Capacity of each [`SAMPLES_0`]/[`SAMPLES_1`] map.
 pub const SAMPLES_MAX_ENTRIES: u32 = 32_768;

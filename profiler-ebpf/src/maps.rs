@@ -34,11 +34,15 @@ static TARGET_ALL: Global<u8> = Global::new(0);
 #[unsafe(no_mangle)]
 static OFF_CPU_RATE_NS: Global<u64> = Global::new(0);
 
-/// Non-zero: the biased naive weighting, to demonstrate its bias in tests.
+/// Non-zero: the biased naive weighting, to demonstrate its bias in tests
+/// (a test knob: not in a product build).
+#[cfg(feature = "test-knobs")]
 #[unsafe(no_mangle)]
 static OFF_CPU_NAIVE: Global<u8> = Global::new(0);
 
-/// Non-zero: the off-CPU programs return at once (the bench's floor).
+/// Non-zero: the off-CPU programs return at once (the bench's floor; a
+/// test knob: not in a product build).
+#[cfg(feature = "test-knobs")]
 #[unsafe(no_mangle)]
 static OFF_CPU_DISPATCH_ONLY: Global<u8> = Global::new(0);
 
@@ -214,10 +218,15 @@ pub fn stack_scratch(context: Scratch) -> Option<*mut StackTrace> {
     STACK_SCRATCH.get_ptr_mut(context as u32)
 }
 
-/// The off-CPU sampling rate and whether to weight naively.
+/// The off-CPU sampling rate and whether to weight naively (never in a
+/// product build).
 #[inline(always)]
 pub fn off_cpu_rule() -> (u64, bool) {
-    (OFF_CPU_RATE_NS.load(), OFF_CPU_NAIVE.load() != 0)
+    #[cfg(feature = "test-knobs")]
+    let naive = OFF_CPU_NAIVE.load() != 0;
+    #[cfg(not(feature = "test-knobs"))]
+    let naive = false;
+    (OFF_CPU_RATE_NS.load(), naive)
 }
 
 /// The tracked state of thread `task` (a tp_btf argument or
@@ -309,10 +318,18 @@ pub fn pending_counter() -> Option<*mut u64> {
     PENDING.get_ptr_mut(0)
 }
 
-/// Whether the off-CPU programs should return at once (bench only).
+/// Whether the off-CPU programs should return at once (the bench's floor).
+#[cfg(feature = "test-knobs")]
 #[inline(always)]
 pub fn off_cpu_dispatch_only() -> bool {
     OFF_CPU_DISPATCH_ONLY.load() != 0
+}
+
+/// Never in a product build.
+#[cfg(not(feature = "test-knobs"))]
+#[inline(always)]
+pub fn off_cpu_dispatch_only() -> bool {
+    false
 }
 
 /// One of the offsets of the scheduler fields `sched_info` reads.

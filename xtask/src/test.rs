@@ -20,24 +20,37 @@ pub fn run_all() -> anyhow::Result<()> {
         "-D",
         "warnings",
     ])?;
-    run(Command::new("rustup")
-        .env_remove("RUSTUP_TOOLCHAIN")
-        .env_remove("RUSTC")
-        .args(["run", "nightly", "cargo", "clippy", "--release"])
-        .args([
-            "--target",
-            "bpfel-unknown-none",
-            "-Z",
-            "build-std=core",
-            "--",
-            "-D",
-            "warnings",
-        ])
-        .current_dir(workspace_root().join("profiler-ebpf")))?;
+    // The eBPF crate as the product builds it, and with the test knobs.
+    for features in [&[][..], &["--features", "test-knobs"]] {
+        run(Command::new("rustup")
+            .env_remove("RUSTUP_TOOLCHAIN")
+            .env_remove("RUSTC")
+            .args(["run", "nightly", "cargo", "clippy", "--release"])
+            .args(features)
+            .args([
+                "--target",
+                "bpfel-unknown-none",
+                "-Z",
+                "build-std=core",
+                "--",
+                "-D",
+                "warnings",
+            ])
+            .current_dir(workspace_root().join("profiler-ebpf")))?;
+    }
     // The fixture programs the real-kernel tests profile.
     cargo(&["build", "--package", "profiler-fixtures"])?;
-    // A product build refuses the test knobs.
-    cargo(&["test", "--package", "profiler-userspace", "--lib", "cli::"])?;
+    // A product build refuses the test knobs, and its eBPF object has
+    // none of their globals.
+    cargo(&[
+        "test",
+        "--package",
+        "profiler-userspace",
+        "--lib",
+        "--",
+        "cli::",
+        "bpf::contract_tests::",
+    ])?;
     cargo(&[
         "test",
         "--workspace",

@@ -50,4 +50,12 @@ fn the_object_defines_every_global_the_daemon_sets() {
             "no global {global} in the object: {built:?}"
         );
     }
+    // The product's programs check no test knob.
+    for global in maps::TEST_KNOB_GLOBALS {
+        assert_eq!(
+            built.contains(global),
+            cfg!(feature = "test-knobs"),
+            "test knob {global} in the object: {built:?}"
+        );
+    }
 }

@@ -29,6 +29,9 @@ use super::{
 };
 use crate::config::{Config, Target, Unwind, UserStacks};
 
+/// Whether this build has the test knobs (and its object their globals).
+const TEST_KNOBS: bool = cfg!(feature = "test-knobs");
+
 /// The compiled eBPF object, built by build.rs from profiler-ebpf.
 pub(super) static EBPF_OBJECT: &[u8] =
     aya::include_bytes_aligned!(concat!(env!("OUT_DIR"), "/profiler-ebpf"));
@@ -130,8 +133,9 @@ impl Kernel {
         let mut ebpf = EbpfLoader::new()
             .override_global(GLOBAL_TARGET_ALL, &target_all, true)
             .override_global(GLOBAL_OFF_CPU_RATE_NS, &rate_ns, true)
-            .override_global(GLOBAL_OFF_CPU_NAIVE, &naive, true)
-            .override_global(GLOBAL_OFF_CPU_DISPATCH_ONLY, &dispatch_only, true)
+            // Test knobs: in the object only with the cargo feature.
+            .override_global(GLOBAL_OFF_CPU_NAIVE, &naive, TEST_KNOBS)
+            .override_global(GLOBAL_OFF_CPU_DISPATCH_ONLY, &dispatch_only, TEST_KNOBS)
             .override_global(GLOBAL_UNWIND_TABLES, &unwind_tables, true)
             .override_global(GLOBAL_SCHED_OFFSETS, &sched_offsets, true)
             .override_global(GLOBAL_TASK_WORK, &u8::from(object.kfuncs), true)
