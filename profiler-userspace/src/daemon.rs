@@ -16,6 +16,7 @@ use tokio::{
 };
 
 use crate::{
+    assembler::{Assembler, AssemblerError},
     bpf::{Kernel, KernelError, TargetMaps, WindowMaps},
     config::{Config, Target},
     goroutines::GoroutineSampler,
@@ -26,7 +27,6 @@ use crate::{
     process_watch::ProcessWatch,
     push::{PushError, Pusher},
     sink::SinkError,
-    symbolize::debuginfod::DebuginfodError,
     targets::Targets,
 };
 
@@ -93,11 +93,9 @@ pub enum DaemonError {
     #[error("final profile not written")]
     FinalWrite(#[source] SinkError),
     #[error(transparent)]
-    Debuginfod(#[from] DebuginfodError),
+    Symbolizer(#[from] AssemblerError),
     #[error(transparent)]
     Http(#[from] HttpError),
-    #[error("starting the on-demand profile thread")]
-    OnDemand(#[source] std::io::Error),
     #[error(transparent)]
     Push(#[from] PushError),
 }
@@ -148,8 +146,9 @@ pub async fn run(config: Config) -> Result<(), DaemonError> {
         .as_ref()
         .map(|push| Pusher::start(push, &metrics.push))
         .transpose()?;
-    let (mut requests, mut on_demand) = start_http(&config, &metrics)?;
-    let mut pipeline = Pipeline::new(&config, metrics, pusher)?;
+    let assembler = Assembler::start(&config.symbols)?;
+    let (mut requests, mut on_demand) = start_http(&config, &metrics, &assembler)?;
+    let mut pipeline = Pipeline::new(&config, metrics, pusher, assembler);
     let mut targets = Targets::new(&config.target, &config.discover);
     let mut kernel = Kernel::load(&config, &targets.current())?;
     kernel.forward_logs();
@@ -360,13 +359,13 @@ async fn tick(interval: Option<&mut Interval>) {
 fn start_http(
     config: &Config,
     metrics: &Arc<Metrics>,
+    assembler: &Assembler,
 ) -> Result<(Option<mpsc::Receiver<ProfileRequest>>, Option<OnDemand>), DaemonError> {
     let Some(addr) = config.listen else {
         return Ok((None, None));
     };
     let requests = http::start(addr, metrics.clone(), config.modes)?;
-    let on_demand =
-        OnDemand::new(&config.symbols, config.sample_period_ns()).map_err(DaemonError::OnDemand)?;
+    let on_demand = OnDemand::new(assembler.clone(), config.sample_period_ns());
     tracing::info!(%addr, "serving /debug/pprof/{{profile,offcpu,wall}} and /metrics");
     Ok((Some(requests), Some(on_demand)))
 }

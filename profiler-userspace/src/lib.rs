@@ -6,6 +6,7 @@
 //! `on_demand` profiles and `metrics`. See
 //! ARCHITECTURE.md.
 pub mod assemble;
+pub mod assembler;
 pub mod bpf;
 pub mod cgroup;
 pub mod cli;

@@ -5,24 +5,14 @@
 //! drain after its seconds are up, which the loop schedules for that
 //! instant. Every drain's chunk goes to the periodic window and to each
 //! request under way, so both come from the same kernel data and neither
-//! takes anything from the other. Finished requests are symbolized and
-//! encoded on their own thread, with their own symbolizer, so the
-//! periodic files never wait for them.
-use std::{
-    sync::mpsc,
-    thread,
-    time::{Duration, SystemTime},
-};
+//! takes anything from the other. Finished requests are symbolized,
+//! encoded and answered on the symbolizer's thread (`assembler.rs`),
+//! which the windows share: the loop never waits for them.
+use std::time::{Duration, SystemTime};
 
 use tokio::{sync::oneshot, time::Instant};
 
-use crate::{
-    assemble::{WindowTimes, assemble},
-    config, pprof,
-    profile::View,
-    symbolize::{Debuginfod, Symbolizer},
-    window::RawWindow,
-};
+use crate::{assemble::WindowTimes, assembler::Assembler, pprof, profile::View, window::RawWindow};
 
 /// What a request gets back: a gzip'd pprof, or why not.
 pub type Reply = Result<Vec<u8>, ReplyError>;
@@ -51,35 +41,22 @@ struct Active {
     raw: RawWindow,
 }
 
-/// The requests under way, and the thread that finishes them.
+/// The requests under way, and the symbolizer that finishes them.
 pub struct OnDemand {
     active: Vec<Active>,
-    jobs: mpsc::Sender<Job>,
-}
-
-/// A request's data, ready to symbolize.
-struct Job {
-    raw: RawWindow,
-    view: View,
-    times: WindowTimes,
-    reply: oneshot::Sender<Reply>,
+    assembler: Assembler,
+    period_ns: u64,
 }
 
 impl OnDemand {
-    /// Starts the thread that symbolizes and encodes finished requests.
-    ///
-    /// # Errors
-    /// When the thread cannot be started.
-    pub fn new(symbols: &config::Symbols, period_ns: u64) -> std::io::Result<Self> {
-        let (jobs, queue) = mpsc::channel();
-        let symbols = symbols.clone();
-        thread::Builder::new()
-            .name("on-demand".to_owned())
-            .spawn(move || finish_requests(&queue, &symbols, period_ns))?;
-        Ok(Self {
+    /// No request yet; finished ones go to `assembler`.
+    #[must_use]
+    pub fn new(assembler: Assembler, period_ns: u64) -> Self {
+        Self {
             active: Vec::new(),
-            jobs,
-        })
+            assembler,
+            period_ns,
+        }
     }
 
     /// Starts `request` at the drain that ended at `now_ns`.
@@ -100,8 +77,8 @@ impl OnDemand {
     }
 
     /// Adds a drained chunk (ending at `end_ns`) to every request under
-    /// way, and hands those that are due to the finishing thread. A request
-    /// whose client has gone is dropped.
+    /// way, and hands those that are due to the symbolizer, which answers
+    /// them. A request whose client has gone is dropped.
     pub fn add_chunk(&mut self, chunk: &RawWindow, end_ns: u64) {
         let now = Instant::now();
         let mut still_active = Vec::with_capacity(self.active.len());
@@ -119,39 +96,28 @@ impl OnDemand {
                 .raw
                 .samples
                 .retain(|s| view.shows(s.samples, s.off_cpu_ns, s.off_cpu_count));
-            let job = Job {
-                raw: active.raw,
-                view,
-                times: WindowTimes {
-                    start: active.started,
-                    duration_ns: end_ns.saturating_sub(active.start_ns),
-                },
-                reply: active.request.reply,
+            let times = WindowTimes {
+                start: active.started,
+                duration_ns: end_ns.saturating_sub(active.start_ns),
             };
-            // The thread lives as long as `self`; if it died, the
-            // dropped reply tells the client.
-            let _ = self.jobs.send(job);
+            let reply = active.request.reply;
+            // If the thread died, the dropped reply tells the client.
+            self.assembler.submit(
+                active.raw,
+                times,
+                self.period_ns,
+                view,
+                move |profile, _| {
+                    let gzipped =
+                        pprof::gzip(&pprof::encode(&profile)).map_err(ReplyError::Compress);
+                    let _ = reply.send(gzipped);
+                },
+            );
         }
         self.active = still_active;
     }
 }
 
-/// The finishing thread: symbolize, encode, gzip, reply.
-fn finish_requests(queue: &mpsc::Receiver<Job>, symbols: &config::Symbols, period_ns: u64) {
-    let debuginfod = symbols.debuginfod.as_ref().and_then(|config| {
-        Debuginfod::start(config)
-            .inspect_err(|e| {
-                tracing::warn!(
-                    "on-demand profiles get no debuginfod downloads: {}",
-                    crate::error_chain(e)
-                );
-            })
-            .ok()
-    });
-    let mut symbolizer = Symbolizer::new(symbols, debuginfod);
-    while let Ok(job) = queue.recv() {
-        let (profile, _) = assemble(&job.raw, &mut symbolizer, job.times, period_ns, job.view);
-        let reply = pprof::gzip(&pprof::encode(&profile)).map_err(ReplyError::Compress);
-        let _ = job.reply.send(reply);
-    }
-}
+#[cfg(test)]
+#[path = "on_demand_tests.rs"]
+mod tests;

@@ -14,7 +14,8 @@ use profiler_common::stats::Stat;
 use tokio::time::sleep;
 
 use crate::{
-    assemble::{Accounting, WindowTimes, assemble},
+    assemble::{Accounting, WindowTimes},
+    assembler::Assembler,
     bpf::{InFlightMaps, KernelError, Rng, WindowMaps},
     config::{Config, Target},
     metrics::{FilledMap, Metrics, Step},
@@ -22,7 +23,6 @@ use crate::{
     profile::{Profile, Sample, View, merge_samples},
     push::Pusher,
     sink::{FileSink, SinkError},
-    symbolize::{Debuginfod, Symbolizer, debuginfod::DebuginfodError},
     window::RawWindow,
 };
 
@@ -102,7 +102,7 @@ struct Pushing {
 
 /// The window being collected, and what finishes it.
 pub struct Pipeline {
-    symbolizer: Symbolizer,
+    assembler: Assembler,
     pub sink: FileSink,
     /// The random source of the sampling rule for still-open intervals.
     rng: Rng,
@@ -120,24 +120,17 @@ pub struct Pipeline {
 }
 
 impl Pipeline {
-    /// The symbolizer (with debuginfod's download thread, if configured),
-    /// the sink and the sampling RNG; `pusher` with `--push`.
-    ///
-    /// # Errors
-    /// When debuginfod's thread cannot start.
+    /// The pipeline, symbolizing with `assembler`, with its sink and the
+    /// sampling RNG; `pusher` with `--push`.
+    #[must_use]
     pub fn new(
         config: &Config,
         metrics: Arc<Metrics>,
         pusher: Option<Pusher>,
-    ) -> Result<Self, DebuginfodError> {
-        let debuginfod = config
-            .symbols
-            .debuginfod
-            .as_ref()
-            .map(Debuginfod::start)
-            .transpose()?;
-        Ok(Self {
-            symbolizer: Symbolizer::new(&config.symbols, debuginfod),
+        assembler: Assembler,
+    ) -> Self {
+        Self {
+            assembler,
             sink: FileSink::new(config.output_dir.clone(), config.retain),
             rng: Rng::new(),
             metrics,
@@ -151,7 +144,7 @@ impl Pipeline {
                 rows: Rows::default(),
                 start: SystemTime::now(),
             }),
-        })
+        }
     }
 
     /// Ends a chunk: flips the kernel to the other slot, reads the old one
@@ -208,13 +201,9 @@ impl Pipeline {
             duration_ns: 0,
         };
         let step = Instant::now();
-        let (profile, accounting) = assemble(
-            &raw,
-            &mut self.symbolizer,
-            times,
-            config.sample_period_ns(),
-            View::Wall,
-        );
+        let (profile, accounting) =
+            self.assembler
+                .assemble(raw, times, config.sample_period_ns(), View::Wall);
         self.symbolize_time += step.elapsed();
         if let Some(push) = &mut self.push {
             push.rows.add(profile.samples.clone(), accounting.clone());

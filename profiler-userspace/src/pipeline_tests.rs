@@ -29,6 +29,10 @@ fn config(dir: &Path) -> Config {
     .unwrap()
 }
 
+fn assembler(config: &Config) -> Assembler {
+    Assembler::start(&config.symbols).unwrap()
+}
+
 fn row(tid: u32, state: ThreadState, samples: u64, off_cpu_ns: u64) -> RawSample {
     RawSample {
         pid: PID,
@@ -88,7 +92,7 @@ async fn a_window_of_chunks_is_written_whole() {
     let dir = tempfile::tempdir().unwrap();
     let config = config(dir.path());
     let target = config.target.clone();
-    let mut pipeline = Pipeline::new(&config, Arc::new(Metrics::new()), None).unwrap();
+    let mut pipeline = Pipeline::new(&config, Arc::new(Metrics::new()), None, assembler(&config));
     let mut kernel = MemoryKernel::default();
 
     kernel.record(row(7, ThreadState::Running, 3, 0));
@@ -139,7 +143,7 @@ async fn an_empty_window_is_written_too() {
     let dir = tempfile::tempdir().unwrap();
     let config = config(dir.path());
     let target = config.target.clone();
-    let mut pipeline = Pipeline::new(&config, Arc::new(Metrics::new()), None).unwrap();
+    let mut pipeline = Pipeline::new(&config, Arc::new(Metrics::new()), None, assembler(&config));
     let mut kernel = MemoryKernel::default();
     kernel.advance(500_000_000);
     let (chunk, end_ns) = pipeline

@@ -1,0 +1,119 @@
+//! The daemon's one symbolizer, on its own thread (blazesym's symbolizer is
+//! not `Send`): the periodic windows, the pushes and the HTTP requests are
+//! all assembled into profiles there, so they share its caches and its
+//! debuginfod downloads. Jobs run in the order they come.
+use std::{sync::mpsc, thread};
+
+use crate::{
+    assemble::{Accounting, WindowTimes, assemble},
+    config,
+    profile::{Profile, View},
+    symbolize::{Debuginfod, Symbolizer, debuginfod::DebuginfodError},
+    window::RawWindow,
+};
+
+/// Why the symbolizer's thread did not start.
+#[derive(Debug, thiserror::Error)]
+pub enum AssemblerError {
+    #[error(transparent)]
+    Debuginfod(#[from] DebuginfodError),
+    #[error("starting the symbolizer thread")]
+    Thread(#[source] std::io::Error),
+}
+
+/// What to do with an assembled profile, on the symbolizer's thread.
+type Done = Box<dyn FnOnce(Profile, Accounting) + Send>;
+
+/// A window (or part, or request) to assemble.
+struct Job {
+    raw: RawWindow,
+    times: WindowTimes,
+    period_ns: u64,
+    view: View,
+    done: Done,
+}
+
+/// A handle to the symbolizer's thread; clones share it. The thread ends
+/// when the last handle is dropped, after the jobs already sent.
+#[derive(Clone)]
+pub struct Assembler {
+    jobs: mpsc::Sender<Job>,
+}
+
+impl Assembler {
+    /// Starts the thread, with debuginfod's download thread if `symbols`
+    /// has servers.
+    ///
+    /// # Errors
+    /// When debuginfod's cache or thread, or this thread, cannot start.
+    pub fn start(symbols: &config::Symbols) -> Result<Self, AssemblerError> {
+        let debuginfod = symbols
+            .debuginfod
+            .as_ref()
+            .map(Debuginfod::start)
+            .transpose()?;
+        let (jobs, queue) = mpsc::channel::<Job>();
+        let symbols = symbols.clone();
+        thread::Builder::new()
+            .name("symbolizer".to_owned())
+            .spawn(move || {
+                let mut symbolizer = Symbolizer::new(&symbols, debuginfod);
+                while let Ok(job) = queue.recv() {
+                    let (profile, accounting) = assemble(
+                        &job.raw,
+                        &mut symbolizer,
+                        job.times,
+                        job.period_ns,
+                        job.view,
+                    );
+                    (job.done)(profile, accounting);
+                }
+            })
+            .map_err(AssemblerError::Thread)?;
+        Ok(Self { jobs })
+    }
+
+    /// Assembles `raw` on the thread and hands the result to `done`
+    /// there, without waiting.
+    pub fn submit(
+        &self,
+        raw: RawWindow,
+        times: WindowTimes,
+        period_ns: u64,
+        view: View,
+        done: impl FnOnce(Profile, Accounting) + Send + 'static,
+    ) {
+        let job = Job {
+            raw,
+            times,
+            period_ns,
+            view,
+            done: Box::new(done),
+        };
+        // The thread only ends when every handle is gone, or by a panic,
+        // which `assemble` reports.
+        let _ = self.jobs.send(job);
+    }
+
+    /// Assembles `raw` on the thread, after the jobs before it.
+    ///
+    /// # Panics
+    /// If the symbolizer's thread panicked (a bug, as a panic in the
+    /// daemon's own thread would be).
+    #[must_use]
+    pub fn assemble(
+        &self,
+        raw: RawWindow,
+        times: WindowTimes,
+        period_ns: u64,
+        view: View,
+    ) -> (Profile, Accounting) {
+        let (reply, result) = mpsc::sync_channel(1);
+        self.submit(raw, times, period_ns, view, move |profile, accounting| {
+            let _ = reply.send((profile, accounting));
+        });
+        result
+            .recv()
+            .expect("the symbolizer thread panicked; its message is above")
+    }
+}
