@@ -19,7 +19,7 @@ pub struct Placement {
 /// Reads and parses `/proc/PID/cgroup`; `None` when the process is gone.
 #[must_use]
 pub fn read(pid: u32) -> Option<Placement> {
-    std::fs::read_to_string(format!("/proc/{pid}/cgroup"))
+    crate::procfs::read(format!("/proc/{pid}/cgroup"))
         .ok()
         .map(|text| parse(&text))
 }

@@ -1,6 +1,25 @@
 //! Small readers of `/proc`, shared by the modules that need to know about
 //! processes and threads outside the kernel maps.
-use std::fs;
+use std::{
+    fs,
+    io::{self, Read as _},
+    path::Path,
+};
+
+/// The text of the `/proc` file at `path`. `fs::read_to_string` would ask
+/// for the file's size first (a `statx`), which `/proc` gives as 0: one
+/// system call per read for nothing, on paths read for every process.
+///
+/// # Errors
+/// When the file cannot be opened or read, or is not UTF-8.
+pub fn read(path: impl AsRef<Path>) -> io::Result<String> {
+    let mut text = String::with_capacity(4096);
+    // `Take` has no size hint to ask for.
+    fs::File::open(path)?
+        .take(u64::MAX)
+        .read_to_string(&mut text)?;
+    Ok(text)
+}
 
 /// The numeric entries of a `/proc` directory: pids of `/proc`, tids of
 /// `/proc/<pid>/task`.
@@ -31,7 +50,7 @@ pub fn tids(pid: u32) -> Vec<u32> {
 /// The one-letter scheduler state of a thread (`R`, `S`, `D`, `Z`, ...),
 /// from the `stat` file at `path`.
 fn state_in(path: &str) -> Option<char> {
-    let stat = fs::read_to_string(path).ok()?;
+    let stat = read(path).ok()?;
     // The state follows the parenthesised name, which may contain spaces.
     stat[stat.rfind(')')? + 1..]
         .split_whitespace()
@@ -51,7 +70,7 @@ pub fn thread_state(pid: u32, tid: u32) -> Option<char> {
 /// first; `None` when it cannot be read.
 #[must_use]
 pub fn kernel_stack(pid: u32, tid: u32) -> Option<Vec<String>> {
-    let text = fs::read_to_string(format!("/proc/{pid}/task/{tid}/stack")).ok()?;
+    let text = read(format!("/proc/{pid}/task/{tid}/stack")).ok()?;
     Some(text.lines().filter_map(parse_stack_line).collect())
 }
 
@@ -75,7 +94,7 @@ pub fn alive(pid: u32) -> bool {
 /// The name of process `pid` (its main thread's), or of one of its threads.
 #[must_use]
 pub fn comm(pid: u32, tid: u32) -> Option<String> {
-    fs::read_to_string(format!("/proc/{pid}/task/{tid}/comm"))
+    read(format!("/proc/{pid}/task/{tid}/comm"))
         .ok()
         .map(|c| c.trim_end_matches('\n').to_owned())
 }
@@ -83,7 +102,7 @@ pub fn comm(pid: u32, tid: u32) -> Option<String> {
 /// The id process `pid` has in its own (innermost) PID namespace.
 #[must_use]
 pub fn ns_pid(pid: u32) -> Option<u32> {
-    let status = fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let status = read(format!("/proc/{pid}/status")).ok()?;
     let line = status.lines().find_map(|l| l.strip_prefix("NStgid:"))?;
     line.split_whitespace().last()?.parse().ok()
 }

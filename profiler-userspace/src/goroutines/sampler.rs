@@ -26,6 +26,14 @@ use crate::{
 
 /// How often the target set is looked at again for new Go processes.
 const REFRESH: Duration = Duration::from_secs(1);
+
+/// Known processes that are not Go are looked at again (for an exec into
+/// a Go binary) this many at each refresh, or a tenth of them if more:
+/// with a few targets, every refresh looks at all of them; under `--all`
+/// on a busy host, each within 10 refreshes, not hundreds of `statx` a
+/// second.
+const RECHECK_AT_LEAST: usize = 32;
+const RECHECK_ROUNDS: usize = 10;
 /// The most goroutines read per second, over all Go processes (shared
 /// equally): above it each read takes a rotating one in N of a process's
 /// list, each standing for N.
@@ -111,6 +119,7 @@ impl GoroutineSampler {
                         budget: usize::try_from(budget).unwrap_or(usize::MAX).max(1),
                         binaries: HashMap::new(),
                         processes: HashMap::new(),
+                        recheck: 0,
                     };
                     reader.run(&shared, period);
                 })
@@ -184,6 +193,9 @@ struct Reader {
     /// Per binary: its runtime, or `None` (not Go, or not readable).
     binaries: HashMap<FileId, Option<Binary>>,
     processes: HashMap<u32, Watched>,
+    /// Where the next turn of looking at known processes that are not Go
+    /// starts.
+    recheck: usize,
 }
 
 impl Reader {
@@ -226,33 +238,50 @@ impl Reader {
     }
 
     /// Looks at the targets again: new processes are attached (if Go),
-    /// gone ones forgotten.
+    /// gone ones forgotten, and known ones that are not Go looked at in
+    /// turns (see [`RECHECK_AT_LEAST`]).
     fn refresh(&mut self, target: &Target) {
         let pids: BTreeSet<u32> = match target {
             Target::All => procfs::pids().into_iter().collect(),
             Target::Pids(pids) => pids.iter().copied().collect(),
         };
         self.processes.retain(|pid, _| pids.contains(pid));
-        for pid in pids {
+        let (not_go, others): (Vec<u32>, Vec<u32>) = pids
+            .into_iter()
+            .partition(|pid| self.processes.get(pid).is_some_and(|w| w.process.is_none()));
+        for pid in others {
+            self.look_at(pid);
+        }
+        let turn = not_go.len().div_ceil(RECHECK_ROUNDS).max(RECHECK_AT_LEAST);
+        if not_go.len() <= turn {
+            for pid in not_go {
+                self.look_at(pid);
+            }
+            return;
+        }
+        let start = self.recheck % not_go.len();
+        self.recheck = start + turn;
+        for &pid in not_go.iter().cycle().skip(start).take(turn) {
             self.look_at(pid);
         }
     }
 
     /// Attaches to `pid` if it is new or runs another binary than when
-    /// last looked at (it exec'd); forgets it if it is gone.
+    /// last looked at (it exec'd).
     fn look_at(&mut self, pid: u32) {
-        let Ok(meta) = fs::metadata(format!("/proc/{pid}/exe")) else {
-            self.processes.remove(&pid);
-            return;
-        };
-        let file = FileId {
-            dev: meta.dev(),
-            inode: meta.ino(),
-        };
+        // No executable (a kernel thread), or gone: not Go, looked at
+        // again in turns like the others (a gone one leaves the targets).
+        let file =
+            fs::metadata(format!("/proc/{pid}/exe")).map_or(FileId { dev: 0, inode: 0 }, |meta| {
+                FileId {
+                    dev: meta.dev(),
+                    inode: meta.ino(),
+                }
+            });
         if self.processes.get(&pid).is_some_and(|w| w.file == file) {
             return;
         }
-        let process = self.attach(pid, file);
+        let process = (file.inode != 0).then(|| self.attach(pid, file)).flatten();
         self.processes.insert(
             pid,
             Watched {

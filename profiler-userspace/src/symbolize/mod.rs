@@ -196,8 +196,10 @@ impl Symbolizer {
     }
 
     /// Takes in the mappings recorded or read while processes lived, then
-    /// reads every process of the window's samples as it is now. Recorded
-    /// images count only for processes with samples: most never have any.
+    /// reads every process of the window's samples with user frames as it
+    /// is now (of the others, only a new one's name and placement).
+    /// Recorded images count only for processes with samples: most never
+    /// have any.
     fn read_processes(
         &mut self,
         samples: &[RawSample],
@@ -215,6 +217,10 @@ impl Symbolizer {
             self.processes.remember(snapshot, self.window);
         }
         for sample in samples {
+            if stack_frames(&sample.user_stack).is_empty() {
+                self.processes.know(sample.pid, &sample.thread, self.window);
+                continue;
+            }
             match self
                 .processes
                 .refresh(sample.pid, &sample.thread, self.window)

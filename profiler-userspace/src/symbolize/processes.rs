@@ -281,6 +281,29 @@ impl Processes {
         })
     }
 
+    /// Reads the name and placement of `pid` if it is not known yet, for a
+    /// sample with no user frames (a thread asleep all window, a kernel
+    /// thread): its mappings are not needed, so they are not read.
+    pub fn know(&mut self, pid: u32, thread: &str, window: u64) {
+        if let Some(process) = self.map.get_mut(&pid) {
+            process.last_seen = window;
+            return;
+        }
+        let comm = procfs::comm(pid, pid).map(Arc::<str>::from);
+        let placement = cgroup::read(pid).map(Arc::new);
+        let process = self.entry(pid, thread, window);
+        if let Some(comm) = comm {
+            process.comm = comm;
+        }
+        if let Some(placement) = placement {
+            process.placement = placement;
+        }
+        process.generations.push(Generation {
+            vmas: Vec::new(),
+            by_path: false,
+        });
+    }
+
     /// Reads `pid`'s mappings, name and placement at this window's end
     /// (once per window: `None` when done already), keeping what was read
     /// before when it is gone.

@@ -60,7 +60,7 @@ impl Vma {
 /// # Errors
 /// When the process is gone or its maps are not readable.
 pub fn read(pid: u32) -> io::Result<Vec<Vma>> {
-    std::fs::read_to_string(format!("/proc/{pid}/maps")).map(|text| parse(&text))
+    crate::procfs::read(format!("/proc/{pid}/maps")).map(|text| parse(&text))
 }
 
 /// Parses the text of a maps file, keeping executable mappings only.

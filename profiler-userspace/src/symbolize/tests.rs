@@ -154,3 +154,24 @@ fn anonymous_code_is_named_from_a_growing_perf_map() {
     assert_eq!((stats.resolved, stats.failed), (1, 0), "looked up again");
     assert_eq!(named.as_deref(), Some("JS:*jitted /app/main.js:3"));
 }
+
+/// A sample with no user frames (a thread asleep all window) names its
+/// process without reading its mappings; one with frames reads them.
+#[test]
+fn mappings_are_read_only_for_samples_with_user_frames() {
+    let pid = std::process::id();
+    let mut asleep = one_sample(pid, 0, Stack::Absent);
+    asleep.samples[0].user_stack = Stack::StillOffCpu;
+    let mut symbolizer = Symbolizer::default();
+    symbolizer.prepare(&asleep.samples, &[], &[]);
+    let process = symbolizer.processes.get(pid).unwrap();
+    assert_eq!(&*process.comm, crate::procfs::comm(pid, pid).unwrap());
+    assert!(process.generation(0).vmas.is_empty(), "mappings not read");
+
+    let addr = inlined_here();
+    let running = one_sample(pid, addr, Stack::Absent);
+    symbolizer.prepare(&running.samples, &[], &[]);
+    let process = symbolizer.processes.get(pid).unwrap();
+    let index = process.generation_of(&[addr]);
+    assert!(!process.generation(index).vmas.is_empty(), "mappings read");
+}

@@ -1,6 +1,7 @@
 //! Section 4: the daemon's own CPU and memory, and its time per window.
 use std::{
     fmt::Write as _,
+    process::{Child, Command, Stdio},
     thread::sleep,
     time::{Duration, Instant},
 };
@@ -35,13 +36,50 @@ pub(super) struct DaemonCost {
 /// the first windows read every binary's names and tables, once.
 const WARM_UP: Duration = Duration::from_secs(10);
 
+/// Processes on the host while this section measures (the goals' host).
+const HOST_PROCESSES: usize = 300;
+
+/// Idle processes (`sleep`) that make the host run [`HOST_PROCESSES`];
+/// killed when dropped.
+struct Crowd(Vec<Child>);
+
+impl Crowd {
+    fn up_to(total: usize) -> anyhow::Result<Self> {
+        let running = std::fs::read_dir("/proc")?
+            .filter_map(Result::ok)
+            .filter(|e| e.file_name().to_string_lossy().parse::<u32>().is_ok())
+            .count();
+        let children = (running..total)
+            .map(|_| {
+                Command::new("sleep")
+                    .arg("3600")
+                    .stdin(Stdio::null())
+                    .spawn()
+                    .context("sleep")
+            })
+            .collect::<anyhow::Result<_>>()?;
+        Ok(Self(children))
+    }
+}
+
+impl Drop for Crowd {
+    fn drop(&mut self) {
+        for child in &mut self.0 {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
 /// CPU and memory of the daemon itself, and its time per window.
 pub(super) fn daemon_cost(report: &mut String) -> anyhow::Result<DaemonCost> {
+    let crowd = Crowd::up_to(HOST_PROCESSES)?;
     let mut costs = Vec::new();
     writeln!(report, "## 4. Daemon cost\n")?;
     writeln!(
         report,
-        "The daemon's own CPU (utime + stime), in the first 10 s of the workload (its first windows: every binary's names and tables read) and in the 15 s after, and its peak RSS (VmHWM), with 5 s windows (12 times as many windows as the default 60 s), while a 200-thread process (`many_threads`: each thread spins 100 µs and sleeps 20 ms) runs; with `--push` (to a fake Pyroscope on loopback that decodes and checks every request, at the default 15 s push interval), measured over 30 s, so that two pushes fall in it; the kernel memory of its BPF maps (the sum of `memlock` over their descriptors, at defaults: of it, 32 MiB is the unwind table budget `--unwind-table-memory`; README, \"Kernel memory\", gives each map's cost), which is not in its RSS; and the time per window to drain, symbolize and encode, from its `/metrics` (`profiler_window_step_seconds`).\n"
+        "The daemon's own CPU (utime + stime), in the first 10 s of the workload (its first windows: every binary's names and tables read) and in the 15 s after, and its peak RSS (VmHWM), with 5 s windows (12 times as many windows as the default 60 s), while a 200-thread process (`many_threads`: each thread spins 100 µs and sleeps 20 ms) runs on a host of {HOST_PROCESSES} processes ({} idle `sleep`s started for it); with `--push` (to a fake Pyroscope on loopback that decodes and checks every request, at the default 15 s push interval), measured over 30 s, so that two pushes fall in it; the kernel memory of its BPF maps (the sum of `memlock` over their descriptors, at defaults: of it, 32 MiB is the unwind table budget `--unwind-table-memory`; README, \"Kernel memory\", gives each map's cost), which is not in its RSS; and the time per window to drain, symbolize and encode, from its `/metrics` (`profiler_window_step_seconds`).\n",
+        crowd.0.len()
     )?;
     writeln!(
         report,
@@ -110,6 +148,7 @@ pub(super) fn daemon_cost(report: &mut String) -> anyhow::Result<DaemonCost> {
         requests.len()
     )?;
     let _ = std::fs::remove_dir_all(&spool);
+    drop(crowd);
     match costs[..] {
         [pid, all, ..] => Ok(DaemonCost { pid, all }),
         _ => anyhow::bail!("no daemon measurement"),
