@@ -2,7 +2,10 @@
 //! not `Send`): the periodic windows, the pushes and the HTTP requests are
 //! all assembled into profiles there, so they share its caches and its
 //! debuginfod downloads. Jobs run in the order they come.
-use std::{sync::mpsc, thread};
+use std::{
+    sync::mpsc,
+    thread::{self, JoinHandle},
+};
 
 use crate::{
     assemble::{Accounting, WindowTimes, assemble},
@@ -40,13 +43,25 @@ pub struct Assembler {
     jobs: mpsc::Sender<Job>,
 }
 
+/// The symbolizer's thread itself, to wait for at shutdown.
+pub struct AssemblerThread(JoinHandle<()>);
+
+impl AssemblerThread {
+    /// Waits for the thread to end: after every [`Assembler`] is dropped
+    /// and the jobs sent before are done.
+    pub fn join(self) {
+        // A panic there was reported when it happened.
+        let _ = self.0.join();
+    }
+}
+
 impl Assembler {
     /// Starts the thread, with debuginfod's download thread if `symbols`
     /// has servers.
     ///
     /// # Errors
     /// When debuginfod's cache or thread, or this thread, cannot start.
-    pub fn start(symbols: &config::Symbols) -> Result<Self, AssemblerError> {
+    pub fn start(symbols: &config::Symbols) -> Result<(Self, AssemblerThread), AssemblerError> {
         let debuginfod = symbols
             .debuginfod
             .as_ref()
@@ -54,7 +69,7 @@ impl Assembler {
             .transpose()?;
         let (jobs, queue) = mpsc::channel::<Job>();
         let symbols = symbols.clone();
-        thread::Builder::new()
+        let thread = thread::Builder::new()
             .name("symbolizer".to_owned())
             .spawn(move || {
                 let mut symbolizer = Symbolizer::new(&symbols, debuginfod);
@@ -70,7 +85,7 @@ impl Assembler {
                 }
             })
             .map_err(AssemblerError::Thread)?;
-        Ok(Self { jobs })
+        Ok((Self { jobs }, AssemblerThread(thread)))
     }
 
     /// Assembles `raw` on the thread and hands the result to `done`

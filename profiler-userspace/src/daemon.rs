@@ -146,7 +146,7 @@ pub async fn run(config: Config) -> Result<(), DaemonError> {
         .as_ref()
         .map(|push| Pusher::start(push, &metrics.push))
         .transpose()?;
-    let assembler = Assembler::start(&config.symbols)?;
+    let (assembler, symbolizer) = Assembler::start(&config.symbols)?;
     let (mut requests, mut on_demand) = start_http(&config, &metrics, &assembler)?;
     let mut pipeline = Pipeline::new(&config, metrics, pusher, assembler);
     let mut targets = Targets::new(&config.target, &config.discover);
@@ -222,6 +222,13 @@ pub async fn run(config: Config) -> Result<(), DaemonError> {
         }
         written_or_kept(written, last, &pipeline)?;
         if last {
+            // The helper threads end before the programs are detached, so
+            // that no thread of ours exits while the kernel takes them out.
+            drop(goroutines);
+            drop((pipeline, on_demand));
+            symbolizer.join();
+            drop(watch);
+            drop(kernel);
             return Ok(());
         }
     }

@@ -30,7 +30,7 @@ fn config(dir: &Path) -> Config {
 }
 
 fn assembler(config: &Config) -> Assembler {
-    Assembler::start(&config.symbols).unwrap()
+    Assembler::start(&config.symbols).unwrap().0
 }
 
 fn row(tid: u32, state: ThreadState, samples: u64, off_cpu_ns: u64) -> RawSample {
