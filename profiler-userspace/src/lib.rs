@@ -25,9 +25,12 @@ pub mod process_watch;
 pub mod procfs;
 pub mod profile;
 pub mod push;
+pub mod sample;
 pub mod sink;
 pub mod symbolize;
 pub mod targets;
+#[cfg(test)]
+mod testing;
 pub mod unwind;
 pub mod window;
 

@@ -1,35 +1,27 @@
 //! Requests against chunks made in memory: what each gets back, without
 //! root or a kernel.
-use std::{io::Read as _, sync::Arc};
+use std::sync::Arc;
 
 use profiler_common::sample::ThreadState;
-use prost::Message as _;
 
 use super::*;
 use crate::{
     config::Symbols,
     pprof::proto,
-    window::{RawSample, Stack},
+    sample::Stack,
+    testing::{self, row},
 };
 
 fn chunk(samples: u64, off_cpu_ns: u64) -> RawWindow {
+    let state = if off_cpu_ns > 0 {
+        ThreadState::Sleeping
+    } else {
+        ThreadState::Running
+    };
     RawWindow {
-        samples: vec![RawSample {
-            pid: 4_000_000,
-            tid: 1,
-            thread: "t".into(),
-            state: if off_cpu_ns > 0 {
-                ThreadState::Sleeping
-            } else {
-                ThreadState::Running
-            },
+        samples: vec![crate::sample::RawSample {
             user_stack: Stack::Frames(Arc::from([0x40_1000])),
-            kernel_stack: Stack::Absent,
-            samples,
-            off_cpu_ns,
-            off_cpu_count: u64::from(off_cpu_ns > 0),
-            goroutine: None,
-            goroutine_ns: 0,
+            ..row(1, state, samples, off_cpu_ns)
         }],
         ..RawWindow::default()
     }
@@ -46,11 +38,7 @@ fn request(view: View, duration: Duration) -> (ProfileRequest, oneshot::Receiver
 }
 
 fn decode(reply: Reply) -> proto::Profile {
-    let mut bytes = Vec::new();
-    flate2::read::GzDecoder::new(&reply.unwrap()[..])
-        .read_to_end(&mut bytes)
-        .unwrap();
-    proto::Profile::decode(&bytes[..]).unwrap()
+    testing::decode(&reply.unwrap())
 }
 
 /// A CPU request gets the on-CPU rows of the chunks from its start to the

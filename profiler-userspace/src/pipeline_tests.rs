@@ -1,87 +1,26 @@
 //! The pipeline against the kernel's maps in memory (`bpf/memory.rs`):
 //! chunks drained, collected into a window and written, without root.
-use std::{io::Read as _, path::Path, sync::Arc};
+use std::{path::Path, sync::Arc};
 
 use profiler_common::sample::ThreadState;
-use prost::Message as _;
 
 use super::*;
 use crate::{
     bpf::memory::MemoryKernel,
-    cli::{self, KernelLimits},
     pprof::proto,
-    window::{RawSample, Stack},
+    sample::{RawSample, Stack},
+    testing::{comment, config, row, total},
 };
-
-/// No process has this pid: its stacks stay addresses.
-const PID: u32 = 4_000_000;
-
-fn config(dir: &Path) -> Config {
-    let args = ["profiler", "--pid", "4000000", "--output-dir"];
-    cli::parse(
-        args.iter()
-            .map(Into::into)
-            .chain([dir.as_os_str().to_owned()]),
-        KernelLimits {
-            max_sample_rate: 1000,
-        },
-    )
-    .unwrap()
-}
 
 fn assembler(config: &Config) -> Assembler {
     Assembler::start(&config.symbols).unwrap().0
 }
 
-fn row(tid: u32, state: ThreadState, samples: u64, off_cpu_ns: u64) -> RawSample {
-    RawSample {
-        pid: PID,
-        tid,
-        thread: "worker".into(),
-        state,
-        user_stack: Stack::Frames(Arc::from([0x40_1000, 0x40_2000])),
-        kernel_stack: Stack::Absent,
-        samples,
-        off_cpu_ns,
-        off_cpu_count: u64::from(off_cpu_ns > 0),
-        goroutine: None,
-        goroutine_ns: 0,
-    }
-}
-
 /// The one profile written to `dir`.
 fn written(dir: &Path) -> proto::Profile {
-    let files: Vec<_> = std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.to_string_lossy().ends_with(".pb.gz"))
-        .collect();
-    assert_eq!(files.len(), 1, "{files:?}");
-    let mut bytes = Vec::new();
-    flate2::read::GzDecoder::new(std::fs::File::open(&files[0]).unwrap())
-        .read_to_end(&mut bytes)
-        .unwrap();
-    proto::Profile::decode(&bytes[..]).unwrap()
-}
-
-/// Sum of sample type `name` over the profile.
-fn total(p: &proto::Profile, name: &str) -> i64 {
-    let i = p
-        .sample_type
-        .iter()
-        .position(|t| p.string_table[usize::try_from(t.r#type).unwrap()] == name)
-        .unwrap();
-    p.sample.iter().map(|s| s.value[i]).sum()
-}
-
-fn comment(p: &proto::Profile, name: &str) -> Option<u64> {
-    p.comment.iter().find_map(|&c| {
-        p.string_table[usize::try_from(c).unwrap()]
-            .strip_prefix(name)?
-            .strip_prefix('=')?
-            .parse()
-            .ok()
-    })
+    let mut profiles = crate::testing::written(dir);
+    assert_eq!(profiles.len(), 1);
+    profiles.remove(0)
 }
 
 /// Two chunks (the first drained early, as a filling map makes the daemon
@@ -90,7 +29,7 @@ fn comment(p: &proto::Profile, name: &str) -> Option<u64> {
 #[tokio::test]
 async fn a_window_of_chunks_is_written_whole() {
     let dir = tempfile::tempdir().unwrap();
-    let config = config(dir.path());
+    let config = config(dir.path(), &["--pid", "4000000"]);
     let target = config.target.clone();
     let mut pipeline = Pipeline::new(&config, Arc::new(Metrics::new()), None, assembler(&config));
     let mut kernel = MemoryKernel::default();
@@ -141,7 +80,7 @@ async fn a_window_of_chunks_is_written_whole() {
 #[tokio::test]
 async fn an_empty_window_is_written_too() {
     let dir = tempfile::tempdir().unwrap();
-    let config = config(dir.path());
+    let config = config(dir.path(), &["--pid", "4000000"]);
     let target = config.target.clone();
     let mut pipeline = Pipeline::new(&config, Arc::new(Metrics::new()), None, assembler(&config));
     let mut kernel = MemoryKernel::default();

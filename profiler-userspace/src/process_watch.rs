@@ -12,7 +12,7 @@
 use std::sync::Arc;
 
 use crate::{
-    bpf::{Kernel, KernelError},
+    bpf::{KernelError, UnwindMaps},
     config::{Target, Unwind},
     mapping_events::MappingEvents,
     symbolize::{ProcessSnapshot, RecordStats, RecordedImage},
@@ -40,7 +40,7 @@ impl ProcessWatch {
         unwind: Unwind,
         targets: &Target,
         record_mappings: bool,
-        kernel: &mut Kernel,
+        kernel: &mut impl UnwindMaps<Error = KernelError>,
     ) -> Result<Self, KernelError> {
         let unwinder = match unwind {
             Unwind::Tables { rows } => Unwinder::new(rows),
@@ -77,7 +77,10 @@ impl ProcessWatch {
     ///
     /// # Errors
     /// When the kernel maps cannot be read or written.
-    pub fn serve(&mut self, kernel: &mut Kernel) -> Result<(), KernelError> {
+    pub fn serve(
+        &mut self,
+        kernel: &mut impl UnwindMaps<Error = KernelError>,
+    ) -> Result<(), KernelError> {
         for pid in self.unwinder.serve(kernel)? {
             self.snapshot(pid);
         }

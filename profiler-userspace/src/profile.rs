@@ -4,7 +4,7 @@ use std::{sync::Arc, time::SystemTime};
 
 use profiler_common::sample::ThreadState;
 
-use crate::{cgroup::Placement, window::Goroutine};
+use crate::{cgroup::Placement, sample::Goroutine};
 
 /// A mapped object a location belongs to.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]

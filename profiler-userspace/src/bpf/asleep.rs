@@ -4,7 +4,7 @@
 //! can change, so both are read once, not at every window's end.
 use std::{collections::HashMap, sync::Arc};
 
-use crate::{procfs, window::Stack};
+use crate::{procfs, sample::Stack};
 
 /// What was read of each such thread, by tid.
 #[derive(Default)]

@@ -17,7 +17,7 @@ use profiler_common::{
 };
 
 use super::{Kernel, KernelError, batch};
-use crate::window::{MapEntries, RawSample, Stack};
+use crate::sample::{MapEntries, RawSample, Stack};
 
 /// A window's end as the kernel saw it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

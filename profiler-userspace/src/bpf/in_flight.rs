@@ -40,7 +40,7 @@ use super::{Flip, Kernel, KernelError, asleep::kernel_stack, rng::Rng, task_stor
 use crate::{
     config::{OffCpu, Target},
     procfs,
-    window::{RawSample, Stack},
+    sample::{RawSample, Stack},
 };
 
 /// Counts of what the in-flight accounting did, for the window's comments.

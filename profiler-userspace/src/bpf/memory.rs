@@ -1,15 +1,22 @@
 //! The kernel's maps in memory, for the tests of everything above `bpf/`
 //! that run without root: rows recorded into the active slot as the
 //! programs would record them, drained slot by slot with the counters
-//! since the last drain, the target set, and the intervals still open.
-use std::collections::{BTreeSet, HashSet};
+//! since the last drain, the target set, the intervals still open, and
+//! the unwinder's maps.
+use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
 
-use profiler_common::stats::{STATS_LEN, Stat};
+use profiler_common::{
+    stats::{STATS_LEN, Stat},
+    unwind::{ProcessMappings, UnwindRow},
+};
 
-use super::{Drained, Flip, InFlightMaps, InFlightStats, KernelError, Rng, TargetMaps, WindowMaps};
+use super::{
+    Drained, Flip, InFlightMaps, InFlightStats, KernelError, Rng, TargetMaps, UnwindMaps,
+    WindowMaps,
+};
 use crate::{
     config::{OffCpu, Target},
-    window::{MapEntries, RawSample, Stack},
+    sample::{MapEntries, RawSample, Stack},
 };
 
 /// The two slots of the window's maps, the counters, the target set and
@@ -28,6 +35,21 @@ pub struct MemoryKernel {
     pub targets: BTreeSet<u32>,
     /// Flips so far.
     pub flips: u32,
+    /// What happens during each chunk, for a test that does not drive the
+    /// flips itself: the next step is played just before each flip.
+    pub script: VecDeque<Step>,
+    /// The unwinder's row array (empty: no tables), published mappings
+    /// and pending requests.
+    pub rows: Vec<UnwindRow>,
+    pub mappings: HashMap<u32, ProcessMappings>,
+    pub requests: Vec<u32>,
+}
+
+/// Rows the programs record, and time that passes, within one chunk.
+#[derive(Default)]
+pub struct Step {
+    pub rows: Vec<RawSample>,
+    pub ns: u64,
 }
 
 impl MemoryKernel {
@@ -59,6 +81,12 @@ fn stacks(rows: &[RawSample]) -> usize {
 
 impl WindowMaps for MemoryKernel {
     fn flip(&mut self) -> Result<Flip, KernelError> {
+        if let Some(step) = self.script.pop_front() {
+            for row in step.rows {
+                self.record(row);
+            }
+            self.advance(step.ns);
+        }
         let flip = Flip {
             slot: u32::try_from(self.active).unwrap_or(0),
             start_ns: self.last_flip_ns,
@@ -122,5 +150,29 @@ impl TargetMaps for MemoryKernel {
     fn remove_target(&mut self, pid: u32) -> Result<(), KernelError> {
         self.targets.remove(&pid);
         Ok(())
+    }
+}
+
+impl UnwindMaps for MemoryKernel {
+    type Error = KernelError;
+
+    fn write_rows(&mut self, start: u32, rows: &[UnwindRow]) -> Result<(), KernelError> {
+        let start = start as usize;
+        self.rows[start..start + rows.len()].copy_from_slice(rows);
+        Ok(())
+    }
+
+    fn set_mappings(&mut self, pid: u32, mappings: &ProcessMappings) -> Result<(), KernelError> {
+        self.mappings.insert(pid, *mappings);
+        Ok(())
+    }
+
+    fn remove_mappings(&mut self, pid: u32) -> Result<(), KernelError> {
+        self.mappings.remove(&pid);
+        Ok(())
+    }
+
+    fn take_requests(&mut self) -> Result<Vec<u32>, KernelError> {
+        Ok(std::mem::take(&mut self.requests))
     }
 }

@@ -11,8 +11,9 @@
 //!
 //! The rest of the daemon uses the kernel through narrow interfaces:
 //! [`WindowMaps`], [`InFlightMaps`], [`TargetMaps`] and [`UnwindMaps`].
+//! [`KernelMaps`] is all four, as the daemon's window loop uses them.
 //! [`Kernel`] implements each against the loaded programs; `memory.rs`
-//! implements the first three in memory, for tests that run without root.
+//! implements them in memory, for tests that run without root.
 mod asleep;
 mod batch;
 mod btf_fields;
@@ -40,6 +41,17 @@ pub use targets::TargetMaps;
 pub use unwind_maps::UnwindMaps;
 
 use aya::{EbpfError, maps::MapError, programs::ProgramError};
+
+/// Every map the daemon's window loop uses.
+pub trait KernelMaps:
+    WindowMaps + InFlightMaps + TargetMaps + UnwindMaps<Error = KernelError>
+{
+}
+
+impl<T> KernelMaps for T where
+    T: WindowMaps + InFlightMaps + TargetMaps + UnwindMaps<Error = KernelError>
+{
+}
 
 /// A failure of the kernel side; the message names the operation, the
 /// source (if any) the cause.

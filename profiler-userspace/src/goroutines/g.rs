@@ -1,6 +1,6 @@
 //! The fields of one runtime `g` the reader uses, as read from its bytes.
 use super::{layout::Layout, memory::u64_at};
-use crate::window::GoroutineStatus;
+use crate::sample::GoroutineStatus;
 
 /// A goroutine's status from `g.atomicstatus`, without its `_Gscan` bit;
 /// `None` for a goroutine that is running (its time is in the on-CPU

@@ -11,7 +11,7 @@ use super::{
     memory::{Memory, u64_at},
     runtime::GoRuntime,
 };
-use crate::{gopclntab::GoTable, window::GoroutineStatus};
+use crate::{gopclntab::GoTable, sample::GoroutineStatus};
 
 /// The most goroutines a list may claim before it is taken as torn.
 const MAX_GOROUTINES: u64 = 1 << 22;

@@ -20,8 +20,8 @@ use crate::{
     config::Target,
     gopclntab::GoTable,
     procfs,
+    sample::{Goroutine, GoroutineStatus, RawSample, Stack},
     symbolize::procmaps::{self, FileId},
-    window::{Goroutine, GoroutineStatus, RawSample, Stack},
 };
 
 /// How often the target set is looked at again for new Go processes.

@@ -254,9 +254,9 @@ fn goroutine_rows_carry_their_goroutine_and_replace_their_threads_off_cpu_in_wal
             thread: String::new(),
             off_cpu_ns: 0,
             off_cpu_count: 0,
-            goroutine: Some(Arc::new(crate::window::Goroutine {
+            goroutine: Some(Arc::new(crate::sample::Goroutine {
                 id: 42,
-                status: crate::window::GoroutineStatus::Waiting,
+                status: crate::sample::GoroutineStatus::Waiting,
                 wait_reason: Arc::from("chan receive"),
                 created_by: Arc::from("main.serve"),
             })),

@@ -13,7 +13,7 @@ use super::{
 };
 use crate::{
     profile::{Line, Location, Mapping},
-    window::Stack,
+    sample::Stack,
 };
 /// Locations of a captured stack, leaf first; `location` maps an address and
 /// its lookup address to a location.

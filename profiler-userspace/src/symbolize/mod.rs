@@ -47,7 +47,7 @@ use crate::{
     cgroup::Placement,
     config,
     profile::{Line, Location, Mapping},
-    window::{RawSample, Stack},
+    sample::{RawSample, Stack},
 };
 
 /// Windows a process or binary may go unseen before its cache is dropped.

@@ -1,48 +1,16 @@
 //! The unwinder's bookkeeping against in-memory maps, on this test
 //! process's own mappings: what it publishes, what it shares and skips,
 //! and what it counts when the budget is too small.
-use std::collections::HashMap;
-
-use profiler_common::unwind::{ProcessMappings, UnwindRow};
+use profiler_common::unwind::UnwindRow;
 
 use super::Unwinder;
-use crate::bpf::UnwindMaps;
+use crate::bpf::memory::MemoryKernel;
 
-/// The kernel maps, in memory.
-struct FakeMaps {
-    rows: Vec<UnwindRow>,
-    mappings: HashMap<u32, ProcessMappings>,
-    requests: Vec<u32>,
-}
-
-impl FakeMaps {
-    fn new(rows: u32) -> Self {
-        Self {
-            rows: vec![UnwindRow::default(); rows as usize],
-            mappings: HashMap::new(),
-            requests: Vec::new(),
-        }
-    }
-}
-
-impl UnwindMaps for FakeMaps {
-    type Error = std::convert::Infallible;
-    fn write_rows(&mut self, start: u32, rows: &[UnwindRow]) -> Result<(), Self::Error> {
-        let start = start as usize;
-        self.rows[start..start + rows.len()].copy_from_slice(rows);
-        Ok(())
-    }
-    fn set_mappings(&mut self, pid: u32, mappings: &ProcessMappings) -> Result<(), Self::Error> {
-        self.mappings.insert(pid, *mappings);
-        Ok(())
-    }
-    fn remove_mappings(&mut self, pid: u32) -> Result<(), Self::Error> {
-        self.mappings.remove(&pid);
-        Ok(())
-    }
-    fn take_requests(&mut self) -> Result<Vec<u32>, Self::Error> {
-        Ok(std::mem::take(&mut self.requests))
-    }
+/// The kernel maps, in memory, with an array of `rows`.
+fn maps(rows: u32) -> MemoryKernel {
+    let mut maps = MemoryKernel::default();
+    maps.rows = vec![UnwindRow::default(); rows as usize];
+    maps
 }
 
 #[inline(never)]
@@ -51,7 +19,7 @@ fn a_function_of_this_binary() -> usize {
 }
 
 /// The published mapping holding `pc`.
-fn mapping_of(maps: &FakeMaps, pid: u32, pc: u64) -> profiler_common::unwind::UnwindMapping {
+fn mapping_of(maps: &MemoryKernel, pid: u32, pc: u64) -> profiler_common::unwind::UnwindMapping {
     let published = maps.mappings[&pid];
     *published.mappings[..published.len as usize]
         .iter()
@@ -62,7 +30,7 @@ fn mapping_of(maps: &FakeMaps, pid: u32, pc: u64) -> profiler_common::unwind::Un
 #[test]
 fn publishes_own_mappings_with_tables_and_skips_unchanged_ones() {
     let pid = std::process::id();
-    let mut maps = FakeMaps::new(8 << 20);
+    let mut maps = maps(8 << 20);
     let mut unwinder = Unwinder::new(8 << 20);
     maps.requests.push(pid);
     unwinder.serve(&mut maps).unwrap();
@@ -96,7 +64,7 @@ fn publishes_own_mappings_with_tables_and_skips_unchanged_ones() {
 fn a_table_over_budget_is_counted_and_its_mapping_has_no_rows() {
     let pid = std::process::id();
     // 64 KiB of rows: less than this (debug) test binary's table.
-    let mut maps = FakeMaps::new(8192);
+    let mut maps = maps(8192);
     let mut unwinder = Unwinder::new(8192);
     unwinder.publish(&mut maps, pid).unwrap();
     let m = mapping_of(&maps, pid, a_function_of_this_binary() as u64);
@@ -107,7 +75,7 @@ fn a_table_over_budget_is_counted_and_its_mapping_has_no_rows() {
 
 #[test]
 fn a_process_that_is_gone_is_skipped() {
-    let mut maps = FakeMaps::new(1024);
+    let mut maps = maps(1024);
     let mut unwinder = Unwinder::new(1024);
     // Above pid_max (at most 2^22): no such process.
     maps.requests.push(1 << 23);

@@ -4,10 +4,10 @@ use std::{collections::BTreeSet, sync::Arc};
 
 use profiler_common::stats::{STATS_LEN, Stat};
 
-use super::{MapEntries, RawSample};
 use crate::{
     bpf::{Drained, InFlightStats},
     goroutines::GoroutineStats,
+    sample::{MapEntries, RawSample},
     symbolize::{ProcessSnapshot, RecordStats, RecordedImage},
 };
 

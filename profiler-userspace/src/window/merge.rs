@@ -5,7 +5,8 @@ use std::collections::HashMap;
 
 use profiler_common::sample::ThreadState;
 
-use super::{Goroutine, RawSample, RawWindow, Stack};
+use super::RawWindow;
+use crate::sample::{Goroutine, RawSample, Stack};
 
 /// What makes two entries the same row: the kernel's own key.
 #[derive(PartialEq, Eq, Hash)]

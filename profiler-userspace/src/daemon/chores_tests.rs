@@ -5,26 +5,10 @@ use std::process::Command;
 use profiler_common::{maps::SAMPLES_MAX_ENTRIES, sample::ThreadState};
 
 use super::*;
-use crate::{
-    bpf::memory::MemoryKernel,
-    config::Discover,
-    window::{RawSample, Stack},
-};
+use crate::{bpf::memory::MemoryKernel, config::Discover, sample::RawSample};
 
 fn row(tid: u32) -> RawSample {
-    RawSample {
-        pid: 1,
-        tid,
-        thread: String::new(),
-        state: ThreadState::Running,
-        user_stack: Stack::Absent,
-        kernel_stack: Stack::Absent,
-        samples: 1,
-        off_cpu_ns: 0,
-        off_cpu_count: 0,
-        goroutine: None,
-        goroutine_ns: 0,
-    }
+    crate::testing::row(tid, ThreadState::Running, 1, 0)
 }
 
 /// The samples map drains early once three quarters full, and not before.

@@ -1,0 +1,302 @@
+//! The window loop: every interval, at the end of `--duration`, on
+//! SIGINT/SIGTERM (then exit), on SIGHUP (then start a new window) and when
+//! every target has exited and none is waited for (then exit), drain the
+//! kernel, symbolize, encode and write one file. The kernel is also
+//! drained, into the same window, when an on-demand profile starts or ends
+//! (`on_demand`), and, with `--push`, every `--push-interval`, when the
+//! pipeline hands what it symbolized since the last push to the pusher.
+//! Between drains, targets found by `--comm`/`--pid-file` are added as
+//! they appear.
+//!
+//! `run` sets up the daemon's parts and shuts them down in order;
+//! [`Daemon`] is the loop over them, whose kernel is anything that
+//! implements [`KernelMaps`] (the loaded programs, or the in-memory maps of
+//! its tests); `waits.rs` is what it waits on between drains.
+mod waits;
+
+use std::{sync::Arc, time::Duration};
+
+use tokio::sync::mpsc;
+
+use crate::{
+    assembler::{Assembler, AssemblerError, AssemblerThread},
+    bpf::{Kernel, KernelError, KernelMaps},
+    config::{Config, Target},
+    goroutines::GoroutineSampler,
+    http::{self, HttpError},
+    metrics::Metrics,
+    on_demand::{OnDemand, ProfileRequest},
+    pipeline::{Pipeline, Written},
+    process_watch::ProcessWatch,
+    push::{PushError, Pusher},
+    sink::SinkError,
+    targets::Targets,
+};
+use waits::{Chores, Event, Signals, Waits, WindowEnd};
+
+/// How long the last pushes may take at exit before they are left in the
+/// spool for the next start.
+const PUSH_GRACE: Duration = Duration::from_secs(3);
+
+#[derive(Debug, thiserror::Error)]
+pub enum DaemonError {
+    #[error(transparent)]
+    Kernel(#[from] KernelError),
+    #[error("installing signal handlers")]
+    Signals(#[source] std::io::Error),
+    #[error("final profile not written")]
+    FinalWrite(#[source] SinkError),
+    #[error(transparent)]
+    Symbolizer(#[from] AssemblerError),
+    #[error(transparent)]
+    Http(#[from] HttpError),
+    #[error(transparent)]
+    Push(#[from] PushError),
+}
+
+/// The line tests and tools wait for: everything is attached.
+fn log_start(config: &Config) {
+    tracing::info!(
+        target = ?config.target,
+        on_cpu_hz = config.modes.on_cpu().then_some(config.frequency_hz),
+        off_cpu_rate = ?config.modes.off_cpu().map(|o| Duration::from_nanos(o.rate_ns)),
+        interval = ?config.interval,
+        output_dir = %config.output_dir.display(),
+        "profiling"
+    );
+}
+
+/// Profiles until `--duration` ends, SIGINT or SIGTERM arrives, or every
+/// target has exited with nothing to wait for.
+///
+/// # Errors
+/// When loading or draining the kernel side fails, or the last window
+/// cannot be written.
+pub async fn run(config: Config) -> Result<(), DaemonError> {
+    let signals = Signals::install()?;
+    let metrics = Arc::new(Metrics::new());
+    let pusher = config
+        .push
+        .as_ref()
+        .map(|push| Pusher::start(push, &metrics.push))
+        .transpose()?;
+    let (assembler, symbolizer) = Assembler::start(&config.symbols)?;
+    let http = start_http(&config, &metrics, &assembler)?;
+    let pipeline = Pipeline::new(&config, metrics, pusher, assembler);
+    let targets = Targets::new(&config.target, &config.discover);
+    let mut kernel = Kernel::load(&config, &targets.current())?;
+    kernel.forward_logs();
+    let mut daemon = Daemon::new(&config, kernel, targets, pipeline, http, signals)?;
+    log_start(&config);
+    let result = daemon.run_windows().await;
+    daemon.shut_down(symbolizer);
+    result
+}
+
+/// The HTTP side, with `--listen`: the requests it hands over, and the
+/// on-demand profiles under way.
+type Http = (Option<mpsc::Receiver<ProfileRequest>>, Option<OnDemand>);
+
+/// The daemon's parts while it runs.
+struct Daemon<'a, K> {
+    config: &'a Config,
+    kernel: K,
+    watch: ProcessWatch,
+    targets: Targets,
+    pipeline: Pipeline,
+    requests: Option<mpsc::Receiver<ProfileRequest>>,
+    on_demand: Option<OnDemand>,
+    goroutines: Option<GoroutineSampler>,
+    waits: Waits,
+}
+
+impl<'a, K: KernelMaps> Daemon<'a, K> {
+    /// Starts the watch on processes' mappings (publishing the `--pid`
+    /// targets' tables), the goroutine view with `--goroutine-frequency`,
+    /// and the first window.
+    fn new(
+        config: &'a Config,
+        mut kernel: K,
+        targets: Targets,
+        pipeline: Pipeline,
+        (requests, on_demand): Http,
+        signals: Signals,
+    ) -> Result<Self, DaemonError> {
+        let record_mappings = config.target == Target::All || !config.discover.comms.is_empty();
+        let watch = ProcessWatch::start(
+            config.unwind,
+            &targets.current(),
+            record_mappings,
+            &mut kernel,
+        )?;
+        let goroutines = config
+            .goroutine_hz
+            .map(|hz| GoroutineSampler::start(hz, &targets.current()));
+        Ok(Self {
+            config,
+            kernel,
+            watch,
+            targets,
+            pipeline,
+            requests,
+            on_demand,
+            goroutines,
+            waits: Waits::start(config, signals),
+        })
+    }
+
+    /// Ends chunks and windows until the last window is written.
+    async fn run_windows(&mut self) -> Result<(), DaemonError> {
+        loop {
+            let chores = Chores {
+                kernel: &mut self.kernel,
+                watch: &mut self.watch,
+                targets: &mut self.targets,
+                requests: self.requests.as_mut(),
+                on_demand: self.on_demand.as_ref(),
+            };
+            let event = self.waits.next_event(chores).await?;
+            let end_ns = self.end_chunk(&event).await?;
+            let end = match event {
+                Event::WindowEnd(end) => end,
+                Event::Request(request) => {
+                    if let Some(on_demand) = self.on_demand.as_mut() {
+                        on_demand.start(request, end_ns);
+                    }
+                    continue;
+                }
+                Event::PushDue => {
+                    self.pipeline.push(self.config, end_ns);
+                    continue;
+                }
+                Event::RequestsDue | Event::MapsFilling => continue,
+            };
+            if self.end_window(end, end_ns)? {
+                return Ok(());
+            }
+        }
+    }
+
+    /// Drains a chunk, attaches what the watch and the goroutine view
+    /// gathered meanwhile, and hands it to the on-demand profiles and the
+    /// pipeline; returns its end on the kernel's clock.
+    async fn end_chunk(&mut self, event: &Event) -> Result<u64, DaemonError> {
+        let current = self.targets.current();
+        // Processes that appeared since the last poll: their mappings
+        // belong with this chunk's samples.
+        self.watch.serve(&mut self.kernel)?;
+        let (mut chunk, end_ns) = self
+            .pipeline
+            .drain_chunk(
+                &mut self.kernel,
+                self.config,
+                &current,
+                event.drain_reason(),
+            )
+            .await?;
+        chunk.processes = self.watch.take_snapshots();
+        (chunk.recorded, chunk.record_stats) = self.watch.take_recorded();
+        if let Some(goroutines) = &self.goroutines {
+            let taken = goroutines.take();
+            chunk.samples.extend(taken.samples);
+            (chunk.go_pids, chunk.goroutine_stats) = (taken.pids, taken.stats);
+            goroutines.set_target(&current);
+        }
+        if let Some(on_demand) = self.on_demand.as_mut() {
+            on_demand.add_chunk(&chunk, end_ns);
+        }
+        self.pipeline.collect(chunk);
+        Ok(end_ns)
+    }
+
+    /// Writes the window that `end` ended (and, if it was the last, the
+    /// last push); returns whether it was the last.
+    fn end_window(&mut self, end: WindowEnd, end_ns: u64) -> Result<bool, DaemonError> {
+        // A tick that lands on the deadline ends the run too, rather than
+        // leaving an empty window after it.
+        let last = end.is_last() || self.waits.past_deadline();
+        log_end(end);
+        if end == WindowEnd::Hangup {
+            self.waits.restart_window();
+        }
+        let current = self.targets.current();
+        let comments = self.watch.comments();
+        let written = self
+            .pipeline
+            .finish(self.config, &current, end_ns, comments);
+        if last {
+            self.pipeline.push(self.config, end_ns);
+            self.pipeline.stop_pushing(PUSH_GRACE);
+        }
+        written_or_kept(written, last, &self.pipeline)?;
+        Ok(last)
+    }
+
+    /// Ends the helper threads before the programs are detached, so that
+    /// no thread of ours exits while the kernel takes them out.
+    fn shut_down(self, symbolizer: AssemblerThread) {
+        let Self {
+            kernel,
+            watch,
+            pipeline,
+            on_demand,
+            goroutines,
+            ..
+        } = self;
+        drop(goroutines);
+        drop((pipeline, on_demand));
+        symbolizer.join();
+        drop(watch);
+        drop(kernel);
+    }
+}
+
+/// A window's write: done, or kept in memory to be tried again with the
+/// next window, unless it was the last (then the run fails).
+fn written_or_kept(written: Written, last: bool, pipeline: &Pipeline) -> Result<(), DaemonError> {
+    match written {
+        Written::Done => Ok(()),
+        Written::Deferred(e) if last => Err(DaemonError::FinalWrite(e)),
+        Written::Deferred(e) => {
+            tracing::error!(
+                waiting = pipeline.sink.pending(),
+                "{}; keeping on sampling, will try again with the next window",
+                crate::error_chain(&e)
+            );
+            Ok(())
+        }
+    }
+}
+
+/// The HTTP endpoints and the on-demand profiles behind them, with
+/// `--listen`; `(None, None)` without.
+fn start_http(
+    config: &Config,
+    metrics: &Arc<Metrics>,
+    assembler: &Assembler,
+) -> Result<(Option<mpsc::Receiver<ProfileRequest>>, Option<OnDemand>), DaemonError> {
+    let Some(addr) = config.listen else {
+        return Ok((None, None));
+    };
+    let requests = http::start(addr, metrics.clone(), config.modes)?;
+    let on_demand = OnDemand::new(assembler.clone(), config.sample_period_ns());
+    tracing::info!(%addr, "serving /debug/pprof/{{profile,offcpu,wall}} and /metrics");
+    Ok((Some(requests), Some(on_demand)))
+}
+
+fn log_end(end: WindowEnd) {
+    match end {
+        WindowEnd::Signal(name) => tracing::info!("{name}: writing the last window"),
+        WindowEnd::Hangup => {
+            tracing::info!("SIGHUP: writing the current window, starting a new one");
+        }
+        WindowEnd::TargetsGone => {
+            tracing::info!("every target has exited: writing the last window");
+        }
+        WindowEnd::Interval | WindowEnd::Deadline => {}
+    }
+}
+
+#[cfg(test)]
+#[path = "loop_tests.rs"]
+mod tests;

@@ -1,0 +1,237 @@
+//! What the window loop waits on between drains: the window's ticker and
+//! the deadline, the signals, HTTP requests, and the chores done
+//! meanwhile (serving mapping requests, following targets, checking the
+//! maps' fill), any of which can end the chunk.
+use std::time::Duration;
+
+use tokio::{
+    signal::unix::{Signal, SignalKind, signal},
+    sync::mpsc,
+    time::{Instant, Interval, MissedTickBehavior, interval_at, sleep_until},
+};
+
+use super::DaemonError;
+use crate::{
+    bpf::{KernelError, KernelMaps, TargetMaps, WindowMaps},
+    config::{Config, Target},
+    on_demand::{OnDemand, ProfileRequest},
+    pipeline::{DrainReason, EARLY_DRAIN_FILL},
+    process_watch::ProcessWatch,
+    targets::Targets,
+};
+
+/// How often the kernel's requests for mappings are served: a process
+/// started after the daemon gets full stacks within this, and its
+/// mappings are read for the symbolizer.
+const UNWIND_POLL: Duration = Duration::from_millis(200);
+
+/// How often targets are checked again: exits, and new `--comm` or
+/// `--pid-file` matches.
+const TARGET_CHECK: Duration = Duration::from_millis(500);
+
+/// How often the kernel maps' fill is checked (see `EARLY_DRAIN_FILL`).
+const FILL_CHECK: Duration = Duration::from_millis(250);
+
+/// Why a window ends.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum WindowEnd {
+    Interval,
+    Deadline,
+    Signal(&'static str),
+    /// SIGHUP: write now, keep going.
+    Hangup,
+    TargetsGone,
+}
+
+impl WindowEnd {
+    pub(super) fn is_last(self) -> bool {
+        matches!(self, Self::Deadline | Self::Signal(_) | Self::TargetsGone)
+    }
+}
+
+/// What ends a chunk: the window's end, an on-demand profile's start or
+/// end, a kernel map filling up, or a push falling due.
+pub(super) enum Event {
+    WindowEnd(WindowEnd),
+    Request(ProfileRequest),
+    RequestsDue,
+    MapsFilling,
+    PushDue,
+}
+
+impl Event {
+    pub(super) fn drain_reason(&self) -> DrainReason {
+        match self {
+            Self::WindowEnd(_) => DrainReason::Window,
+            Self::Request(_) | Self::RequestsDue => DrainReason::Request,
+            Self::MapsFilling => DrainReason::Full,
+            Self::PushDue => DrainReason::Push,
+        }
+    }
+}
+
+/// SIGINT, SIGTERM and SIGHUP, caught from before the kernel side loads.
+pub(super) struct Signals {
+    interrupt: Signal,
+    terminate: Signal,
+    hangup: Signal,
+}
+
+impl Signals {
+    pub(super) fn install() -> Result<Self, DaemonError> {
+        let catch = |kind| signal(kind).map_err(DaemonError::Signals);
+        Ok(Self {
+            interrupt: catch(SignalKind::interrupt())?,
+            terminate: catch(SignalKind::terminate())?,
+            hangup: catch(SignalKind::hangup())?,
+        })
+    }
+}
+
+/// The timers and signals the loop waits on.
+pub(super) struct Waits {
+    started: Instant,
+    deadline: Option<Instant>,
+    ticker: Interval,
+    signals: Signals,
+    unwind_poll: Interval,
+    /// With --pid/--comm/--pid-file: notice exits and new matches.
+    liveness: Option<Interval>,
+    fill_check: Interval,
+    /// With --push: the next push is due.
+    push: Option<Interval>,
+}
+
+/// What the chores work on, borrowed from the daemon for one wait.
+pub(super) struct Chores<'a, K> {
+    pub kernel: &'a mut K,
+    pub watch: &'a mut ProcessWatch,
+    pub targets: &'a mut Targets,
+    pub requests: Option<&'a mut mpsc::Receiver<ProfileRequest>>,
+    pub on_demand: Option<&'a OnDemand>,
+}
+
+impl Waits {
+    /// The first window starts now.
+    pub(super) fn start(config: &Config, signals: Signals) -> Self {
+        let started = Instant::now();
+        let mut ticker = interval_at(started + config.interval, config.interval);
+        ticker.set_missed_tick_behavior(MissedTickBehavior::Delay);
+        Self {
+            started,
+            deadline: config.duration.map(|d| started + d),
+            ticker,
+            signals,
+            unwind_poll: tokio::time::interval(UNWIND_POLL),
+            liveness: matches!(config.target, Target::Pids(_))
+                .then(|| tokio::time::interval(TARGET_CHECK)),
+            fill_check: tokio::time::interval(FILL_CHECK),
+            push: config.push.as_ref().map(|push| {
+                let mut ticker = interval_at(started + push.interval, push.interval);
+                ticker.set_missed_tick_behavior(MissedTickBehavior::Delay);
+                ticker
+            }),
+        }
+    }
+
+    pub(super) fn past_deadline(&self) -> bool {
+        self.deadline.is_some_and(|d| Instant::now() >= d)
+    }
+
+    /// SIGHUP ended a window early: the next one is a whole interval.
+    pub(super) fn restart_window(&mut self) {
+        self.ticker.reset();
+    }
+
+    /// Does the chores as they fall due until something ends the chunk.
+    pub(super) async fn next_event<K: KernelMaps>(
+        &mut self,
+        chores: Chores<'_, K>,
+    ) -> Result<Event, DaemonError> {
+        let Chores {
+            kernel,
+            watch,
+            targets,
+            mut requests,
+            on_demand,
+        } = chores;
+        let due = on_demand.and_then(OnDemand::next_due);
+        let never = self.started;
+        loop {
+            tokio::select! {
+                _ = self.ticker.tick() => return Ok(Event::WindowEnd(WindowEnd::Interval)),
+                () = sleep_until(self.deadline.unwrap_or(never)), if self.deadline.is_some() => {
+                    return Ok(Event::WindowEnd(WindowEnd::Deadline));
+                }
+                _ = self.signals.interrupt.recv() => return Ok(Event::WindowEnd(WindowEnd::Signal("SIGINT"))),
+                _ = self.signals.terminate.recv() => return Ok(Event::WindowEnd(WindowEnd::Signal("SIGTERM"))),
+                _ = self.signals.hangup.recv() => return Ok(Event::WindowEnd(WindowEnd::Hangup)),
+                Some(request) = next_request(requests.as_deref_mut()) => return Ok(Event::Request(request)),
+                () = sleep_until(due.unwrap_or(never)), if due.is_some() => return Ok(Event::RequestsDue),
+                _ = self.unwind_poll.tick() => watch.serve(kernel)?,
+                () = tick(self.push.as_mut()) => return Ok(Event::PushDue),
+                () = tick(self.liveness.as_mut()) => {
+                    if follow_targets(targets, kernel)? {
+                        return Ok(Event::WindowEnd(WindowEnd::TargetsGone));
+                    }
+                }
+                _ = self.fill_check.tick() => {
+                    if maps_filling(kernel)? {
+                        return Ok(Event::MapsFilling);
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Adds new `--comm`/`--pid-file` matches to the kernel's targets and
+/// removes exited ones; returns whether every target is gone (and nothing
+/// is waited for).
+fn follow_targets(
+    targets: &mut Targets,
+    kernel: &mut impl TargetMaps,
+) -> Result<bool, KernelError> {
+    let in_kernel = kernel.target_pids()?;
+    let (added, exited) = targets.refresh(&in_kernel);
+    for pid in added {
+        kernel.add_target(pid)?;
+        tracing::info!(pid, "profiling a new target");
+    }
+    for pid in exited {
+        kernel.remove_target(pid)?;
+        tracing::info!(pid, "target exited");
+    }
+    Ok(targets.all_gone())
+}
+
+/// Whether the samples or stacks map of the active slot is past
+/// [`EARLY_DRAIN_FILL`].
+fn maps_filling(kernel: &impl WindowMaps) -> Result<bool, KernelError> {
+    let (samples, stacks) = kernel.active_entries()?.fill();
+    Ok(samples.max(stacks) >= EARLY_DRAIN_FILL)
+}
+
+/// The next tick of `interval`; never, without one.
+async fn tick(interval: Option<&mut Interval>) {
+    match interval {
+        Some(interval) => {
+            interval.tick().await;
+        }
+        None => std::future::pending().await,
+    }
+}
+
+/// The next profile request; never, without `--listen`.
+async fn next_request(
+    requests: Option<&mut mpsc::Receiver<ProfileRequest>>,
+) -> Option<ProfileRequest> {
+    match requests {
+        Some(requests) => requests.recv().await,
+        None => std::future::pending().await,
+    }
+}
+
+#[cfg(test)]
+#[path = "chores_tests.rs"]
+mod tests;
