@@ -10,48 +10,39 @@
 //! address that does not resolve keeps its mapping and address, with no
 //! lines, so a reader with the binary can still symbolize it.
 //!
+//! Each window is looked up in two steps: `prepare.rs` reads the window's
+//! processes and looks up its new addresses once; the lookups here then
+//! build the profile's locations from the caches.
+//!
 //! blazesym's `Symbolizer` is not `Send`: this type lives on one thread.
 mod anonymous;
 mod binaries;
 mod convert;
 mod debug_files;
 pub mod debuginfod;
+mod prepare;
 mod processes;
 pub mod procmaps;
 mod recorded;
 
-use std::{
-    collections::{BTreeMap, HashMap, HashSet},
-    sync::Arc,
-};
+use std::{collections::HashMap, sync::Arc};
 
-use anonymous::symbolize_anonymous;
-use binaries::{Binaries, Todo};
-use blazesym::{
-    MaybeDefault,
-    symbolize::{
-        Input,
-        evict::{self, Evict},
-        source::{Kernel, Source},
-    },
-};
+use binaries::Binaries;
+use blazesym::symbolize::{Input, source::Source};
 pub(crate) use convert::map_files_path;
-use convert::{binary_key, find_vma, lines_of, locations, lookup_addrs};
+use convert::{binary_key, find_vma, lines_of, locations};
 pub(crate) use debug_files::hex;
 pub use debuginfod::{Debuginfod, DebuginfodStats};
 pub use processes::ProcessSnapshot;
-use processes::{Mappings, Processes, binary_path};
+use processes::Processes;
 pub use recorded::{MappedFile, RecordStats, RecordedImage, RecordedVma};
 
 use crate::{
     cgroup::Placement,
     config,
     profile::{Line, Location, Mapping},
-    sample::{RawSample, Stack},
+    sample::Stack,
 };
-
-/// Windows a process or binary may go unseen before its cache is dropped.
-const EVICT_AFTER_WINDOWS: u64 = 10;
 
 /// Marker frame of off-CPU time whose user stack was not captured because
 /// the thread was still off the CPU when the window ended.
@@ -118,14 +109,6 @@ pub struct SymbolizeStats {
     pub debuginfod: Option<(DebuginfodStats, u64)>,
 }
 
-/// The new addresses of one window, by process and image
-/// (`processes.rs`), and by side.
-#[derive(Default)]
-struct WindowAddrs {
-    user: BTreeMap<(u32, usize), HashSet<u64>>,
-    kernel: HashSet<u64>,
-}
-
 pub struct Symbolizer {
     blaze: blazesym::symbolize::Symbolizer,
     processes: Processes,
@@ -170,65 +153,6 @@ impl Symbolizer {
                 build_id: String::new(),
             }),
             window: 0,
-        }
-    }
-
-    /// Symbolizes every address of a window's `samples` that is not cached
-    /// yet, so the lookups that follow are cache hits. `processes` and
-    /// `recorded` are the mappings read or recorded while processes lived.
-    pub fn prepare(
-        &mut self,
-        samples: &[RawSample],
-        processes: &[Arc<ProcessSnapshot>],
-        recorded: &[Arc<RecordedImage>],
-    ) -> SymbolizeStats {
-        self.window += 1;
-        let mut stats = SymbolizeStats::default();
-        self.binaries.collect_downloads();
-        self.read_processes(samples, processes, recorded, &mut stats);
-        let addrs = self.window_addrs(samples);
-        self.symbolize_user(&addrs.user, &mut stats);
-        self.symbolize_kernel(addrs.kernel, &mut stats);
-        stats.debug_files = self.binaries.take_debug_files();
-        stats.debuginfod = self.binaries.take_debuginfod_stats();
-        self.evict();
-        stats
-    }
-
-    /// Takes in the mappings recorded or read while processes lived, then
-    /// reads every process of the window's samples with user frames as it
-    /// is now (of the others, only a new one's name and placement).
-    /// Recorded images count only for processes with samples: most never
-    /// have any.
-    fn read_processes(
-        &mut self,
-        samples: &[RawSample],
-        processes: &[Arc<ProcessSnapshot>],
-        recorded: &[Arc<RecordedImage>],
-        stats: &mut SymbolizeStats,
-    ) {
-        self.processes.start_window();
-        let with_samples: HashSet<u32> = samples.iter().map(|s| s.pid).collect();
-        for image in recorded.iter().filter(|i| with_samples.contains(&i.pid)) {
-            self.processes.remember_recorded(image, self.window);
-            stats.images_recorded += 1;
-        }
-        for snapshot in processes {
-            self.processes.remember(snapshot, self.window);
-        }
-        for sample in samples {
-            if stack_frames(&sample.user_stack).is_empty() {
-                self.processes.know(sample.pid, &sample.thread, self.window);
-                continue;
-            }
-            match self
-                .processes
-                .refresh(sample.pid, &sample.thread, self.window)
-            {
-                None | Some(Mappings::Read) => {}
-                Some(Mappings::Remembered) => stats.processes_remembered += 1,
-                Some(Mappings::Unreadable) => stats.processes_unreadable += 1,
-            }
         }
     }
 
@@ -307,151 +231,6 @@ impl Symbolizer {
             location.mapping = Some(self.kernel_mapping.clone());
         }
         kernel
-    }
-
-    /// Looks up the user addresses not cached yet: file-backed ones per
-    /// binary, the rest per process.
-    fn symbolize_user(
-        &mut self,
-        user: &BTreeMap<(u32, usize), HashSet<u64>>,
-        stats: &mut SymbolizeStats,
-    ) {
-        let mut todo: HashMap<BinaryKey, Todo> = HashMap::new();
-        // Binaries that cannot be read any more, by build id.
-        let mut gone: HashMap<BinaryKey, Vec<(u64, u64)>> = HashMap::new();
-        let mut anonymous: BTreeMap<u32, Vec<u64>> = BTreeMap::new();
-        let mut read_paths = Vec::new();
-        for (&(pid, index), addrs) in user {
-            let Some(process) = self.processes.get(pid) else {
-                continue;
-            };
-            let generation = process.generation(index);
-            for &addr in addrs {
-                let Some((vma, mapping)) = find_vma(&generation.vmas, addr) else {
-                    continue;
-                };
-                if !vma.is_file() {
-                    anonymous.entry(pid).or_default().push(addr);
-                    continue;
-                }
-                let key = binary_key(mapping);
-                let offset = vma.file_offset(addr);
-                if !self.binaries.needs(&key, offset, self.window) {
-                    continue;
-                }
-                if let Some(todo) = todo.get_mut(&key) {
-                    todo.offsets.push(offset);
-                    continue;
-                }
-                let current = process.is_current(index);
-                // Unreadable now (gone, in another namespace, replaced):
-                // only a debug file found by build id can name it; else
-                // the address keeps its mapping, for a reader with the file.
-                let Some((path, dir)) = binary_path(pid, vma, mapping, generation, current) else {
-                    if !mapping.build_id.is_empty() {
-                        gone.entry(key).or_default().push((offset, vma.offset));
-                    }
-                    continue;
-                };
-                read_paths.push((pid, path.clone()));
-                todo.insert(
-                    key,
-                    Todo {
-                        path,
-                        dir,
-                        offsets: vec![offset],
-                    },
-                );
-            }
-        }
-        for (pid, path) in read_paths {
-            if let Some(process) = self.processes.get_mut(pid) {
-                process.blaze_paths.insert(path);
-            }
-        }
-        for (key, mut offsets) in gone {
-            if let Some(readable) = todo.get_mut(&key) {
-                readable.offsets.extend(offsets.iter().map(|&(o, _)| o));
-                continue;
-            }
-            offsets.sort_unstable();
-            offsets.dedup_by_key(|&mut (o, _)| o);
-            let (looked_up, failed) = self.binaries.symbolize_gone(&self.blaze, key, &offsets);
-            stats.resolved += looked_up;
-            stats.failed += failed;
-        }
-        for (key, todo) in todo {
-            let (looked_up, failed) = self.binaries.symbolize(&self.blaze, key, &todo);
-            stats.resolved += looked_up;
-            stats.failed += failed;
-        }
-        for (pid, addrs) in anonymous {
-            let Some(process) = self.processes.get_mut(pid) else {
-                continue;
-            };
-            let (looked_up, failed) =
-                symbolize_anonymous(&mut self.blaze, pid, &mut process.anonymous, &addrs);
-            stats.resolved += looked_up;
-            stats.failed += failed;
-        }
-    }
-
-    /// Looks up the kernel addresses not cached yet, through kallsyms.
-    fn symbolize_kernel(&mut self, kernel: HashSet<u64>, stats: &mut SymbolizeStats) {
-        let kernel: Vec<u64> = kernel
-            .into_iter()
-            .filter(|a| !self.kernel.contains_key(a))
-            .collect();
-        if kernel.is_empty() {
-            return;
-        }
-        let source = Source::Kernel(Kernel {
-            vmlinux: MaybeDefault::None,
-            ..Kernel::default()
-        });
-        let resolved = symbolize(&self.blaze, &source, Input::AbsAddr(&kernel));
-        for (addr, lines) in kernel.into_iter().zip(resolved) {
-            stats.resolved += 1;
-            stats.failed += u64::from(lines.is_empty());
-            self.kernel.insert(addr, lines);
-        }
-    }
-
-    fn evict(&mut self) {
-        let (paths, pids) = self.processes.evict(self.window, EVICT_AFTER_WINDOWS);
-        for path in paths {
-            let _ = self.blaze.evict(&Evict::Elf(evict::Elf::new(path)));
-        }
-        for pid in pids {
-            let _ = self
-                .blaze
-                .evict(&Evict::Process(evict::Process::new(pid.into())));
-        }
-        self.binaries.evict(self.window, EVICT_AFTER_WINDOWS);
-    }
-
-    /// The addresses to look up in `window`, deduplicated, user ones by
-    /// the process image their stack belongs to.
-    fn window_addrs(&self, samples: &[RawSample]) -> WindowAddrs {
-        let mut addrs = WindowAddrs::default();
-        for sample in samples {
-            let frames = stack_frames(&sample.user_stack);
-            if !frames.is_empty() {
-                let index = self
-                    .processes
-                    .get(sample.pid)
-                    .map_or(0, |p| p.generation_of(frames));
-                addrs
-                    .user
-                    .entry((sample.pid, index))
-                    .or_default()
-                    .extend(lookup_addrs(frames));
-            }
-            addrs
-                .kernel
-                .extend(lookup_addrs(stack_frames(&sample.kernel_stack)));
-        }
-        addrs
     }
 }
 

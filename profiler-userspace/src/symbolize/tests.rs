@@ -1,5 +1,5 @@
-use super::*;
-use crate::window::RawWindow;
+use super::{convert::lookup_addrs, prepare::EVICT_AFTER_WINDOWS, *};
+use crate::{sample::RawSample, window::RawWindow};
 use std::path::PathBuf;
 
 #[test]
