@@ -1,10 +1,13 @@
 //! Threads asleep since before the programs were attached: the kernel has
 //! never seen them switch, so at each window's end their time is read from
 //! `/proc`. While they sleep on, neither their name nor their kernel stack
-//! can change, so both are read once, not at every window's end.
+//! can change, so both are read once, not at every window's end. Also the
+//! `/proc` readers that find them: the targets' threads, and their state.
 use std::{collections::HashMap, sync::Arc};
 
-use crate::{procfs, sample::Stack};
+use profiler_common::sample::ThreadState;
+
+use crate::{config::Target, procfs, sample::Stack};
 
 /// What was read of each such thread, by tid.
 #[derive(Default)]
@@ -59,6 +62,27 @@ pub fn kernel_stack(pid: u32, tid: u32) -> Stack {
     }
 }
 
+/// (pid, tid) of every thread of the targets.
+pub(super) fn target_threads(target: &Target) -> Vec<(u32, u32)> {
+    let pids: Vec<u32> = match target {
+        Target::Pids(pids) => pids.clone(),
+        Target::All => procfs::pids(),
+    };
+    pids.into_iter()
+        .flat_map(|pid| procfs::tids(pid).into_iter().map(move |tid| (pid, tid)))
+        .collect()
+}
+
+/// The thread's state if it is off the CPU, blocked: S (or I, an idle
+/// kernel thread) is sleeping, D is disk.
+pub(super) fn sleeping_state(pid: u32, tid: u32) -> Option<ThreadState> {
+    match procfs::thread_state(pid, tid)? {
+        'S' | 'I' => Some(ThreadState::Sleeping),
+        'D' => Some(ThreadState::Disk),
+        _ => None,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -94,6 +118,22 @@ mod tests {
             "forgotten, read again"
         );
         done_tx.send(()).unwrap();
+        sleeper.join().unwrap();
+    }
+
+    #[test]
+    fn own_threads_are_listed_and_a_sleeper_is_seen_sleeping() {
+        let pid = std::process::id();
+        let (tx, rx) = std::sync::mpsc::channel();
+        let sleeper = std::thread::spawn(move || {
+            // SAFETY: gettid has no preconditions.
+            tx.send(unsafe { libc::gettid() }).unwrap();
+            std::thread::sleep(std::time::Duration::from_millis(500));
+        });
+        let tid = u32::try_from(rx.recv().unwrap()).unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        assert!(target_threads(&Target::Pids(vec![pid])).contains(&(pid, tid)));
+        assert_eq!(sleeping_state(pid, tid), Some(ThreadState::Sleeping));
         sleeper.join().unwrap();
     }
 }

@@ -3,7 +3,7 @@
 use std::collections::HashMap as StdHashMap;
 
 use aya::{
-    Pod,
+    Ebpf, Pod,
     maps::{Array, Map, MapData, PerCpuArray},
 };
 use profiler_common::{
@@ -16,7 +16,7 @@ use profiler_common::{
     stats::{STATS_LEN, Stat},
 };
 
-use super::{Kernel, KernelError, batch};
+use super::{KernelError, batch, take_map};
 use crate::sample::{MapEntries, RawSample, Stack};
 
 /// A window's end as the kernel saw it.
@@ -53,7 +53,7 @@ pub struct Drained {
     pub map_entries: MapEntries,
 }
 
-/// The window's maps as the pipeline reads them: [`Kernel`] here, an
+/// The window's maps as the pipeline reads them: [`Kernel`](super::Kernel) here, an
 /// in-memory one in tests (`memory.rs`).
 pub trait WindowMaps {
     /// Ends the window: points the kernel at the other slot and returns
@@ -79,7 +79,99 @@ pub trait WindowMaps {
     fn active_entries(&self) -> Result<MapEntries, KernelError>;
 }
 
-impl WindowMaps for Kernel {
+/// The window's maps, taken from the loaded object: the control map, each
+/// slot's samples and stacks, and the counters; with what the last drain
+/// left (the slot written now, the counters then, its time).
+pub(super) struct Windows {
+    control: Map,
+    /// Samples and stacks, by slot.
+    slots: [(Map, Map); SLOTS as usize],
+    stats: Map,
+    switch_cpu: Map,
+    active_slot: u32,
+    /// Kernel counters as of the previous drain, to report deltas.
+    last_stats: [u64; STATS_LEN as usize],
+    /// Monotonic time of the last flip (of loading, before the first).
+    last_flip_ns: u64,
+}
+
+impl Windows {
+    /// Takes the window's maps out of `ebpf`, and points the kernel at
+    /// slot 0.
+    pub(super) fn take(ebpf: &mut Ebpf) -> Result<Self, KernelError> {
+        let mut slot = |slot| -> Result<(Map, Map), KernelError> {
+            let (samples, stacks) = slot_maps(slot);
+            Ok((take_map(ebpf, samples)?, take_map(ebpf, stacks)?))
+        };
+        let slots = [slot(0)?, slot(1)?];
+        let mut windows = Self {
+            control: take_map(ebpf, CONTROL)?,
+            slots,
+            stats: take_map(ebpf, STATS)?,
+            switch_cpu: take_map(ebpf, SWITCH_CPU)?,
+            active_slot: 0,
+            last_stats: [0; STATS_LEN as usize],
+            last_flip_ns: 0,
+        };
+        windows.set_active_slot(0, 0)?;
+        Ok(windows)
+    }
+
+    /// The first window starts now (once everything is attached).
+    pub(super) fn start(&mut self) {
+        self.last_flip_ns = monotonic_ns();
+    }
+
+    /// Tells the kernel which slot to write to, and when it was flipped.
+    fn set_active_slot(&mut self, slot: u32, at_ns: u64) -> Result<(), KernelError> {
+        let mut control: Array<&mut MapData, u64> =
+            Array::try_from(&mut self.control).map_err(KernelError::map(CONTROL))?;
+        control
+            .set(CONTROL_ACTIVE_SLOT, u64::from(slot), 0)
+            .map_err(KernelError::map(CONTROL))?;
+        control
+            .set(CONTROL_LAST_FLIP_NS, at_ns, 0)
+            .map_err(KernelError::map(CONTROL))?;
+        self.active_slot = slot;
+        Ok(())
+    }
+
+    fn stats_delta(&mut self) -> Result<[u64; STATS_LEN as usize], KernelError> {
+        let off_cpu_seen = self.off_cpu_seen()?;
+        let stats: PerCpuArray<&MapData, u64> =
+            PerCpuArray::try_from(&self.stats).map_err(KernelError::map(STATS))?;
+        let mut delta = [0; STATS_LEN as usize];
+        for stat in Stat::ALL {
+            let index = stat as usize;
+            let mut total: u64 = stats
+                .get(&(stat as u32), 0)
+                .map_err(KernelError::map(STATS))?
+                .iter()
+                .sum();
+            if stat == Stat::OffCpuEventsSeen {
+                total += off_cpu_seen;
+            }
+            delta[index] = total.saturating_sub(self.last_stats[index]);
+            self.last_stats[index] = total;
+        }
+        Ok(delta)
+    }
+
+    /// Off-CPU intervals seen, which `sched_switch` counts in its per-CPU
+    /// [`SwitchCpu`] rather than in `STATS`.
+    fn off_cpu_seen(&self) -> Result<u64, KernelError> {
+        let cpus: PerCpuArray<&MapData, SwitchCpu> =
+            PerCpuArray::try_from(&self.switch_cpu).map_err(KernelError::map(SWITCH_CPU))?;
+        Ok(cpus
+            .get(&0, 0)
+            .map_err(KernelError::map(SWITCH_CPU))?
+            .iter()
+            .map(|cpu| cpu.off_cpu_seen)
+            .sum())
+    }
+}
+
+impl WindowMaps for Windows {
     fn flip(&mut self) -> Result<Flip, KernelError> {
         let slot = self.active_slot;
         let end_ns = monotonic_ns();
@@ -95,8 +187,10 @@ impl WindowMaps for Kernel {
 
     fn drain(&mut self, flip: &Flip) -> Result<Drained, KernelError> {
         let (samples_name, stacks_name) = slot_maps(flip.slot);
-        let raw: Vec<(SampleKey, SampleValue)> = self.take_all(samples_name)?;
-        let stacks: StdHashMap<u64, StackTrace> = self.take_all(stacks_name)?.into_iter().collect();
+        let (samples, stacks) = &self.slots[flip.slot as usize];
+        let raw: Vec<(SampleKey, SampleValue)> = take_all(samples, samples_name)?;
+        let stacks: StdHashMap<u64, StackTrace> =
+            take_all(stacks, stacks_name)?.into_iter().collect();
         let mut resolved: StdHashMap<u64, Stack> = StdHashMap::new();
         let mut window = Drained::default();
         window.map_entries.samples = u32::try_from(raw.len()).unwrap_or(u32::MAX);
@@ -135,9 +229,8 @@ impl WindowMaps for Kernel {
     /// From the kernel's insert counters since the last drain: two
     /// per-CPU reads, not a map walk.
     fn active_entries(&self) -> Result<MapEntries, KernelError> {
-        let map = self.ebpf.map(STATS).ok_or(KernelError::MissingMap(STATS))?;
         let stats: PerCpuArray<&MapData, u64> =
-            PerCpuArray::try_from(map).map_err(KernelError::map(STATS))?;
+            PerCpuArray::try_from(&self.stats).map_err(KernelError::map(STATS))?;
         let since_drain = |stat: Stat| -> Result<u32, KernelError> {
             let total: u64 = stats
                 .get(&(stat as u32), 0)
@@ -154,71 +247,13 @@ impl WindowMaps for Kernel {
     }
 }
 
-impl Kernel {
-    /// Tells the kernel which slot to write to, and when it was flipped.
-    pub(super) fn set_active_slot(&mut self, slot: u32, at_ns: u64) -> Result<(), KernelError> {
-        let mut control: Array<&mut MapData, u64> =
-            Array::try_from(self.map_mut(CONTROL)?).map_err(KernelError::map(CONTROL))?;
-        control
-            .set(CONTROL_ACTIVE_SLOT, u64::from(slot), 0)
-            .map_err(KernelError::map(CONTROL))?;
-        control
-            .set(CONTROL_LAST_FLIP_NS, at_ns, 0)
-            .map_err(KernelError::map(CONTROL))?;
-        self.active_slot = slot;
-        Ok(())
-    }
-
-    /// Every entry of hash map `name`, which is left empty.
-    fn take_all<K: Pod, V: Pod>(&self, name: &'static str) -> Result<Vec<(K, V)>, KernelError> {
-        match self.ebpf.map(name).ok_or(KernelError::MissingMap(name))? {
-            Map::HashMap(data) => {
-                batch::take_all(data).map_err(|source| KernelError::MapIo { name, source })
-            }
-            _ => Err(KernelError::MapType { name }),
+/// Every entry of hash map `map` (named `name`), which is left empty.
+fn take_all<K: Pod, V: Pod>(map: &Map, name: &'static str) -> Result<Vec<(K, V)>, KernelError> {
+    match map {
+        Map::HashMap(data) => {
+            batch::take_all(data).map_err(|source| KernelError::MapIo { name, source })
         }
-    }
-
-    fn stats_delta(&mut self) -> Result<[u64; STATS_LEN as usize], KernelError> {
-        let map = self.ebpf.map(STATS).ok_or(KernelError::MissingMap(STATS))?;
-        let stats: PerCpuArray<&MapData, u64> =
-            PerCpuArray::try_from(map).map_err(KernelError::map(STATS))?;
-        let mut delta = [0; STATS_LEN as usize];
-        for stat in Stat::ALL {
-            let index = stat as usize;
-            let mut total: u64 = stats
-                .get(&(stat as u32), 0)
-                .map_err(KernelError::map(STATS))?
-                .iter()
-                .sum();
-            if stat == Stat::OffCpuEventsSeen {
-                total += self.off_cpu_seen()?;
-            }
-            delta[index] = total.saturating_sub(self.last_stats[index]);
-            self.last_stats[index] = total;
-        }
-        Ok(delta)
-    }
-
-    /// Off-CPU intervals seen, which `sched_switch` counts in its per-CPU
-    /// [`SwitchCpu`] rather than in `STATS`.
-    fn off_cpu_seen(&self) -> Result<u64, KernelError> {
-        let map = self
-            .ebpf
-            .map(SWITCH_CPU)
-            .ok_or(KernelError::MissingMap(SWITCH_CPU))?;
-        let cpus: PerCpuArray<&MapData, SwitchCpu> =
-            PerCpuArray::try_from(map).map_err(KernelError::map(SWITCH_CPU))?;
-        Ok(cpus
-            .get(&0, 0)
-            .map_err(KernelError::map(SWITCH_CPU))?
-            .iter()
-            .map(|cpu| cpu.off_cpu_seen)
-            .sum())
-    }
-
-    pub(super) fn map_mut(&mut self, name: &'static str) -> Result<&mut Map, KernelError> {
-        self.ebpf.map_mut(name).ok_or(KernelError::MissingMap(name))
+        _ => Err(KernelError::MapType { name }),
     }
 }
 

@@ -8,7 +8,7 @@
 //!   `INTERVAL_CELLS`): their interval is accounted
 //!   up to the window's end here and the end is recorded in `IN_FLIGHT`
 //!   (by tid), so when the thread comes back the kernel
-//!   counts only the rest (see the handshake in [`Kernel::account_in_flight`]).
+//!   counts only the rest (see the handshake in [`InFlight::account_in_flight`]).
 //! - Target threads never seen leaving a CPU since the programs were
 //!   attached, yet sleeping now (`/proc/<tid>/stat`): they cannot have run
 //!   without switching out again, so they have been off the CPU since
@@ -28,7 +28,10 @@ use std::{
     os::fd::{AsFd as _, BorrowedFd, OwnedFd},
 };
 
-use aya::maps::{Array, HashMap, Map, MapData};
+use aya::{
+    Ebpf,
+    maps::{Array, HashMap, Map, MapData},
+};
 use profiler_common::{
     maps::{IN_FLIGHT, INTERVAL_CELLS, TASKS, interval_cell},
     off_cpu::{Weight, sample, sample_naive, split_interval},
@@ -36,10 +39,14 @@ use profiler_common::{
     task::{IntervalCell, OpenInterval, TaskState},
 };
 
-use super::{Flip, Kernel, KernelError, asleep::kernel_stack, rng::Rng, task_storage};
+use super::{
+    Flip, KernelError,
+    asleep::{Asleep, kernel_stack, sleeping_state, target_threads},
+    rng::Rng,
+    take_map, task_storage,
+};
 use crate::{
     config::{OffCpu, Target},
-    procfs,
     sample::{RawSample, Stack},
 };
 
@@ -60,8 +67,8 @@ struct Thread {
 }
 
 /// The off-CPU intervals still open at a window's end, as the pipeline
-/// accounts them: [`Kernel`] here, an in-memory one in tests
-/// (`memory.rs`).
+/// accounts them: [`Kernel`](super::Kernel) here, an in-memory one in
+/// tests (`memory.rs`).
 pub trait InFlightMaps {
     /// Accounts the off-CPU time of `target`'s threads still off the CPU
     /// at the end of `flip`'s window, up to that end, under the sampling
@@ -78,7 +85,30 @@ pub trait InFlightMaps {
     ) -> Result<(Vec<RawSample>, InFlightStats), KernelError>;
 }
 
-impl InFlightMaps for Kernel {
+/// The maps of the threads' open intervals, taken from the loaded object:
+/// the task entries, the interval cells and the ends accounted here; and
+/// what was read of threads asleep since before loading.
+pub(super) struct InFlight {
+    tasks: Map,
+    /// `IN_FLIGHT`: where this side stopped counting each interval.
+    accounted_to: Map,
+    cells: Map,
+    asleep: Asleep,
+}
+
+impl InFlight {
+    /// Takes the maps out of `ebpf`.
+    pub(super) fn take(ebpf: &mut Ebpf) -> Result<Self, KernelError> {
+        Ok(Self {
+            tasks: take_map(ebpf, TASKS)?,
+            accounted_to: take_map(ebpf, IN_FLIGHT)?,
+            cells: take_map(ebpf, INTERVAL_CELLS)?,
+            asleep: Asleep::default(),
+        })
+    }
+}
+
+impl InFlightMaps for InFlight {
     /// The handshake with the kernel, per tracked thread: write
     /// `IN_FLIGHT[tid] = end`, then read the thread's entry again. If its
     /// interval is unchanged, the thread is still away and the kernel will
@@ -96,22 +126,14 @@ impl InFlightMaps for Kernel {
     ) -> Result<(Vec<RawSample>, InFlightStats), KernelError> {
         let mut samples = Vec::new();
         let mut stats = InFlightStats::default();
-        let [tasks, in_flight, cells] =
-            self.ebpf
-                .maps_disjoint_mut([TASKS, IN_FLIGHT, INTERVAL_CELLS]);
-        let tasks = match tasks {
-            Some(Map::Unsupported(data)) => data.fd().as_fd(),
-            Some(_) => return Err(KernelError::MapType { name: TASKS }),
-            None => {
-                return Err(KernelError::MissingMap(TASKS));
-            }
+        let Map::Unsupported(tasks) = &self.tasks else {
+            return Err(KernelError::MapType { name: TASKS });
         };
+        let tasks = tasks.fd().as_fd();
         let mut in_flight: HashMap<&mut MapData, u32, u64> =
-            HashMap::try_from(in_flight.ok_or(KernelError::MissingMap(IN_FLIGHT))?)
-                .map_err(KernelError::map(IN_FLIGHT))?;
+            HashMap::try_from(&mut self.accounted_to).map_err(KernelError::map(IN_FLIGHT))?;
         let cells = Cells {
-            map: Array::try_from(cells.ok_or(KernelError::MissingMap(INTERVAL_CELLS))?)
-                .map_err(KernelError::map(INTERVAL_CELLS))?,
+            map: Array::try_from(&mut self.cells).map_err(KernelError::map(INTERVAL_CELLS))?,
             in_use: rule.interval_cells,
         };
         let accounted: StdHashMap<u32, u64> = in_flight.iter().filter_map(Result::ok).collect();
@@ -175,7 +197,7 @@ struct EndOfWindow<'a> {
 
 impl EndOfWindow<'_> {
     /// The handshake for one tracked thread (see
-    /// [`Kernel::account_in_flight`]); true if its open interval was
+    /// [`InFlight::account_in_flight`]); true if its open interval was
     /// counted here.
     fn account(
         &self,
@@ -361,46 +383,4 @@ fn push_part(
         goroutine: None,
         goroutine_ns: 0,
     });
-}
-
-/// (pid, tid) of every thread of the targets.
-fn target_threads(target: &Target) -> Vec<(u32, u32)> {
-    let pids: Vec<u32> = match target {
-        Target::Pids(pids) => pids.clone(),
-        Target::All => procfs::pids(),
-    };
-    pids.into_iter()
-        .flat_map(|pid| procfs::tids(pid).into_iter().map(move |tid| (pid, tid)))
-        .collect()
-}
-
-/// The thread's state if it is off the CPU, blocked: S (or I, an idle
-/// kernel thread) is sleeping, D is disk.
-fn sleeping_state(pid: u32, tid: u32) -> Option<ThreadState> {
-    match procfs::thread_state(pid, tid)? {
-        'S' | 'I' => Some(ThreadState::Sleeping),
-        'D' => Some(ThreadState::Disk),
-        _ => None,
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn own_threads_are_listed_and_a_sleeper_is_seen_sleeping() {
-        let pid = std::process::id();
-        let (tx, rx) = std::sync::mpsc::channel();
-        let sleeper = std::thread::spawn(move || {
-            // SAFETY: gettid has no preconditions.
-            tx.send(unsafe { libc::gettid() }).unwrap();
-            std::thread::sleep(std::time::Duration::from_millis(500));
-        });
-        let tid = u32::try_from(rx.recv().unwrap()).unwrap();
-        std::thread::sleep(std::time::Duration::from_millis(50));
-        assert!(target_threads(&Target::Pids(vec![pid])).contains(&(pid, tid)));
-        assert_eq!(sleeping_state(pid, tid), Some(ThreadState::Sleeping));
-        sleeper.join().unwrap();
-    }
 }

@@ -3,7 +3,6 @@
 //! tracepoints.
 use aya::{
     Btf, Ebpf, EbpfLoader,
-    maps::{HashMap, MapData},
     programs::{
         BtfTracePoint, PerfEvent, Program, ProgramError,
         perf_event::{PerfEventConfig, PerfEventScope, SamplePolicy, SoftwareEvent},
@@ -14,20 +13,28 @@ use profiler_common::{
     maps::{
         GLOBAL_INTERVAL_CELLS, GLOBAL_OFF_CPU_DISPATCH_ONLY, GLOBAL_OFF_CPU_NAIVE,
         GLOBAL_OFF_CPU_RATE_NS, GLOBAL_SCHED_OFFSETS, GLOBAL_TARGET_ALL, GLOBAL_TASK_WORK,
-        GLOBAL_UNWIND_TABLES, IN_FLIGHT, IN_FLIGHT_MAX_ENTRIES, INTERVAL_CELLS, TARGET_COMMS,
-        TASK_WORK, UNWIND_ROWS,
+        GLOBAL_UNWIND_TABLES, IN_FLIGHT, IN_FLIGHT_MAX_ENTRIES, INTERVAL_CELLS, TASK_WORK,
+        UNWIND_ROWS,
     },
-    sample::{COMM_LEN, comm_key},
     sched::SchedOffsets,
-    stats::STATS_LEN,
+    unwind::{ProcessMappings, UnwindRow},
 };
 
 use super::{
-    KernelError, TargetMaps as _,
+    Drained, Flip, InFlightMaps, InFlightStats, KernelError, Rng, TargetMaps, UnwindMaps,
+    WindowMaps,
     btf_fields::KernelTypes,
+    drain::Windows,
+    ebpf_log::{self, Logger},
+    in_flight::InFlight,
     kfunc::{self, Kfunc},
+    targets::TargetSet,
+    unwind_maps::UnwindTables,
 };
-use crate::config::{Config, Target, Unwind, UserStacks};
+use crate::{
+    config::{Config, OffCpu, Target, Unwind, UserStacks},
+    sample::{MapEntries, RawSample},
+};
 
 /// Whether this build has the test knobs (and its object their globals).
 const TEST_KNOBS: bool = cfg!(feature = "test-knobs");
@@ -81,18 +88,18 @@ const RSEQ_UPDATE: (&str, &str) = ("rseq_update", "rseq_update");
 /// this tracepoint slows every system call of every process.
 const SYS_EXIT: (&str, &str) = ("sys_exit", "sys_exit");
 
-/// The loaded and attached programs and their maps.
+/// The loaded and attached programs, and their maps in parts, one per
+/// interface: each part owns its maps (taken out of the object) and its
+/// state, in the file of its interface. The parts' maps stay open as long
+/// as the programs that were loaded with their fds.
 pub struct Kernel {
-    pub(super) ebpf: Ebpf,
-    /// The slot the kernel writes to now.
-    pub(super) active_slot: u32,
-    /// Kernel counters as of the previous drain, to report deltas.
-    pub(super) last_stats: [u64; STATS_LEN as usize],
-    /// Monotonic time of the last flip (of loading, before the first).
-    pub(super) last_flip_ns: u64,
-    pub(super) logger: Option<aya_log::EbpfLogger<&'static dyn log::Log>>,
-    /// What was read of threads asleep since before loading.
-    pub(super) asleep: super::asleep::Asleep,
+    windows: Windows,
+    targets: TargetSet,
+    in_flight: InFlight,
+    unwind: UnwindTables,
+    logger: Option<Logger>,
+    /// The programs (attached), and the maps no part uses.
+    ebpf: Ebpf,
 }
 
 impl Kernel {
@@ -157,21 +164,18 @@ impl Kernel {
             }
         };
 
-        let mut kernel = Self {
-            ebpf,
-            active_slot: 0,
-            last_stats: [0; STATS_LEN as usize],
-            last_flip_ns: 0,
-            logger,
-            asleep: super::asleep::Asleep::default(),
+        let pids = match targets {
+            Target::Pids(pids) => &pids[..],
+            Target::All => &[],
         };
-        kernel.set_active_slot(0, 0)?;
-        if let Target::Pids(pids) = targets {
-            for &pid in pids {
-                kernel.add_target(pid)?;
-            }
-        }
-        kernel.set_target_comms(&config.discover.comms)?;
+        let mut kernel = Self {
+            windows: Windows::take(&mut ebpf)?,
+            targets: TargetSet::take(&mut ebpf, pids, &config.discover.comms)?,
+            in_flight: InFlight::take(&mut ebpf)?,
+            unwind: UnwindTables::take(&mut ebpf)?,
+            logger,
+            ebpf,
+        };
         let btf = Btf::from_sys_fs().map_err(KernelError::Btf)?;
         kernel.attach_tracepoints(&UNWIND_PROGRAMS, &btf)?;
         if let Some(off_cpu) = config.modes.off_cpu() {
@@ -182,7 +186,7 @@ impl Kernel {
             kernel.attach_on_cpu(config.sample_period_ns())?;
         }
         // The first window starts once everything is attached.
-        kernel.last_flip_ns = super::drain::monotonic_ns();
+        kernel.windows.start();
         Ok(kernel)
     }
 
@@ -273,19 +277,74 @@ impl Kernel {
         Ok(())
     }
 
-    /// The `--comm` names: a process that execs into one becomes a target
-    /// in the kernel at once.
-    fn set_target_comms(&mut self, comms: &[String]) -> Result<(), KernelError> {
-        let map = self
-            .ebpf
-            .map_mut(TARGET_COMMS)
-            .ok_or(KernelError::MissingMap(TARGET_COMMS))?;
-        let mut map: HashMap<&mut MapData, [u8; COMM_LEN], u8> =
-            HashMap::try_from(map).map_err(KernelError::map(TARGET_COMMS))?;
-        for comm in comms {
-            map.insert(comm_key(comm), 1, 0)
-                .map_err(KernelError::map(TARGET_COMMS))?;
+    /// Copies the programs' log records into tracing from now on, on the
+    /// tokio runtime; without a log channel (the object was built without
+    /// one, or the kernel refused it) there is nothing to copy.
+    pub fn forward_logs(&mut self) {
+        if let Some(logger) = self.logger.take() {
+            ebpf_log::forward(logger);
         }
-        Ok(())
+    }
+}
+
+// Each interface is its part's.
+
+impl WindowMaps for Kernel {
+    fn flip(&mut self) -> Result<Flip, KernelError> {
+        self.windows.flip()
+    }
+
+    fn drain(&mut self, flip: &Flip) -> Result<Drained, KernelError> {
+        self.windows.drain(flip)
+    }
+
+    fn active_entries(&self) -> Result<MapEntries, KernelError> {
+        self.windows.active_entries()
+    }
+}
+
+impl TargetMaps for Kernel {
+    fn target_pids(&mut self) -> Result<Vec<u32>, KernelError> {
+        self.targets.target_pids()
+    }
+
+    fn add_target(&mut self, pid: u32) -> Result<(), KernelError> {
+        self.targets.add_target(pid)
+    }
+
+    fn remove_target(&mut self, pid: u32) -> Result<(), KernelError> {
+        self.targets.remove_target(pid)
+    }
+}
+
+impl InFlightMaps for Kernel {
+    fn account_in_flight(
+        &mut self,
+        flip: &Flip,
+        rule: OffCpu,
+        target: &Target,
+        rng: &mut Rng,
+    ) -> Result<(Vec<RawSample>, InFlightStats), KernelError> {
+        self.in_flight.account_in_flight(flip, rule, target, rng)
+    }
+}
+
+impl UnwindMaps for Kernel {
+    type Error = KernelError;
+
+    fn write_rows(&mut self, start: u32, rows: &[UnwindRow]) -> Result<(), KernelError> {
+        self.unwind.write_rows(start, rows)
+    }
+
+    fn set_mappings(&mut self, pid: u32, mappings: &ProcessMappings) -> Result<(), KernelError> {
+        self.unwind.set_mappings(pid, mappings)
+    }
+
+    fn remove_mappings(&mut self, pid: u32) -> Result<(), KernelError> {
+        self.unwind.remove_mappings(pid)
+    }
+
+    fn take_requests(&mut self) -> Result<Vec<u32>, KernelError> {
+        self.unwind.take_requests()
     }
 }

@@ -134,3 +134,8 @@ fn removed(result: Result<(), MapError>) -> Result<(), MapError> {
         other => other,
     }
 }
+
+/// Takes map `name` out of the loaded object, for the part that owns it.
+fn take_map(ebpf: &mut aya::Ebpf, name: &'static str) -> Result<aya::maps::Map, KernelError> {
+    ebpf.take_map(name).ok_or(KernelError::MissingMap(name))
+}

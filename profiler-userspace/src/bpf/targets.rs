@@ -1,12 +1,18 @@
 //! The kernel's target set: which processes the programs record (with
 //! `--pid`, `--comm` and `--pid-file` targets; `--all` has none).
-use aya::maps::{Array, HashMap, MapData};
-use profiler_common::maps::{TARGET_FILTER, TARGETS, target_filter_slot};
+use aya::{
+    Ebpf,
+    maps::{Array, HashMap, Map, MapData},
+};
+use profiler_common::{
+    maps::{TARGET_COMMS, TARGET_FILTER, TARGETS, target_filter_slot},
+    sample::{COMM_LEN, comm_key},
+};
 
-use super::{Kernel, KernelError};
+use super::{KernelError, take_map};
 
-/// The kernel's target set as the daemon changes it: [`Kernel`] here, an
-/// in-memory one in tests (`memory.rs`).
+/// The kernel's target set as the daemon changes it: [`Kernel`](super::Kernel)
+/// here, an in-memory one in tests (`memory.rs`).
 pub trait TargetMaps {
     /// The pids in the set: the `--pid` targets and the matches found by
     /// the daemon, and `--comm` matches the kernel added itself at their
@@ -27,7 +33,7 @@ pub trait TargetMaps {
     fn remove_target(&mut self, pid: u32) -> Result<(), KernelError>;
 }
 
-impl TargetMaps for Kernel {
+impl TargetMaps for TargetSet {
     fn target_pids(&mut self) -> Result<Vec<u32>, KernelError> {
         Ok(self.targets()?.keys().filter_map(Result::ok).collect())
     }
@@ -60,26 +66,55 @@ impl TargetMaps for Kernel {
     }
 }
 
-impl Kernel {
+/// The target set's maps, taken from the loaded object: the pids, the
+/// filter the programs check first, and the `--comm` names.
+pub(super) struct TargetSet {
+    targets: Map,
+    filter: Map,
+    /// Kept open: the programs are loaded after the maps are taken, by
+    /// their fds.
+    _comms: Map,
+}
+
+impl TargetSet {
+    /// Takes the target maps out of `ebpf`, with the `--pid` targets
+    /// `pids` and the `--comm` names `comms` in them: a process that execs
+    /// into one of those becomes a target in the kernel at once.
+    pub(super) fn take(
+        ebpf: &mut Ebpf,
+        pids: &[u32],
+        comms: &[String],
+    ) -> Result<Self, KernelError> {
+        let mut names = take_map(ebpf, TARGET_COMMS)?;
+        let mut by_name: HashMap<&mut MapData, [u8; COMM_LEN], u8> =
+            HashMap::try_from(&mut names).map_err(KernelError::map(TARGET_COMMS))?;
+        for comm in comms {
+            by_name
+                .insert(comm_key(comm), 1, 0)
+                .map_err(KernelError::map(TARGET_COMMS))?;
+        }
+        let mut set = Self {
+            targets: take_map(ebpf, TARGETS)?,
+            filter: take_map(ebpf, TARGET_FILTER)?,
+            _comms: names,
+        };
+        for &pid in pids {
+            set.add_target(pid)?;
+        }
+        Ok(set)
+    }
+
     /// Sets (1) or clears (0) the filter slot of `pid`, which the
     /// programs check before they look the process up in the set.
     fn set_filter_slot(&mut self, pid: u32, value: u8) -> Result<(), KernelError> {
-        let map = self
-            .ebpf
-            .map_mut(TARGET_FILTER)
-            .ok_or(KernelError::MissingMap(TARGET_FILTER))?;
         let mut filter: Array<&mut MapData, u8> =
-            Array::try_from(map).map_err(KernelError::map(TARGET_FILTER))?;
+            Array::try_from(&mut self.filter).map_err(KernelError::map(TARGET_FILTER))?;
         filter
             .set(target_filter_slot(pid), value, 0)
             .map_err(KernelError::map(TARGET_FILTER))
     }
 
     fn targets(&mut self) -> Result<HashMap<&mut MapData, u32, u8>, KernelError> {
-        let map = self
-            .ebpf
-            .map_mut(TARGETS)
-            .ok_or(KernelError::MissingMap(TARGETS))?;
-        HashMap::try_from(map).map_err(KernelError::map(TARGETS))
+        HashMap::try_from(&mut self.targets).map_err(KernelError::map(TARGETS))
     }
 }

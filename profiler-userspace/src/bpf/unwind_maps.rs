@@ -7,13 +7,16 @@ use std::{
     ptr::NonNull,
 };
 
-use aya::maps::{HashMap, Map, MapData};
+use aya::{
+    Ebpf,
+    maps::{HashMap, Map, MapData},
+};
 use profiler_common::{
     maps::{UNWIND_PROCS, UNWIND_REQUESTS, UNWIND_ROWS},
     unwind::{ProcessMappings, UnwindRow},
 };
 
-use super::{Kernel, KernelError};
+use super::{KernelError, take_map};
 
 /// A window of `UNWIND_ROWS` mapped shared into the daemon for as long as
 /// one table is written, so that the daemon's memory holds only that
@@ -88,14 +91,31 @@ impl Drop for RowsWindow {
     }
 }
 
-impl Kernel {
-    fn unwind_procs(&mut self) -> Result<HashMap<&mut MapData, u32, ProcessMappings>, KernelError> {
-        HashMap::try_from(self.map_mut(UNWIND_PROCS)?).map_err(KernelError::map(UNWIND_PROCS))
+/// The unwinder's maps, taken from the loaded object: the row array, the
+/// mappings of each process, and the walker's requests.
+pub(super) struct UnwindTables {
+    rows: Map,
+    procs: Map,
+    requests: Map,
+}
+
+impl UnwindTables {
+    /// Takes the maps out of `ebpf`.
+    pub(super) fn take(ebpf: &mut Ebpf) -> Result<Self, KernelError> {
+        Ok(Self {
+            rows: take_map(ebpf, UNWIND_ROWS)?,
+            procs: take_map(ebpf, UNWIND_PROCS)?,
+            requests: take_map(ebpf, UNWIND_REQUESTS)?,
+        })
+    }
+
+    fn procs(&mut self) -> Result<HashMap<&mut MapData, u32, ProcessMappings>, KernelError> {
+        HashMap::try_from(&mut self.procs).map_err(KernelError::map(UNWIND_PROCS))
     }
 }
 
-/// The kernel maps the unwinder (`crate::unwind`) writes: [`Kernel`]
-/// here, an in-memory fake in its tests.
+/// The kernel maps the unwinder (`crate::unwind`) writes:
+/// [`Kernel`](super::Kernel) here, in memory in tests (`memory.rs`).
 pub trait UnwindMaps {
     type Error;
     /// Writes `rows` into the kernel's row array from row `start` on
@@ -121,21 +141,17 @@ pub trait UnwindMaps {
     fn take_requests(&mut self) -> Result<Vec<u32>, Self::Error>;
 }
 
-impl UnwindMaps for Kernel {
+impl UnwindMaps for UnwindTables {
     type Error = KernelError;
 
     fn write_rows(&mut self, start: u32, rows: &[UnwindRow]) -> Result<(), KernelError> {
-        let map = self
-            .ebpf
-            .map(UNWIND_ROWS)
-            .ok_or(KernelError::MissingMap(UNWIND_ROWS))?;
-        let (mut window, at) = RowsWindow::new(map, start, rows.len())?;
+        let (mut window, at) = RowsWindow::new(&self.rows, start, rows.len())?;
         window.write(at, rows);
         Ok(())
     }
 
     fn set_mappings(&mut self, pid: u32, mappings: &ProcessMappings) -> Result<(), KernelError> {
-        self.unwind_procs()?
+        self.procs()?
             .insert(pid, mappings, 0)
             .map_err(KernelError::map(UNWIND_PROCS))
     }
@@ -143,13 +159,12 @@ impl UnwindMaps for Kernel {
     fn remove_mappings(&mut self, pid: u32) -> Result<(), KernelError> {
         // The kernel drops a process's entry itself on exec, so it may be
         // gone already; aya reports that as ENOENT from the syscall.
-        super::removed(self.unwind_procs()?.remove(&pid)).map_err(KernelError::map(UNWIND_PROCS))
+        super::removed(self.procs()?.remove(&pid)).map_err(KernelError::map(UNWIND_PROCS))
     }
 
     fn take_requests(&mut self) -> Result<Vec<u32>, KernelError> {
         let mut requests: HashMap<&mut MapData, u32, u8> =
-            HashMap::try_from(self.map_mut(UNWIND_REQUESTS)?)
-                .map_err(KernelError::map(UNWIND_REQUESTS))?;
+            HashMap::try_from(&mut self.requests).map_err(KernelError::map(UNWIND_REQUESTS))?;
         let pids: Vec<u32> = requests.keys().filter_map(Result::ok).collect();
         for pid in &pids {
             let _ = requests.remove(pid);
