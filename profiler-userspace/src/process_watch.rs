@@ -73,21 +73,23 @@ impl ProcessWatch {
         Ok(watch)
     }
 
-    /// Serves the kernel's requests.
+    /// Serves the kernel's requests; returns the processes whose mappings
+    /// were read anew (first seen, or exec'd).
     ///
     /// # Errors
     /// When the kernel maps cannot be read or written.
     pub fn serve(
         &mut self,
         kernel: &mut impl UnwindMaps<Error = KernelError>,
-    ) -> Result<(), KernelError> {
-        for pid in self.unwinder.serve(kernel)? {
+    ) -> Result<Vec<u32>, KernelError> {
+        let published = self.unwinder.serve(kernel)?;
+        for &pid in &published {
             self.snapshot(pid);
         }
         if let Some(events) = &mut self.events {
             events.read();
         }
-        Ok(())
+        Ok(published)
     }
 
     /// The snapshots taken since the last call, for the next chunk.

@@ -65,6 +65,13 @@ pub fn thread_state(pid: u32, tid: u32) -> Option<char> {
     state_in(&format!("/proc/{pid}/task/{tid}/stat"))
 }
 
+/// The `schedstat` line of thread `tid` of process `pid`: its time on the
+/// CPU and waiting for it (ns), and how many times it ran.
+#[must_use]
+pub fn schedstat(pid: u32, tid: u32) -> Option<String> {
+    read(format!("/proc/{pid}/task/{tid}/schedstat")).ok()
+}
+
 /// The kernel stack of thread `tid` of process `pid` (a blocked thread's,
 /// from `/proc/<pid>/task/<tid>/stack`, root only) by function name, leaf
 /// first; `None` when it cannot be read.

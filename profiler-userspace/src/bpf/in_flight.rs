@@ -41,12 +41,13 @@ use profiler_common::{
 
 use super::{
     Flip, KernelError,
-    asleep::{Asleep, kernel_stack, sleeping_state, target_threads},
+    asleep::{Asleep, kernel_stack, sleeping_state},
     rng::Rng,
     take_map, task_storage,
 };
 use crate::{
     config::{OffCpu, Target},
+    procfs,
     sample::{RawSample, Stack},
 };
 
@@ -124,90 +125,150 @@ impl InFlightMaps for InFlight {
         target: &Target,
         rng: &mut Rng,
     ) -> Result<(Vec<RawSample>, InFlightStats), KernelError> {
-        let mut samples = Vec::new();
-        let mut stats = InFlightStats::default();
         let Map::Unsupported(tasks) = &self.tasks else {
             return Err(KernelError::MapType { name: TASKS });
         };
-        let tasks = tasks.fd().as_fd();
-        let mut in_flight: HashMap<&mut MapData, u32, u64> =
+        let in_flight: HashMap<&mut MapData, u32, u64> =
             HashMap::try_from(&mut self.accounted_to).map_err(KernelError::map(IN_FLIGHT))?;
-        let cells = Cells {
-            map: Array::try_from(&mut self.cells).map_err(KernelError::map(INTERVAL_CELLS))?,
-            in_use: rule.interval_cells,
-        };
-        let accounted: StdHashMap<u32, u64> = in_flight.iter().filter_map(Result::ok).collect();
-        let window = EndOfWindow {
+        let mut window = EndOfWindow {
             flip,
             rule,
-            accounted: &accounted,
+            accounted: in_flight.iter().filter_map(Result::ok).collect(),
+            tasks: tasks.fd().as_fd(),
+            cells: Cells {
+                map: Array::try_from(&mut self.cells).map_err(KernelError::map(INTERVAL_CELLS))?,
+                in_use: rule.interval_cells,
+            },
+            in_flight,
+            samples: Vec::new(),
+            stats: InFlightStats::default(),
+            still_away: HashSet::new(),
         };
-
-        // One thread at a time, so only one pidfd is open at once (a
-        // machine has more threads than the daemon may open files).
-        let mut still_away = HashSet::new();
-        for (pid, tid) in target_threads(target) {
-            match TrackedThread::open(tasks, &cells, tid)? {
-                ThreadEntry::Tracked(thread) => {
-                    if window.account(&thread, tasks, &cells, &mut in_flight, &mut samples, rng)? {
-                        stats.tracked += 1;
-                    }
-                    if thread.open.off_since_ns != 0 {
-                        still_away.insert(tid);
-                    }
-                }
-                ThreadEntry::Untracked => {
-                    // Asleep since before the programs were attached?
-                    let Some(asleep) = sleeping_state(pid, tid) else {
-                        continue;
-                    };
-                    stats.untracked += 1;
-                    let thread = Thread {
-                        pid,
-                        tid,
-                        name: self.asleep.name(pid, tid),
-                    };
-                    let length = flip.end_ns - flip.start_ns;
-                    let stack = || self.asleep.kernel_stack(pid, tid);
-                    push_part(&mut samples, &thread, asleep, length, rule, rng, stack);
-                }
-                ThreadEntry::Unreadable => {}
-            }
+        let pids = match target {
+            Target::Pids(pids) => pids.clone(),
+            Target::All => procfs::pids(),
+        };
+        for pid in pids {
+            window.process(&mut self.asleep, pid, rng)?;
         }
-
-        // Entries the kernel will never use: the thread is back (the kernel
-        // deletes the entry when it uses it) or gone.
-        for tid in accounted.keys() {
-            if !still_away.contains(tid) {
-                let _ = in_flight.remove(tid);
-            }
-        }
+        window.forget_unused();
         self.asleep.end_window();
-        Ok((samples, stats))
+        Ok((window.samples, window.stats))
     }
 }
 
-/// The window being ended, for the tracked threads' handshakes.
+/// The window being ended: the maps, and what the accounting found.
 struct EndOfWindow<'a> {
     flip: &'a Flip,
     rule: OffCpu,
     /// `IN_FLIGHT` as it was: where earlier windows stopped counting.
-    accounted: &'a StdHashMap<u32, u64>,
+    accounted: StdHashMap<u32, u64>,
+    tasks: BorrowedFd<'a>,
+    cells: Cells<'a>,
+    in_flight: HashMap<&'a mut MapData, u32, u64>,
+    samples: Vec<RawSample>,
+    stats: InFlightStats,
+    /// Tracked threads still off the CPU: their `IN_FLIGHT` entry stays.
+    still_away: HashSet<u32>,
 }
 
 impl EndOfWindow<'_> {
+    /// The parts of process `pid`'s threads. A process whose every thread
+    /// was asleep and untracked at the last window's end, and none has run
+    /// since, has no new thread either (only a thread that runs makes
+    /// one), so its threads are not listed again.
+    fn process(&mut self, asleep: &mut Asleep, pid: u32, rng: &mut Rng) -> Result<(), KernelError> {
+        if let Some(threads) = asleep.process_still_asleep(pid) {
+            for (tid, state) in threads {
+                self.asleep_part(asleep, pid, tid, state, rng);
+            }
+            return Ok(());
+        }
+        let tids = procfs::tids(pid);
+        let mut all_asleep = !tids.is_empty();
+        // One thread at a time, so only one pidfd is open at once (a
+        // machine has more threads than the daemon may open files).
+        for &tid in &tids {
+            all_asleep &= self.thread(asleep, pid, tid, rng)?;
+        }
+        if all_asleep {
+            asleep.whole_process(pid, tids);
+        }
+        Ok(())
+    }
+
+    /// The part of thread `tid`; true if it is asleep and untracked, and
+    /// known to be until it runs.
+    fn thread(
+        &mut self,
+        asleep: &mut Asleep,
+        pid: u32,
+        tid: u32,
+        rng: &mut Rng,
+    ) -> Result<bool, KernelError> {
+        if let Some(state) = asleep.still_asleep(pid, tid) {
+            self.asleep_part(asleep, pid, tid, state, rng);
+            return Ok(true);
+        }
+        match TrackedThread::open(self.tasks, &self.cells, tid)? {
+            ThreadEntry::Tracked(thread) => {
+                if self.account(&thread, rng)? {
+                    self.stats.tracked += 1;
+                }
+                if thread.open.off_since_ns != 0 {
+                    self.still_away.insert(tid);
+                }
+                Ok(false)
+            }
+            ThreadEntry::Untracked => {
+                // Asleep since before the programs were attached?
+                let Some(state) = sleeping_state(pid, tid) else {
+                    return Ok(false);
+                };
+                let known = asleep.found(pid, tid, state, || {
+                    TrackedThread::open(self.tasks, &self.cells, tid)
+                        .map(|entry| matches!(entry, ThreadEntry::Untracked))
+                })?;
+                self.asleep_part(asleep, pid, tid, state, rng);
+                Ok(known)
+            }
+            ThreadEntry::Unreadable => Ok(false),
+        }
+    }
+
+    /// The whole window of a thread asleep (in `state`) since before the
+    /// programs were attached.
+    fn asleep_part(
+        &mut self,
+        asleep: &mut Asleep,
+        pid: u32,
+        tid: u32,
+        state: ThreadState,
+        rng: &mut Rng,
+    ) {
+        self.stats.untracked += 1;
+        let thread = Thread {
+            pid,
+            tid,
+            name: asleep.name(pid, tid),
+        };
+        let length = self.flip.end_ns - self.flip.start_ns;
+        let stack = || asleep.kernel_stack(pid, tid);
+        push_part(
+            &mut self.samples,
+            &thread,
+            state,
+            length,
+            self.rule,
+            rng,
+            stack,
+        );
+    }
+
     /// The handshake for one tracked thread (see
     /// [`InFlight::account_in_flight`]); true if its open interval was
     /// counted here.
-    fn account(
-        &self,
-        thread: &TrackedThread,
-        tasks: BorrowedFd<'_>,
-        cells: &Cells<'_>,
-        in_flight: &mut HashMap<&mut MapData, u32, u64>,
-        samples: &mut Vec<RawSample>,
-        rng: &mut Rng,
-    ) -> Result<bool, KernelError> {
+    fn account(&mut self, thread: &TrackedThread, rng: &mut Rng) -> Result<bool, KernelError> {
         let (task, open, end) = (&thread.state, &thread.open, self.flip.end_ns);
         let off = open.off_since_ns;
         if off == 0 || off >= end {
@@ -217,15 +278,15 @@ impl EndOfWindow<'_> {
         if start >= end {
             return Ok(false);
         }
-        in_flight
+        self.in_flight
             .insert(thread.tid, end, 0)
             .map_err(KernelError::map(IN_FLIGHT))?;
         let unchanged = thread
-            .reread(tasks, cells)?
+            .reread(self.tasks, &self.cells)?
             .is_some_and(|now| now.off_since_ns == off);
-        if !unchanged && in_flight.get(&thread.tid, 0).is_ok() {
+        if !unchanged && self.in_flight.get(&thread.tid, 0).is_ok() {
             // The kernel counted the whole interval: ours is void.
-            let _ = in_flight.remove(&thread.tid);
+            let _ = self.in_flight.remove(&thread.tid);
             return Ok(false);
         }
         let left_in = ThreadState::off_cpu(open.left_with);
@@ -240,6 +301,7 @@ impl EndOfWindow<'_> {
             name: String::from_utf8_lossy(comm_str(&task.comm)).into_owned(),
         };
         let stack = || kernel_stack(task.pid, thread.tid);
+        let samples = &mut self.samples;
         push_part(samples, &named, left_in, blocked, self.rule, rng, stack);
         let runqueue_state = ThreadState::Runqueue;
         push_part(
@@ -252,6 +314,16 @@ impl EndOfWindow<'_> {
             stack,
         );
         Ok(true)
+    }
+
+    /// Removes the entries the kernel will never use: the thread is back
+    /// (the kernel deletes the entry when it uses it) or gone.
+    fn forget_unused(&mut self) {
+        for tid in self.accounted.keys() {
+            if !self.still_away.contains(tid) {
+                let _ = self.in_flight.remove(tid);
+            }
+        }
     }
 }
 

@@ -154,6 +154,7 @@ impl<'a, K: KernelMaps> Daemon<'a, K> {
                 targets: &mut self.targets,
                 requests: self.requests.as_mut(),
                 on_demand: self.on_demand.as_ref(),
+                goroutines: self.goroutines.as_ref(),
             };
             let event = self.waits.next_event(chores).await?;
             let end_ns = self.end_chunk(&event).await?;
@@ -184,7 +185,7 @@ impl<'a, K: KernelMaps> Daemon<'a, K> {
         let current = self.targets.current();
         // Processes that appeared since the last poll: their mappings
         // belong with this chunk's samples.
-        self.watch.serve(&mut self.kernel)?;
+        let new = self.watch.serve(&mut self.kernel)?;
         let (mut chunk, end_ns) = self
             .pipeline
             .drain_chunk(
@@ -197,6 +198,7 @@ impl<'a, K: KernelMaps> Daemon<'a, K> {
         chunk.processes = self.watch.take_snapshots();
         (chunk.recorded, chunk.record_stats) = self.watch.take_recorded();
         if let Some(goroutines) = &self.goroutines {
+            goroutines.notice(&new);
             let taken = goroutines.take();
             chunk.samples.extend(taken.samples);
             (chunk.go_pids, chunk.goroutine_stats) = (taken.pids, taken.stats);

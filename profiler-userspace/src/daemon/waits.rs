@@ -14,23 +14,22 @@ use super::DaemonError;
 use crate::{
     bpf::{KernelError, KernelMaps, TargetMaps, WindowMaps},
     config::{Config, Target},
+    goroutines::GoroutineSampler,
     on_demand::{OnDemand, ProfileRequest},
     pipeline::{DrainReason, EARLY_DRAIN_FILL},
     process_watch::ProcessWatch,
     targets::Targets,
 };
 
-/// How often the kernel's requests for mappings are served: a process
+/// How often the kernel's requests for mappings are served (a process
 /// started after the daemon gets full stacks within this, and its
-/// mappings are read for the symbolizer.
-const UNWIND_POLL: Duration = Duration::from_millis(200);
+/// mappings are read for the symbolizer) and the kernel maps' fill is
+/// checked (see `EARLY_DRAIN_FILL`): one wakeup for both.
+const POLL: Duration = Duration::from_millis(200);
 
 /// How often targets are checked again: exits, and new `--comm` or
 /// `--pid-file` matches.
 const TARGET_CHECK: Duration = Duration::from_millis(500);
-
-/// How often the kernel maps' fill is checked (see `EARLY_DRAIN_FILL`).
-const FILL_CHECK: Duration = Duration::from_millis(250);
 
 /// Why a window ends.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -94,10 +93,9 @@ pub(super) struct Waits {
     deadline: Option<Instant>,
     ticker: Interval,
     signals: Signals,
-    unwind_poll: Interval,
+    poll: Interval,
     /// With --pid/--comm/--pid-file: notice exits and new matches.
     liveness: Option<Interval>,
-    fill_check: Interval,
     /// With --push: the next push is due.
     push: Option<Interval>,
 }
@@ -109,6 +107,7 @@ pub(super) struct Chores<'a, K> {
     pub targets: &'a mut Targets,
     pub requests: Option<&'a mut mpsc::Receiver<ProfileRequest>>,
     pub on_demand: Option<&'a OnDemand>,
+    pub goroutines: Option<&'a GoroutineSampler>,
 }
 
 impl Waits {
@@ -122,10 +121,9 @@ impl Waits {
             deadline: config.duration.map(|d| started + d),
             ticker,
             signals,
-            unwind_poll: tokio::time::interval(UNWIND_POLL),
+            poll: tokio::time::interval(POLL),
             liveness: matches!(config.target, Target::Pids(_))
                 .then(|| tokio::time::interval(TARGET_CHECK)),
-            fill_check: tokio::time::interval(FILL_CHECK),
             push: config.push.as_ref().map(|push| {
                 let mut ticker = interval_at(started + push.interval, push.interval);
                 ticker.set_missed_tick_behavior(MissedTickBehavior::Delay);
@@ -154,6 +152,7 @@ impl Waits {
             targets,
             mut requests,
             on_demand,
+            goroutines,
         } = chores;
         let due = on_demand.and_then(OnDemand::next_due);
         let never = self.started;
@@ -168,16 +167,19 @@ impl Waits {
                 _ = self.signals.hangup.recv() => return Ok(Event::WindowEnd(WindowEnd::Hangup)),
                 Some(request) = next_request(requests.as_deref_mut()) => return Ok(Event::Request(request)),
                 () = sleep_until(due.unwrap_or(never)), if due.is_some() => return Ok(Event::RequestsDue),
-                _ = self.unwind_poll.tick() => watch.serve(kernel)?,
+                _ = self.poll.tick() => {
+                    let new = watch.serve(kernel)?;
+                    if let Some(goroutines) = goroutines {
+                        goroutines.notice(&new);
+                    }
+                    if maps_filling(kernel)? {
+                        return Ok(Event::MapsFilling);
+                    }
+                }
                 () = tick(self.push.as_mut()) => return Ok(Event::PushDue),
                 () = tick(self.liveness.as_mut()) => {
                     if follow_targets(targets, kernel)? {
                         return Ok(Event::WindowEnd(WindowEnd::TargetsGone));
-                    }
-                }
-                _ = self.fill_check.tick() => {
-                    if maps_filling(kernel)? {
-                        return Ok(Event::MapsFilling);
                     }
                 }
             }

@@ -27,6 +27,12 @@ use crate::{
 /// How often the target set is looked at again for new Go processes.
 const REFRESH: Duration = Duration::from_secs(1);
 
+/// Under `--all`, `/proc` is listed at every this many refreshes (10 s):
+/// between, the new processes are those the daemon saw start or exec
+/// ([`GoroutineSampler::notice`]), and a process that appeared otherwise
+/// (forked, never sampled) is found at the next listing.
+const LIST_EVERY: u64 = 10;
+
 /// Known processes that are not Go are looked at again (for an exec into
 /// a Go binary) this many at each refresh, or a tenth of them if more:
 /// with a few targets, every refresh looks at all of them; under `--all`
@@ -89,6 +95,8 @@ struct Collected {
 struct Shared {
     collected: Mutex<Collected>,
     target: Mutex<Target>,
+    /// Processes the daemon saw start or exec since the last refresh.
+    noticed: Mutex<Vec<u32>>,
     stop: AtomicBool,
 }
 
@@ -106,6 +114,7 @@ impl GoroutineSampler {
         let shared = Arc::new(Shared {
             collected: Mutex::default(),
             target: Mutex::new(target.clone()),
+            noticed: Mutex::default(),
             stop: AtomicBool::new(false),
         });
         let period = Duration::from_nanos(1_000_000_000 / frequency_hz.max(1));
@@ -120,6 +129,7 @@ impl GoroutineSampler {
                         binaries: HashMap::new(),
                         processes: HashMap::new(),
                         recheck: 0,
+                        refreshes: 0,
                     };
                     reader.run(&shared, period);
                 })
@@ -132,6 +142,17 @@ impl GoroutineSampler {
     pub fn set_target(&self, target: &Target) {
         if let Ok(mut t) = self.shared.target.lock() {
             t.clone_from(target);
+        }
+    }
+
+    /// Processes `pids` started or exec'd (their mappings were just read):
+    /// under `--all`, looked at by the next refresh.
+    pub fn notice(&self, pids: &[u32]) {
+        if pids.is_empty() {
+            return;
+        }
+        if let Ok(mut noticed) = self.shared.noticed.lock() {
+            noticed.extend_from_slice(pids);
         }
     }
 
@@ -196,6 +217,8 @@ struct Reader {
     /// Where the next turn of looking at known processes that are not Go
     /// starts.
     recheck: usize,
+    /// Refreshes so far, for [`LIST_EVERY`].
+    refreshes: u64,
 }
 
 impl Reader {
@@ -206,8 +229,13 @@ impl Reader {
             let now = Instant::now();
             if now >= next_refresh {
                 let target = shared.target.lock().map(|t| t.clone()).ok();
+                let noticed: BTreeSet<u32> = shared
+                    .noticed
+                    .lock()
+                    .map(|mut n| std::mem::take(&mut *n).into_iter().collect())
+                    .unwrap_or_default();
                 if let Some(target) = target {
-                    self.refresh(&target);
+                    self.refresh(&target, &noticed);
                 }
                 next_refresh = now + REFRESH;
             }
@@ -239,16 +267,21 @@ impl Reader {
 
     /// Looks at the targets again: new processes are attached (if Go),
     /// gone ones forgotten, and known ones that are not Go looked at in
-    /// turns (see [`RECHECK_AT_LEAST`]).
-    fn refresh(&mut self, target: &Target) {
+    /// turns (see [`RECHECK_AT_LEAST`]). Under `--all`, the new ones are
+    /// those `noticed` but at every [`LIST_EVERY`]th refresh.
+    fn refresh(&mut self, target: &Target, noticed: &BTreeSet<u32>) {
+        let list = self.refreshes.is_multiple_of(LIST_EVERY);
+        self.refreshes += 1;
         let pids: BTreeSet<u32> = match target {
-            Target::All => procfs::pids().into_iter().collect(),
+            Target::All if list => procfs::pids().into_iter().collect(),
+            Target::All => self.processes.keys().chain(noticed).copied().collect(),
             Target::Pids(pids) => pids.iter().copied().collect(),
         };
         self.processes.retain(|pid, _| pids.contains(pid));
-        let (not_go, others): (Vec<u32>, Vec<u32>) = pids
-            .into_iter()
-            .partition(|pid| self.processes.get(pid).is_some_and(|w| w.process.is_none()));
+        // A noticed process may be known as not Go: it exec'd since.
+        let (not_go, others): (Vec<u32>, Vec<u32>) = pids.into_iter().partition(|pid| {
+            !noticed.contains(pid) && self.processes.get(pid).is_some_and(|w| w.process.is_none())
+        });
         for pid in others {
             self.look_at(pid);
         }
