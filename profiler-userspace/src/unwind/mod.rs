@@ -104,14 +104,7 @@ pub struct Unwinder {
     binaries: HashMap<BinaryId, Binary>,
     processes: HashMap<u32, Process>,
     stats: UnwindStats,
-    /// Calls of [`Unwinder::serve`], for [`SWEEP_EVERY`].
-    serves: u64,
 }
-
-/// Exited processes are looked for at every this many calls of
-/// [`Unwinder::serve`] (a second, at the daemon's poll): a `statx` of each
-/// known process's `/proc` entry.
-const SWEEP_EVERY: u64 = 5;
 
 impl Unwinder {
     /// An unwinder whose tables may use `rows` rows of the kernel's array.
@@ -123,7 +116,6 @@ impl Unwinder {
             binaries: HashMap::new(),
             processes: HashMap::new(),
             stats: UnwindStats::default(),
-            serves: 0,
         }
     }
 
@@ -157,8 +149,8 @@ impl Unwinder {
         }
     }
 
-    /// Publishes the processes the kernel asked for, and (every
-    /// [`SWEEP_EVERY`] calls) forgets processes that have exited. Returns the pids whose mappings were read anew.
+    /// Publishes the processes the kernel asked for, and forgets processes
+    /// that have exited. Returns the pids whose mappings were read anew.
     ///
     /// # Errors
     /// When the kernel maps cannot be read or written.
@@ -172,10 +164,6 @@ impl Unwinder {
                 Ok(false) => {}
                 Err(_) => self.stats.publish_failures += 1,
             }
-        }
-        self.serves += 1;
-        if !self.serves.is_multiple_of(SWEEP_EVERY) {
-            return Ok(published);
         }
         let gone: Vec<u32> = self
             .processes
