@@ -403,7 +403,9 @@ const ANALYSIS: &str = "\
   often windows are written; the 5 s windows here are 12 times more
   frequent than the default 60 s.
 - Daemon memory: its RSS is its own heap (symbol caches, the window being
-  built) and code. The BPF maps are kernel memory beside it (section 4),
+  built) and code. All its threads allocate from one glibc arena: with an
+  arena per thread, each kept the pages it freed (64 MiB against 46 MiB
+  peak under `--all` on 300 processes). The BPF maps are kernel memory beside it (section 4),
   most of it fixed at load: the unwind table budget
   (`--unwind-table-memory`) and the preallocated hash maps, two of each
   for the double-buffered windows. The daemon maps the unwind array only
