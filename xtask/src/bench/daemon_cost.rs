@@ -78,14 +78,14 @@ pub(super) fn daemon_cost(report: &mut String) -> anyhow::Result<DaemonCost> {
     writeln!(report, "## 4. Daemon cost\n")?;
     writeln!(
         report,
-        "The daemon's own CPU (utime + stime), in the first 10 s of the workload (its first windows: every binary's names and tables read) and in the 15 s after, and its peak RSS (VmHWM), with 5 s windows (12 times as many windows as the default 60 s), while a 200-thread process (`many_threads`: each thread spins 100 µs and sleeps 20 ms) runs on a host of {HOST_PROCESSES} processes ({} idle `sleep`s started for it); with `--push` (to a fake Pyroscope on loopback that decodes and checks every request, at the default 15 s push interval), measured over 30 s, so that two pushes fall in it; the kernel memory of its BPF maps (the sum of `memlock` over their descriptors, at defaults: of it, 32 MiB is the unwind table budget `--unwind-table-memory`; README, \"Kernel memory\", gives each map's cost), which is not in its RSS; and the time per window to drain, symbolize and encode, from its `/metrics` (`profiler_window_step_seconds`).\n",
+        "The daemon's own CPU (utime + stime), in the first 10 s of the workload (its first windows: every binary's names and tables read) and in the 15 s after, and its peak RSS (VmHWM; beside it, how much of its RSS at the end is pages of mapped files, which the kernel can reclaim: binaries and debug files the symbolizer reads, and the daemon's own code), with 5 s windows (12 times as many windows as the default 60 s), while a 200-thread process (`many_threads`: each thread spins 100 µs and sleeps 20 ms) runs on a host of {HOST_PROCESSES} processes ({} idle `sleep`s started for it); with `--push` (to a fake Pyroscope on loopback that decodes and checks every request, at the default 15 s push interval), measured over 30 s, so that two pushes fall in it; the kernel memory of its BPF maps (the sum of `memlock` over their descriptors, at defaults: of it, 32 MiB is the unwind table budget `--unwind-table-memory`; README, \"Kernel memory\", gives each map's cost), which is not in its RSS; and the time per window to drain, symbolize and encode, from its `/metrics` (`profiler_window_step_seconds`).\n",
         crowd.0.len()
     )?;
     writeln!(
         report,
-        "| mode | CPU, first 10 s (% of one core) | CPU, after (% of one core) | peak RSS (MiB) | BPF maps, kernel (MiB) | drain ms | symbolize ms | encode ms |"
+        "| mode | CPU, first 10 s (% of one core) | CPU, after (% of one core) | peak RSS (MiB) | of RSS at the end, mapped files (MiB) | BPF maps, kernel (MiB) | drain ms | symbolize ms | encode ms |"
     )?;
-    writeln!(report, "| --- | --- | --- | --- | --- | --- | --- | --- |")?;
+    writeln!(report, "| --- | --- | --- | --- | --- | --- | --- | --- | --- |")?;
     let backend = Backend::start(Protocol::Pyroscope);
     let spool = std::env::temp_dir().join(format!("profiler-bench-spool-{}", std::process::id()));
     let (url, spool_dir) = (backend.url(), spool.to_string_lossy().into_owned());
@@ -117,6 +117,7 @@ pub(super) fn daemon_cost(report: &mut String) -> anyhow::Result<DaemonCost> {
         #[expect(clippy::cast_precision_loss, reason = "a percentage")]
         let warm_up_pct = (ticks0 - start_ticks) as f64 / 100.0 / WARM_UP.as_secs_f64() * 100.0;
         let hwm_kb = status_field(pid, "VmHWM")?;
+        let file_pages_kb = status_field(pid, "RssFile")?;
         let map_bytes = bpf_map_bytes(pid)?;
         let scrape = metrics.scrape()?;
         attached.stop()?;
@@ -126,6 +127,8 @@ pub(super) fn daemon_cost(report: &mut String) -> anyhow::Result<DaemonCost> {
         #[expect(clippy::cast_precision_loss, reason = "megabytes")]
         let rss_mb = hwm_kb as f64 / 1024.0;
         #[expect(clippy::cast_precision_loss, reason = "megabytes")]
+        let mapped_mb = file_pages_kb as f64 / 1024.0;
+        #[expect(clippy::cast_precision_loss, reason = "megabytes")]
         let map_mb = map_bytes as f64 / 1024.0 / 1024.0;
         costs.push(Cost {
             cpu_pct,
@@ -134,7 +137,7 @@ pub(super) fn daemon_cost(report: &mut String) -> anyhow::Result<DaemonCost> {
         });
         writeln!(
             report,
-            "| {mode} | {warm_up_pct:.2} | {cpu_pct:.2} | {rss_mb:.1} | {map_mb:.1} | {:.2} | {:.2} | {:.2} |",
+            "| {mode} | {warm_up_pct:.2} | {cpu_pct:.2} | {rss_mb:.1} | {mapped_mb:.1} | {map_mb:.1} | {:.2} | {:.2} | {:.2} |",
             scrape.mean_step_ms("drain")?,
             scrape.mean_step_ms("symbolize")?,
             scrape.mean_step_ms("encode")?
