@@ -187,17 +187,48 @@ impl ProcessInfo {
         self.current && index + 1 == self.generations.len()
     }
 
-    fn add_generation(&mut self, generation: Generation) {
-        if self
+    /// Adds `generation` as the newest, unless the newest has the same
+    /// mappings. Build ids one image lacks are taken from another that
+    /// maps the same file at the same place: the kernel's record of a
+    /// mapping has none when the file's note was not in memory, and a
+    /// snapshot read as the process exits none at all (its `map_files`
+    /// are gone), while an earlier read of the live process had them.
+    fn add_generation(&mut self, mut generation: Generation) {
+        for known in &mut self.generations {
+            fill_build_ids(&mut generation, known);
+            fill_build_ids(known, &generation);
+        }
+        if let Some(last) = self
             .generations
-            .last()
-            .is_some_and(|last| last.same_mappings(&generation))
+            .last_mut()
+            .filter(|last| last.same_mappings(&generation))
         {
+            last.by_path |= generation.by_path;
             return;
         }
         self.generations.push(generation);
         if self.generations.len() > MAX_GENERATIONS {
             self.generations.remove(0);
+        }
+    }
+}
+
+/// Gives the file mappings of `to` without a build id the one `from` has
+/// for the same file at the same place.
+fn fill_build_ids(to: &mut Generation, from: &Generation) {
+    for (vma, mapping) in to
+        .vmas
+        .iter_mut()
+        .filter(|(v, m)| v.is_file() && m.build_id.is_empty())
+    {
+        let same = from.vmas.iter().find(|(v, m)| {
+            !m.build_id.is_empty()
+                && (v.start, v.end, v.offset, &v.path)
+                    == (vma.start, vma.end, vma.offset, &vma.path)
+                && (v.file.is_none() || vma.file.is_none() || v.file == vma.file)
+        });
+        if let Some((_, known)) = same {
+            *mapping = known.clone();
         }
     }
 }
@@ -357,61 +388,5 @@ impl Processes {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn generation(ranges: &[(u64, u64)]) -> Generation {
-        Generation {
-            vmas: ranges
-                .iter()
-                .map(|&(start, end)| {
-                    let vma = Vma {
-                        start,
-                        end,
-                        offset: 0,
-                        path: format!("/bin/{start:x}"),
-                        file: None,
-                    };
-                    let mapping = Arc::new(Mapping {
-                        start,
-                        limit: end,
-                        file_offset: 0,
-                        file: vma.path.clone(),
-                        build_id: String::new(),
-                    });
-                    (vma, mapping)
-                })
-                .collect(),
-            by_path: true,
-        }
-    }
-
-    #[test]
-    fn a_stack_goes_to_the_image_that_maps_it() {
-        let mut processes = Processes::default();
-        processes.refresh(u32::MAX, "gone", 1);
-        let process = processes.get_mut(u32::MAX).unwrap();
-        process.generations.clear();
-        process.add_generation(generation(&[(0x1000, 0x2000), (0x9000, 0xa000)]));
-        process.add_generation(generation(&[(0x5000, 0x6000), (0x9000, 0xa000)]));
-        process.add_generation(generation(&[(0x5000, 0x6000), (0x9000, 0xa000)]));
-        assert_eq!(
-            process.generations.len(),
-            2,
-            "an unchanged read adds nothing"
-        );
-        // Leaf first; callers are looked up one byte back.
-        assert_eq!(process.generation_of(&[0x1500, 0x9101]), 0);
-        assert_eq!(process.generation_of(&[0x5500, 0x9101]), 1);
-        assert_eq!(process.generation_of(&[0x9500]), 1, "both map it: newest");
-        assert_eq!(
-            process.generation_of(&[0x1500, 0x7001, 0x7001]),
-            0,
-            "most mapped"
-        );
-        assert_eq!(process.generation_of(&[0x7000]), 1, "none maps it: newest");
-        assert!(!process.is_current(1), "never read at a window's end");
-        processes.start_window();
-        assert_eq!(processes.get(u32::MAX).unwrap().generations.len(), 1);
-    }
-}
+#[path = "processes_tests.rs"]
+mod tests;

@@ -1,0 +1,93 @@
+//! Which image of a process a stack belongs to, and the build ids images
+//! share.
+use super::*;
+
+fn generation(ranges: &[(u64, u64)]) -> Generation {
+    Generation {
+        vmas: ranges
+            .iter()
+            .map(|&(start, end)| {
+                let vma = Vma {
+                    start,
+                    end,
+                    offset: 0,
+                    path: format!("/bin/{start:x}"),
+                    file: None,
+                };
+                let mapping = Arc::new(Mapping {
+                    start,
+                    limit: end,
+                    file_offset: 0,
+                    file: vma.path.clone(),
+                    build_id: String::new(),
+                });
+                (vma, mapping)
+            })
+            .collect(),
+        by_path: true,
+    }
+}
+
+#[test]
+fn a_stack_goes_to_the_image_that_maps_it() {
+    let mut processes = Processes::default();
+    processes.refresh(u32::MAX, "gone", 1);
+    let process = processes.get_mut(u32::MAX).unwrap();
+    process.generations.clear();
+    process.add_generation(generation(&[(0x1000, 0x2000), (0x9000, 0xa000)]));
+    process.add_generation(generation(&[(0x5000, 0x6000), (0x9000, 0xa000)]));
+    process.add_generation(generation(&[(0x5000, 0x6000), (0x9000, 0xa000)]));
+    assert_eq!(
+        process.generations.len(),
+        2,
+        "an unchanged read adds nothing"
+    );
+    // Leaf first; callers are looked up one byte back.
+    assert_eq!(process.generation_of(&[0x1500, 0x9101]), 0);
+    assert_eq!(process.generation_of(&[0x5500, 0x9101]), 1);
+    assert_eq!(process.generation_of(&[0x9500]), 1, "both map it: newest");
+    assert_eq!(
+        process.generation_of(&[0x1500, 0x7001, 0x7001]),
+        0,
+        "most mapped"
+    );
+    assert_eq!(process.generation_of(&[0x7000]), 1, "none maps it: newest");
+    assert!(!process.is_current(1), "never read at a window's end");
+    processes.start_window();
+    assert_eq!(processes.get(u32::MAX).unwrap().generations.len(), 1);
+}
+
+/// `generation` with build id `id` for every mapping.
+fn with_build_ids(mut generation: Generation, id: &str) -> Generation {
+    for (_, mapping) in &mut generation.vmas {
+        Arc::make_mut(mapping).build_id = id.to_owned();
+    }
+    generation
+}
+
+#[test]
+fn images_share_build_ids_of_the_same_file_at_the_same_place() {
+    let mut processes = Processes::default();
+    processes.refresh(u32::MAX, "gone", 1);
+    let process = processes.get_mut(u32::MAX).unwrap();
+    process.generations.clear();
+    // Read at exec with build ids; then, as it exits, with the library it
+    // loaded since but no build ids at all.
+    process.add_generation(with_build_ids(generation(&[(0x1000, 0x2000)]), "ab"));
+    process.add_generation(generation(&[(0x1000, 0x2000), (0x9000, 0xa000)]));
+    let newest = &process.generations[1].vmas;
+    assert_eq!(
+        newest[0].1.build_id, "ab",
+        "the same file at the same place"
+    );
+    assert_eq!(newest[1].1.build_id, "", "a file no other image maps");
+    // A record without build ids, then a read with them and the same
+    // mappings: the record gets them.
+    process.add_generation(with_build_ids(
+        generation(&[(0x1000, 0x2000), (0x9000, 0xa000)]),
+        "cd",
+    ));
+    assert_eq!(process.generations.len(), 2, "the same mappings");
+    assert_eq!(process.generations[1].vmas[1].1.build_id, "cd");
+    assert_eq!(process.generations[1].vmas[0].1.build_id, "ab");
+}
