@@ -82,6 +82,11 @@ pub const UNWIND_PROCS: &str = "UNWIND_PROCS";
 /// PC outside every known mapping: exec, mmap, dlopen). The daemon reads
 /// them promptly, builds what is missing and deletes the request.
 pub const UNWIND_REQUESTS: &str = "UNWIND_REQUESTS";
+/// Ring buffer of pids, written when a request is first put in
+/// [`UNWIND_REQUESTS`]: the daemon wakes on it and serves the request at
+/// once, instead of at its next poll. Only a doorbell: the requests map
+/// stays what is served, so a full ring loses nothing but promptness.
+pub const UNWIND_DOORBELL: &str = "UNWIND_DOORBELL";
 /// Per-CPU state of the user stack walk between `bpf_loop` iterations.
 pub const UNWIND_STATE: &str = "UNWIND_STATE";
 /// Per-CPU state of `sched_switch` ([`crate::sched::SwitchCpu`]): the
@@ -117,7 +122,7 @@ pub const GLOBAL_INTERVAL_CELLS: &str = "INTERVAL_CELLS_IN_USE";
 /// Every map of the eBPF object (besides aya-log's own). A test in
 /// profiler-userspace checks the built object against this list both
 /// ways, so a map renamed on one side only, or left unused, fails it.
-pub const ALL: [&str; 20] = [
+pub const ALL: [&str; 21] = [
     SAMPLES_0,
     SAMPLES_1,
     STACKS_0,
@@ -136,6 +141,7 @@ pub const ALL: [&str; 20] = [
     UNWIND_ROWS,
     UNWIND_PROCS,
     UNWIND_REQUESTS,
+    UNWIND_DOORBELL,
     UNWIND_STATE,
     SWITCH_CPU,
 ];
@@ -197,6 +203,9 @@ pub const IN_FLIGHT_MAX_ENTRIES: u32 = 65_536;
 pub const UNWIND_ROWS_DEFAULT_ENTRIES: u32 = 4 << 20;
 /// Capacity of [`UNWIND_PROCS`] (allocated per entry, not up front).
 pub const UNWIND_PROCS_MAX_ENTRIES: u32 = 8_192;
+/// Bytes of [`UNWIND_DOORBELL`] (a page: 256 pids, in 16-byte records,
+/// between two reads).
+pub const UNWIND_DOORBELL_BYTES: u32 = 4_096;
 /// Capacity of [`UNWIND_REQUESTS`].
 pub const UNWIND_REQUESTS_MAX_ENTRIES: u32 = 1_024;
 

@@ -7,13 +7,13 @@ use aya_ebpf::{
     bindings::{BPF_F_MMAPABLE, BPF_F_NO_PREALLOC, BPF_NOEXIST, task_struct},
     btf_maps,
     macros::{btf_map, map},
-    maps::{Array, HashMap, PerCpuArray},
+    maps::{Array, HashMap, PerCpuArray, RingBuf},
 };
 use profiler_common::{
     maps::{
         CONTROL_ACTIVE_SLOT, CONTROL_LAST_FLIP_NS, CONTROL_LEN, IN_FLIGHT_MAX_ENTRIES,
         INTERVAL_CELLS_LEN, SAMPLES_MAX_ENTRIES, STACKS_MAX_ENTRIES, TARGET_COMMS_MAX_ENTRIES,
-        TARGET_FILTER_SLOTS, TARGETS_MAX_ENTRIES, UNWIND_PROCS_MAX_ENTRIES,
+        TARGET_FILTER_SLOTS, TARGETS_MAX_ENTRIES, UNWIND_DOORBELL_BYTES, UNWIND_PROCS_MAX_ENTRIES,
         UNWIND_REQUESTS_MAX_ENTRIES, UNWIND_ROWS_DEFAULT_ENTRIES, target_filter_slot,
     },
     sample::{COMM_LEN, SampleKey, SampleValue},
@@ -159,6 +159,10 @@ static UNWIND_PROCS: HashMap<u32, ProcessMappings> =
 #[map]
 static UNWIND_REQUESTS: HashMap<u32, u8> =
     HashMap::with_max_entries(UNWIND_REQUESTS_MAX_ENTRIES, 0);
+
+/// Rung when a request is new, so that the daemon serves it at once.
+#[map]
+static UNWIND_DOORBELL: RingBuf = RingBuf::with_byte_size(UNWIND_DOORBELL_BYTES, 0);
 
 /// Per-CPU state of the user stack walk between `bpf_loop` iterations,
 /// one per [`Scratch`] context.
@@ -413,10 +417,16 @@ pub fn process_mappings(pid: u32) -> Option<&'static ProcessMappings> {
     unsafe { UNWIND_PROCS.get(pid) }
 }
 
-/// Asks the daemon for the mappings of `pid` (a no-op while asked).
+/// Asks the daemon for the mappings of `pid` (a no-op while asked), and
+/// rings it when the request is new.
 #[inline(always)]
 pub fn request_mappings(pid: u32) {
-    let _ = UNWIND_REQUESTS.insert(pid, 1, u64::from(BPF_NOEXIST));
+    if UNWIND_REQUESTS
+        .insert(pid, 1, u64::from(BPF_NOEXIST))
+        .is_ok()
+    {
+        let _ = UNWIND_DOORBELL.output::<u32>(pid, 0);
+    }
 }
 
 /// Forgets the mappings of `pid` (it exec'd) and asks for new ones.

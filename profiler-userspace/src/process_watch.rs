@@ -1,8 +1,9 @@
 //! Reads processes' mappings while they live. The kernel asks for a
 //! process when it first samples it (no mappings published for it) and
-//! when it execs (`UNWIND_REQUESTS`); every 200 ms the unwinder reads
-//! `/proc/PID/maps` for each, builds and publishes tables (without tables
-//! under `--unwind frame-pointer`), and a [`ProcessSnapshot`] of the same
+//! when it execs (`UNWIND_REQUESTS`), and rings the daemon; at once, the
+//! unwinder reads `/proc/PID/maps` for each, builds and publishes tables
+//! (without tables under `--unwind frame-pointer`), and a
+//! [`ProcessSnapshot`] of the same
 //! mappings, with their build ids, is kept for the symbolizer. A process
 //! that starts and exits within a window is symbolized from it.
 //!
@@ -73,8 +74,25 @@ impl ProcessWatch {
         Ok(watch)
     }
 
-    /// Serves the kernel's requests; returns the processes whose mappings
-    /// were read anew (first seen, or exec'd).
+    /// Serves the kernel's requests (when it rings); returns the processes
+    /// whose mappings were read anew (first seen, or exec'd).
+    ///
+    /// # Errors
+    /// When the kernel maps cannot be read or written.
+    pub fn serve_requests(
+        &mut self,
+        kernel: &mut impl UnwindMaps<Error = KernelError>,
+    ) -> Result<Vec<u32>, KernelError> {
+        let published = self.unwinder.serve_requests(kernel)?;
+        for &pid in &published {
+            self.snapshot(pid);
+        }
+        Ok(published)
+    }
+
+    /// Serves the kernel's requests, forgets exited processes and reads
+    /// the mmap records (every poll); returns what
+    /// [`ProcessWatch::serve_requests`] does.
     ///
     /// # Errors
     /// When the kernel maps cannot be read or written.
@@ -82,10 +100,8 @@ impl ProcessWatch {
         &mut self,
         kernel: &mut impl UnwindMaps<Error = KernelError>,
     ) -> Result<Vec<u32>, KernelError> {
-        let published = self.unwinder.serve(kernel)?;
-        for &pid in &published {
-            self.snapshot(pid);
-        }
+        let published = self.serve_requests(kernel)?;
+        self.unwinder.forget_exited(kernel)?;
         if let Some(events) = &mut self.events {
             events.read();
         }

@@ -2,7 +2,7 @@
 //! library loaded with `dlopen`, and a whole process. Both are C at plain
 //! `-O2` (no frame pointers), so without their tables the frameless leaf
 //! `lib_spin` loses its callers; the daemon must publish the new tables
-//! within a second.
+//! as soon as the kernel asks for them.
 mod support;
 
 use std::path::PathBuf;
@@ -54,18 +54,20 @@ fn walked(profiles: &[(PathBuf, Profile)], pid: u32) -> Walked {
     w
 }
 
-/// The checks both tests share: at most the first second of the 4 s run
-/// may lack tables. Without late publishing the callers are found for
-/// none of the samples, so these bounds fail it by a wide margin.
+/// The checks both tests share: at most 2% of the 4 s run (80 ms) may
+/// lack tables. The kernel rings the daemon when it asks for mappings,
+/// which serves it at once (99.1-99.9% here); without late publishing the
+/// callers are found for none of the samples, and serving only at the
+/// 200 ms poll failed 3 runs in 4 (94.8-95%).
 fn check(w: &Walked, truth: &std::collections::HashMap<String, u64>) {
     assert!(w.spin > 1200, "only {} samples in lib_spin: {w:?}", w.spin);
     assert!(
-        (w.heavy + w.light) * 4 >= w.spin * 3,
-        "callers of lib_spin found for less than 3/4 of its samples: {w:?}"
+        (w.heavy + w.light) * 50 >= w.spin * 49,
+        "callers of lib_spin found for less than 98% of its samples: {w:?}"
     );
     assert!(
-        w.to_libc_start * 4 >= w.spin * 3,
-        "full stacks (through main into libc) for less than 3/4: {w:?}"
+        w.to_libc_start * 50 >= w.spin * 49,
+        "full stacks (through main into libc) for less than 98%: {w:?}"
     );
     // The samples with callers are a random subset of the run, so their
     // split is the fixture's: ~1,500 samples, a standard error near one
@@ -99,7 +101,7 @@ fn a_library_loaded_with_dlopen_after_start_gets_its_table() {
 }
 
 #[test]
-fn a_process_started_after_the_daemon_gets_full_stacks_within_a_second() {
+fn a_process_started_after_the_daemon_gets_full_stacks() {
     require_root();
     let dir = tempfile::tempdir().unwrap();
     let bin = build::c_program("late", dir.path());

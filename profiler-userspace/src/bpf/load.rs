@@ -3,6 +3,7 @@
 //! tracepoints.
 use aya::{
     Btf, Ebpf, EbpfLoader,
+    maps::Map,
     programs::{
         BtfTracePoint, PerfEvent, Program, ProgramError,
         perf_event::{PerfEventConfig, PerfEventScope, SamplePolicy, SoftwareEvent},
@@ -14,20 +15,21 @@ use profiler_common::{
         GLOBAL_INTERVAL_CELLS, GLOBAL_OFF_CPU_DISPATCH_ONLY, GLOBAL_OFF_CPU_NAIVE,
         GLOBAL_OFF_CPU_RATE_NS, GLOBAL_SCHED_OFFSETS, GLOBAL_TARGET_ALL, GLOBAL_TASK_WORK,
         GLOBAL_UNWIND_TABLES, IN_FLIGHT, IN_FLIGHT_MAX_ENTRIES, INTERVAL_CELLS, TASK_WORK,
-        UNWIND_ROWS,
+        UNWIND_DOORBELL, UNWIND_ROWS,
     },
     sched::SchedOffsets,
     unwind::{ProcessMappings, UnwindRow},
 };
 
 use super::{
-    Drained, Flip, InFlightMaps, InFlightStats, KernelError, Rng, TargetMaps, UnwindMaps,
+    Doorbell, Drained, Flip, InFlightMaps, InFlightStats, KernelError, Rng, TargetMaps, UnwindMaps,
     WindowMaps,
     btf_fields::KernelTypes,
     drain::Windows,
     ebpf_log::{self, Logger},
     in_flight::InFlight,
     kfunc::{self, Kfunc},
+    take_map,
     targets::TargetSet,
     unwind_maps::UnwindTables,
 };
@@ -97,6 +99,8 @@ pub struct Kernel {
     targets: TargetSet,
     in_flight: InFlight,
     unwind: UnwindTables,
+    /// `UNWIND_DOORBELL`, until [`Kernel::doorbell`] takes it.
+    doorbell: Option<Map>,
     logger: Option<Logger>,
     /// The programs (attached), and the maps no part uses.
     ebpf: Ebpf,
@@ -173,6 +177,7 @@ impl Kernel {
             targets: TargetSet::take(&mut ebpf, pids, &config.discover.comms)?,
             in_flight: InFlight::take(&mut ebpf)?,
             unwind: UnwindTables::take(&mut ebpf)?,
+            doorbell: Some(take_map(&mut ebpf, UNWIND_DOORBELL)?),
             logger,
             ebpf,
         };
@@ -284,6 +289,15 @@ impl Kernel {
         if let Some(logger) = self.logger.take() {
             ebpf_log::forward(logger);
         }
+    }
+
+    /// The walker's doorbell, registered with the tokio runtime (only the
+    /// first call has it).
+    ///
+    /// # Errors
+    /// When the map is not a ring buffer, or the runtime refuses it.
+    pub fn doorbell(&mut self) -> Result<Option<Doorbell>, KernelError> {
+        self.doorbell.take().map(Doorbell::new).transpose()
     }
 }
 

@@ -19,6 +19,7 @@ mod batch;
 mod btf_fields;
 #[cfg(test)]
 mod contract_tests;
+mod doorbell;
 mod drain;
 mod ebpf_log;
 pub mod features;
@@ -33,6 +34,7 @@ mod task_storage;
 mod unwind_maps;
 
 pub use btf_fields::{BtfFieldError, KernelTypes};
+pub use doorbell::Doorbell;
 pub use drain::{Drained, Flip, WindowMaps};
 pub use in_flight::{InFlightMaps, InFlightStats};
 pub use load::Kernel;

@@ -21,8 +21,15 @@ async fn run_loop(dir: &std::path::Path, flags: &[&str], mut kernel: MemoryKerne
     let pipeline = Pipeline::new(&config, Arc::new(Metrics::new()), None, assembler);
     let targets = Targets::new(&config.target, &config.discover);
     let signals = Signals::install().unwrap();
-    let mut daemon =
-        Daemon::new(&config, kernel, targets, pipeline, (None, None), signals).unwrap();
+    let mut daemon = Daemon::new(
+        &config,
+        kernel,
+        targets,
+        pipeline,
+        (None, None),
+        (signals, None),
+    )
+    .unwrap();
     daemon.run_windows().await.unwrap();
     let Daemon {
         kernel, pipeline, ..

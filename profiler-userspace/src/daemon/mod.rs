@@ -20,7 +20,7 @@ use tokio::sync::mpsc;
 
 use crate::{
     assembler::{Assembler, AssemblerError, AssemblerThread},
-    bpf::{Kernel, KernelError, KernelMaps},
+    bpf::{Doorbell, Kernel, KernelError, KernelMaps},
     config::{Config, Target},
     goroutines::GoroutineSampler,
     http::{self, HttpError},
@@ -86,7 +86,15 @@ pub async fn run(config: Config) -> Result<(), DaemonError> {
     let targets = Targets::new(&config.target, &config.discover);
     let mut kernel = Kernel::load(&config, &targets.current())?;
     kernel.forward_logs();
-    let mut daemon = Daemon::new(&config, kernel, targets, pipeline, http, signals)?;
+    let doorbell = kernel.doorbell()?;
+    let mut daemon = Daemon::new(
+        &config,
+        kernel,
+        targets,
+        pipeline,
+        http,
+        (signals, doorbell),
+    )?;
     log_start(&config);
     let result = daemon.run_windows().await;
     daemon.shut_down(symbolizer);
@@ -113,14 +121,15 @@ struct Daemon<'a, K> {
 impl<'a, K: KernelMaps> Daemon<'a, K> {
     /// Starts the watch on processes' mappings (publishing the `--pid`
     /// targets' tables), the goroutine view with `--goroutine-frequency`,
-    /// and the first window.
+    /// and the first window, woken by `signals` and the kernel's `doorbell`
+    /// (none in tests).
     fn new(
         config: &'a Config,
         mut kernel: K,
         targets: Targets,
         pipeline: Pipeline,
         (requests, on_demand): Http,
-        signals: Signals,
+        (signals, doorbell): (Signals, Option<Doorbell>),
     ) -> Result<Self, DaemonError> {
         let record_mappings = config.target == Target::All || !config.discover.comms.is_empty();
         let watch = ProcessWatch::start(
@@ -141,7 +150,7 @@ impl<'a, K: KernelMaps> Daemon<'a, K> {
             requests,
             on_demand,
             goroutines,
-            waits: Waits::start(config, signals),
+            waits: Waits::start(config, signals, doorbell),
         })
     }
 

@@ -1,7 +1,7 @@
 //! What the window loop waits on between drains: the window's ticker and
 //! the deadline, the signals, HTTP requests, and the chores done
-//! meanwhile (serving mapping requests, following targets, checking the
-//! maps' fill), any of which can end the chunk.
+//! meanwhile (serving mapping requests as the kernel rings, following
+//! targets, checking the maps' fill), any of which can end the chunk.
 use std::time::Duration;
 
 use tokio::{
@@ -12,7 +12,7 @@ use tokio::{
 
 use super::DaemonError;
 use crate::{
-    bpf::{KernelError, KernelMaps, TargetMaps, WindowMaps},
+    bpf::{Doorbell, KernelError, KernelMaps, TargetMaps, WindowMaps},
     config::{Config, Target},
     goroutines::GoroutineSampler,
     on_demand::{OnDemand, ProfileRequest},
@@ -21,10 +21,10 @@ use crate::{
     targets::Targets,
 };
 
-/// How often the kernel's requests for mappings are served (a process
-/// started after the daemon gets full stacks within this, and its
-/// mappings are read for the symbolizer) and the kernel maps' fill is
-/// checked (see `EARLY_DRAIN_FILL`): one wakeup for both.
+/// How often the kernel's requests for mappings are served whether or
+/// not it rang (its doorbell rings once per new request; this catches
+/// any a full ring lost), exited processes are forgotten, and the kernel
+/// maps' fill is checked (see `EARLY_DRAIN_FILL`): one wakeup for all.
 const POLL: Duration = Duration::from_millis(200);
 
 /// How often targets are checked again: exits, and new `--comm` or
@@ -93,6 +93,8 @@ pub(super) struct Waits {
     deadline: Option<Instant>,
     ticker: Interval,
     signals: Signals,
+    /// Rung by the kernel when it asks for a process's mappings.
+    doorbell: Option<Doorbell>,
     poll: Interval,
     /// With --pid/--comm/--pid-file: notice exits and new matches.
     liveness: Option<Interval>,
@@ -112,7 +114,7 @@ pub(super) struct Chores<'a, K> {
 
 impl Waits {
     /// The first window starts now.
-    pub(super) fn start(config: &Config, signals: Signals) -> Self {
+    pub(super) fn start(config: &Config, signals: Signals, doorbell: Option<Doorbell>) -> Self {
         let started = Instant::now();
         let mut ticker = interval_at(started + config.interval, config.interval);
         ticker.set_missed_tick_behavior(MissedTickBehavior::Delay);
@@ -121,6 +123,7 @@ impl Waits {
             deadline: config.duration.map(|d| started + d),
             ticker,
             signals,
+            doorbell,
             poll: tokio::time::interval(POLL),
             liveness: matches!(config.target, Target::Pids(_))
                 .then(|| tokio::time::interval(TARGET_CHECK)),
@@ -167,6 +170,13 @@ impl Waits {
                 _ = self.signals.hangup.recv() => return Ok(Event::WindowEnd(WindowEnd::Hangup)),
                 Some(request) = next_request(requests.as_deref_mut()) => return Ok(Event::Request(request)),
                 () = sleep_until(due.unwrap_or(never)), if due.is_some() => return Ok(Event::RequestsDue),
+                rung = ring(self.doorbell.as_mut()) => {
+                    rung?;
+                    let new = watch.serve_requests(kernel)?;
+                    if let Some(goroutines) = goroutines {
+                        goroutines.notice(&new);
+                    }
+                }
                 _ = self.poll.tick() => {
                     let new = watch.serve(kernel)?;
                     if let Some(goroutines) = goroutines {
@@ -220,6 +230,14 @@ async fn tick(interval: Option<&mut Interval>) {
         Some(interval) => {
             interval.tick().await;
         }
+        None => std::future::pending().await,
+    }
+}
+
+/// The kernel's next ring; never, without a doorbell.
+async fn ring(doorbell: Option<&mut Doorbell>) -> Result<(), KernelError> {
+    match doorbell {
+        Some(doorbell) => doorbell.rung().await,
         None => std::future::pending().await,
     }
 }

@@ -149,14 +149,16 @@ impl Unwinder {
         }
     }
 
-    /// Publishes the processes the kernel asked for, and forgets processes
-    /// that have exited. Returns the pids whose mappings were read anew.
+    /// Publishes the processes the kernel asked for. Returns the pids whose
+    /// mappings were read anew.
     ///
     /// # Errors
-    /// When the kernel maps cannot be read or written.
-    pub fn serve<M: UnwindMaps>(&mut self, maps: &mut M) -> Result<Vec<u32>, M::Error> {
+    /// When the kernel's requests cannot be read.
+    pub fn serve_requests<M: UnwindMaps>(&mut self, maps: &mut M) -> Result<Vec<u32>, M::Error> {
+        let started = Instant::now();
         let mut published = Vec::new();
-        for pid in maps.take_requests()? {
+        let requests = maps.take_requests()?;
+        for &pid in &requests {
             // A full mappings map (more processes than it holds under
             // --all) costs that process its table walk, not the daemon.
             match self.publish(maps, pid) {
@@ -165,6 +167,22 @@ impl Unwinder {
                 Err(_) => self.stats.publish_failures += 1,
             }
         }
+        if !requests.is_empty() {
+            tracing::debug!(
+                requests = requests.len(),
+                published = published.len(),
+                took_us = started.elapsed().as_micros(),
+                "served the kernel's mapping requests"
+            );
+        }
+        Ok(published)
+    }
+
+    /// Forgets the processes that have exited.
+    ///
+    /// # Errors
+    /// When the kernel map cannot be written.
+    pub fn forget_exited<M: UnwindMaps>(&mut self, maps: &mut M) -> Result<(), M::Error> {
         let gone: Vec<u32> = self
             .processes
             .keys()
@@ -174,7 +192,7 @@ impl Unwinder {
         for pid in gone {
             self.forget(maps, pid)?;
         }
-        Ok(published)
+        Ok(())
     }
 
     /// Builds what `pid` needs and publishes its mappings; a process that

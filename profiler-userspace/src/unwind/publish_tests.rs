@@ -33,7 +33,7 @@ fn publishes_own_mappings_with_tables_and_skips_unchanged_ones() {
     let mut maps = maps(8 << 20);
     let mut unwinder = Unwinder::new(8 << 20);
     maps.requests.push(pid);
-    unwinder.serve(&mut maps).unwrap();
+    unwinder.serve_requests(&mut maps).unwrap();
 
     // This binary's code: a table whose rows cover the function's PC
     // (relative to the table's bias).
@@ -56,7 +56,7 @@ fn publishes_own_mappings_with_tables_and_skips_unchanged_ones() {
 
     // Asked again with the same mappings: nothing rebuilt or republished.
     maps.requests.push(pid);
-    unwinder.serve(&mut maps).unwrap();
+    unwinder.serve_requests(&mut maps).unwrap();
     assert_eq!(unwinder.stats(), stats);
 }
 
@@ -79,7 +79,26 @@ fn a_process_that_is_gone_is_skipped() {
     let mut unwinder = Unwinder::new(1024);
     // Above pid_max (at most 2^22): no such process.
     maps.requests.push(1 << 23);
-    unwinder.serve(&mut maps).unwrap();
+    unwinder.serve_requests(&mut maps).unwrap();
     assert!(maps.mappings.is_empty());
     assert_eq!(unwinder.stats().mapping_publishes, 0);
+}
+
+#[test]
+fn an_exited_process_is_forgotten_and_a_live_one_kept() {
+    let mut maps = maps(8 << 20);
+    let mut unwinder = Unwinder::new(8 << 20);
+    let mut child = std::process::Command::new("sleep")
+        .arg("30")
+        .spawn()
+        .unwrap();
+    let (live, exited) = (std::process::id(), child.id());
+    maps.requests.extend([live, exited]);
+    assert_eq!(unwinder.serve_requests(&mut maps).unwrap().len(), 2);
+    child.kill().unwrap();
+    child.wait().unwrap();
+    unwinder.forget_exited(&mut maps).unwrap();
+    assert!(maps.mappings.contains_key(&live));
+    assert!(!maps.mappings.contains_key(&exited));
+    assert!(unwinder.mappings(exited).is_none());
 }

@@ -85,7 +85,10 @@ pub(super) fn daemon_cost(report: &mut String) -> anyhow::Result<DaemonCost> {
         report,
         "| mode | CPU, first 10 s (% of one core) | CPU, after (% of one core) | peak RSS (MiB) | of RSS at the end, mapped files (MiB) | BPF maps, kernel (MiB) | drain ms | symbolize ms | encode ms |"
     )?;
-    writeln!(report, "| --- | --- | --- | --- | --- | --- | --- | --- | --- |")?;
+    writeln!(
+        report,
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"
+    )?;
     let backend = Backend::start(Protocol::Pyroscope);
     let spool = std::env::temp_dir().join(format!("profiler-bench-spool-{}", std::process::id()));
     let (url, spool_dir) = (backend.url(), spool.to_string_lossy().into_owned());
