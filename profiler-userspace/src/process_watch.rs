@@ -74,25 +74,23 @@ impl ProcessWatch {
         Ok(watch)
     }
 
-    /// Serves the kernel's requests (when it rings); returns the processes
+    /// Serves the kernel's requests when it rings; returns the processes
     /// whose mappings were read anew (first seen, or exec'd).
     ///
     /// # Errors
     /// When the kernel maps cannot be read or written.
-    pub fn serve_requests(
+    pub fn serve_rung(
         &mut self,
         kernel: &mut impl UnwindMaps<Error = KernelError>,
     ) -> Result<Vec<u32>, KernelError> {
-        let published = self.unwinder.serve_requests(kernel)?;
-        for &pid in &published {
-            self.snapshot(pid);
-        }
+        let published = self.unwinder.serve_rung(kernel)?;
+        self.snapshot_all(&published);
         Ok(published)
     }
 
     /// Serves the kernel's requests, forgets exited processes and reads
     /// the mmap records (every poll); returns what
-    /// [`ProcessWatch::serve_requests`] does.
+    /// [`ProcessWatch::serve_rung`] does.
     ///
     /// # Errors
     /// When the kernel maps cannot be read or written.
@@ -100,7 +98,8 @@ impl ProcessWatch {
         &mut self,
         kernel: &mut impl UnwindMaps<Error = KernelError>,
     ) -> Result<Vec<u32>, KernelError> {
-        let published = self.serve_requests(kernel)?;
+        let published = self.unwinder.serve_requests(kernel)?;
+        self.snapshot_all(&published);
         self.unwinder.forget_exited(kernel)?;
         if let Some(events) = &mut self.events {
             events.read();
@@ -129,6 +128,12 @@ impl ProcessWatch {
             self.unwinder.stats().comments()
         } else {
             Vec::new()
+        }
+    }
+
+    fn snapshot_all(&mut self, pids: &[u32]) {
+        for &pid in pids {
+            self.snapshot(pid);
         }
     }
 

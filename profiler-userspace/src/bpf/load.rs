@@ -361,4 +361,8 @@ impl UnwindMaps for Kernel {
     fn take_requests(&mut self) -> Result<Vec<u32>, KernelError> {
         self.unwind.take_requests()
     }
+
+    fn request(&mut self, pid: u32) -> Result<(), KernelError> {
+        self.unwind.request(pid)
+    }
 }

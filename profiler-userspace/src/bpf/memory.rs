@@ -175,4 +175,11 @@ impl UnwindMaps for MemoryKernel {
     fn take_requests(&mut self) -> Result<Vec<u32>, KernelError> {
         Ok(std::mem::take(&mut self.requests))
     }
+
+    fn request(&mut self, pid: u32) -> Result<(), KernelError> {
+        if !self.requests.contains(&pid) {
+            self.requests.push(pid);
+        }
+        Ok(())
+    }
 }

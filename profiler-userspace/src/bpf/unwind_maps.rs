@@ -139,6 +139,12 @@ pub trait UnwindMaps {
     /// # Errors
     /// When the kernel map cannot be read.
     fn take_requests(&mut self) -> Result<Vec<u32>, Self::Error>;
+    /// Puts `pid` back among the requests, so that the walker does not
+    /// ask (and ring) for it again before the next poll takes it.
+    ///
+    /// # Errors
+    /// When the kernel map cannot be written.
+    fn request(&mut self, pid: u32) -> Result<(), Self::Error>;
 }
 
 impl UnwindMaps for UnwindTables {
@@ -170,5 +176,13 @@ impl UnwindMaps for UnwindTables {
             let _ = requests.remove(pid);
         }
         Ok(pids)
+    }
+
+    fn request(&mut self, pid: u32) -> Result<(), KernelError> {
+        let mut requests: HashMap<&mut MapData, u32, u8> =
+            HashMap::try_from(&mut self.requests).map_err(KernelError::map(UNWIND_REQUESTS))?;
+        requests
+            .insert(pid, 1, 0)
+            .map_err(KernelError::map(UNWIND_REQUESTS))
     }
 }

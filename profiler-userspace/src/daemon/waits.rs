@@ -172,7 +172,7 @@ impl Waits {
                 () = sleep_until(due.unwrap_or(never)), if due.is_some() => return Ok(Event::RequestsDue),
                 rung = ring(self.doorbell.as_mut()) => {
                     rung?;
-                    let new = watch.serve_requests(kernel)?;
+                    let new = watch.serve_rung(kernel)?;
                     if let Some(goroutines) = goroutines {
                         goroutines.notice(&new);
                     }

@@ -149,21 +149,44 @@ impl Unwinder {
         }
     }
 
-    /// Publishes the processes the kernel asked for. Returns the pids whose
-    /// mappings were read anew.
+    /// Publishes the processes the kernel asked for (at each poll).
+    /// Returns the pids whose mappings were read anew.
     ///
     /// # Errors
     /// When the kernel's requests cannot be read.
     pub fn serve_requests<M: UnwindMaps>(&mut self, maps: &mut M) -> Result<Vec<u32>, M::Error> {
+        Ok(self.serve(maps)?.0)
+    }
+
+    /// Publishes the processes the kernel asked for when it rang, and puts
+    /// back the requests that changed nothing until the next poll. Those
+    /// come from PCs outside every mapping that no read of the process
+    /// explains (a frame pointer walk gone astray, code outside files):
+    /// served at once, they would ring again at the next sample. Returns
+    /// the pids whose mappings were read anew.
+    ///
+    /// # Errors
+    /// When the kernel's requests cannot be read or put back.
+    pub fn serve_rung<M: UnwindMaps>(&mut self, maps: &mut M) -> Result<Vec<u32>, M::Error> {
+        let (published, unchanged) = self.serve(maps)?;
+        for pid in unchanged {
+            maps.request(pid)?;
+        }
+        Ok(published)
+    }
+
+    /// Serves the requests: the pids published, and those left unchanged
+    /// (or gone).
+    fn serve<M: UnwindMaps>(&mut self, maps: &mut M) -> Result<(Vec<u32>, Vec<u32>), M::Error> {
         let started = Instant::now();
-        let mut published = Vec::new();
+        let (mut published, mut unchanged) = (Vec::new(), Vec::new());
         let requests = maps.take_requests()?;
         for &pid in &requests {
             // A full mappings map (more processes than it holds under
             // --all) costs that process its table walk, not the daemon.
             match self.publish(maps, pid) {
                 Ok(true) => published.push(pid),
-                Ok(false) => {}
+                Ok(false) => unchanged.push(pid),
                 Err(_) => self.stats.publish_failures += 1,
             }
         }
@@ -175,7 +198,7 @@ impl Unwinder {
                 "served the kernel's mapping requests"
             );
         }
-        Ok(published)
+        Ok((published, unchanged))
     }
 
     /// Forgets the processes that have exited.

@@ -102,3 +102,20 @@ fn an_exited_process_is_forgotten_and_a_live_one_kept() {
     assert!(!maps.mappings.contains_key(&exited));
     assert!(unwinder.mappings(exited).is_none());
 }
+
+#[test]
+fn a_rung_request_that_changes_nothing_waits_for_the_poll() {
+    let pid = std::process::id();
+    let mut maps = maps(8 << 20);
+    let mut unwinder = Unwinder::new(8 << 20);
+    maps.requests.push(pid);
+    assert_eq!(unwinder.serve_rung(&mut maps).unwrap(), [pid]);
+    assert!(maps.requests.is_empty(), "published: the request is done");
+    // Asked again with the same mappings (a PC no mapping explains): put
+    // back, so that the walker does not ring for it until the poll.
+    maps.requests.push(pid);
+    assert!(unwinder.serve_rung(&mut maps).unwrap().is_empty());
+    assert_eq!(maps.requests, [pid]);
+    assert!(unwinder.serve_requests(&mut maps).unwrap().is_empty());
+    assert!(maps.requests.is_empty(), "the poll takes it");
+}
