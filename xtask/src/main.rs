@@ -44,7 +44,8 @@ enum Cmd {
     /// Overhead and accuracy benchmarks; writes BENCHMARKS.md (needs root).
     Bench {
         /// Run only this section and print it, writing nothing: `daemon`
-        /// (section 4, the daemon's CPU and memory), `unwinding` (sections 6
+        /// (section 4, the daemon's CPU and memory, and start-up under
+        /// `--all`), `unwinding` (sections 6
         /// and 7, the stack walk's cost and table builds) or `goroutines`
         /// (section 11, the goroutine view's cost).
         #[arg(long, value_name = "SECTION", value_parser = ["daemon", "unwinding", "goroutines"])]

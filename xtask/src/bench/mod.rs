@@ -18,6 +18,7 @@ mod daemon_metrics;
 mod goroutines;
 mod kernel_cost;
 mod overhead;
+mod startup;
 mod symbolization;
 mod syscalls;
 mod tools;
@@ -53,6 +54,7 @@ pub fn run_only(section: &str) -> anyhow::Result<()> {
         }
         "daemon" => {
             daemon_cost(&mut report)?;
+            startup::startup(&mut report)?;
         }
         other => anyhow::bail!("no bench section {other}"),
     }
@@ -84,6 +86,7 @@ pub fn run() -> anyhow::Result<()> {
 
     eprintln!("bench: daemon cost");
     let daemon = daemon_cost(&mut report)?;
+    let startup_partial = startup::startup(&mut report)?;
 
     eprintln!("bench: accuracy against event budget");
     accuracy(&mut report)?;
@@ -99,6 +102,7 @@ pub fn run() -> anyhow::Result<()> {
             per_switch_ns,
             floor_per_switch_ns,
             daemon: &daemon,
+            startup_partial,
             goroutine_pingpong,
         }),
     )?;
@@ -125,6 +129,9 @@ struct Measurements<'a> {
     per_switch_ns: f64,
     floor_per_switch_ns: f64,
     daemon: &'a DaemonCost,
+    /// Percent of a process's samples without a full stack, started
+    /// 100 ms after the daemon.
+    startup_partial: f64,
     goroutine_pingpong: f64,
 }
 
@@ -196,6 +203,12 @@ fn goals(m: &Measurements<'_>) -> Vec<(&'static str, f64, f64, &'static str)> {
             "% of a core",
         ),
         ("daemon peak RSS, --all", mb(all.rss_bytes), 64.0, "MB"),
+        (
+            "start-up, --all: samples of a process started 100 ms after the daemon without a full stack",
+            m.startup_partial,
+            1.0,
+            "%",
+        ),
         (
             "BPF maps' kernel memory at defaults, --all",
             mb(all.maps_bytes),
