@@ -49,6 +49,19 @@ pub fn row(tid: u32, state: ThreadState, samples: u64, off_cpu_ns: u64) -> RawSa
     }
 }
 
+/// How many distinct sample rows fill the samples map to the early-drain
+/// threshold (three quarters of it).
+pub fn early_drain_rows() -> u32 {
+    #[expect(
+        clippy::cast_possible_truncation,
+        clippy::cast_sign_loss,
+        reason = "three quarters of 32,768"
+    )]
+    let rows = (f64::from(profiler_common::maps::SAMPLES_MAX_ENTRIES)
+        * crate::pipeline::EARLY_DRAIN_FILL) as u32;
+    rows
+}
+
 /// A gzip'd profile, decoded.
 pub fn decode(gzipped: &[u8]) -> proto::Profile {
     let mut bytes = Vec::new();

@@ -2,7 +2,7 @@
 //! (`bpf/memory.rs`): the early drain and following the targets.
 use std::process::Command;
 
-use profiler_common::{maps::SAMPLES_MAX_ENTRIES, sample::ThreadState};
+use profiler_common::sample::ThreadState;
 
 use super::*;
 use crate::{bpf::memory::MemoryKernel, config::Discover, sample::RawSample};
@@ -15,12 +15,7 @@ fn row(tid: u32) -> RawSample {
 #[test]
 fn a_filling_samples_map_is_drained_early() {
     let mut kernel = MemoryKernel::default();
-    #[expect(
-        clippy::cast_possible_truncation,
-        clippy::cast_sign_loss,
-        reason = "three quarters of 32,768"
-    )]
-    let threshold = (f64::from(SAMPLES_MAX_ENTRIES) * EARLY_DRAIN_FILL) as u32;
+    let threshold = crate::testing::early_drain_rows();
     for tid in 0..threshold - 1 {
         kernel.record(row(tid));
     }

@@ -1,12 +1,11 @@
 //! The window loop against the kernel's maps in memory (`bpf/memory.rs`),
 //! in tokio's paused time, without root: which events end chunks and
 //! windows, and what each written file holds.
-use profiler_common::{maps::SAMPLES_MAX_ENTRIES, sample::ThreadState, unwind::UnwindRow};
+use profiler_common::{sample::ThreadState, unwind::UnwindRow};
 
 use super::*;
 use crate::{
     bpf::memory::{MemoryKernel, Step},
-    pipeline::EARLY_DRAIN_FILL,
     testing::{comment, config, row, total, written},
 };
 
@@ -87,12 +86,7 @@ async fn a_filling_map_is_drained_into_the_same_window() {
     let dir = tempfile::tempdir().unwrap();
     let me = std::process::id().to_string();
     let mut kernel = MemoryKernel::default();
-    #[expect(
-        clippy::cast_possible_truncation,
-        clippy::cast_sign_loss,
-        reason = "three quarters of 32,768"
-    )]
-    let threshold = (f64::from(SAMPLES_MAX_ENTRIES) * EARLY_DRAIN_FILL) as u32;
+    let threshold = crate::testing::early_drain_rows();
     for tid in 0..threshold {
         kernel.record(row(tid, ThreadState::Running, 1, 0));
     }
