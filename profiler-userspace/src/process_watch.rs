@@ -3,9 +3,9 @@
 //! when it execs (`UNWIND_REQUESTS`), and rings the daemon; at once, the
 //! unwinder reads `/proc/PID/maps` for each, builds and publishes tables
 //! (without tables under `--unwind frame-pointer`), and a
-//! [`ProcessSnapshot`] of the same
-//! mappings, with their build ids, is kept for the symbolizer. A process
-//! that starts and exits within a window is symbolized from it.
+//! [`ProcessSnapshot`] of the same mappings, with their build ids, is kept
+//! for the symbolizer. A process that starts and exits within a window is
+//! symbolized from it.
 //!
 //! Processes that come and go faster than that (under `--all` and
 //! `--comm`) are followed from the kernel's mmap records
