@@ -5,8 +5,9 @@
 //!
 //! Layout (see ARCHITECTURE.md, "The unwinder"):
 //! - [`crate::maps::UNWIND_ROWS`]: one big array of [`UnwindRow`]s. Each
-//!   binary's table is a sorted run of rows in it, built once per binary
-//!   and shared by every process that maps it.
+//!   binary's table is a sorted run of rows in it, followed by its bucket
+//!   index (see [`bucket_rows`]), built once per binary and shared by every
+//!   process that maps it.
 //! - [`crate::maps::UNWIND_PROCS`]: pid -> [`ProcessMappings`], the
 //!   executable mappings of a process, each pointing at its binary's run of
 //!   rows (or at none: frame pointers are used there).
@@ -30,8 +31,13 @@ pub const MAX_MAPPINGS: usize = 256;
 /// binary has; the builder refuses larger tables).
 pub const ROW_SEARCH_STEPS: u32 = 24;
 
-/// Most rows one table may have ([`ROW_SEARCH_STEPS`]).
-pub const MAX_TABLE_ROWS: u32 = 1 << ROW_SEARCH_STEPS;
+/// Most rows one table may have: within [`ROW_SEARCH_STEPS`], and a count
+/// that fits [`UnwindMapping::table`]'s 24 bits.
+pub const MAX_TABLE_ROWS: u32 = (1 << ROW_SEARCH_STEPS) - 1;
+
+/// Rows per bucket of a table's index, on average at most: the walk
+/// searches one bucket's rows (a few cache lines), not the whole table.
+pub const ROWS_PER_BUCKET: u32 = 16;
 
 /// Binary-search steps over a process's mappings (2^8 = [`MAX_MAPPINGS`]).
 pub const MAPPING_SEARCH_STEPS: u32 = 9;
@@ -98,8 +104,36 @@ pub struct UnwindMapping {
     pub bias: u64,
     /// Index in [`crate::maps::UNWIND_ROWS`] of the table's first row.
     pub first_row: u32,
-    /// Number of rows; 0: no table, walk this binary by frame pointer.
-    pub rows: u32,
+    /// The table's number of rows (low 24 bits; 0: no table, walk this
+    /// binary by frame pointer) and the shift of its index's buckets (high
+    /// 8 bits): [`UnwindMapping::table`], [`UnwindMapping::rows`],
+    /// [`UnwindMapping::bucket_shift`].
+    pub table: u32,
+}
+
+impl UnwindMapping {
+    /// The packed [`UnwindMapping::table`] of a table of `rows` rows (at
+    /// most [`MAX_TABLE_ROWS`]) with buckets `2^shift` bytes wide.
+    #[must_use]
+    pub const fn pack_table(rows: u32, shift: u32) -> u32 {
+        (rows & MAX_TABLE_ROWS) | (shift << 24)
+    }
+
+    /// The table's number of rows; its index follows them.
+    #[inline(always)]
+    #[allow(clippy::inline_always, reason = "runs inside an eBPF program")]
+    #[must_use]
+    pub const fn rows(&self) -> u32 {
+        self.table & MAX_TABLE_ROWS
+    }
+
+    /// Its index's buckets are `2^shift` bytes of row PCs wide.
+    #[inline(always)]
+    #[allow(clippy::inline_always, reason = "runs inside an eBPF program")]
+    #[must_use]
+    pub const fn bucket_shift(&self) -> u32 {
+        self.table >> 24
+    }
 }
 
 /// The executable mappings of one process, sorted by `start`.
@@ -201,6 +235,78 @@ pub fn step(kind: RowKind, cfa_offset: u16, rbp_offset: i8, regs: &Regs) -> Step
     }
 }
 
+/// Entries of the bucket index of a table of `rows` rows.
+#[inline(always)]
+#[allow(clippy::inline_always, reason = "runs inside an eBPF program")]
+#[must_use]
+pub const fn bucket_count(rows: u32) -> u32 {
+    rows / ROWS_PER_BUCKET + 1
+}
+
+/// The bucket of row PC `rel` in a table of `rows` rows whose buckets are
+/// `2^shift` bytes wide; the last bucket also holds every PC past it.
+#[inline(always)]
+#[allow(clippy::inline_always, reason = "runs inside an eBPF program")]
+#[must_use]
+pub const fn bucket_of(rel: u32, shift: u32, rows: u32) -> u32 {
+    let bucket = rel >> (shift & 31);
+    let last = bucket_count(rows) - 1;
+    if bucket < last { bucket } else { last }
+}
+
+/// The rows `[lo, hi)` to search for a PC in `bucket` of a table of `rows`
+/// rows. Entry `b` of the index (`entry_at(b)`) is the last row whose pc is
+/// at or below the bucket's first PC (`b << shift`), so the row of a PC in
+/// bucket `b` lies from entry `b` to entry `b + 1`. An index that does not
+/// fit the table (a bug, or rows rewritten under the walk) gives the whole
+/// table; a failed read, `None`.
+#[inline(always)]
+#[allow(clippy::inline_always, reason = "runs inside an eBPF program")]
+pub fn bucket_rows(
+    rows: u32,
+    bucket: u32,
+    entry_at: impl Fn(u32) -> Option<u32>,
+) -> Option<(u32, u32)> {
+    let lo = entry_at(bucket)?;
+    let hi = if bucket + 1 < bucket_count(rows) {
+        entry_at(bucket + 1)?.saturating_add(1)
+    } else {
+        rows
+    };
+    Some(if lo < hi && hi <= rows {
+        (lo, hi)
+    } else {
+        (0, rows)
+    })
+}
+
+/// The bucket shift of the index of `rows` (sorted by pc): the narrowest
+/// power-of-two buckets that cover the table in [`bucket_count`] buckets.
+#[must_use]
+pub fn bucket_shift(rows: &[UnwindRow]) -> u32 {
+    let count = bucket_count(u32::try_from(rows.len()).unwrap_or(u32::MAX));
+    let last = rows.last().map_or(0, |r| r.pc);
+    (0..32).find(|&s| last >> s < count).unwrap_or(31)
+}
+
+/// The entries of the bucket index of `rows` (sorted by pc) with buckets
+/// `2^shift` bytes wide, as [`bucket_rows`] reads them: for each bucket,
+/// the last row whose pc is at or below the bucket's first PC (0 if none).
+pub fn bucket_entries(rows: &[UnwindRow], shift: u32) -> impl Iterator<Item = u32> + '_ {
+    let count = bucket_count(u32::try_from(rows.len()).unwrap_or(u32::MAX));
+    let mut last = 0usize;
+    (0..count).map(move |bucket| {
+        let first_pc = u64::from(bucket) << shift;
+        while rows
+            .get(last + 1)
+            .is_some_and(|r| u64::from(r.pc) <= first_pc)
+        {
+            last += 1;
+        }
+        u32::try_from(last).unwrap_or(u32::MAX)
+    })
+}
+
 /// One probe of a binary search for the last entry whose pc is `<= pc`
 /// over `[lo, hi)`: the entry to read next ([`search`] runs the probes).
 #[inline(always)]
@@ -223,7 +329,7 @@ pub const fn narrow(lo: u32, hi: u32, mid: u32, mid_pc: u64, pc: u64) -> (u32, u
 }
 
 /// The result of a finished search (`lo == hi`): the entry index, if any
-/// entry's pc is `<= pc`.
+/// entry's pc is `<= pc` (entries before the search's first `lo` are).
 #[inline(always)]
 #[allow(clippy::inline_always, reason = "runs inside an eBPF program")]
 #[must_use]
@@ -231,17 +337,18 @@ pub const fn found(lo: u32) -> Option<u32> {
     lo.checked_sub(1)
 }
 
-/// Index of the last entry in `0..len` whose pc is `<= pc`, with at most
-/// `steps` probes; `pc_at(i)` reads entry `i`'s pc and may fail (`None`),
-/// which ends the search with `None`. The kernel's walk runs the same
-/// probes with its range kept in map memory (`profiler-ebpf/src/unwind.rs`).
+/// Index of the last entry in `lo..hi` whose pc is `<= pc` (`lo - 1` when
+/// none is but `lo` is not 0: the caller knows the entries before `lo` are),
+/// with at most `steps` probes; `pc_at(i)` reads entry `i`'s pc and may
+/// fail (`None`), which ends the search with `None`. The kernel's walk runs
+/// the same probes with its range kept in map memory
+/// (`profiler-ebpf/src/unwind.rs`).
 pub fn search(
-    len: u32,
+    (mut lo, mut hi): (u32, u32),
     pc: u64,
     steps: u32,
     mut pc_at: impl FnMut(u32) -> Option<u64>,
 ) -> Option<u32> {
-    let (mut lo, mut hi) = (0u32, len);
     for _ in 0..steps {
         if lo >= hi {
             break;
@@ -309,15 +416,15 @@ mod tests {
     #[test]
     fn search_finds_the_last_row_at_or_below() {
         let pcs = [10u64, 20, 30, 40];
-        let find = |pc| search(4, pc, ROW_SEARCH_STEPS, |i| Some(pcs[i as usize]));
+        let find = |pc| search((0, 4), pc, ROW_SEARCH_STEPS, |i| Some(pcs[i as usize]));
         assert_eq!(find(9), None);
         assert_eq!(find(10), Some(0));
         assert_eq!(find(19), Some(0));
         assert_eq!(find(20), Some(1));
         assert_eq!(find(1000), Some(3));
-        assert_eq!(search(0, 5, ROW_SEARCH_STEPS, |_| Some(0)), None);
+        assert_eq!(search((0, 0), 5, ROW_SEARCH_STEPS, |_| Some(0)), None);
         // A failed read ends the search.
-        assert_eq!(search(4, 25, ROW_SEARCH_STEPS, |_| None), None);
+        assert_eq!(search((0, 4), 25, ROW_SEARCH_STEPS, |_| None), None);
     }
 
     #[test]
@@ -330,12 +437,116 @@ mod tests {
                     .rposition(|&p| p <= pc)
                     .map(|i| u32::try_from(i).unwrap());
                 assert_eq!(
-                    search(len, pc, MAPPING_SEARCH_STEPS, |i| Some(pcs[i as usize])),
+                    search((0, len), pc, MAPPING_SEARCH_STEPS, |i| Some(
+                        pcs[i as usize]
+                    )),
                     want,
                     "len {len} pc {pc}"
                 );
             }
         }
+    }
+
+    /// Rows at the PCs of `pcs`.
+    fn table(pcs: &[u32]) -> std::vec::Vec<UnwindRow> {
+        pcs.iter()
+            .map(|&pc| UnwindRow {
+                pc,
+                ..UnwindRow::default()
+            })
+            .collect()
+    }
+
+    /// The row of `rel` through the bucket index, as the kernel finds it.
+    fn bucketed(rows: &[UnwindRow], index: &[u32], shift: u32, rel: u32) -> Option<u32> {
+        let len = u32::try_from(rows.len()).unwrap();
+        let bucket = bucket_of(rel, shift, len);
+        let range = bucket_rows(len, bucket, |b| index.get(b as usize).copied())?;
+        search(range, u64::from(rel), ROW_SEARCH_STEPS, |i| {
+            rows.get(i as usize).map(|r| u64::from(r.pc))
+        })
+    }
+
+    #[test]
+    fn the_bucket_index_finds_the_row_the_whole_table_does() {
+        // Dense, sparse and clustered tables (code is not uniform: a few
+        // big functions, many small ones), of sizes around the bucket size.
+        let mut seed = 0x2545_f491_u32;
+        let mut next = move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 17;
+            seed ^= seed << 5;
+            seed
+        };
+        for len in [1u32, 2, 15, 16, 17, 33, 200, 1000] {
+            for spread in [1u32, 7, 64, 5000] {
+                let mut pcs = std::vec![0u32];
+                while pcs.len() < len as usize {
+                    let gap = if next() % 8 == 0 {
+                        next() % (spread * 50)
+                    } else {
+                        next() % spread
+                    };
+                    pcs.push(pcs[pcs.len() - 1] + 1 + gap);
+                }
+                let rows = table(&pcs);
+                let shift = bucket_shift(&rows);
+                let index: std::vec::Vec<u32> = bucket_entries(&rows, shift).collect();
+                assert_eq!(index.len(), bucket_count(len) as usize);
+                let end = pcs[pcs.len() - 1] + spread * 60;
+                for rel in (0..end)
+                    .step_by(1 + (end / 3000) as usize)
+                    .chain([end, u32::MAX])
+                {
+                    let whole = search((0, len), u64::from(rel), ROW_SEARCH_STEPS, |i| {
+                        Some(u64::from(pcs[i as usize]))
+                    });
+                    assert_eq!(
+                        bucketed(&rows, &index, shift, rel),
+                        whole,
+                        "len {len} spread {spread} rel {rel}"
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_bucket_holds_few_rows() {
+        // Evenly spread rows: each bucket's range is about ROWS_PER_BUCKET.
+        let pcs: std::vec::Vec<u32> = (0..10_000).map(|i| i * 24).collect();
+        let rows = table(&pcs);
+        let shift = bucket_shift(&rows);
+        let index: std::vec::Vec<u32> = bucket_entries(&rows, shift).collect();
+        let widest = index.windows(2).map(|w| w[1] + 1 - w[0]).max().unwrap();
+        assert!(
+            widest <= 2 * ROWS_PER_BUCKET + 1,
+            "widest bucket: {widest} rows"
+        );
+    }
+
+    #[test]
+    fn an_index_that_does_not_fit_its_table_searches_it_all() {
+        assert_eq!(
+            bucket_rows(40, 1, |b| Some([0, 30, 20][b as usize])),
+            Some((0, 40))
+        );
+        assert_eq!(bucket_rows(40, 0, |_| Some(50)), Some((0, 40)));
+        assert_eq!(bucket_rows(40, 0, |_| None), None);
+        assert_eq!(
+            bucket_rows(40, 2, |_| Some(3)),
+            Some((3, 40)),
+            "the last bucket"
+        );
+    }
+
+    #[test]
+    fn the_packed_table_keeps_rows_and_shift() {
+        let m = UnwindMapping {
+            table: UnwindMapping::pack_table(MAX_TABLE_ROWS, 31),
+            ..UnwindMapping::default()
+        };
+        assert_eq!((m.rows(), m.bucket_shift()), (MAX_TABLE_ROWS, 31));
     }
 
     #[test]

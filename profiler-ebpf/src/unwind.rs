@@ -3,8 +3,9 @@
 //!
 //! The walk runs in one `bpf_loop`, one frame per iteration: the frame's
 //! mapping is found by a binary search of the process's mappings (one hash
-//! lookup), its row by a binary search of the mapping's rows (array
-//! lookups), and the caller's registers follow from the row.
+//! lookup), its row by a binary search of the rows of one bucket of the
+//! binary's table (array lookups: two index entries, then a few rows in a
+//! few cache lines), and the caller's registers follow from the row.
 //!
 //! The walk starts from the thread's saved user registers
 //! (`bpf_task_pt_regs(current)`), which are the interrupted user context
@@ -23,7 +24,7 @@ use profiler_common::{
     stats::Stat,
     unwind::{
         MAPPING_SEARCH_STEPS, MAX_FRAMES, MAX_MAPPINGS, ROW_SEARCH_STEPS, Regs, RowKind, Step,
-        UnwindMapping, UnwindRow, WalkState, found, narrow, probe, step,
+        UnwindMapping, UnwindRow, WalkState, bucket_of, bucket_rows, found, narrow, probe, step,
     },
 };
 
@@ -169,8 +170,10 @@ fn frame(state: &mut WalkState, trace: &mut StackTrace) -> bool {
         maps::request_mappings(state.pid);
         return without_table(state);
     };
-    let rel = lookup.wrapping_sub(mapping.bias);
-    if mapping.rows == 0 || rel > u64::from(u32::MAX) {
+    let Ok(rel) = u32::try_from(lookup.wrapping_sub(mapping.bias)) else {
+        return without_table(state);
+    };
+    if mapping.rows() == 0 {
         return without_table(state);
     }
     match row_of(state, &mapping, rel)
@@ -195,7 +198,7 @@ fn mapping_of(state: &mut WalkState, pc: u64) -> Option<UnwindMapping> {
     let procs = maps::process_mappings(state.pid)?;
     #[expect(clippy::cast_possible_truncation, reason = "256")]
     let len = procs.len.min(MAX_MAPPINGS as u32);
-    let i = search(state, len, pc, MAPPING_SEARCH_STEPS, |i| {
+    let i = search(state, (0, len), pc, MAPPING_SEARCH_STEPS, |i| {
         Some(procs.mappings[i as usize & (MAX_MAPPINGS - 1)].start)
     })?;
     let mapping = procs.mappings[i as usize & (MAX_MAPPINGS - 1)];
@@ -207,11 +210,17 @@ fn mapping_of(state: &mut WalkState, pc: u64) -> Option<UnwindMapping> {
 }
 
 /// The row of `mapping`'s table that covers `rel` (a PC less the
-/// mapping's bias).
+/// mapping's bias), searched within its bucket of the table's index (the
+/// entries after the rows, each a row index in its `pc`).
 #[inline(always)]
-fn row_of(state: &mut WalkState, mapping: &UnwindMapping, rel: u64) -> Option<&'static UnwindRow> {
-    let first = mapping.first_row;
-    let i = search(state, mapping.rows, rel, ROW_SEARCH_STEPS, |i| {
+fn row_of(state: &mut WalkState, mapping: &UnwindMapping, rel: u32) -> Option<&'static UnwindRow> {
+    let (first, rows) = (mapping.first_row, mapping.rows());
+    let index = first.wrapping_add(rows);
+    let bucket = bucket_of(rel, mapping.bucket_shift(), rows);
+    let range = bucket_rows(rows, bucket, |b| {
+        maps::unwind_row(index.wrapping_add(b)).map(|entry| entry.pc)
+    })?;
+    let i = search(state, range, u64::from(rel), ROW_SEARCH_STEPS, |i| {
         maps::unwind_row(first.wrapping_add(i)).map(|row| u64::from(row.pc))
     })?;
     maps::unwind_row(first.wrapping_add(i))
@@ -223,7 +232,7 @@ fn row_of(state: &mut WalkState, mapping: &UnwindMapping, rel: u64) -> Option<&'
 #[inline(always)]
 fn search(
     state: &mut WalkState,
-    len: u32,
+    (first, end): (u32, u32),
     pc: u64,
     steps: u32,
     pc_at: impl Fn(u32) -> Option<u64>,
@@ -231,8 +240,8 @@ fn search(
     let (lo, hi) = (&raw mut state.lo, &raw mut state.hi);
     // SAFETY: both point into `state`, borrowed mutably for this call.
     unsafe {
-        write_volatile(lo, 0);
-        write_volatile(hi, len);
+        write_volatile(lo, first);
+        write_volatile(hi, end);
     }
     for _ in 0..steps {
         // SAFETY: as above.

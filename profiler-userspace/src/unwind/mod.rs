@@ -32,8 +32,10 @@ use table::ElfUnwindInfo;
 struct Binary {
     /// Where its code is (its rows are in the kernel's array, not here).
     info: ElfUnwindInfo,
-    /// Number of rows of its table.
-    rows: u32,
+    /// Its table's size as its mappings give it ([`UnwindMapping::table`]).
+    table: u32,
+    /// Entries of its run in the kernel's array: rows and index.
+    run: u32,
     /// First row in the kernel's array, when the table is there.
     first_row: Option<u32>,
     /// Processes mapping it now.
@@ -240,7 +242,7 @@ impl Unwinder {
                 break;
             };
             let id = binary_id(pid, vma);
-            let (first_row, rows, bias) = id
+            let (first_row, table, bias) = id
                 .as_ref()
                 .map(|id| self.table_for(maps, pid, vma, id))
                 .transpose()?
@@ -251,7 +253,7 @@ impl Unwinder {
                 end: vma.end,
                 bias,
                 first_row,
-                rows,
+                table,
             };
             mappings.len += 1;
             used.extend(id);
@@ -275,7 +277,7 @@ impl Unwinder {
         Ok(true)
     }
 
-    /// The (first row, rows, bias) of `vma`'s table, building and placing
+    /// The (first row, packed size, bias) of `vma`'s table, building and placing
     /// the table the first time its binary is seen.
     fn table_for<M: UnwindMaps>(
         &mut self,
@@ -311,16 +313,17 @@ impl Unwinder {
         if info.table.rows.is_empty() {
             self.stats.binaries_without_table += 1;
         }
-        let first_row = self.place(maps, &info.table.rows)?;
+        let (table, run) = info.table.kernel_run();
+        let first_row = self.place(maps, &run)?;
         // The rows live in the kernel's array from here on (a table that did
         // not fit is not tried again): keep only their number.
-        let rows = u32::try_from(info.table.rows.len()).unwrap_or(0);
         info.table.rows = Vec::new();
         self.binaries.insert(
             id.clone(),
             Binary {
                 info,
-                rows,
+                table,
+                run: u32::try_from(run.len()).unwrap_or(0),
                 first_row,
                 users: 0,
                 last_used: Instant::now(),
@@ -329,13 +332,13 @@ impl Unwinder {
         Ok(())
     }
 
-    /// The (first row, rows, bias) of `vma`'s table, when its binary's table
-    /// is in the kernel's array.
+    /// The (first row, packed size, bias) of `vma`'s table, when its
+    /// binary's table is in the kernel's array.
     fn placed_table(&mut self, vma: &Vma, id: &BinaryId) -> Option<(u32, u32, u64)> {
         let binary = self.binaries.get_mut(id)?;
         binary.last_used = Instant::now();
         let first_row = binary.first_row?;
-        let rows = binary.rows;
+        let table = binary.table;
         // The ELF address at the mapping's start (the vDSO image is mapped
         // from its offset 0 like a file).
         let vaddr = binary.info.vaddr_of_offset(vma.offset)?;
@@ -343,7 +346,7 @@ impl Unwinder {
             .start
             .wrapping_sub(vaddr)
             .wrapping_add(binary.info.table.base);
-        (rows > 0).then_some((first_row, rows, bias))
+        (table != 0).then_some((first_row, table, bias))
     }
 
     /// Copies `rows` into free space of the kernel's array, evicting unused
@@ -390,7 +393,7 @@ impl Unwinder {
         if let Some(binary) = self.binaries.remove(&id)
             && let Some(start) = binary.first_row
         {
-            self.space.release(start, binary.rows);
+            self.space.release(start, binary.run);
         }
         true
     }

@@ -1,7 +1,9 @@
 //! The unwinder's bookkeeping against in-memory maps, on this test
 //! process's own mappings: what it publishes, what it shares and skips,
 //! and what it counts when the budget is too small.
-use profiler_common::unwind::UnwindRow;
+use profiler_common::unwind::{
+    ROW_SEARCH_STEPS, UnwindRow, bucket_count, bucket_of, bucket_rows, search,
+};
 
 use super::Unwinder;
 use crate::bpf::memory::MemoryKernel;
@@ -39,8 +41,8 @@ fn publishes_own_mappings_with_tables_and_skips_unchanged_ones() {
     // (relative to the table's bias).
     let pc = a_function_of_this_binary() as u64;
     let m = mapping_of(&maps, pid, pc);
-    assert!(m.rows > 0, "this binary has a table: {m:?}");
-    let rows = &maps.rows[m.first_row as usize..(m.first_row + m.rows) as usize];
+    assert!(m.rows() > 0, "this binary has a table: {m:?}");
+    let rows = &maps.rows[m.first_row as usize..(m.first_row + m.rows()) as usize];
     let rel = pc - m.bias;
     assert!(
         u64::from(rows[0].pc) <= rel && rel <= u64::from(rows[rows.len() - 1].pc),
@@ -48,11 +50,26 @@ fn publishes_own_mappings_with_tables_and_skips_unchanged_ones() {
         rows[0].pc,
         rows[rows.len() - 1].pc
     );
+    // The bucket index after the rows leads to the row that a search of
+    // all of them finds, as the kernel's walk reads it.
+    let index = |b: u32| {
+        let at = m.first_row + m.rows() + b;
+        maps.rows.get(at as usize).map(|entry| entry.pc)
+    };
+    let bucket = bucket_of(u32::try_from(rel).unwrap(), m.bucket_shift(), m.rows());
+    let range = bucket_rows(m.rows(), bucket, index).unwrap();
+    let pc_at = |i: u32| Some(u64::from(rows[i as usize].pc));
+    assert!(range.1 < m.rows(), "not the whole table: {range:?}");
+    assert_eq!(
+        search(range, rel, ROW_SEARCH_STEPS, pc_at),
+        search((0, m.rows()), rel, ROW_SEARCH_STEPS, pc_at)
+    );
     let stats = unwinder.stats();
     assert!(stats.tables_built >= 2, "this binary and libc: {stats:?}");
     assert_eq!(stats.mapping_publishes, 1);
     assert_eq!(stats.publishes_over_mapping_limit, 0);
-    assert!(stats.rows_in_use >= u64::from(m.rows));
+    let run = m.rows() + bucket_count(m.rows());
+    assert!(stats.rows_in_use >= u64::from(run));
 
     // Asked again with the same mappings: nothing rebuilt or republished.
     maps.requests.push(pid);
@@ -68,7 +85,7 @@ fn a_table_over_budget_is_counted_and_its_mapping_has_no_rows() {
     let mut unwinder = Unwinder::new(8192);
     unwinder.publish(&mut maps, pid).unwrap();
     let m = mapping_of(&maps, pid, a_function_of_this_binary() as u64);
-    assert_eq!(m.rows, 0, "walked by frame pointer: {m:?}");
+    assert_eq!(m.rows(), 0, "walked by frame pointer: {m:?}");
     assert!(unwinder.stats().tables_over_budget >= 1);
     assert!(unwinder.stats().rows_in_use <= 8192);
 }

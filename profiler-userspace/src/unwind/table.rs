@@ -7,7 +7,9 @@ use gimli::{
     UnwindContext, UnwindSection, X86_64,
 };
 use object::{Object as _, ObjectSection as _, ObjectSegment as _};
-use profiler_common::unwind::{MAX_TABLE_ROWS, RowKind, UnwindRow};
+use profiler_common::unwind::{
+    MAX_TABLE_ROWS, RowKind, UnwindMapping, UnwindRow, bucket_entries, bucket_shift,
+};
 
 use crate::gopclntab::GoTable;
 
@@ -310,6 +312,26 @@ fn rows_from_spans(
         source,
         unsupported,
     })
+}
+
+impl Table {
+    /// The table as the kernel's array holds it: its rows, then its bucket
+    /// index (each entry a row index in `pc`), and the packed size for its
+    /// mappings ([`UnwindMapping::table`]).
+    #[must_use]
+    pub fn kernel_run(&self) -> (u32, Vec<UnwindRow>) {
+        if self.rows.is_empty() {
+            return (0, Vec::new());
+        }
+        let shift = bucket_shift(&self.rows);
+        let index = bucket_entries(&self.rows, shift).map(|pc| UnwindRow {
+            pc,
+            ..UnwindRow::default()
+        });
+        let run = self.rows.iter().copied().chain(index).collect();
+        let rows = u32::try_from(self.rows.len()).unwrap_or(0);
+        (UnwindMapping::pack_table(rows, shift), run)
+    }
 }
 
 impl ElfUnwindInfo {

@@ -8,7 +8,9 @@ use framehop::{
     x86_64::{CacheX86_64, UnwindRegsX86_64, UnwinderX86_64},
 };
 use object::{Object as _, ObjectSection as _};
-use profiler_common::unwind::{ROW_SEARCH_STEPS, Regs, RowKind, Step, search, step};
+use profiler_common::unwind::{
+    ROW_SEARCH_STEPS, Regs, RowKind, Step, UnwindMapping, bucket_of, bucket_rows, search, step,
+};
 
 use super::*;
 
@@ -18,16 +20,28 @@ fn memory(addr: u64) -> u64 {
     addr ^ 0x5555_0000_0000_0000
 }
 
-/// What our table says the caller of `pc` is.
-fn ours(table: &Table, pc: u64, regs: Regs) -> Option<(u64, u64, u64)> {
-    let rel = pc - table.base;
-    let i = search(
-        u32::try_from(table.rows.len()).unwrap(),
-        rel,
-        ROW_SEARCH_STEPS,
-        |i| Some(u64::from(table.rows[i as usize].pc)),
-    )?;
-    let row = table.rows[i as usize];
+/// What our table says the caller of `pc` is, found as the kernel finds
+/// it: through the bucket index of the table's run.
+/// `kernel_run` is `table.kernel_run()`.
+fn ours(
+    table: &Table,
+    (packed, run): &(u32, Vec<UnwindRow>),
+    pc: u64,
+    regs: Regs,
+) -> Option<(u64, u64, u64)> {
+    let m = UnwindMapping {
+        table: *packed,
+        ..UnwindMapping::default()
+    };
+    let rel = u32::try_from(pc - table.base).unwrap();
+    let bucket = bucket_of(rel, m.bucket_shift(), m.rows());
+    let range = bucket_rows(m.rows(), bucket, |b| {
+        run.get((m.rows() + b) as usize).map(|entry| entry.pc)
+    })?;
+    let i = search(range, u64::from(rel), ROW_SEARCH_STEPS, |i| {
+        Some(u64::from(run[i as usize].pc))
+    })?;
+    let row = run[i as usize];
     match step(
         RowKind::from_raw(row.kind),
         row.cfa_offset,
@@ -78,6 +92,7 @@ fn compare_with_framehop(path: &str, samples: usize) -> usize {
     let mut unwinder = UnwinderX86_64::new();
     unwinder.add_module(framehop_module(&data));
     let mut cache = CacheX86_64::new();
+    let kernel_run = table.kernel_run();
 
     let mut rng = 0x2545_f491_4f6c_dd1d_u64;
     let mut compared = 0;
@@ -98,7 +113,7 @@ fn compare_with_framehop(path: &str, samples: usize) -> usize {
             sp: 0x7ff0_0000_0000,
             bp: 0x7ff0_0010_0000,
         };
-        let want = ours(table, pc, regs);
+        let want = ours(table, &kernel_run, pc, regs);
         let mut fh_regs = UnwindRegsX86_64::new(pc + 1, regs.sp, regs.bp);
         let got = unwinder
             .unwind_frame(

@@ -397,19 +397,23 @@ const ANALYSIS: &str = "\
   them once per switch, threads without rseq get the stack of their next
   switch-out (README, \"Stacks of off-CPU time\"), or exact ones with
   `--off-cpu-sys-exit` at that cost.
-- The on-CPU sampler costs microseconds per sample: the user stack walk
-  by table (about a microsecond per frame here: each frame is one
-  `bpf_loop` iteration to start it plus one per probe of the mapping and
-  row searches), the kernel stack walk and a 1 KiB stack copy into the
-  map. Section 6 compares it with frame pointers only, which walk one
+- The on-CPU sampler costs microseconds per sample: a fixed part (the
+  program's start, the kernel stack and a 1 KiB stack copy into the map:
+  the frame-pointer row, which walks one frame) and the user stack walk
+  by table, one `bpf_loop` iteration per frame with the row searched
+  within one bucket of the binary's table index (tens of ns a frame in
+  `deep.c`'s small table; more in a large table, whose rows the
+  profiled program evicts from the cache between samples). Section 6 compares it with frame pointers only, which walk one
   frame of these fixtures (release Rust without frame pointers) where the
   tables walk nine. At 99 Hz per CPU that is well under 1% of a core,
   within the noise of the CPU-bound run. An off-CPU capture (in the
   task work callback) pays the same walk for each kept interval.
 - Tables are built once per binary: milliseconds for libc and the
-  profiler (section 7), memory at 8 bytes a row. The largest binary on a
+  profiler (section 7), memory at 8 bytes a row (and an index entry per
+  16 rows). The largest binary on a
   machine is often a stripped Go binary (no `.eh_frame`, no
-  `.debug_frame`): it gets no table, and its frames are walked by frame
+  `.debug_frame`): its rows come from `.gopclntab`'s SP deltas, and when
+  they do not fit the budget its frames are walked by frame
   pointer.
 - Daemon CPU goes to draining the maps (a few system calls per entry),
   symbolizing new addresses and encoding, and grows with how

@@ -166,7 +166,7 @@ pub(super) fn table_costs(report: &mut String) -> anyhow::Result<()> {
     writeln!(report, "## 7. Unwind table build time and size\n")?;
     writeln!(
         report,
-        "Built by the daemon's own table builder (`profiler-userspace/examples/unwind_table_cost.rs`) from the file's bytes in memory; once per binary, shared by every process that maps it. Rows are 8 bytes of kernel memory (`--unwind-table-memory`, default 32M).\n"
+        "Built by the daemon's own table builder (`profiler-userspace/examples/unwind_table_cost.rs`) from the file's bytes in memory; once per binary, shared by every process that maps it. Rows are 8 bytes of kernel memory (`--unwind-table-memory`, default 32M), plus an index entry of 8 bytes per 16 rows.\n"
     )?;
     writeln!(
         report,
