@@ -106,8 +106,8 @@ pub struct UnwindMapping {
     pub first_row: u32,
     /// The table's number of rows (low 24 bits; 0: no table, walk this
     /// binary by frame pointer) and the shift of its index's buckets (high
-    /// 8 bits): [`UnwindMapping::table`], [`UnwindMapping::rows`],
-    /// [`UnwindMapping::bucket_shift`].
+    /// 8 bits): packed by [`UnwindMapping::pack_table`], read by
+    /// [`UnwindMapping::rows`] and [`UnwindMapping::bucket_shift`].
     pub table: u32,
 }
 
