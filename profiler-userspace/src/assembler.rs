@@ -82,6 +82,7 @@ impl Assembler {
                         job.view,
                     );
                     (job.done)(profile, accounting);
+                    crate::memory::give_back_freed();
                 }
             })
             .map_err(AssemblerError::Thread)?;

@@ -16,6 +16,7 @@ pub mod gopclntab;
 pub mod goroutines;
 pub mod http;
 pub mod mapping_events;
+pub mod memory;
 pub mod metrics;
 pub mod on_demand;
 pub mod pipeline;

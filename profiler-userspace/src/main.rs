@@ -1,11 +1,11 @@
 //! `profiler`: parse flags, check the machine, run the window loop.
 use std::{io::IsTerminal as _, process::ExitCode};
 
-use profiler_userspace::{cli, daemon, error_chain, preflight};
+use profiler_userspace::{cli, daemon, error_chain, memory, preflight};
 use tracing_subscriber::EnvFilter;
 
 fn main() -> ExitCode {
-    one_malloc_arena();
+    memory::one_malloc_arena();
     // Colour only for a person at a terminal: journald and files get plain
     // text, and NO_COLOR (https://no-color.org) turns it off.
     let colour = std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none();
@@ -41,19 +41,5 @@ fn main() -> ExitCode {
             eprintln!("profiler: error: {}", error_chain(&e));
             ExitCode::FAILURE
         }
-    }
-}
-
-/// Has every thread allocate from glibc's main arena. By default each of the
-/// daemon's threads (the window loop, the symbolizer, HTTP, push) gets an
-/// arena of its own, and each keeps the pages it freed: on a host of 300
-/// processes under `--all`, peak RSS read 64 MiB with them and 46 MiB with
-/// one, at no CPU cost measurable here (the threads seldom allocate at once).
-fn one_malloc_arena() {
-    #[cfg(target_env = "gnu")]
-    // SAFETY: mallopt only sets a glibc malloc parameter; it is called first
-    // in main, before any other thread exists.
-    unsafe {
-        libc::mallopt(libc::M_ARENA_MAX, 1);
     }
 }

@@ -138,6 +138,7 @@ impl<'a, K: KernelMaps> Daemon<'a, K> {
             record_mappings,
             &mut kernel,
         )?;
+        crate::memory::give_back_freed();
         let goroutines = config
             .goroutine_hz
             .map(|hz| GoroutineSampler::start(hz, &targets.current()));

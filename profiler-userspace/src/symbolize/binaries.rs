@@ -12,16 +12,13 @@ use std::{
     sync::Arc,
 };
 
-use blazesym::symbolize::{
-    Input,
-    source::{Elf, Source},
-};
+use blazesym::symbolize::{Input, Symbolizer, source::Elf};
 
 use super::{
     BinaryKey,
     debug_files::{self, ElfFacts},
     debuginfod::{DebugFile, Debuginfod},
-    symbolize,
+    parsed::ParsedFiles,
 };
 use crate::{gopclntab::GoTable, profile::Line};
 
@@ -54,6 +51,8 @@ struct BinaryCache {
     /// Lookup file offset → frames (empty: did not resolve).
     lines: HashMap<u64, Arc<[Line]>>,
     last_seen: u64,
+    /// The window that last read the binary (0: none).
+    last_read: u64,
 }
 
 /// One binary to symbolize: its cache key, a path to read it through, the
@@ -70,6 +69,7 @@ pub(super) struct Binaries {
     debuginfod: Option<Debuginfod>,
     /// Separate debug files used since the last [`Binaries::take_debug_files`].
     debug_files_used: u64,
+    parsed: ParsedFiles,
 }
 
 impl Binaries {
@@ -79,6 +79,7 @@ impl Binaries {
             debug_dirs,
             debuginfod,
             debug_files_used: 0,
+            parsed: ParsedFiles::default(),
         }
     }
 
@@ -99,14 +100,16 @@ impl Binaries {
         self.caches.get(key)?.lines.get(&offset)
     }
 
-    /// Symbolizes `todo` and caches the results; returns how many offsets
-    /// were looked up and how many of them did not resolve.
+    /// Symbolizes `todo` in `window` and caches the results; returns how
+    /// many offsets were looked up and how many of them did not resolve.
     pub fn symbolize(
         &mut self,
-        blaze: &blazesym::symbolize::Symbolizer,
+        blaze: &mut Symbolizer,
         key: BinaryKey,
         todo: &Todo,
+        window: u64,
     ) -> (u64, u64) {
+        let hot = self.read_in(&key, window);
         // Names read without the binary give way once it can be read.
         let cached = self.caches.get(&key).and_then(|c| c.names.clone());
         let names = if let Some(names) = cached.filter(|n| !matches!(n, Names::DebugOnly { .. })) {
@@ -117,19 +120,22 @@ impl Binaries {
             names
         };
         let resolved = match &names {
-            Names::Own => symbolize(
+            Names::Own => self.parsed.read(
                 blaze,
-                &Source::Elf(Elf::new(todo.path.clone())),
+                Elf::new(todo.path.clone()),
                 Input::FileOffset(&todo.offsets),
+                hot,
+                window,
             ),
             Names::Dynsym => {
                 let mut elf = Elf::new(todo.path.clone());
                 elf.debug_syms = false;
-                symbolize(blaze, &Source::Elf(elf), Input::FileOffset(&todo.offsets))
+                let input = Input::FileOffset(todo.offsets.as_slice());
+                self.parsed.read(blaze, elf, input, hot, window)
             }
             Names::DebugFile { path, facts } => {
                 let virt: Vec<_> = todo.offsets.iter().map(|&o| facts.virt_offset(o)).collect();
-                by_virtual_address(blaze, path, &virt)
+                self.by_virtual_address(blaze, path, &virt, hot, window)
             }
             Names::Go { table, facts } => go_lines(table, facts, &todo.offsets),
             Names::DebugOnly { .. } => vec![Arc::from([]); todo.offsets.len()],
@@ -145,9 +151,10 @@ impl Binaries {
     /// that maps the binary still gets it read.
     pub fn symbolize_gone(
         &mut self,
-        blaze: &blazesym::symbolize::Symbolizer,
+        blaze: &mut Symbolizer,
         key: BinaryKey,
         offsets: &[(u64, u64)],
+        window: u64,
     ) -> (u64, u64) {
         let cached = self.caches.get(&key).and_then(|c| c.names.clone());
         let names = match cached {
@@ -179,7 +186,8 @@ impl Binaries {
             }
             _ => return (0, 0),
         };
-        let resolved = by_virtual_address(blaze, path, &virt);
+        let hot = self.read_in(&key, window);
+        let resolved = self.by_virtual_address(blaze, path, &virt, hot, window);
         let offsets: Vec<u64> = offsets.iter().map(|&(o, _)| o).collect();
         self.store(key, names, &offsets, resolved)
     }
@@ -208,6 +216,37 @@ impl Binaries {
             path,
             text_vaddr: facts.text_vaddr?,
         })
+    }
+
+    /// Notes that `window` reads binary `key`; whether the window before
+    /// read it too.
+    fn read_in(&mut self, key: &BinaryKey, window: u64) -> bool {
+        let cache = self.caches.entry(key.clone()).or_default();
+        let hot = cache.last_read > 0 && cache.last_read + 1 == window;
+        cache.last_read = window;
+        hot
+    }
+
+    /// Symbolizes virtual addresses (`None`: a file offset outside the
+    /// code) in a separate debug file.
+    fn by_virtual_address(
+        &mut self,
+        blaze: &mut Symbolizer,
+        debug_file: &Path,
+        virt: &[Option<u64>],
+        hot: bool,
+        window: u64,
+    ) -> Vec<Arc<[Line]>> {
+        let known: Vec<u64> = virt.iter().flatten().copied().collect();
+        let input = Input::VirtOffset(known.as_slice());
+        let elf = Elf::new(debug_file);
+        let mut resolved = self.parsed.read(blaze, elf, input, hot, window).into_iter();
+        virt.iter()
+            .map(|v| match v {
+                Some(_) => resolved.next().unwrap_or_else(|| Arc::new([])),
+                None => Arc::new([]),
+            })
+            .collect()
     }
 
     /// Caches `resolved` (one entry per offset of `offsets`) under `key`;
@@ -258,9 +297,11 @@ impl Binaries {
         std::mem::take(&mut self.debug_files_used)
     }
 
-    /// Drops binaries unseen for `windows` windows.
-    pub fn evict(&mut self, window: u64, windows: u64) {
+    /// Drops binaries unseen for `windows` windows, and the parsed files
+    /// `window` did not read.
+    pub fn end_window(&mut self, blaze: &mut Symbolizer, window: u64, windows: u64) {
         self.caches.retain(|_, b| window - b.last_seen < windows);
+        self.parsed.end_window(blaze, window);
     }
 
     fn choose_names(&mut self, path: &Path, dir: Option<&Path>) -> Names {
@@ -307,28 +348,6 @@ fn go_lines(table: &GoTable, facts: &ElfFacts, offsets: &[u64]) -> Vec<Arc<[Line
                     line: frame.line,
                 })
                 .collect()
-        })
-        .collect()
-}
-
-/// Symbolizes virtual addresses (`None`: a file offset outside the code)
-/// in a separate debug file.
-fn by_virtual_address(
-    blaze: &blazesym::symbolize::Symbolizer,
-    debug_file: &Path,
-    virt: &[Option<u64>],
-) -> Vec<Arc<[Line]>> {
-    let known: Vec<u64> = virt.iter().flatten().copied().collect();
-    let mut resolved = symbolize(
-        blaze,
-        &Source::Elf(Elf::new(debug_file)),
-        Input::VirtOffset(&known),
-    )
-    .into_iter();
-    virt.iter()
-        .map(|v| match v {
-            Some(_) => resolved.next().unwrap_or_else(|| Arc::new([])),
-            None => Arc::new([]),
         })
         .collect()
 }

@@ -20,6 +20,7 @@ mod binaries;
 mod convert;
 mod debug_files;
 pub mod debuginfod;
+mod parsed;
 mod prepare;
 mod processes;
 pub mod procmaps;

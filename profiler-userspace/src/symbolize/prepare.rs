@@ -108,7 +108,6 @@ impl Symbolizer {
         // Binaries that cannot be read any more, by build id.
         let mut gone: HashMap<BinaryKey, Vec<(u64, u64)>> = HashMap::new();
         let mut anonymous: BTreeMap<u32, Vec<u64>> = BTreeMap::new();
-        let mut read_paths = Vec::new();
         for (&(pid, index), addrs) in user {
             let Some(process) = self.processes.get(pid) else {
                 continue;
@@ -141,7 +140,6 @@ impl Symbolizer {
                     }
                     continue;
                 };
-                read_paths.push((pid, path.clone()));
                 todo.insert(
                     key,
                     Todo {
@@ -152,11 +150,6 @@ impl Symbolizer {
                 );
             }
         }
-        for (pid, path) in read_paths {
-            if let Some(process) = self.processes.get_mut(pid) {
-                process.blaze_paths.insert(path);
-            }
-        }
         for (key, mut offsets) in gone {
             if let Some(readable) = todo.get_mut(&key) {
                 readable.offsets.extend(offsets.iter().map(|&(o, _)| o));
@@ -164,12 +157,16 @@ impl Symbolizer {
             }
             offsets.sort_unstable();
             offsets.dedup_by_key(|&mut (o, _)| o);
-            let (looked_up, failed) = self.binaries.symbolize_gone(&self.blaze, key, &offsets);
+            let (looked_up, failed) =
+                self.binaries
+                    .symbolize_gone(&mut self.blaze, key, &offsets, self.window);
             stats.resolved += looked_up;
             stats.failed += failed;
         }
         for (key, todo) in todo {
-            let (looked_up, failed) = self.binaries.symbolize(&self.blaze, key, &todo);
+            let (looked_up, failed) =
+                self.binaries
+                    .symbolize(&mut self.blaze, key, &todo, self.window);
             stats.resolved += looked_up;
             stats.failed += failed;
         }
@@ -206,16 +203,13 @@ impl Symbolizer {
     }
 
     fn evict(&mut self) {
-        let (paths, pids) = self.processes.evict(self.window, EVICT_AFTER_WINDOWS);
-        for path in paths {
-            let _ = self.blaze.evict(&Evict::Elf(evict::Elf::new(path)));
-        }
-        for pid in pids {
+        for pid in self.processes.evict(self.window, EVICT_AFTER_WINDOWS) {
             let _ = self
                 .blaze
                 .evict(&Evict::Process(evict::Process::new(pid.into())));
         }
-        self.binaries.evict(self.window, EVICT_AFTER_WINDOWS);
+        self.binaries
+            .end_window(&mut self.blaze, self.window, EVICT_AFTER_WINDOWS);
     }
 
     /// The addresses to look up in `window`, deduplicated, user ones by

@@ -9,7 +9,7 @@
 //! the old image fall outside the new image's mappings, both being placed
 //! at random; where they are not, both map the same file the same way).
 use std::{
-    collections::{HashMap, HashSet},
+    collections::HashMap,
     path::{Path, PathBuf},
     sync::Arc,
 };
@@ -154,10 +154,6 @@ pub(super) struct ProcessInfo {
     pub last_seen: u64,
     /// The window whose end last read `/proc/PID/maps` (or tried to).
     refreshed: u64,
-    /// Files blazesym read (and caches) for this process, evicted from its
-    /// cache with the process: `/proc/<pid>/map_files/...` paths are
-    /// per process, so without this the cache grows with process churn.
-    pub blaze_paths: HashSet<PathBuf>,
     /// Results for addresses outside files (JIT code, vDSO).
     pub anonymous: AnonymousCache,
 }
@@ -307,7 +303,6 @@ impl Processes {
             current: false,
             last_seen: window,
             refreshed: 0,
-            blaze_paths: HashSet::new(),
             anonymous: AnonymousCache::default(),
         })
     }
@@ -370,20 +365,18 @@ impl Processes {
         Some(Mappings::Remembered)
     }
 
-    /// Drops processes unseen for `after` windows; returns the files and
-    /// pids whose blazesym caches go with them.
-    pub fn evict(&mut self, window: u64, after: u64) -> (Vec<PathBuf>, Vec<u32>) {
-        let mut paths = Vec::new();
+    /// Drops processes unseen for `after` windows; returns their pids,
+    /// whose blazesym caches (of their anonymous memory) go with them.
+    pub fn evict(&mut self, window: u64, after: u64) -> Vec<u32> {
         let mut pids = Vec::new();
         self.map.retain(|&pid, p| {
             let keep = window - p.last_seen < after;
             if !keep {
-                paths.extend(p.blaze_paths.drain());
                 pids.push(pid);
             }
             keep
         });
-        (paths, pids)
+        pids
     }
 }
 

@@ -83,11 +83,6 @@ fn symbolizes_own_function_with_inlined_lines() {
         inner.line < outer.line,
         "the inlined body is above its caller"
     );
-    assert_eq!(
-        symbolizer.processes.get(pid).unwrap().blaze_paths.len(),
-        1,
-        "file read is remembered"
-    );
     // Windows without the process: its cache entries (ours and
     // blazesym's) go after EVICT_AFTER_WINDOWS.
     for _ in 0..EVICT_AFTER_WINDOWS {
@@ -174,4 +169,55 @@ fn mappings_are_read_only_for_samples_with_user_frames() {
     let process = symbolizer.processes.get(pid).unwrap();
     let index = process.generation_of(&[addr]);
     assert!(!process.generation(index).vmas.is_empty(), "mappings read");
+}
+
+/// Runs windows `1..` over a copy of `/usr/bin/true`, reading it for the
+/// offset of each window that has one; returns how many mappings of the
+/// file this process holds after each window.
+fn mapped_after_windows(reads: &[Option<u64>]) -> Vec<usize> {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let copy = dir.path().join("true");
+    std::fs::copy("/usr/bin/true", &copy).expect("copy /usr/bin/true");
+    let mapped = || {
+        let maps = std::fs::read_to_string("/proc/self/maps").expect("own maps");
+        let name = copy.to_str().expect("utf-8 path");
+        maps.lines().filter(|l| l.ends_with(name)).count()
+    };
+    let mut blaze = blazesym::symbolize::Symbolizer::new();
+    let mut binaries = Binaries::new(Vec::new(), None);
+    let key = BinaryKey::Path(copy.display().to_string());
+    let mut counts = Vec::new();
+    for (window, offset) in (1..).zip(reads) {
+        if let Some(offset) = offset {
+            let todo = binaries::Todo {
+                path: copy.clone(),
+                dir: None,
+                offsets: vec![*offset],
+            };
+            let (looked_up, _) = binaries.symbolize(&mut blaze, key.clone(), &todo, window);
+            assert_eq!(looked_up, 1);
+        }
+        binaries.end_window(&mut blaze, window, EVICT_AFTER_WINDOWS);
+        counts.push(mapped());
+    }
+    counts
+}
+
+/// blazesym drops a binary once its batch is looked up, unless the binary
+/// brought new addresses in the window before too; then it stays parsed
+/// until a window passes without reading it.
+#[test]
+fn a_binary_stays_parsed_only_while_it_brings_new_addresses() {
+    let reads = [
+        Some(0x1000),
+        Some(0x1100),
+        Some(0x1200),
+        None,
+        Some(0x1300),
+        None,
+        Some(0x1400),
+    ];
+    // Read once: dropped; read in consecutive windows: kept; a window
+    // without reading it: dropped; read after a gap: dropped again.
+    assert_eq!(mapped_after_windows(&reads), [0, 1, 1, 0, 0, 0, 0]);
 }
