@@ -32,6 +32,7 @@ use self::{
     kernel_cost::program_costs,
     overhead::{Measured, cpu_configs, overhead, pingpong_configs, table},
     tools::has,
+    unwinding::WalkCosts,
 };
 
 const ROUNDS: usize = 7;
@@ -91,19 +92,20 @@ pub fn run() -> anyhow::Result<()> {
     eprintln!("bench: accuracy against event budget");
     accuracy(&mut report)?;
 
-    let (syscalls, goroutine_pingpong) = later_sections(&mut report)?;
+    let later = later_sections(&mut report)?;
 
     targets(
         &mut report,
         &goals(&Measurements {
             pingpong: &pingpong,
             cpu: &cpu,
-            syscalls: &syscalls,
+            syscalls: &later.syscalls,
             per_switch_ns,
             floor_per_switch_ns,
             daemon: &daemon,
             startup_partial,
-            goroutine_pingpong,
+            goroutine_pingpong: later.goroutine_pingpong,
+            walk: &later.walk,
         }),
     )?;
 
@@ -133,6 +135,7 @@ struct Measurements<'a> {
     /// 100 ms after the daemon.
     startup_partial: f64,
     goroutine_pingpong: f64,
+    walk: &'a WalkCosts,
 }
 
 /// The goals: (goal, measured, target, unit).
@@ -177,6 +180,18 @@ fn goals(m: &Measurements<'_>) -> Vec<(&'static str, f64, f64, &'static str)> {
             slowdown(m.cpu, 1),
             1.01,
             "x",
+        ),
+        (
+            "on-CPU sample with tables, `deep.c` at about 10 frames",
+            m.walk.ten_frames_ns,
+            5000.0,
+            "ns",
+        ),
+        (
+            "the same, per frame from about 10 to 60 frames",
+            m.walk.per_frame_ns,
+            200.0,
+            "ns",
         ),
         (
             "BPF time per context switch (all tracing programs)",
@@ -287,14 +302,21 @@ fn header(report: &mut String) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// The goals, each against what this run measured.
+/// What sections 6 to 12 measured for the goals.
+struct Later {
+    walk: WalkCosts,
+    /// The system-call overhead runs.
+    syscalls: Vec<Measured>,
+    /// The goroutine ping-pong's slowdown at defaults.
+    goroutine_pingpong: f64,
+}
+
 /// Sections 6 to 12: the stack walk, the unwind tables, the cost to
 /// processes not profiled, symbolization, brief processes and the
-/// goroutine view. Returns the system-call overhead runs and the
-/// goroutine ping-pong's slowdown at defaults.
-fn later_sections(report: &mut String) -> anyhow::Result<(Vec<Measured>, f64)> {
+/// goroutine view.
+fn later_sections(report: &mut String) -> anyhow::Result<Later> {
     eprintln!("bench: stack walk cost, tables against frame pointers");
-    unwinding::kernel_costs(report)?;
+    let walk = unwinding::kernel_costs(report)?;
     eprintln!("bench: unwind table build time and size");
     unwinding::table_costs(report)?;
     eprintln!("bench: system-call overhead on a process that is not profiled");
@@ -308,7 +330,11 @@ fn later_sections(report: &mut String) -> anyhow::Result<(Vec<Measured>, f64)> {
     eprintln!("bench: the goroutine view's cost");
     let goroutine_pingpong = goroutines::goroutine_view(report)?;
 
-    Ok((syscalls, goroutine_pingpong))
+    Ok(Later {
+        walk,
+        syscalls,
+        goroutine_pingpong,
+    })
 }
 
 fn targets(report: &mut String, rows: &[(&str, f64, f64, &str)]) -> anyhow::Result<()> {

@@ -27,11 +27,20 @@ const MODES: [(&str, &str); 2] = [
     ("frame pointers only", "frame-pointer"),
 ];
 
+/// What section 6 measured for the goals: `on_cpu_sample` with tables on
+/// `deep.c`, in ns (NaN where a run gave none).
+pub(super) struct WalkCosts {
+    /// Per run, at the shallower depth (about 10 frames).
+    pub ten_frames_ns: f64,
+    /// Per frame, from the two depths' difference.
+    pub per_frame_ns: f64,
+}
+
 /// Kernel time per run of the programs that walk user stacks, with tables
 /// and with frame pointers only: on-CPU samples of a CPU-bound fixture at
 /// 999 Hz, and off-CPU captures of the blocking fixture with every
 /// interval kept (`--off-cpu-rate 0`, so each one walks a stack).
-pub(super) fn kernel_costs(report: &mut String) -> anyhow::Result<()> {
+pub(super) fn kernel_costs(report: &mut String) -> anyhow::Result<WalkCosts> {
     writeln!(
         report,
         "## 6. Stack walk cost: tables against frame pointers\n"
@@ -88,14 +97,19 @@ pub(super) fn kernel_costs(report: &mut String) -> anyhow::Result<()> {
         deep.push(ns.map(|ns| (ns, frames)));
     }
     writeln!(report)?;
+    let mut costs = WalkCosts {
+        ten_frames_ns: deep[0].map_or(f64::NAN, |(ns, _)| ns),
+        per_frame_ns: f64::NAN,
+    };
     if let [Some((ns0, frames0)), Some((ns1, frames1))] = deep[..] {
+        costs.per_frame_ns = (ns1 - ns0) / (frames1 - frames0);
         writeln!(
             report,
             "Per frame with tables: {:.0} ns in `deep.c`'s small table (the difference of its two rows over their frames').\n",
-            (ns1 - ns0) / (frames1 - frames0)
+            costs.per_frame_ns
         )?;
     }
-    Ok(())
+    Ok(costs)
 }
 
 /// Recursion levels of the deep-stack rows: with `main` and libc's start
