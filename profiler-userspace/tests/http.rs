@@ -171,6 +171,7 @@ fn profiles_on_demand_while_files_are_written() {
     let off = decode(&off.1, &setup.scratch, "off.pb.gz");
     assert_eq!(off.string(off.0.default_sample_type), "off_cpu");
     let blocker = setup.fixture.tid("block");
+    let off_duration_ns = off.0.duration_nanos;
     let blocked_ns = sum(&[(PathBuf::new(), off)], "off_cpu", |p, s| {
         p.is_thread(s, blocker)
     });
@@ -178,7 +179,7 @@ fn profiles_on_demand_while_files_are_written() {
     // few ms the drain takes): time from before the request would exceed it.
     assert!(
         (1.2e9..2.3e9).contains(&(blocked_ns as f64)),
-        "block thread off the CPU {blocked_ns} ns in a 2 s request"
+        "block thread off the CPU {blocked_ns} ns in a 2 s request (its profile: {off_duration_ns} ns)"
     );
 
     // Let the files cover the requests, then compare them with 99 Hz.

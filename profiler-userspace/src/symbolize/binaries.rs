@@ -51,8 +51,6 @@ struct BinaryCache {
     /// Lookup file offset → frames (empty: did not resolve).
     lines: HashMap<u64, Arc<[Line]>>,
     last_seen: u64,
-    /// The window that last read the binary (0: none).
-    last_read: u64,
 }
 
 /// One binary to symbolize: its cache key, a path to read it through, the
@@ -104,12 +102,11 @@ impl Binaries {
     /// many offsets were looked up and how many of them did not resolve.
     pub fn symbolize(
         &mut self,
-        blaze: &mut Symbolizer,
+        blaze: &Symbolizer,
         key: BinaryKey,
         todo: &Todo,
         window: u64,
     ) -> (u64, u64) {
-        let hot = self.read_in(&key, window);
         // Names read without the binary give way once it can be read.
         let cached = self.caches.get(&key).and_then(|c| c.names.clone());
         let names = if let Some(names) = cached.filter(|n| !matches!(n, Names::DebugOnly { .. })) {
@@ -124,18 +121,17 @@ impl Binaries {
                 blaze,
                 Elf::new(todo.path.clone()),
                 Input::FileOffset(&todo.offsets),
-                hot,
                 window,
             ),
             Names::Dynsym => {
                 let mut elf = Elf::new(todo.path.clone());
                 elf.debug_syms = false;
                 let input = Input::FileOffset(todo.offsets.as_slice());
-                self.parsed.read(blaze, elf, input, hot, window)
+                self.parsed.read(blaze, elf, input, window)
             }
             Names::DebugFile { path, facts } => {
                 let virt: Vec<_> = todo.offsets.iter().map(|&o| facts.virt_offset(o)).collect();
-                self.by_virtual_address(blaze, path, &virt, hot, window)
+                self.by_virtual_address(blaze, path, &virt, window)
             }
             Names::Go { table, facts } => go_lines(table, facts, &todo.offsets),
             Names::DebugOnly { .. } => vec![Arc::from([]); todo.offsets.len()],
@@ -151,7 +147,7 @@ impl Binaries {
     /// that maps the binary still gets it read.
     pub fn symbolize_gone(
         &mut self,
-        blaze: &mut Symbolizer,
+        blaze: &Symbolizer,
         key: BinaryKey,
         offsets: &[(u64, u64)],
         window: u64,
@@ -186,8 +182,7 @@ impl Binaries {
             }
             _ => return (0, 0),
         };
-        let hot = self.read_in(&key, window);
-        let resolved = self.by_virtual_address(blaze, path, &virt, hot, window);
+        let resolved = self.by_virtual_address(blaze, path, &virt, window);
         let offsets: Vec<u64> = offsets.iter().map(|&(o, _)| o).collect();
         self.store(key, names, &offsets, resolved)
     }
@@ -218,29 +213,19 @@ impl Binaries {
         })
     }
 
-    /// Notes that `window` reads binary `key`; whether the window before
-    /// read it too.
-    fn read_in(&mut self, key: &BinaryKey, window: u64) -> bool {
-        let cache = self.caches.entry(key.clone()).or_default();
-        let hot = cache.last_read > 0 && cache.last_read + 1 == window;
-        cache.last_read = window;
-        hot
-    }
-
     /// Symbolizes virtual addresses (`None`: a file offset outside the
     /// code) in a separate debug file.
     fn by_virtual_address(
         &mut self,
-        blaze: &mut Symbolizer,
+        blaze: &Symbolizer,
         debug_file: &Path,
         virt: &[Option<u64>],
-        hot: bool,
         window: u64,
     ) -> Vec<Arc<[Line]>> {
         let known: Vec<u64> = virt.iter().flatten().copied().collect();
         let input = Input::VirtOffset(known.as_slice());
         let elf = Elf::new(debug_file);
-        let mut resolved = self.parsed.read(blaze, elf, input, hot, window).into_iter();
+        let mut resolved = self.parsed.read(blaze, elf, input, window).into_iter();
         virt.iter()
             .map(|v| match v {
                 Some(_) => resolved.next().unwrap_or_else(|| Arc::new([])),

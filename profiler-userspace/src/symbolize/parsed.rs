@@ -4,11 +4,15 @@
 //! units, sections it decompressed) would otherwise stay for the daemon's
 //! life, for every binary it ever read: under `--all`, every binary of the
 //! host. Our own cache holds the results by offset, so a file is needed
-//! again only for addresses not seen before. A binary that brings new ones
-//! window after window (libc, the busy program, the daemon itself) stays
-//! parsed while it does, since parsing it again each window costs more
-//! CPU than the rest of the daemon; any other file is dropped as soon as
-//! its batch is looked up.
+//! again only for addresses not seen before: one stays parsed while its
+//! binary brings new ones, window after window (libc, the busy program,
+//! the daemon itself), and is dropped after a window without any.
+//!
+//! Dropping every file right after its batch was tried: it lowered the
+//! peak RSS under `--all` little (the busy binaries are parsed again at
+//! once), and parsing them again took 0.5 to 1% of a core more at 5 s
+//! windows and held each window's end longer, which an on-demand profile
+//! due meanwhile waits for.
 
 use std::{collections::HashMap, path::PathBuf, sync::Arc};
 
@@ -23,46 +27,32 @@ use crate::profile::Line;
 
 #[derive(Default)]
 pub(super) struct ParsedFiles {
-    /// Files kept parsed, by the window that last read them.
-    kept: HashMap<PathBuf, u64>,
+    /// Files blazesym holds, by the window that last read them.
+    last_read: HashMap<PathBuf, u64>,
 }
 
 impl ParsedFiles {
-    /// Looks `input` up in the ELF file `elf` in `window`. `hot`: its binary
-    /// brought new addresses in the window before too, so it stays parsed
-    /// until a window passes without reading it (`end_window`).
+    /// Looks `input` up in the ELF file `elf` in `window`.
     pub fn read(
         &mut self,
-        blaze: &mut Symbolizer,
+        blaze: &Symbolizer,
         elf: Elf,
         input: Input<&[u64]>,
-        hot: bool,
         window: u64,
     ) -> Vec<Arc<[Line]>> {
-        let path = elf.path.clone();
-        let resolved = symbolize(blaze, &Source::Elf(elf), input);
-        if hot {
-            self.kept.insert(path, window);
-        } else {
-            self.kept.remove(&path);
-            drop_file(blaze, path);
-        }
-        resolved
+        self.last_read.insert(elf.path.clone(), window);
+        symbolize(blaze, &Source::Elf(elf), input)
     }
 
-    /// Drops the files kept parsed that `window` did not read.
+    /// Has blazesym drop the files that `window` did not read.
     pub fn end_window(&mut self, blaze: &mut Symbolizer, window: u64) {
-        self.kept.retain(|path, &mut read| {
+        self.last_read.retain(|path, &mut read| {
             let keep = read == window;
             if !keep {
-                drop_file(blaze, path.clone());
+                // Evicting a path blazesym does not cache is a no-op.
+                let _ = blaze.evict(&Evict::Elf(evict::Elf::new(path.clone())));
             }
             keep
         });
     }
-}
-
-fn drop_file(blaze: &mut Symbolizer, path: PathBuf) {
-    // Evicting a path blazesym does not cache is a no-op, not an error.
-    let _ = blaze.evict(&Evict::Elf(evict::Elf::new(path)));
 }

@@ -194,7 +194,7 @@ fn mapped_after_windows(reads: &[Option<u64>]) -> Vec<usize> {
                 dir: None,
                 offsets: vec![*offset],
             };
-            let (looked_up, _) = binaries.symbolize(&mut blaze, key.clone(), &todo, window);
+            let (looked_up, _) = binaries.symbolize(&blaze, key.clone(), &todo, window);
             assert_eq!(looked_up, 1);
         }
         binaries.end_window(&mut blaze, window, EVICT_AFTER_WINDOWS);
@@ -203,21 +203,10 @@ fn mapped_after_windows(reads: &[Option<u64>]) -> Vec<usize> {
     counts
 }
 
-/// blazesym drops a binary once its batch is looked up, unless the binary
-/// brought new addresses in the window before too; then it stays parsed
-/// until a window passes without reading it.
+/// blazesym keeps a file parsed while its binary brings new addresses,
+/// and drops it after a window without any.
 #[test]
 fn a_binary_stays_parsed_only_while_it_brings_new_addresses() {
-    let reads = [
-        Some(0x1000),
-        Some(0x1100),
-        Some(0x1200),
-        None,
-        Some(0x1300),
-        None,
-        Some(0x1400),
-    ];
-    // Read once: dropped; read in consecutive windows: kept; a window
-    // without reading it: dropped; read after a gap: dropped again.
-    assert_eq!(mapped_after_windows(&reads), [0, 1, 1, 0, 0, 0, 0]);
+    let reads = [Some(0x1000), Some(0x1100), None, None, Some(0x1200), None];
+    assert_eq!(mapped_after_windows(&reads), [1, 1, 0, 0, 1, 0]);
 }
