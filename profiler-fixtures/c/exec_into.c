@@ -1,10 +1,10 @@
 /*
  * A process that becomes another program: it spins in before_exec for
- * argv[1] seconds, prints "exec_into pid=P cpu_ns=C" (its own
- * measurement), waits 20 ms (as a shell that waits on a pipe before it
- * execs: the profiler has seen it leave a CPU under its first name), then
- * execs argv[2] with the arguments after it, keeping its pid. Plain
- * `cc -O2`, no frame pointers.
+ * argv[1] seconds, prints "exec_into pid=P cpu_ns=C spin_ns=W" (its own
+ * measurements: the spin's CPU and wall time), waits 20 ms (as a shell
+ * that waits on a pipe before it execs: the profiler has seen it leave a
+ * CPU under its first name), then execs argv[2] with the arguments after
+ * it, keeping its pid. Plain `cc -O2`, no frame pointers.
  */
 #define _GNU_SOURCE
 #include <stdint.h>
@@ -38,11 +38,12 @@ int main(int argc, char **argv) {
         fprintf(stderr, "usage: exec_into SECONDS PROGRAM [ARGS...]\n");
         return 2;
     }
-    uint64_t cpu = ns(CLOCK_PROCESS_CPUTIME_ID);
+    uint64_t cpu = ns(CLOCK_PROCESS_CPUTIME_ID), spin = ns(CLOCK_MONOTONIC);
     uint64_t primes = before_exec(atof(argv[1]));
     cpu = ns(CLOCK_PROCESS_CPUTIME_ID) - cpu;
-    printf("exec_into pid=%d cpu_ns=%llu primes=%llu\n", getpid(), (unsigned long long)cpu,
-           (unsigned long long)primes);
+    spin = ns(CLOCK_MONOTONIC) - spin;
+    printf("exec_into pid=%d cpu_ns=%llu spin_ns=%llu primes=%llu\n", getpid(),
+           (unsigned long long)cpu, (unsigned long long)spin, (unsigned long long)primes);
     fflush(stdout);
     struct timespec wait = {0, 20000000};
     nanosleep(&wait, NULL);

@@ -2,8 +2,8 @@
  * A process that lives about a second and is gone long before the
  * profiler's window ends: it spins in brief_work for argv[1] seconds,
  * sleeps in nap for argv[2] seconds, prints
- * "short_lived pid=P cpu_ns=C sleep_ns=S" (its own measurements) and
- * exits. Plain `cc -O2`, no frame pointers; the sleep blocks in glibc.
+ * "short_lived pid=P cpu_ns=C spin_ns=W sleep_ns=S" (its own measurements:
+ * the spin's CPU and wall time, the sleep's wall time) and exits. Plain `cc -O2`, no frame pointers; the sleep blocks in glibc.
  */
 #define _GNU_SOURCE
 #include <stdint.h>
@@ -44,14 +44,15 @@ int main(int argc, char **argv) {
         fprintf(stderr, "usage: short_lived SPIN_SECONDS SLEEP_SECONDS\n");
         return 2;
     }
-    uint64_t cpu = ns(CLOCK_PROCESS_CPUTIME_ID);
+    uint64_t cpu = ns(CLOCK_PROCESS_CPUTIME_ID), spin = ns(CLOCK_MONOTONIC);
     uint64_t h = brief_work(atof(argv[1]));
     cpu = ns(CLOCK_PROCESS_CPUTIME_ID) - cpu;
+    spin = ns(CLOCK_MONOTONIC) - spin;
     uint64_t slept = ns(CLOCK_MONOTONIC);
     nap(atof(argv[2]));
     slept = ns(CLOCK_MONOTONIC) - slept;
-    printf("short_lived pid=%d cpu_ns=%llu sleep_ns=%llu hash=%llu\n", getpid(),
-           (unsigned long long)cpu, (unsigned long long)slept,
+    printf("short_lived pid=%d cpu_ns=%llu spin_ns=%llu sleep_ns=%llu hash=%llu\n", getpid(),
+           (unsigned long long)cpu, (unsigned long long)spin, (unsigned long long)slept,
            (unsigned long long)(h & 0xff));
     return 0;
 }
