@@ -9,7 +9,9 @@
 //! `runtime.rs` finds a binary's runtime facts (version, `allgs`,
 //! offsets: `dwarf.rs`, or `layout.rs`'s table of known versions),
 //! `memory.rs` reads the target, `process.rs` reads one process's
-//! goroutines and `sampler.rs` is the thread.
+//! goroutines, `binaries.rs` keeps what each executable is, and
+//! `sampler.rs` is the thread.
+mod binaries;
 mod dwarf;
 pub mod g;
 pub mod layout;

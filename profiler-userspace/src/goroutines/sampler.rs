@@ -15,10 +15,12 @@ use std::{
 use profiler_common::sample::ThreadState;
 use rustc_hash::FxHashMap;
 
-use super::{process::GoProcess, runtime::GoRuntime};
+use super::{
+    binaries::{Binaries, Binary, load},
+    process::GoProcess,
+};
 use crate::{
     config::Target,
-    gopclntab::GoTable,
     procfs,
     sample::{Goroutine, GoroutineStatus, RawSample, Stack},
     symbolize::procmaps::{self, FileId},
@@ -126,7 +128,7 @@ impl GoroutineSampler {
                     let budget = MAX_PER_SECOND / frequency_hz.max(1);
                     let reader = Reader {
                         budget: usize::try_from(budget).unwrap_or(usize::MAX).max(1),
-                        binaries: HashMap::new(),
+                        binaries: Binaries::default(),
                         processes: HashMap::new(),
                         recheck: 0,
                         refreshes: 0,
@@ -197,9 +199,6 @@ impl Drop for GoroutineSampler {
     }
 }
 
-/// A binary's runtime facts and table, shared by its processes.
-type Binary = Arc<(Arc<GoRuntime>, Arc<GoTable>)>;
-
 struct Watched {
     file: FileId,
     process: Option<GoProcess>,
@@ -212,7 +211,7 @@ struct Reader {
     /// The most goroutines one round of reads takes, over all processes.
     budget: usize,
     /// Per binary: its runtime, or `None` (not Go, or not readable).
-    binaries: HashMap<FileId, Option<Binary>>,
+    binaries: Binaries<Binary>,
     processes: HashMap<u32, Watched>,
     /// Where the next turn of looking at known processes that are not Go
     /// starts.
@@ -285,9 +284,16 @@ impl Reader {
         for pid in others {
             self.look_at(pid);
         }
+        self.recheck_in_turns(&not_go);
+        self.binaries
+            .end_refresh(self.processes.values().map(|w| w.file));
+    }
+
+    /// Looks at a turn of the known processes that are not Go.
+    fn recheck_in_turns(&mut self, not_go: &[u32]) {
         let turn = not_go.len().div_ceil(RECHECK_ROUNDS).max(RECHECK_AT_LEAST);
         if not_go.len() <= turn {
-            for pid in not_go {
+            for &pid in not_go {
                 self.look_at(pid);
             }
             return;
@@ -327,11 +333,7 @@ impl Reader {
     }
 
     fn attach(&mut self, pid: u32, file: FileId) -> Option<GoProcess> {
-        let binary = self
-            .binaries
-            .entry(file)
-            .or_insert_with(|| load(pid))
-            .clone()?;
+        let binary = self.binaries.get_or_load(file, || load(pid))?;
         let (runtime, table) = &*binary;
         let vmas = procmaps::read(pid).ok()?;
         // By identity; by path where the two disagree on the device (an
@@ -416,28 +418,4 @@ impl Reader {
             self.look_at(pid);
         }
     }
-}
-
-/// The runtime facts and table of `pid`'s binary; `None`, with one log
-/// line for a Go binary that cannot be read, when it has none.
-fn load(pid: u32) -> Option<Binary> {
-    let exe = std::path::PathBuf::from(format!("/proc/{pid}/exe"));
-    let runtime = match GoRuntime::of_binary(&exe) {
-        Ok(Some(runtime)) => runtime,
-        Ok(None) => return None,
-        Err(e) => {
-            log::warn!(
-                "pid {pid}: no goroutine view, thread-level profiling only: {}",
-                crate::error_chain(&e)
-            );
-            return None;
-        }
-    };
-    let table = GoTable::open(&exe).ok().flatten()?;
-    log::info!(
-        "pid {pid}: goroutine view on ({}, {})",
-        runtime.version,
-        exe.read_link().unwrap_or_default().display()
-    );
-    Some(Arc::new((Arc::new(runtime), Arc::new(table))))
 }

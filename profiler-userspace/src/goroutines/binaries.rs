@@ -1,0 +1,161 @@
+//! What the goroutine reader knows of each executable file: a Go runtime
+//! and its table, or "not Go". Loading that costs a read of the binary
+//! (the table of a 700 MB Go binary took 645 ms to build in the bench), so
+//! it is kept while processes run the file, and for a minute after, for
+//! a program that is started again and again. Past that it is dropped:
+//! under `--all`, a host that keeps running new binaries (each build of
+//! a Go program is a new file) would otherwise keep every table it ever
+//! read.
+use std::{collections::HashMap, sync::Arc};
+
+use super::runtime::GoRuntime;
+use crate::{gopclntab::GoTable, symbolize::procmaps::FileId};
+
+/// Refreshes of the target set (one a second) a file stays known after
+/// its last use.
+const KEEP_UNUSED_REFRESHES: u64 = 60;
+
+/// A Go binary's runtime facts and table, shared by its processes.
+pub type Binary = Arc<(Arc<GoRuntime>, Arc<GoTable>)>;
+
+/// A file's load, and the refresh that last used it.
+struct Known<T> {
+    loaded: Option<T>,
+    last_used: u64,
+}
+
+/// The files known, by identity; `T` is what a load gives.
+pub struct Binaries<T> {
+    files: HashMap<FileId, Known<T>>,
+    /// Refreshes ended so far.
+    refresh: u64,
+}
+
+impl<T> Default for Binaries<T> {
+    fn default() -> Self {
+        Self {
+            files: HashMap::new(),
+            refresh: 0,
+        }
+    }
+}
+
+impl<T: Clone> Binaries<T> {
+    /// What `file` is: known, or read now by `load` (`None`: not Go, or
+    /// not readable, which is remembered too).
+    pub fn get_or_load(&mut self, file: FileId, load: impl FnOnce() -> Option<T>) -> Option<T> {
+        let known = self.files.entry(file).or_insert_with(|| Known {
+            loaded: load(),
+            last_used: 0,
+        });
+        known.last_used = self.refresh;
+        known.loaded.clone()
+    }
+
+    /// Ends a refresh, at which processes ran the files `in_use`; drops
+    /// the files unused for [`KEEP_UNUSED_REFRESHES`].
+    pub fn end_refresh(&mut self, in_use: impl IntoIterator<Item = FileId>) {
+        for file in in_use {
+            if let Some(known) = self.files.get_mut(&file) {
+                known.last_used = self.refresh;
+            }
+        }
+        let refresh = self.refresh;
+        self.files
+            .retain(|_, known| refresh - known.last_used < KEEP_UNUSED_REFRESHES);
+        self.refresh += 1;
+    }
+
+    /// How many files are known.
+    #[cfg(test)]
+    fn len(&self) -> usize {
+        self.files.len()
+    }
+}
+
+/// The runtime facts and table of `pid`'s binary; `None`, with one log
+/// line for a Go binary that cannot be read, when it has none.
+pub fn load(pid: u32) -> Option<Binary> {
+    let exe = std::path::PathBuf::from(format!("/proc/{pid}/exe"));
+    let runtime = match GoRuntime::of_binary(&exe) {
+        Ok(Some(runtime)) => runtime,
+        Ok(None) => return None,
+        Err(e) => {
+            log::warn!(
+                "pid {pid}: no goroutine view, thread-level profiling only: {}",
+                crate::error_chain(&e)
+            );
+            return None;
+        }
+    };
+    let table = GoTable::open(&exe).ok().flatten()?;
+    log::info!(
+        "pid {pid}: goroutine view on ({}, {})",
+        runtime.version,
+        exe.read_link().unwrap_or_default().display()
+    );
+    Some(Arc::new((Arc::new(runtime), Arc::new(table))))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::cell::Cell;
+
+    use super::*;
+
+    fn file(inode: u64) -> FileId {
+        FileId { dev: 1, inode }
+    }
+
+    #[test]
+    fn a_file_is_loaded_once_while_used_and_again_after_a_minute_unused() {
+        let loads = Cell::new(0);
+        let load = || {
+            loads.set(loads.get() + 1);
+            Some(7)
+        };
+        let mut binaries = Binaries::default();
+        assert_eq!(binaries.get_or_load(file(1), load), Some(7));
+        // A process runs it for two minutes: never loaded again.
+        for _ in 0..120 {
+            binaries.end_refresh([file(1)]);
+            assert_eq!(binaries.get_or_load(file(1), load), Some(7));
+        }
+        assert_eq!(loads.get(), 1);
+        // Gone: the refresh it was last used in ends, then it is kept for
+        // a minute of refreshes, then dropped.
+        for _ in 0..KEEP_UNUSED_REFRESHES {
+            binaries.end_refresh([]);
+        }
+        assert_eq!(binaries.len(), 1);
+        binaries.end_refresh([]);
+        assert_eq!(binaries.len(), 0);
+        assert_eq!(binaries.get_or_load(file(1), load), Some(7));
+        assert_eq!(loads.get(), 2);
+    }
+
+    #[test]
+    fn a_program_started_again_within_the_minute_is_not_loaded_again() {
+        let loads = Cell::new(0);
+        let load = || {
+            loads.set(loads.get() + 1);
+            None::<u32>
+        };
+        let mut binaries = Binaries::default();
+        // A short-lived process, never running at a refresh, every 50 s:
+        // "not Go" is remembered across the gaps.
+        for _ in 0..5 {
+            assert_eq!(binaries.get_or_load(file(2), load), None);
+            for _ in 0..50 {
+                binaries.end_refresh([]);
+            }
+        }
+        assert_eq!(loads.get(), 1);
+        for _ in 0..10 {
+            binaries.end_refresh([]);
+        }
+        assert_eq!(binaries.len(), 1);
+        binaries.end_refresh([]);
+        assert_eq!(binaries.len(), 0);
+    }
+}
