@@ -1,11 +1,12 @@
 //! What the goroutine reader knows of each executable file: a Go runtime
-//! and its table, or "not Go". Loading that costs a read of the binary
-//! (the table of a 700 MB Go binary took 645 ms to build in the bench), so
-//! it is kept while processes run the file, and for a minute after, for
-//! a program that is started again and again. Past that it is dropped:
-//! under `--all`, a host that keeps running new binaries (each build of
-//! a Go program is a new file) would otherwise keep every table it ever
-//! read.
+//! and its table, or "not Go". Loading one reads the binary (its build
+//! info, and the runtime's offsets from its DWARF where it has some), and
+//! a Go binary's table keeps a mapping of the whole file. So what is
+//! loaded is kept while processes run the file, and for a minute after,
+//! for a program that is started again and again. Past that it is
+//! dropped: under `--all`, a host that keeps running new binaries (each
+//! build of a Go program is a new file) would otherwise keep a mapping of
+//! each, and the disk space of those deleted since.
 use std::{collections::HashMap, sync::Arc};
 
 use super::runtime::GoRuntime;
