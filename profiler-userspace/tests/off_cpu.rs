@@ -7,7 +7,8 @@ use std::{path::PathBuf, time::Instant};
 
 use support::{
     Fixture, Profile, Profiler, go_pprof_raw, profiles, require_root, run_ok,
-    schedstat::on_cpu_seconds, sum,
+    schedstat::{HostSteal, on_cpu_seconds},
+    sum,
 };
 
 /// Sum of value `ty` over samples of thread `tid` whose stack contains a
@@ -142,7 +143,14 @@ fn cpu_and_off_cpu_shares_match_and_wall_covers_each_window() {
     // (CPU time spinning, wall time asleep) leave out the time it waits for
     // a CPU when preempted, which the profiler rightly counts as off-CPU
     // (runqueue): on a busy two-CPU machine that was 40% against 28%.
-    let (started, cpu_before) = (Instant::now(), on_cpu_seconds(pid, tid));
+    //
+    // The ceiling allows for CPU time the hypervisor stole: the thread's
+    // CPU time leaves it out while the 99 Hz timer still finds the thread
+    // on its CPU. A fresh-clone CI run measured 47.4% against 34.8% by
+    // schedstat; the one before counted 49 samples of a 0.5 s spin that
+    // read 0.384 s of CPU time (`short_lived.rs`).
+    let (started, cpu_before, steal) =
+        (Instant::now(), on_cpu_seconds(pid, tid), HostSteal::read());
     run_ok(&[
         "--pid",
         &pid.to_string(),
@@ -154,7 +162,9 @@ fn cpu_and_off_cpu_shares_match_and_wall_covers_each_window() {
         "4s",
     ]);
     let on_cpu = on_cpu_seconds(pid, tid) - cpu_before;
-    let expected = on_cpu / started.elapsed().as_secs_f64() * 100.0;
+    let (elapsed, stolen) = (started.elapsed().as_secs_f64(), steal.share_since());
+    let expected = on_cpu / elapsed * 100.0;
+    let ceiling = (on_cpu / (1.0 - stolen)).min(elapsed) / elapsed * 100.0;
     let truth = fixture.results();
     assert!(
         truth["spin_ns"] > 0 && truth["sleep_ns"] > 0,
@@ -173,8 +183,10 @@ fn cpu_and_off_cpu_shares_match_and_wall_covers_each_window() {
     // by as much as the thread was preempted (12 points in the CI run that
     // showed the old reference was wrong).
     assert!(
-        (measured - expected).abs() <= 10.0,
-        "cpu share {measured:.1}% vs the kernel's {expected:.1}% (schedstat)"
+        measured >= expected - 10.0 && measured <= ceiling + 10.0,
+        "cpu share {measured:.1}% vs the kernel's {expected:.1}% (schedstat), \
+         {ceiling:.1}% with the {:.1}% of the host's time that was stolen",
+        stolen * 100.0
     );
     assert!(total(&profiles, tid, "sleep_span", Some("sleeping"), "off_cpu") > 0);
     assert!(total(&profiles, tid, "spin_span", Some("running"), "cpu") > 0);

@@ -60,3 +60,50 @@ impl Spinner {
         }
     }
 }
+
+/// The host's CPU time, from `/proc/stat`: the time its CPUs ran or
+/// wanted to, and what the hypervisor stole of it.
+pub struct HostSteal {
+    busy: u64,
+    stolen: u64,
+}
+
+impl HostSteal {
+    /// Reads `/proc/stat` now.
+    ///
+    /// # Panics
+    /// If `/proc/stat` does not parse.
+    #[must_use]
+    pub fn read() -> Self {
+        let stat = std::fs::read_to_string("/proc/stat").expect("/proc/stat");
+        let ticks: Vec<u64> = stat
+            .lines()
+            .next()
+            .and_then(|line| line.strip_prefix("cpu "))
+            .expect("/proc/stat's cpu line")
+            .split_whitespace()
+            .map(|t| t.parse().expect("/proc/stat's ticks"))
+            .collect();
+        // user nice system idle iowait irq softirq steal (guest time is
+        // in user's already).
+        let [user, nice, system, _idle, _iowait, irq, softirq, steal, ..] = ticks[..] else {
+            panic!("/proc/stat's cpu line: {ticks:?}");
+        };
+        Self {
+            busy: user + nice + system + irq + softirq + steal,
+            stolen: steal,
+        }
+    }
+
+    /// Of the time the host's CPUs ran or wanted to since this read, the
+    /// share the hypervisor stole: a thread current on a CPU meanwhile
+    /// was, by that share on average, not running although a sampling
+    /// timer found it there.
+    #[must_use]
+    #[expect(clippy::cast_precision_loss, reason = "ticks, for a share")]
+    pub fn share_since(&self) -> f64 {
+        let now = Self::read();
+        let busy = now.busy.saturating_sub(self.busy);
+        now.stolen.saturating_sub(self.stolen) as f64 / busy.max(1) as f64
+    }
+}
