@@ -5,6 +5,7 @@
 use std::{
     sync::mpsc,
     thread::{self, JoinHandle},
+    time::{Duration, Instant},
 };
 
 use crate::{
@@ -24,8 +25,9 @@ pub enum AssemblerError {
     Thread(#[source] std::io::Error),
 }
 
-/// What to do with an assembled profile, on the symbolizer's thread.
-type Done = Box<dyn FnOnce(Profile, Accounting) + Send>;
+/// What to do with an assembled profile, on the symbolizer's thread; the
+/// `Duration` is how long its assembly took.
+type Done = Box<dyn FnOnce(Profile, Accounting, Duration) + Send>;
 
 /// A window (or part, or request) to assemble.
 struct Job {
@@ -74,6 +76,7 @@ impl Assembler {
             .spawn(move || {
                 let mut symbolizer = Symbolizer::new(&symbols, debuginfod);
                 while let Ok(job) = queue.recv() {
+                    let started = Instant::now();
                     let (profile, accounting) = assemble(
                         &job.raw,
                         &mut symbolizer,
@@ -81,7 +84,7 @@ impl Assembler {
                         job.period_ns,
                         job.view,
                     );
-                    (job.done)(profile, accounting);
+                    (job.done)(profile, accounting, started.elapsed());
                     crate::memory::give_back_freed();
                 }
             })
@@ -97,7 +100,7 @@ impl Assembler {
         times: WindowTimes,
         period_ns: u64,
         view: View,
-        done: impl FnOnce(Profile, Accounting) + Send + 'static,
+        done: impl FnOnce(Profile, Accounting, Duration) + Send + 'static,
     ) {
         let job = Job {
             raw,
@@ -109,27 +112,5 @@ impl Assembler {
         // The thread only ends when every handle is gone, or by a panic,
         // which `assemble` reports.
         let _ = self.jobs.send(job);
-    }
-
-    /// Assembles `raw` on the thread, after the jobs before it.
-    ///
-    /// # Panics
-    /// If the symbolizer's thread panicked (a bug, as a panic in the
-    /// daemon's own thread would be).
-    #[must_use]
-    pub fn assemble(
-        &self,
-        raw: RawWindow,
-        times: WindowTimes,
-        period_ns: u64,
-        view: View,
-    ) -> (Profile, Accounting) {
-        let (reply, result) = mpsc::sync_channel(1);
-        self.submit(raw, times, period_ns, view, move |profile, accounting| {
-            let _ = reply.send((profile, accounting));
-        });
-        result
-            .recv()
-            .expect("the symbolizer thread panicked; its message is above")
     }
 }

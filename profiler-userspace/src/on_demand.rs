@@ -107,7 +107,7 @@ impl OnDemand {
                 times,
                 self.period_ns,
                 view,
-                move |profile, _| {
+                move |profile, _, _| {
                     let gzipped =
                         pprof::gzip(&pprof::encode(&profile)).map_err(ReplyError::Compress);
                     let _ = reply.send(gzipped);

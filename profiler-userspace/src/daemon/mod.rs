@@ -1,7 +1,8 @@
 //! The window loop: every interval, at the end of `--duration`, on
 //! SIGINT/SIGTERM (then exit), on SIGHUP (then start a new window) and when
 //! every target has exited and none is waited for (then exit), drain the
-//! kernel, symbolize, encode and write one file. The kernel is also
+//! kernel and write one file, once the symbolizer's thread has it (the
+//! loop goes on meanwhile, and waits only for the last). The kernel is also
 //! drained, into the same window, when an on-demand profile starts or ends
 //! (`on_demand`), and, with `--push`, every `--push-interval`, when the
 //! pipeline hands what it symbolized since the last push to the pusher.
@@ -26,7 +27,7 @@ use crate::{
     http::{self, HttpError},
     metrics::Metrics,
     on_demand::{OnDemand, ProfileRequest},
-    pipeline::{Pipeline, Written},
+    pipeline::{Assembled, DrainReason, Pipeline, Written},
     process_watch::ProcessWatch,
     push::{PushError, Pusher},
     sink::SinkError,
@@ -165,9 +166,16 @@ impl<'a, K: KernelMaps> Daemon<'a, K> {
                 requests: self.requests.as_mut(),
                 on_demand: self.on_demand.as_ref(),
                 goroutines: self.goroutines.as_ref(),
+                pipeline: &mut self.pipeline,
             };
             let event = self.waits.next_event(chores).await?;
-            let end_ns = self.end_chunk(&event).await?;
+            let Some(reason) = event.drain_reason() else {
+                if let Event::Assembled(segment) = event {
+                    self.absorb(segment, false)?;
+                }
+                continue;
+            };
+            let end_ns = self.end_chunk(reason).await?;
             let end = match event {
                 Event::WindowEnd(end) => end,
                 Event::Request(request) => {
@@ -180,9 +188,9 @@ impl<'a, K: KernelMaps> Daemon<'a, K> {
                     self.pipeline.push(self.config, end_ns);
                     continue;
                 }
-                Event::RequestsDue | Event::MapsFilling => continue,
+                Event::RequestsDue | Event::MapsFilling | Event::Assembled(_) => continue,
             };
-            if self.end_window(end, end_ns)? {
+            if self.end_window(end, end_ns).await? {
                 return Ok(());
             }
         }
@@ -191,19 +199,14 @@ impl<'a, K: KernelMaps> Daemon<'a, K> {
     /// Drains a chunk, attaches what the watch and the goroutine view
     /// gathered meanwhile, and hands it to the on-demand profiles and the
     /// pipeline; returns its end on the kernel's clock.
-    async fn end_chunk(&mut self, event: &Event) -> Result<u64, DaemonError> {
+    async fn end_chunk(&mut self, reason: DrainReason) -> Result<u64, DaemonError> {
         let current = self.targets.current();
         // Processes that appeared since the last poll: their mappings
         // belong with this chunk's samples.
         let new = self.watch.serve(&mut self.kernel)?;
         let (mut chunk, end_ns) = self
             .pipeline
-            .drain_chunk(
-                &mut self.kernel,
-                self.config,
-                &current,
-                event.drain_reason(),
-            )
+            .drain_chunk(&mut self.kernel, self.config, &current, reason)
             .await?;
         chunk.processes = self.watch.take_snapshots();
         (chunk.recorded, chunk.record_stats) = self.watch.take_recorded();
@@ -221,9 +224,11 @@ impl<'a, K: KernelMaps> Daemon<'a, K> {
         Ok(end_ns)
     }
 
-    /// Writes the window that `end` ended (and, if it was the last, the
-    /// last push); returns whether it was the last.
-    fn end_window(&mut self, end: WindowEnd, end_ns: u64) -> Result<bool, DaemonError> {
+    /// Ends the window that `end` ended: the symbolizer has its last
+    /// segment, and the loop writes it when that is back. The last window
+    /// (and the last push) is waited for here. Returns whether it was the
+    /// last.
+    async fn end_window(&mut self, end: WindowEnd, end_ns: u64) -> Result<bool, DaemonError> {
         // A tick that lands on the deadline ends the run too, rather than
         // leaving an empty window after it.
         let last = end.is_last() || self.waits.past_deadline();
@@ -233,15 +238,31 @@ impl<'a, K: KernelMaps> Daemon<'a, K> {
         }
         let current = self.targets.current();
         let comments = self.watch.comments();
-        let written = self
-            .pipeline
-            .finish(self.config, &current, end_ns, comments);
         if last {
             self.pipeline.push(self.config, end_ns);
+        }
+        self.pipeline
+            .finish(self.config, &current, end_ns, comments);
+        if last {
+            while self.pipeline.waiting() {
+                let segment = self.pipeline.next_assembled().await;
+                self.absorb(segment, true)?;
+            }
             self.pipeline.stop_pushing(PUSH_GRACE);
         }
-        written_or_kept(written, last, &self.pipeline)?;
         Ok(last)
+    }
+
+    /// Hands a segment back from the symbolizer to the pipeline; a window
+    /// it finished is written or kept for another try, unless it is the
+    /// last of the run (`ending`, with nothing after it), which must be
+    /// written.
+    fn absorb(&mut self, segment: Assembled, ending: bool) -> Result<(), DaemonError> {
+        let Some(written) = self.pipeline.absorb(segment) else {
+            return Ok(());
+        };
+        let last = ending && !self.pipeline.waiting();
+        written_or_kept(written, last, &self.pipeline)
     }
 
     /// Ends the helper threads before the programs are detached, so that
@@ -271,7 +292,7 @@ fn written_or_kept(written: Written, last: bool, pipeline: &Pipeline) -> Result<
         Written::Deferred(e) if last => Err(DaemonError::FinalWrite(e)),
         Written::Deferred(e) => {
             tracing::error!(
-                waiting = pipeline.sink.pending(),
+                waiting = pipeline.files_waiting(),
                 "{}; keeping on sampling, will try again with the next window",
                 crate::error_chain(&e)
             );

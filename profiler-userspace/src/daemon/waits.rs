@@ -16,7 +16,7 @@ use crate::{
     config::{Config, Target},
     goroutines::GoroutineSampler,
     on_demand::{OnDemand, ProfileRequest},
-    pipeline::{DrainReason, EARLY_DRAIN_FILL},
+    pipeline::{Assembled, DrainReason, EARLY_DRAIN_FILL, Pipeline},
     process_watch::ProcessWatch,
     targets::Targets,
 };
@@ -49,22 +49,26 @@ impl WindowEnd {
 }
 
 /// What ends a chunk: the window's end, an on-demand profile's start or
-/// end, a kernel map filling up, or a push falling due.
+/// end, a kernel map filling up, or a push falling due; or a segment back
+/// from the symbolizer, which ends none.
 pub(super) enum Event {
     WindowEnd(WindowEnd),
     Request(ProfileRequest),
     RequestsDue,
     MapsFilling,
     PushDue,
+    Assembled(Assembled),
 }
 
 impl Event {
-    pub(super) fn drain_reason(&self) -> DrainReason {
+    /// Why the event drains a chunk; `None` when it does not.
+    pub(super) fn drain_reason(&self) -> Option<DrainReason> {
         match self {
-            Self::WindowEnd(_) => DrainReason::Window,
-            Self::Request(_) | Self::RequestsDue => DrainReason::Request,
-            Self::MapsFilling => DrainReason::Full,
-            Self::PushDue => DrainReason::Push,
+            Self::WindowEnd(_) => Some(DrainReason::Window),
+            Self::Request(_) | Self::RequestsDue => Some(DrainReason::Request),
+            Self::MapsFilling => Some(DrainReason::Full),
+            Self::PushDue => Some(DrainReason::Push),
+            Self::Assembled(_) => None,
         }
     }
 }
@@ -110,6 +114,8 @@ pub(super) struct Chores<'a, K> {
     pub requests: Option<&'a mut mpsc::Receiver<ProfileRequest>>,
     pub on_demand: Option<&'a OnDemand>,
     pub goroutines: Option<&'a GoroutineSampler>,
+    /// Whose segments come back from the symbolizer meanwhile.
+    pub pipeline: &'a mut Pipeline,
 }
 
 impl Waits {
@@ -156,6 +162,7 @@ impl Waits {
             mut requests,
             on_demand,
             goroutines,
+            pipeline,
         } = chores;
         let due = on_demand.and_then(OnDemand::next_due);
         let never = self.started;
@@ -170,6 +177,7 @@ impl Waits {
                 _ = self.signals.hangup.recv() => return Ok(Event::WindowEnd(WindowEnd::Hangup)),
                 Some(request) = next_request(requests.as_deref_mut()) => return Ok(Event::Request(request)),
                 () = sleep_until(due.unwrap_or(never)), if due.is_some() => return Ok(Event::RequestsDue),
+                segment = pipeline.next_assembled() => return Ok(Event::Assembled(segment)),
                 rung = ring(self.doorbell.as_mut()) => {
                     rung?;
                     let new = watch.serve_rung(kernel)?;

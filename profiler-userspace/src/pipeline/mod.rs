@@ -1,26 +1,30 @@
 //! What the kernel's data passes through on its way to a file and to the
 //! backends: drain a chunk (flip the slots, read the old one, account the
 //! off-CPU intervals still open) and collect chunks into a segment. A
-//! segment ends when a window ends or a push is due; it is symbolized once
-//! and its rows go both to the window (encoded and written at the
-//! window's end) and, with `--push`, to the next push.
+//! segment ends when a window ends or a push is due; it is symbolized once,
+//! on the symbolizer's thread while the window loop goes on, and its rows
+//! go both to the window (encoded and written once the segment that ended
+//! it is back) and, with `--push`, to the next push (`outlets.rs`).
+mod outlets;
+
 use std::{
-    collections::HashSet,
+    collections::VecDeque,
     sync::Arc,
     time::{Duration, Instant, SystemTime},
 };
 
-use profiler_common::stats::Stat;
-use tokio::time::sleep;
+use tokio::{sync::oneshot, time::sleep};
+
+pub use outlets::Assembled;
+use outlets::{Ends, Outlets, PushEnds, WindowEnds};
 
 use crate::{
-    assemble::{Accounting, WindowTimes},
+    assemble::WindowTimes,
     assembler::Assembler,
     bpf::{InFlightMaps, KernelError, Rng, WindowMaps},
     config::{Config, Target},
-    metrics::{FilledMap, Metrics, Step},
-    pprof,
-    profile::{Profile, Sample, View, merge_samples},
+    metrics::{FilledMap, Metrics},
+    profile::View,
     push::Pusher,
     sink::{FileSink, SinkError},
     window::RawWindow,
@@ -71,53 +75,28 @@ pub enum Written {
     Deferred(SinkError),
 }
 
-/// Symbolized rows and their accounting: a window, or a push, so far.
-#[derive(Default)]
-struct Rows {
-    samples: Vec<Sample>,
-    accounting: Accounting,
-    /// Start of the first chunk on the kernel's clock; `None` before it.
-    start_ns: Option<u64>,
-}
-
-impl Rows {
-    fn add(&mut self, samples: Vec<Sample>, accounting: Accounting) {
-        merge_samples(&mut self.samples, samples);
-        self.accounting.absorb(accounting);
-    }
-
-    /// The rows so far, leaving this empty; and their length up to `end_ns`.
-    fn take(&mut self, end_ns: u64) -> (Self, u64) {
-        let rows = std::mem::take(self);
-        let duration_ns = end_ns.saturating_sub(rows.start_ns.unwrap_or(end_ns));
-        (rows, duration_ns)
-    }
-}
-
-/// The push under way: its rows so far, its start, and the pusher.
-struct Pushing {
-    pusher: Pusher,
-    rows: Rows,
-    start: SystemTime,
-}
-
-/// The window being collected, and what finishes it.
+/// The window being collected, the segments the symbolizer has, and
+/// where they go when back.
 pub struct Pipeline {
     assembler: Assembler,
-    pub sink: FileSink,
     /// The random source of the sampling rule for still-open intervals.
     rng: Rng,
     metrics: Arc<Metrics>,
     /// The chunks drained since the last segment ended, merged.
     segment: RawWindow,
-    /// The window's symbolized segments.
-    window: Rows,
+    /// The window's start, by the wall clock and on the kernel's clock
+    /// (its first chunk's; `None` before it).
     window_start: SystemTime,
-    /// Time spent draining and symbolizing this window's chunks.
+    window_start_ns: Option<u64>,
+    /// Time spent draining this window's chunks.
     drain_time: Duration,
-    symbolize_time: Duration,
-    /// With `--push`.
-    push: Option<Pushing>,
+    /// The push period's start, the same two ways (with `--push`).
+    push_start: SystemTime,
+    push_start_ns: Option<u64>,
+    /// The segments sent to the symbolizer, oldest first, and what each
+    /// ends.
+    in_flight: VecDeque<(oneshot::Receiver<Assembled>, Ends)>,
+    outlets: Outlets,
 }
 
 impl Pipeline {
@@ -130,21 +109,19 @@ impl Pipeline {
         pusher: Option<Pusher>,
         assembler: Assembler,
     ) -> Self {
+        let sink = FileSink::new(config.output_dir.clone(), config.retain);
         Self {
             assembler,
-            sink: FileSink::new(config.output_dir.clone(), config.retain),
             rng: Rng::new(),
-            metrics,
+            metrics: Arc::clone(&metrics),
             segment: RawWindow::default(),
-            window: Rows::default(),
             window_start: SystemTime::now(),
+            window_start_ns: None,
             drain_time: Duration::ZERO,
-            symbolize_time: Duration::ZERO,
-            push: pusher.map(|pusher| Pushing {
-                pusher,
-                rows: Rows::default(),
-                start: SystemTime::now(),
-            }),
+            push_start: SystemTime::now(),
+            push_start_ns: None,
+            in_flight: VecDeque::new(),
+            outlets: Outlets::new(sink, metrics, pusher),
         }
     }
 
@@ -163,10 +140,8 @@ impl Pipeline {
         reason: DrainReason,
     ) -> Result<(RawWindow, u64), KernelError> {
         let flip = kernel.flip()?;
-        self.window.start_ns.get_or_insert(flip.start_ns);
-        if let Some(push) = &mut self.push {
-            push.rows.start_ns.get_or_insert(flip.start_ns);
-        }
+        self.window_start_ns.get_or_insert(flip.start_ns);
+        self.push_start_ns.get_or_insert(flip.start_ns);
         sleep(FLIP_GRACE).await;
         let started = Instant::now();
         let mut chunk = RawWindow::from(kernel.drain(&flip)?);
@@ -193,134 +168,118 @@ impl Pipeline {
         }
     }
 
-    /// Ends the segment: symbolizes its chunks once and adds the rows to
-    /// the window and to the push under way.
-    fn end_segment(&mut self, config: &Config) {
+    /// Ends the segment: sends its chunks to the symbolizer, to be
+    /// symbolized once, and notes what ends with it.
+    fn end_segment(&mut self, config: &Config, ends: Ends) {
         let raw = std::mem::take(&mut self.segment);
         let times = WindowTimes {
             start: self.window_start,
             duration_ns: 0,
         };
-        let step = Instant::now();
-        let (profile, accounting) =
-            self.assembler
-                .assemble(raw, times, config.sample_period_ns(), View::Wall);
-        self.symbolize_time += step.elapsed();
-        if let Some(push) = &mut self.push {
-            push.rows.add(profile.samples.clone(), accounting.clone());
-        }
-        self.window.add(profile.samples, accounting);
+        let (reply, back) = oneshot::channel();
+        self.assembler.submit(
+            raw,
+            times,
+            config.sample_period_ns(),
+            View::Wall,
+            move |profile, accounting, took| {
+                let _ = reply.send(Assembled {
+                    samples: profile.samples,
+                    accounting,
+                    took,
+                });
+            },
+        );
+        self.in_flight.push_back((back, ends));
     }
 
-    /// Ends the push period at `end_ns` (its last chunk collected) and
-    /// hands its profile to the pusher, which sends it in the background.
-    /// Nothing without `--push`.
+    /// Ends the push period at `end_ns` (its last chunk collected): once
+    /// symbolized, its profile goes to the pusher, which sends it in the
+    /// background. Nothing without `--push`.
     pub fn push(&mut self, config: &Config, end_ns: u64) {
-        if self.push.is_none() {
+        if !self.outlets.pushing() {
             return;
         }
-        self.end_segment(config);
-        let Some(push) = &mut self.push else { return };
-        let (rows, duration_ns) = push.rows.take(end_ns);
-        let profile = Profile {
-            view: View::Wall,
-            start: std::mem::replace(&mut push.start, SystemTime::now()),
-            duration_ns,
+        let start_ns = self.push_start_ns.take().unwrap_or(end_ns);
+        let push = PushEnds {
+            start: std::mem::replace(&mut self.push_start, SystemTime::now()),
+            duration_ns: end_ns.saturating_sub(start_ns),
             period_ns: config.sample_period_ns(),
-            samples: rows.samples,
-            comments: rows.accounting.comments(),
         };
-        push.pusher.submit(profile);
+        let ends = Ends {
+            push: Some(push),
+            ..Ends::default()
+        };
+        self.end_segment(config, ends);
     }
 
-    /// Stops pushing: what is not sent within `grace` stays in the spool
-    /// for the next start.
-    pub fn stop_pushing(&mut self, grace: Duration) {
-        if let Some(push) = self.push.take() {
-            push.pusher.shut_down(grace);
-        }
-    }
-
-    /// Finishes the window that ended at `end_ns` (its last chunk
-    /// collected): symbolize the last segment, encode, write; the next
-    /// window starts here.
+    /// Ends the window at `end_ns` (its last chunk collected): once its
+    /// last segment is symbolized, it is encoded and written
+    /// ([`Pipeline::absorb`]). The next window starts here.
     pub fn finish(
         &mut self,
         config: &Config,
         targets: &Target,
         end_ns: u64,
         unwind_comments: Vec<String>,
-    ) -> Written {
-        self.end_segment(config);
-        let (window, duration_ns) = self.window.take(end_ns);
-        let times = WindowTimes {
+    ) {
+        let start_ns = self.window_start_ns.take().unwrap_or(end_ns);
+        let window = WindowEnds {
             start: std::mem::replace(&mut self.window_start, SystemTime::now()),
-            duration_ns,
-        };
-        let drain_time = std::mem::take(&mut self.drain_time);
-        let symbolize_time = std::mem::take(&mut self.symbolize_time);
-        self.metrics.step(Step::Drain, drain_time);
-        self.metrics.step(Step::Symbolize, symbolize_time);
-        self.metrics.set_targets(match targets {
-            Target::Pids(pids) => pids.len(),
-            Target::All => window
-                .samples
-                .iter()
-                .map(|s| s.pid)
-                .collect::<HashSet<_>>()
-                .len(),
-        });
-        let accounting = window.accounting;
-        self.metrics.add_window(&accounting);
-        let mut comments = accounting.comments();
-        comments.extend(unwind_comments);
-        let profile = Profile {
-            view: View::Wall,
-            start: times.start,
-            duration_ns: times.duration_ns,
+            duration_ns: end_ns.saturating_sub(start_ns),
             period_ns: config.sample_period_ns(),
-            samples: window.samples,
-            comments,
+            drain_time: std::mem::take(&mut self.drain_time),
+            targets: targets.clone(),
+            unwind_comments,
         };
+        let ends = Ends {
+            window: Some(window),
+            ..Ends::default()
+        };
+        self.end_segment(config, ends);
+    }
 
-        let step = Instant::now();
-        let bytes = pprof::encode(&profile);
-        let encode_time = step.elapsed();
-        self.metrics.step(Step::Encode, encode_time);
-        let step = Instant::now();
-        let written = self.sink.write(&bytes, times.start);
-        self.metrics.step(Step::Write, step.elapsed());
-        self.metrics
-            .window_written(written.is_ok(), self.sink.pending());
-        let path = match written {
-            Ok(path) => path,
-            Err(e) => return Written::Deferred(e),
-        };
-        let counter = |name| {
-            accounting
-                .counters
-                .iter()
-                .find(|(n, _)| *n == name)
-                .map_or(0, |&(_, v)| v)
-        };
-        tracing::info!(
-            path = %path.display(),
-            entries = profile.samples.len(),
-            samples = profile.samples.iter().map(|s| s.samples).sum::<u64>(),
-            symbolization_failures = accounting.symbolize.failed,
-            frames_by_table = counter(Stat::FramesByTable.name()),
-            frames_by_frame_pointer = counter(Stat::FramesByFramePointer.name()),
-            pcs_without_table = counter(Stat::PcsWithoutTable.name()),
-            stacks_truncated = counter(Stat::StacksTruncated.name()),
-            drain_us = drain_time.as_micros(),
-            symbolize_us = symbolize_time.as_micros(),
-            encode_us = encode_time.as_micros(),
-            "wrote profile"
-        );
-        Written::Done
+    /// Whether a segment is with the symbolizer.
+    #[must_use]
+    pub fn waiting(&self) -> bool {
+        !self.in_flight.is_empty()
+    }
+
+    /// The oldest segment with the symbolizer, when it is back; never,
+    /// with none there. Cancel-safe: the segment stays until it is back.
+    ///
+    /// # Panics
+    /// If the symbolizer's thread panicked (a bug, as a panic in the
+    /// daemon's own thread would be).
+    pub async fn next_assembled(&mut self) -> Assembled {
+        match self.in_flight.front_mut() {
+            Some((back, _)) => back
+                .await
+                .expect("the symbolizer thread panicked; its message is above"),
+            None => std::future::pending().await,
+        }
+    }
+
+    /// Adds the oldest segment, back from the symbolizer, to the window
+    /// and the push, and finishes what ended with it: returns how the
+    /// window's write went if it ended one.
+    pub fn absorb(&mut self, segment: Assembled) -> Option<Written> {
+        let (_, ends) = self.in_flight.pop_front()?;
+        self.outlets.absorb(segment, ends)
+    }
+
+    /// Windows whose file could not be written yet, kept for another try.
+    #[must_use]
+    pub fn files_waiting(&self) -> usize {
+        self.outlets.sink.pending()
+    }
+
+    /// Stops pushing: what is not sent within `grace` stays in the spool
+    /// for the next start.
+    pub fn stop_pushing(&mut self, grace: Duration) {
+        self.outlets.stop_pushing(grace);
     }
 }
 
 #[cfg(test)]
-#[path = "pipeline_tests.rs"]
 mod tests;

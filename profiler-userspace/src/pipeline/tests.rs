@@ -2,7 +2,7 @@
 //! chunks drained, collected into a window and written, without root.
 use std::{path::Path, sync::Arc};
 
-use profiler_common::sample::ThreadState;
+use profiler_common::{sample::ThreadState, stats::Stat};
 
 use super::*;
 use crate::{
@@ -21,6 +21,17 @@ fn written(dir: &Path) -> proto::Profile {
     let mut profiles = crate::testing::written(dir);
     assert_eq!(profiles.len(), 1);
     profiles.remove(0)
+}
+
+/// Waits for the window's one segment and checks that it wrote the file.
+async fn assert_written(pipeline: &mut Pipeline) {
+    assert!(
+        pipeline.waiting(),
+        "the window's segment is with the symbolizer"
+    );
+    let segment = pipeline.next_assembled().await;
+    assert!(matches!(pipeline.absorb(segment), Some(Written::Done)));
+    assert!(!pipeline.waiting());
 }
 
 /// Two chunks (the first drained early, as a filling map makes the daemon
@@ -56,10 +67,8 @@ async fn a_window_of_chunks_is_written_whole() {
         .unwrap();
     assert_eq!(chunk.samples.len(), 3, "two rows and one open interval");
     pipeline.collect(chunk);
-    assert!(matches!(
-        pipeline.finish(&config, &target, end_ns, vec!["unwind_tables=0".into()]),
-        Written::Done
-    ));
+    pipeline.finish(&config, &target, end_ns, vec!["unwind_tables=0".into()]);
+    assert_written(&mut pipeline).await;
 
     let p = written(dir.path());
     assert_eq!(kernel.flips, 2);
@@ -90,11 +99,42 @@ async fn an_empty_window_is_written_too() {
         .await
         .unwrap();
     pipeline.collect(chunk);
-    assert!(matches!(
-        pipeline.finish(&config, &target, end_ns, Vec::new()),
-        Written::Done
-    ));
+    pipeline.finish(&config, &target, end_ns, Vec::new());
+    assert_written(&mut pipeline).await;
     let p = written(dir.path());
     assert!(p.sample.is_empty());
     assert_eq!(p.duration_nanos, 500_000_000);
+}
+
+/// The loop goes on while the symbolizer has a window: chunks of the next
+/// window, drained before the first window is back, stay out of it, and
+/// each file lasts as long as its own chunks.
+#[tokio::test]
+async fn a_window_drained_while_the_one_before_is_symbolized_keeps_to_itself() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = config(dir.path(), &["--pid", "4000000"]);
+    let target = config.target.clone();
+    let mut pipeline = Pipeline::new(&config, Arc::new(Metrics::new()), None, assembler(&config));
+    let mut kernel = MemoryKernel::default();
+    for (tid, samples, seconds) in [(7, 3, 1), (8, 2, 2)] {
+        kernel.record(row(tid, ThreadState::Running, samples, 0));
+        kernel.advance(seconds * 1_000_000_000);
+        let (chunk, end_ns) = pipeline
+            .drain_chunk(&mut kernel, &config, &target, DrainReason::Window)
+            .await
+            .unwrap();
+        pipeline.collect(chunk);
+        pipeline.finish(&config, &target, end_ns, Vec::new());
+    }
+    for _ in 0..2 {
+        let segment = pipeline.next_assembled().await;
+        assert!(matches!(pipeline.absorb(segment), Some(Written::Done)));
+    }
+    assert!(!pipeline.waiting());
+
+    let got: Vec<(i64, i64)> = crate::testing::written(dir.path())
+        .iter()
+        .map(|p| (total(p, "samples"), p.duration_nanos))
+        .collect();
+    assert_eq!(got, [(3, 1_000_000_000), (2, 2_000_000_000)]);
 }
