@@ -12,8 +12,48 @@ use crate::{
     testing::{comment, config, row, total},
 };
 
-fn assembler(config: &Config) -> Assembler {
-    Assembler::start(&config.symbols).unwrap().0
+/// A pipeline of a profiler of one (absent) pid, over maps in memory.
+struct Setup {
+    dir: tempfile::TempDir,
+    config: Config,
+    pipeline: Pipeline,
+    kernel: MemoryKernel,
+}
+
+impl Setup {
+    fn new() -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let config = config(dir.path(), &["--pid", "4000000"]);
+        let assembler = Assembler::start(&config.symbols).unwrap().0;
+        let pipeline = Pipeline::new(&config, Arc::new(Metrics::new()), None, assembler);
+        Self {
+            dir,
+            config,
+            pipeline,
+            kernel: MemoryKernel::default(),
+        }
+    }
+
+    /// Drains a chunk for `reason` and collects it; returns how many rows
+    /// it had and its end.
+    async fn drain(&mut self, reason: DrainReason) -> (usize, u64) {
+        let target = self.config.target.clone();
+        let (chunk, end_ns) = self
+            .pipeline
+            .drain_chunk(&mut self.kernel, &self.config, &target, reason)
+            .await
+            .unwrap();
+        let rows = chunk.samples.len();
+        self.pipeline.collect(chunk);
+        (rows, end_ns)
+    }
+
+    /// Ends the window at `end_ns`.
+    fn finish(&mut self, end_ns: u64, unwind_comments: Vec<String>) {
+        let target = self.config.target.clone();
+        self.pipeline
+            .finish(&self.config, &target, end_ns, unwind_comments);
+    }
 }
 
 /// The one profile written to `dir`.
@@ -39,39 +79,26 @@ async fn assert_written(pipeline: &mut Pipeline) {
 /// one file, with equal rows merged and every count in the comments.
 #[tokio::test]
 async fn a_window_of_chunks_is_written_whole() {
-    let dir = tempfile::tempdir().unwrap();
-    let config = config(dir.path(), &["--pid", "4000000"]);
-    let target = config.target.clone();
-    let mut pipeline = Pipeline::new(&config, Arc::new(Metrics::new()), None, assembler(&config));
-    let mut kernel = MemoryKernel::default();
+    let mut t = Setup::new();
+    t.kernel.record(row(7, ThreadState::Running, 3, 0));
+    t.kernel.count(Stat::StackMapFull, 1);
+    t.kernel.advance(1_000_000_000);
+    t.drain(DrainReason::Full).await;
 
-    kernel.record(row(7, ThreadState::Running, 3, 0));
-    kernel.count(Stat::StackMapFull, 1);
-    kernel.advance(1_000_000_000);
-    let (chunk, _) = pipeline
-        .drain_chunk(&mut kernel, &config, &target, DrainReason::Full)
-        .await
-        .unwrap();
-    pipeline.collect(chunk);
-
-    kernel.record(row(7, ThreadState::Running, 2, 0));
-    kernel.record(row(8, ThreadState::Sleeping, 0, 5_000_000));
-    kernel.open.push(RawSample {
+    t.kernel.record(row(7, ThreadState::Running, 2, 0));
+    t.kernel.record(row(8, ThreadState::Sleeping, 0, 5_000_000));
+    t.kernel.open.push(RawSample {
         user_stack: Stack::StillOffCpu,
         ..row(9, ThreadState::Sleeping, 0, 1_000_000)
     });
-    kernel.advance(1_000_000_000);
-    let (chunk, end_ns) = pipeline
-        .drain_chunk(&mut kernel, &config, &target, DrainReason::Window)
-        .await
-        .unwrap();
-    assert_eq!(chunk.samples.len(), 3, "two rows and one open interval");
-    pipeline.collect(chunk);
-    pipeline.finish(&config, &target, end_ns, vec!["unwind_tables=0".into()]);
-    assert_written(&mut pipeline).await;
+    t.kernel.advance(1_000_000_000);
+    let (rows, end_ns) = t.drain(DrainReason::Window).await;
+    assert_eq!(rows, 3, "two rows and one open interval");
+    t.finish(end_ns, vec!["unwind_tables=0".into()]);
+    assert_written(&mut t.pipeline).await;
 
-    let p = written(dir.path());
-    assert_eq!(kernel.flips, 2);
+    let p = written(t.dir.path());
+    assert_eq!(t.kernel.flips, 2);
     assert_eq!(total(&p, "samples"), 5);
     assert_eq!(total(&p, "off_cpu"), 6_000_000);
     assert_eq!(p.duration_nanos, 2_000_000_000, "two chunks of 1 s");
@@ -88,20 +115,12 @@ async fn a_window_of_chunks_is_written_whole() {
 /// duration.
 #[tokio::test]
 async fn an_empty_window_is_written_too() {
-    let dir = tempfile::tempdir().unwrap();
-    let config = config(dir.path(), &["--pid", "4000000"]);
-    let target = config.target.clone();
-    let mut pipeline = Pipeline::new(&config, Arc::new(Metrics::new()), None, assembler(&config));
-    let mut kernel = MemoryKernel::default();
-    kernel.advance(500_000_000);
-    let (chunk, end_ns) = pipeline
-        .drain_chunk(&mut kernel, &config, &target, DrainReason::Window)
-        .await
-        .unwrap();
-    pipeline.collect(chunk);
-    pipeline.finish(&config, &target, end_ns, Vec::new());
-    assert_written(&mut pipeline).await;
-    let p = written(dir.path());
+    let mut t = Setup::new();
+    t.kernel.advance(500_000_000);
+    let (_, end_ns) = t.drain(DrainReason::Window).await;
+    t.finish(end_ns, Vec::new());
+    assert_written(&mut t.pipeline).await;
+    let p = written(t.dir.path());
     assert!(p.sample.is_empty());
     assert_eq!(p.duration_nanos, 500_000_000);
 }
@@ -111,28 +130,20 @@ async fn an_empty_window_is_written_too() {
 /// each file lasts as long as its own chunks.
 #[tokio::test]
 async fn a_window_drained_while_the_one_before_is_symbolized_keeps_to_itself() {
-    let dir = tempfile::tempdir().unwrap();
-    let config = config(dir.path(), &["--pid", "4000000"]);
-    let target = config.target.clone();
-    let mut pipeline = Pipeline::new(&config, Arc::new(Metrics::new()), None, assembler(&config));
-    let mut kernel = MemoryKernel::default();
+    let mut t = Setup::new();
     for (tid, samples, seconds) in [(7, 3, 1), (8, 2, 2)] {
-        kernel.record(row(tid, ThreadState::Running, samples, 0));
-        kernel.advance(seconds * 1_000_000_000);
-        let (chunk, end_ns) = pipeline
-            .drain_chunk(&mut kernel, &config, &target, DrainReason::Window)
-            .await
-            .unwrap();
-        pipeline.collect(chunk);
-        pipeline.finish(&config, &target, end_ns, Vec::new());
+        t.kernel.record(row(tid, ThreadState::Running, samples, 0));
+        t.kernel.advance(seconds * 1_000_000_000);
+        let (_, end_ns) = t.drain(DrainReason::Window).await;
+        t.finish(end_ns, Vec::new());
     }
     for _ in 0..2 {
-        let segment = pipeline.next_assembled().await;
-        assert!(matches!(pipeline.absorb(segment), Some(Written::Done)));
+        let segment = t.pipeline.next_assembled().await;
+        assert!(matches!(t.pipeline.absorb(segment), Some(Written::Done)));
     }
-    assert!(!pipeline.waiting());
+    assert!(!t.pipeline.waiting());
 
-    let got: Vec<(i64, i64)> = crate::testing::written(dir.path())
+    let got: Vec<(i64, i64)> = crate::testing::written(t.dir.path())
         .iter()
         .map(|p| (total(p, "samples"), p.duration_nanos))
         .collect();
