@@ -97,11 +97,22 @@ impl<D: AsRef<[u8]>> GoTable<D> {
             })
             .collect();
         let text = elf.section_by_name(".text").map(|s| s.address());
-        let found = match elf.section_by_name(".gopclntab") {
+        // PIE builds put it in RELRO data. A binary without either section
+        // is searched only if it has no section headers or is Go: other
+        // stripped binaries, most of a host's, have no table to find.
+        let named = [".gopclntab", ".data.rel.ro.gopclntab"]
+            .into_iter()
+            .find_map(|name| elf.section_by_name(name));
+        let found = match named {
             Some(section) => section
                 .file_range()
                 .map(|(offset, _)| (offset, section.address())),
-            None => find_by_magic(map.as_ref(), &segments),
+            None if elf.sections().next().is_none()
+                || elf.section_by_name(".go.buildinfo").is_some() =>
+            {
+                find_by_magic(map.as_ref(), &segments)
+            }
+            None => None,
         };
         drop(elf);
         let Some((offset, address)) = found else {
@@ -364,5 +375,30 @@ mod tests {
     fn a_file_without_a_table_has_none() {
         let exe = std::env::current_exe().unwrap();
         assert!(GoTable::open(&exe).unwrap().is_none());
+        // A distribution's stripped C program.
+        assert!(GoTable::open(Path::new("/usr/bin/true")).unwrap().is_none());
+    }
+
+    /// A stripped Go program built as distributions package Go
+    /// (`-buildmode=pie`), which keeps its table in RELRO data.
+    #[test]
+    fn a_stripped_pie_go_program_has_its_table_found() {
+        let dir = tempfile::tempdir().unwrap();
+        let source = dir.path().join("main.go");
+        fs::write(&source, "package main\n\nfunc main() { println(1) }\n").unwrap();
+        let bin = dir.path().join("pie");
+        let status = std::process::Command::new("go")
+            .args(["build", "-buildmode=pie", "-ldflags=-s -w", "-o"])
+            .arg(&bin)
+            .arg(&source)
+            .current_dir(dir.path())
+            .env("GOCACHE", dir.path().join("cache"))
+            .env("GOPATH", dir.path().join("gopath"))
+            .status()
+            .expect("go (.ci/run installs it)");
+        assert!(status.success());
+        let table = GoTable::open(&bin).unwrap().expect("a table");
+        let (entry, _) = table.function_code("main.main").expect("main.main");
+        assert_eq!(table.function_name(entry).as_deref(), Some("main.main"));
     }
 }
