@@ -13,10 +13,7 @@ use profiler_common::{
     off_cpu::MAX_RATE_NS,
 };
 
-use crate::config::{
-    Config, DEFAULT_DEBUG_DIR, DebuginfodServers, Discover, Modes, OffCpu, Symbols, Target, Unwind,
-    UserStacks,
-};
+use crate::config::{Config, Discover, Modes, OffCpu, Target, Unwind, UserStacks};
 
 /// Where the kernel's sampling-rate ceiling is published.
 pub const MAX_SAMPLE_RATE_PATH: &str = "/proc/sys/kernel/perf_event_max_sample_rate";
@@ -115,42 +112,8 @@ struct Args {
     #[arg(long, value_name = "BYTES", value_parser = parse_size)]
     unwind_table_memory: Option<u64>,
 
-    /// Look for separate debug files under this directory too, before
-    /// /usr/lib/debug: by build id (DIR/.build-id/xx/rest.debug) and by
-    /// debug link (repeatable).
-    #[arg(long = "debug-dir", value_name = "DIR")]
-    debug_dirs: Vec<PathBuf>,
-
-    /// Download missing debug files from this debuginfod server, in the
-    /// background (repeatable; default: the space-separated list in
-    /// DEBUGINFOD_URLS).
-    #[arg(
-        long = "debuginfod-url",
-        value_name = "URL",
-        env = "DEBUGINFOD_URLS",
-        value_delimiter = ' '
-    )]
-    debuginfod_urls: Vec<String>,
-
-    /// Do not use debuginfod, even when DEBUGINFOD_URLS is set.
-    #[arg(long, conflicts_with = "debuginfod_urls")]
-    no_debuginfod: bool,
-
-    /// Where downloaded debug files are kept.
-    #[arg(
-        long,
-        value_name = "DIR",
-        default_value = "/var/cache/profiler/debuginfod"
-    )]
-    debuginfod_cache: PathBuf,
-
-    /// Give up on one debuginfod request after this long.
-    #[arg(long, value_name = "DUR", default_value = "30s", value_parser = parse_duration)]
-    debuginfod_timeout: Duration,
-
-    /// Refuse debug files larger than this, e.g. 512M, 2G.
-    #[arg(long, value_name = "BYTES", default_value = "1G", value_parser = parse_size)]
-    debuginfod_max_size: u64,
+    #[command(flatten)]
+    symbols: symbols::SymbolArgs,
 
     /// Serve profiles on demand (/debug/pprof/profile, offcpu, wall) and
     /// /metrics over HTTP on this address; a port alone binds loopback
@@ -168,6 +131,9 @@ struct Args {
 
 #[path = "cli_push.rs"]
 mod push;
+
+#[path = "cli_symbols.rs"]
+mod symbols;
 
 #[path = "cli_knobs.rs"]
 mod knobs;
@@ -284,7 +250,7 @@ where
     }
     let modes = modes(&args)?;
     let unwind = unwind(args.unwind, args.unwind_table_memory)?;
-    let symbols = symbols(&args)?;
+    let symbols = args.symbols.config()?;
     let push = args.push.config()?;
     if args.comms.len() > TARGET_COMMS_MAX_ENTRIES as usize {
         return Err(invalid(format!(
@@ -359,44 +325,6 @@ fn modes(args: &Args) -> Result<Modes, clap::Error> {
             "--no-off-cpu and --no-on-cpu together leave nothing to profile".into(),
         )),
     }
-}
-
-/// The debug directories and debuginfod flags as [`Symbols`].
-fn symbols(args: &Args) -> Result<Symbols, clap::Error> {
-    let mut debug_dirs = args.debug_dirs.clone();
-    debug_dirs.push(PathBuf::from(DEFAULT_DEBUG_DIR));
-    let urls: Vec<String> = args
-        .debuginfod_urls
-        .iter()
-        .map(|u| u.trim().to_owned())
-        .filter(|u| !u.is_empty())
-        .collect();
-    if let Some(bad) = urls
-        .iter()
-        .find(|u| url::Url::parse(u).map_or(true, |u| !matches!(u.scheme(), "http" | "https")))
-    {
-        return Err(invalid(format!(
-            "--debuginfod-url (or DEBUGINFOD_URLS) {bad:?} is not an http or https URL"
-        )));
-    }
-    if args.debuginfod_timeout.is_zero() {
-        return Err(invalid("--debuginfod-timeout must be longer than 0".into()));
-    }
-    if args.debuginfod_max_size == 0 {
-        return Err(invalid(
-            "--debuginfod-max-size must be larger than 0".into(),
-        ));
-    }
-    let debuginfod = (!args.no_debuginfod && !urls.is_empty()).then(|| DebuginfodServers {
-        urls,
-        cache_dir: args.debuginfod_cache.clone(),
-        timeout: args.debuginfod_timeout,
-        max_bytes: args.debuginfod_max_size,
-    });
-    Ok(Symbols {
-        debug_dirs,
-        debuginfod,
-    })
 }
 
 /// A validation error, printed as clap prints its own.

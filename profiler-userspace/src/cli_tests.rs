@@ -1,4 +1,5 @@
 use super::*;
+use crate::config::DebugCache;
 
 const LIMITS: KernelLimits = KernelLimits {
     max_sample_rate: 1000,
@@ -306,6 +307,35 @@ fn debug_directories_and_debuginfod_servers() {
         "--debuginfod-url",
         "http://a",
     ]);
+}
+
+#[test]
+fn compressed_debug_files_are_copied_to_the_cache_unless_its_size_is_0() {
+    assert_eq!(
+        parse_ok(&["--all"]).symbols.debug_cache,
+        Some(DebugCache {
+            dir: PathBuf::from("/var/cache/profiler/debug"),
+            max_bytes: 1 << 30,
+        })
+    );
+    let config = parse_ok(&[
+        "--all",
+        "--debug-cache",
+        "/srv/cache",
+        "--debug-cache-max-size",
+        "256M",
+    ]);
+    assert_eq!(
+        config.symbols.debug_cache,
+        Some(DebugCache {
+            dir: PathBuf::from("/srv/cache"),
+            max_bytes: 256 << 20,
+        })
+    );
+    let off = parse_ok(&["--all", "--debug-cache-max-size", "0"]);
+    assert_eq!(off.symbols.debug_cache, None);
+    let err = parse_err(&["--all", "--debug-cache-max-size", "lots"]).to_string();
+    assert!(err.contains("not a size"), "{err}");
 }
 
 #[test]

@@ -85,6 +85,8 @@ pub struct Symbols {
     pub debug_dirs: Vec<PathBuf>,
     /// Downloads from debuginfod servers; `None`: off.
     pub debuginfod: Option<DebuginfodServers>,
+    /// Plain copies of debug files with compressed sections; `None`: off.
+    pub debug_cache: Option<DebugCache>,
 }
 
 impl Default for Symbols {
@@ -92,6 +94,7 @@ impl Default for Symbols {
         Self {
             debug_dirs: vec![PathBuf::from(DEFAULT_DEBUG_DIR)],
             debuginfod: None,
+            debug_cache: None,
         }
     }
 }
@@ -109,6 +112,14 @@ pub struct DebuginfodServers {
     /// Time-out of one request (connecting, and the whole download).
     pub timeout: Duration,
     /// Largest debug file accepted.
+    pub max_bytes: u64,
+}
+
+/// Where plain copies of debug files whose sections are compressed are
+/// kept (`symbolize/inflated.rs`), and how much disk they may take.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DebugCache {
+    pub dir: PathBuf,
     pub max_bytes: u64,
 }
 

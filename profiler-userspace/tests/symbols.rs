@@ -59,6 +59,38 @@ fn dirs() -> Dirs {
 
 #[test]
 fn stripped_program_is_named_from_a_local_build_id_directory() {
+    named_from_a_local_build_id_directory(false);
+}
+
+/// As distributions ship debug files (Debian's `-dbgsym`, `libc6-dbg`):
+/// their DWARF sections compressed. They are read through a plain copy
+/// in `--debug-cache`, which is kept for the next run.
+#[test]
+fn a_debug_file_with_compressed_sections_is_read_through_a_plain_copy() {
+    let (dirs, program) = named_from_a_local_build_id_directory(true);
+    let copy = dirs
+        .scratch
+        .join("cache")
+        .join(format!("{}.debug", program.build_id));
+    let data = fs::read(&copy).expect("the plain copy");
+    let elf = object::read::elf::ElfFile64::<object::Endianness>::parse(&*data).unwrap();
+    let compressed: Vec<_> = object::Object::sections(&elf)
+        .filter(|s| {
+            let object::SectionFlags::Elf { sh_flags } = object::ObjectSection::flags(s) else {
+                return false;
+            };
+            sh_flags & u64::from(object::elf::SHF_COMPRESSED) != 0
+        })
+        .filter_map(|s| object::ObjectSection::name(&s).ok().map(str::to_owned))
+        .collect();
+    assert!(compressed.is_empty(), "still compressed: {compressed:?}");
+}
+
+/// Profiles the stripped `natural` with its debug file (its sections
+/// compressed if `compress`) under a `--debug-dir`; checks the names and
+/// lines; returns the directories (`--debug-cache` is `scratch/cache`)
+/// and the program.
+fn named_from_a_local_build_id_directory(compress: bool) -> (Dirs, build::Stripped) {
     require_root();
     let dirs = dirs();
     let program = build::stripped_c_program("natural", &dirs.bin, &dirs.scratch);
@@ -68,15 +100,23 @@ fn stripped_program_is_named_from_a_local_build_id_directory() {
         .join(&program.build_id[..2])
         .join(format!("{}.debug", &program.build_id[2..]));
     fs::create_dir_all(installed.parent().unwrap()).unwrap();
-    fs::copy(&program.debug_file, &installed).unwrap();
+    let mut objcopy = Command::new("objcopy");
+    if compress {
+        objcopy.arg("--compress-debug-sections=zlib");
+    }
+    let status = objcopy.arg(&program.debug_file).arg(&installed).status();
+    assert!(status.unwrap().success(), "objcopy");
 
+    let cache = dirs.scratch.join("cache");
     let mut fixture = Fixture::spawn_path(&program.bin, 3.0);
     let cpu = fixture.tid("cpu");
-    let (_, profiles) = profile_fixture(
-        &mut fixture,
-        &dirs.out,
-        &["--debug-dir", debug_dir.to_str().unwrap()],
-    );
+    let flags = [
+        "--debug-dir",
+        debug_dir.to_str().unwrap(),
+        "--debug-cache",
+        cache.to_str().unwrap(),
+    ];
+    let (_, profiles) = profile_fixture(&mut fixture, &dirs.out, &flags);
     let (all, named) = cpu_thread_named(&profiles, cpu);
     // ~300 samples in 3 s at 99 Hz; nearly all of them are in spin.
     assert!(all > 150, "only {all} samples of the cpu thread");
@@ -97,6 +137,10 @@ fn stripped_program_is_named_from_a_local_build_id_directory() {
     // Source lines come from the debug file's DWARF.
     let raw = go_pprof_raw(&profiles[0].0);
     assert!(raw.contains("natural.c"), "no source file in:\n{raw}");
+    // libc's debug file, if installed, is compressed too.
+    let copy = cache.join(format!("{}.debug", program.build_id));
+    assert_eq!(copy.exists(), compress, "{}", copy.display());
+    (dirs, program)
 }
 
 /// Runs the profiler on `fixture` in 1 s windows until the fixture has
@@ -347,44 +391,4 @@ fn virtual_address(path: &Path, file_offset: u64) -> u64 {
                 .then(|| file_offset - start + segment.address())
         })
         .expect("offset in a loadable segment")
-}
-
-#[test]
-fn node_jit_functions_are_named_from_its_perf_map() {
-    require_root();
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../profiler-fixtures/js/hot.js");
-    let out = tempfile::tempdir().unwrap();
-    let mut command = Command::new("node");
-    // V8 also writes an isolate log into its working directory.
-    command
-        .arg("--perf-basic-prof")
-        .arg(&script)
-        .arg("4")
-        .current_dir(out.path());
-    let mut fixture = Fixture::spawn_command(command);
-    let pid = fixture.pid();
-    let (truth, profiles) = profile_fixture(
-        &mut fixture,
-        &out.path().join("profiles"),
-        &["--no-off-cpu"],
-    );
-    drop(fixture);
-    let _ = fs::remove_file(format!("/tmp/perf-{pid}.map"));
-
-    assert!(
-        truth["hot_ms"] >= 3_900,
-        "hotSpin ran {} ms",
-        truth["hot_ms"]
-    );
-    let main = sum(&profiles, "samples", |p, s| p.is_thread(s, pid));
-    let hot = sum(&profiles, "samples", |p, s| {
-        p.is_thread(s, pid) && p.functions(s).iter().any(|f| f.contains("hotSpin"))
-    });
-    // ~400 samples in 4 s at 99 Hz, nearly all in hotSpin's compiled code;
-    // without the perf map none of them names it.
-    assert!(main > 200, "only {main} samples of node's main thread");
-    assert!(
-        hot * 10 >= main * 8,
-        "{hot} of {main} samples of node's main thread under hotSpin"
-    );
 }

@@ -18,9 +18,10 @@ use super::{
     BinaryKey,
     debug_files::{self, ElfFacts},
     debuginfod::{DebugFile, Debuginfod},
+    inflated::Inflated,
     parsed::ParsedFiles,
 };
-use crate::{gopclntab::GoTable, profile::Line};
+use crate::{config::DebugCache, gopclntab::GoTable, profile::Line};
 
 /// Where one binary's names are read from.
 #[derive(Clone)]
@@ -68,16 +69,23 @@ pub(super) struct Binaries {
     /// Separate debug files used since the last [`Binaries::take_debug_files`].
     debug_files_used: u64,
     parsed: ParsedFiles,
+    /// Plain copies of debug files with compressed sections; `None`: off.
+    inflated: Option<Inflated>,
 }
 
 impl Binaries {
-    pub fn new(debug_dirs: Vec<PathBuf>, debuginfod: Option<Debuginfod>) -> Self {
+    pub fn new(
+        debug_dirs: Vec<PathBuf>,
+        debuginfod: Option<Debuginfod>,
+        debug_cache: Option<DebugCache>,
+    ) -> Self {
         Self {
             caches: HashMap::new(),
             debug_dirs,
             debuginfod,
             debug_files_used: 0,
             parsed: ParsedFiles::default(),
+            inflated: debug_cache.map(Inflated::new),
         }
     }
 
@@ -208,7 +216,7 @@ impl Binaries {
             return None;
         }
         Some(Names::DebugOnly {
-            path,
+            path: self.plain(path, facts.build_id.as_deref()),
             text_vaddr: facts.text_vaddr?,
         })
     }
@@ -297,7 +305,8 @@ impl Binaries {
             return Names::Own;
         }
         if let Some(debug) = debug_files::find(&facts, dir, &self.debug_dirs) {
-            return Names::DebugFile { path: debug, facts };
+            let path = self.plain(debug, facts.build_id.as_deref());
+            return Names::DebugFile { path, facts };
         }
         // A stripped Go binary names itself: its runtime's own table.
         if let Ok(Some(table)) = GoTable::open(path) {
@@ -310,8 +319,21 @@ impl Binaries {
             return Names::Dynsym;
         };
         match debuginfod.lookup(&debug_files::hex(id)) {
-            DebugFile::Cached(debug) => Names::DebugFile { path: debug, facts },
+            DebugFile::Cached(debug) => {
+                let path = self.plain(debug, facts.build_id.as_deref());
+                Names::DebugFile { path, facts }
+            }
             DebugFile::Pending | DebugFile::Unavailable => Names::Dynsym,
+        }
+    }
+
+    /// The path to read debug file `debug` (of build id `build_id`)
+    /// through: its plain copy if its sections are compressed
+    /// (`inflated.rs`).
+    fn plain(&mut self, debug: PathBuf, build_id: Option<&[u8]>) -> PathBuf {
+        match &mut self.inflated {
+            Some(inflated) => inflated.path_for(&debug, build_id),
+            None => debug,
         }
     }
 }

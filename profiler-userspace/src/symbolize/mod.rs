@@ -4,7 +4,9 @@
 //! (`procmaps.rs`) and symbolized per binary (`binaries.rs`), so results are
 //! cached per binary (keyed by build id, else path) and shared by every
 //! process that maps it. Names come from the binary, a separate debug file
-//! or debuginfod (`debug_files.rs`, `debuginfod.rs`). Addresses outside any
+//! or debuginfod (`debug_files.rs`, `debuginfod.rs`); a debug file with
+//! compressed sections is read through a plain copy (`inflated.rs`).
+//! Addresses outside any
 //! file (JIT code, the vDSO) go through the process's perf map
 //! (`anonymous.rs`). Kernel addresses are symbolized through kallsyms. An
 //! address that does not resolve keeps its mapping and address, with no
@@ -20,6 +22,7 @@ mod binaries;
 mod convert;
 mod debug_files;
 pub mod debuginfod;
+mod inflated;
 mod parsed;
 mod prepare;
 mod processes;
@@ -144,7 +147,11 @@ impl Symbolizer {
         Self {
             blaze,
             processes: Processes::default(),
-            binaries: Binaries::new(symbols.debug_dirs.clone(), debuginfod),
+            binaries: Binaries::new(
+                symbols.debug_dirs.clone(),
+                debuginfod,
+                symbols.debug_cache.clone(),
+            ),
             kernel: HashMap::new(),
             kernel_mapping: Arc::new(Mapping {
                 start: 0,

@@ -184,7 +184,7 @@ fn mapped_after_windows(reads: &[Option<u64>]) -> Vec<usize> {
         maps.lines().filter(|l| l.ends_with(name)).count()
     };
     let mut blaze = blazesym::symbolize::Symbolizer::new();
-    let mut binaries = Binaries::new(Vec::new(), None);
+    let mut binaries = Binaries::new(Vec::new(), None, None);
     let key = BinaryKey::Path(copy.display().to_string());
     let mut counts = Vec::new();
     for (window, offset) in (1..).zip(reads) {
