@@ -243,6 +243,19 @@ fn sleeping_and_runqueue_states_are_labelled() {
         sleeping * 10 >= all * 9,
         "sleeper: {sleeping} ns sleeping of {all} off-CPU"
     );
+    // Its kernel part is named (kallsyms): the nanosleep system call's
+    // common path, on every architecture.
+    let in_kernel = total(
+        &profiles,
+        sleeper,
+        "hrtimer_nanosleep",
+        Some("sleeping"),
+        "off_cpu",
+    );
+    assert!(
+        in_kernel * 10 >= sleeping * 9,
+        "sleeper: {in_kernel} ns under hrtimer_nanosleep of {sleeping} ns sleeping"
+    );
 
     // victim and hog share CPU 0: each waits for it about half the time.
     #[expect(clippy::cast_possible_truncation, reason = "seconds to ns")]

@@ -8,7 +8,8 @@
 //! compressed sections is read through a plain copy (`inflated.rs`).
 //! Addresses outside any
 //! file (JIT code, the vDSO) go through the process's perf map
-//! (`anonymous.rs`). Kernel addresses are symbolized through kallsyms. An
+//! (`anonymous.rs`). Kernel addresses are symbolized through kallsyms
+//! (`kallsyms.rs`). An
 //! address that does not resolve keeps its mapping and address, with no
 //! lines, so a reader with the binary can still symbolize it.
 //!
@@ -23,6 +24,7 @@ mod convert;
 mod debug_files;
 pub mod debuginfod;
 mod inflated;
+mod kallsyms;
 mod parsed;
 mod prepare;
 mod processes;
@@ -117,6 +119,8 @@ pub struct Symbolizer {
     blaze: blazesym::symbolize::Symbolizer,
     processes: Processes,
     binaries: Binaries,
+    /// Read at the first kernel address to name.
+    kallsyms: Option<kallsyms::Kallsyms>,
     kernel: HashMap<u64, Arc<[Line]>>,
     kernel_mapping: Arc<Mapping>,
     window: u64,
@@ -152,6 +156,7 @@ impl Symbolizer {
                 debuginfod,
                 symbols.debug_cache.clone(),
             ),
+            kallsyms: None,
             kernel: HashMap::new(),
             kernel_mapping: Arc::new(Mapping {
                 start: 0,

@@ -7,22 +7,16 @@ use std::{
     sync::Arc,
 };
 
-use blazesym::{
-    MaybeDefault,
-    symbolize::{
-        Input,
-        evict::{self, Evict},
-        source::{Kernel, Source},
-    },
-};
+use blazesym::symbolize::evict::{self, Evict};
 
 use super::{
     BinaryKey, ProcessSnapshot, RecordedImage, SymbolizeStats, Symbolizer,
     anonymous::symbolize_anonymous,
     binaries::Todo,
     convert::{binary_key, find_vma, lookup_addrs},
+    kallsyms::Kallsyms,
     processes::{Mappings, binary_path},
-    stack_frames, symbolize,
+    stack_frames,
 };
 use crate::sample::RawSample;
 
@@ -181,7 +175,8 @@ impl Symbolizer {
         }
     }
 
-    /// Looks up the kernel addresses not cached yet, through kallsyms.
+    /// Looks up the kernel addresses not cached yet, through kallsyms
+    /// (read at the first).
     fn symbolize_kernel(&mut self, kernel: HashSet<u64>, stats: &mut SymbolizeStats) {
         let kernel: Vec<u64> = kernel
             .into_iter()
@@ -190,11 +185,20 @@ impl Symbolizer {
         if kernel.is_empty() {
             return;
         }
-        let source = Source::Kernel(Kernel {
-            vmlinux: MaybeDefault::None,
-            ..Kernel::default()
+        let kallsyms = self.kallsyms.get_or_insert_with(|| match Kallsyms::read() {
+            Ok(read) if read.len() > 0 => read,
+            Ok(_) => {
+                tracing::warn!(
+                    "kernel frames stay unnamed: /proc/kallsyms shows no addresses (kernel.kptr_restrict, or no CAP_SYSLOG)"
+                );
+                Kallsyms::default()
+            }
+            Err(e) => {
+                tracing::warn!("kernel frames stay unnamed: reading /proc/kallsyms: {e}");
+                Kallsyms::default()
+            }
         });
-        let resolved = symbolize(&self.blaze, &source, Input::AbsAddr(&kernel));
+        let resolved = kallsyms.lines(&kernel);
         for (addr, lines) in kernel.into_iter().zip(resolved) {
             stats.resolved += 1;
             stats.failed += u64::from(lines.is_empty());
