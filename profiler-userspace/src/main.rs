@@ -5,7 +5,7 @@ use profiler_userspace::{cli, daemon, error_chain, memory, preflight};
 use tracing_subscriber::EnvFilter;
 
 fn main() -> ExitCode {
-    memory::one_malloc_arena();
+    memory::configure_malloc();
     // Colour only for a person at a terminal: journald and files get plain
     // text, and NO_COLOR (https://no-color.org) turns it off.
     let colour = std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none();
