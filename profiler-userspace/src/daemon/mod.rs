@@ -33,7 +33,7 @@ use crate::{
     sink::SinkError,
     targets::Targets,
 };
-use waits::{Chores, Event, Signals, Waits, WindowEnd};
+use waits::{Chores, Event, Signals, Waits, WindowEnd, Woken};
 
 /// How long the last pushes may take at exit before they are left in the
 /// spool for the next start.
@@ -168,14 +168,14 @@ impl<'a, K: KernelMaps> Daemon<'a, K> {
                 goroutines: self.goroutines.as_ref(),
                 pipeline: &mut self.pipeline,
             };
-            let event = self.waits.next_event(chores).await?;
-            let Some(reason) = event.drain_reason() else {
-                if let Event::Assembled(segment) = event {
+            let event = match self.waits.next_event(chores).await? {
+                Woken::Drain(event) => event,
+                Woken::Assembled(segment) => {
                     self.absorb(segment, false)?;
+                    continue;
                 }
-                continue;
             };
-            let end_ns = self.end_chunk(reason).await?;
+            let end_ns = self.end_chunk(event.drain_reason()).await?;
             let end = match event {
                 Event::WindowEnd(end) => end,
                 Event::Request(request) => {
@@ -188,7 +188,7 @@ impl<'a, K: KernelMaps> Daemon<'a, K> {
                     self.pipeline.push(self.config, end_ns);
                     continue;
                 }
-                Event::RequestsDue | Event::MapsFilling | Event::Assembled(_) => continue,
+                Event::RequestsDue | Event::MapsFilling => continue,
             };
             if self.end_window(end, end_ns).await? {
                 return Ok(());

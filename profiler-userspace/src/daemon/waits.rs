@@ -48,27 +48,37 @@ impl WindowEnd {
     }
 }
 
-/// What ends a chunk: the window's end, an on-demand profile's start or
-/// end, a kernel map filling up, or a push falling due; or a segment back
+/// What wakes the loop: something that ends a chunk, or a segment back
 /// from the symbolizer, which ends none.
+pub(super) enum Woken {
+    Drain(Event),
+    Assembled(Assembled),
+}
+
+impl From<Event> for Woken {
+    fn from(event: Event) -> Self {
+        Self::Drain(event)
+    }
+}
+
+/// What ends a chunk: the window's end, an on-demand profile's start or
+/// end, a kernel map filling up, or a push falling due.
 pub(super) enum Event {
     WindowEnd(WindowEnd),
     Request(ProfileRequest),
     RequestsDue,
     MapsFilling,
     PushDue,
-    Assembled(Assembled),
 }
 
 impl Event {
-    /// Why the event drains a chunk; `None` when it does not.
-    pub(super) fn drain_reason(&self) -> Option<DrainReason> {
+    /// Why the event drains a chunk.
+    pub(super) fn drain_reason(&self) -> DrainReason {
         match self {
-            Self::WindowEnd(_) => Some(DrainReason::Window),
-            Self::Request(_) | Self::RequestsDue => Some(DrainReason::Request),
-            Self::MapsFilling => Some(DrainReason::Full),
-            Self::PushDue => Some(DrainReason::Push),
-            Self::Assembled(_) => None,
+            Self::WindowEnd(_) => DrainReason::Window,
+            Self::Request(_) | Self::RequestsDue => DrainReason::Request,
+            Self::MapsFilling => DrainReason::Full,
+            Self::PushDue => DrainReason::Push,
         }
     }
 }
@@ -154,7 +164,7 @@ impl Waits {
     pub(super) async fn next_event<K: KernelMaps>(
         &mut self,
         chores: Chores<'_, K>,
-    ) -> Result<Event, DaemonError> {
+    ) -> Result<Woken, DaemonError> {
         let Chores {
             kernel,
             watch,
@@ -168,16 +178,16 @@ impl Waits {
         let never = self.started;
         loop {
             tokio::select! {
-                _ = self.ticker.tick() => return Ok(Event::WindowEnd(WindowEnd::Interval)),
+                _ = self.ticker.tick() => return Ok(Event::WindowEnd(WindowEnd::Interval).into()),
                 () = sleep_until(self.deadline.unwrap_or(never)), if self.deadline.is_some() => {
-                    return Ok(Event::WindowEnd(WindowEnd::Deadline));
+                    return Ok(Event::WindowEnd(WindowEnd::Deadline).into());
                 }
-                _ = self.signals.interrupt.recv() => return Ok(Event::WindowEnd(WindowEnd::Signal("SIGINT"))),
-                _ = self.signals.terminate.recv() => return Ok(Event::WindowEnd(WindowEnd::Signal("SIGTERM"))),
-                _ = self.signals.hangup.recv() => return Ok(Event::WindowEnd(WindowEnd::Hangup)),
-                Some(request) = next_request(requests.as_deref_mut()) => return Ok(Event::Request(request)),
-                () = sleep_until(due.unwrap_or(never)), if due.is_some() => return Ok(Event::RequestsDue),
-                segment = pipeline.next_assembled() => return Ok(Event::Assembled(segment)),
+                _ = self.signals.interrupt.recv() => return Ok(Event::WindowEnd(WindowEnd::Signal("SIGINT")).into()),
+                _ = self.signals.terminate.recv() => return Ok(Event::WindowEnd(WindowEnd::Signal("SIGTERM")).into()),
+                _ = self.signals.hangup.recv() => return Ok(Event::WindowEnd(WindowEnd::Hangup).into()),
+                Some(request) = next_request(requests.as_deref_mut()) => return Ok(Event::Request(request).into()),
+                () = sleep_until(due.unwrap_or(never)), if due.is_some() => return Ok(Event::RequestsDue.into()),
+                segment = pipeline.next_assembled() => return Ok(Woken::Assembled(segment)),
                 rung = ring(self.doorbell.as_mut()) => {
                     rung?;
                     let new = watch.serve_rung(kernel)?;
@@ -191,13 +201,13 @@ impl Waits {
                         goroutines.notice(&new);
                     }
                     if maps_filling(kernel)? {
-                        return Ok(Event::MapsFilling);
+                        return Ok(Event::MapsFilling.into());
                     }
                 }
-                () = tick(self.push.as_mut()) => return Ok(Event::PushDue),
+                () = tick(self.push.as_mut()) => return Ok(Event::PushDue.into()),
                 () = tick(self.liveness.as_mut()) => {
                     if follow_targets(targets, kernel)? {
-                        return Ok(Event::WindowEnd(WindowEnd::TargetsGone));
+                        return Ok(Event::WindowEnd(WindowEnd::TargetsGone).into());
                     }
                 }
             }
