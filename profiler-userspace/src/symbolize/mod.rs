@@ -6,12 +6,11 @@
 //! process that maps it. Names come from the binary, a separate debug file
 //! or debuginfod (`debug_files.rs`, `debuginfod.rs`); a debug file with
 //! compressed sections is read through a plain copy (`inflated.rs`).
-//! Addresses outside any
-//! file (JIT code, the vDSO) go through the process's perf map
-//! (`anonymous.rs`). Kernel addresses are symbolized through kallsyms
-//! (`kallsyms.rs`). An
-//! address that does not resolve keeps its mapping and address, with no
-//! lines, so a reader with the binary can still symbolize it.
+//! Addresses outside any file (JIT code, the vDSO) go through the
+//! process's perf map (`anonymous.rs`). Kernel addresses are symbolized
+//! through kallsyms (`kallsyms.rs`). An address that does not resolve
+//! keeps its mapping and address, with no lines, so a reader with the
+//! binary can still symbolize it.
 //!
 //! Each window is looked up in two steps: `prepare.rs` reads the window's
 //! processes and looks up its new addresses once; the lookups here then
