@@ -230,7 +230,13 @@ pub fn off_cpu_rule() -> (u64, bool) {
     let naive = OFF_CPU_NAIVE.load() != 0;
     #[cfg(not(feature = "test-knobs"))]
     let naive = false;
-    (OFF_CPU_RATE_NS.load(), naive)
+    (off_cpu_rate(), naive)
+}
+
+/// The off-CPU sampling rate alone, for the switch-out's draw.
+#[inline(always)]
+pub fn off_cpu_rate() -> u64 {
+    OFF_CPU_RATE_NS.load()
 }
 
 /// The tracked state of thread `task` (a tp_btf argument or

@@ -61,18 +61,20 @@ pub fn stays_in_kernel(task: *mut task_struct) -> bool {
     flags & (PF_KTHREAD | PF_USER_WORKER) != 0
 }
 
-/// `task`'s (process id, thread id): its `tgid` and `pid` fields, which is
-/// what `bpf_get_current_pid_tgid` returns for the current thread, without
-/// the helper call and for any task.
+/// `task`'s thread id (its `pid` field): what the low half of
+/// `bpf_get_current_pid_tgid` is for the current thread, without the
+/// helper call and for any task.
 #[inline(always)]
-pub fn ids(task: *mut task_struct) -> (u32, u32) {
-    // SAFETY: as in `run_delay`, for two pid_t fields.
-    unsafe {
-        (
-            load(task.cast(), maps::sched_offset(|o| &o.tgid)),
-            load(task.cast(), maps::sched_offset(|o| &o.pid)),
-        )
-    }
+pub fn tid(task: *mut task_struct) -> u32 {
+    // SAFETY: as in `run_delay`, for a pid_t field.
+    unsafe { load(task.cast(), maps::sched_offset(|o| &o.pid)) }
+}
+
+/// `task`'s process id (its `tgid` field), as [`tid`] is its thread id.
+#[inline(always)]
+pub fn pid(task: *mut task_struct) -> u32 {
+    // SAFETY: as in `run_delay`, for a pid_t field.
+    unsafe { load(task.cast(), maps::sched_offset(|o| &o.tgid)) }
 }
 
 /// The `T` at byte `offset` of `base`. The address is computed without

@@ -18,17 +18,19 @@ pub fn current() -> Option<(u32, u32)> {
     (tid != 0 && is(pid)).then_some((pid, tid))
 }
 
-/// `task`'s (pid, tid), unless it is certainly not profiled: the idle
-/// task, or a process outside the target filter. Field loads and an array
-/// read, no call: `sched_switch` passes over most threads of the machine
-/// this way. A thread it returns may still not be a target ([`is`]).
+/// `task`'s tid, unless it is certainly not profiled: the idle task, or
+/// a process outside the target filter. Field loads and an array read, no
+/// call: `sched_switch` passes over most threads of the machine this way.
+/// Its process id is read only to be filtered (with `--all`, a switch
+/// reads no more than the two tids). A thread it returns may still not be
+/// a target ([`is`]).
 #[inline(always)]
-pub fn candidate(task: *mut task_struct) -> Option<(u32, u32)> {
-    let (pid, tid) = sched_info::ids(task);
-    if tid == 0 || !(maps::target_all() || maps::may_be_target(pid)) {
+pub fn candidate(task: *mut task_struct) -> Option<u32> {
+    let tid = sched_info::tid(task);
+    if tid == 0 || !(maps::target_all() || maps::may_be_target(sched_info::pid(task))) {
         return None;
     }
-    Some((pid, tid))
+    Some(tid)
 }
 
 /// Whether process `pid` is profiled: exactly, by the target set.

@@ -86,7 +86,7 @@ pub fn on_switch(ctx: &BtfTracePointContext) {
     }
     let mut clock = Clock::new();
     let prev: *mut task_struct = ctx.arg(1);
-    if let Some(ids) = target::candidate(prev) {
+    if let Some(tid) = target::candidate(prev) {
         let preempt: u64 = ctx.arg(0);
         let prev_state: u64 = ctx.arg(3);
         // A preempted thread is runnable whatever its state bits say.
@@ -96,15 +96,15 @@ pub fn on_switch(ctx: &BtfTracePointContext) {
         } else {
             prev_state as u32
         };
-        switch_out(ctx, prev, ids, left_with, &mut clock);
+        switch_out(ctx, prev, tid, left_with, &mut clock);
     }
     let next: *mut task_struct = ctx.arg(2);
-    if let Some((_, tid)) = target::candidate(next) {
+    if let Some(tid) = target::candidate(next) {
         switch_in(next, tid, &mut clock);
     }
 }
 
-/// `prev`, a thread with ids `(pid, tid)` that may be profiled, leaves the
+/// `prev`, thread `tid`, which may be profiled, leaves the
 /// CPU with state bits `left_with` (see [`OpenInterval::left_with`]). A
 /// thread that owns its interval cell is a target (and stays one until it
 /// exits): it is noted there without a helper call. Other threads take
@@ -112,7 +112,7 @@ pub fn on_switch(ctx: &BtfTracePointContext) {
 fn switch_out(
     ctx: &BtfTracePointContext,
     prev: *mut task_struct,
-    (pid, tid): (u32, u32),
+    tid: u32,
     left_with: u32,
     clock: &mut Clock,
 ) {
@@ -133,28 +133,34 @@ fn switch_out(
             &raw mut (*cell).open
         }
     } else {
-        let Some(open) = untracked_open(ctx, prev, (pid, tid), left_with) else {
+        let Some(open) = untracked_open(ctx, prev, tid, left_with) else {
             return;
         };
         open
     };
+    // Every field is read first and the interval written whole: the reads
+    // are volatile, and writes between them would stay one field each.
+    let now = clock.now(prev);
+    let cpu = maps::switch_cpu();
+    let interval = OpenInterval {
+        off_since_ns: clock::to_ktime(now, cpu),
+        off_since_clock: now,
+        run_delay_ns: sched_info::run_delay(prev),
+        left_with,
+        keep_after_ns: draw_threshold(cpu),
+    };
     // SAFETY: `open` points into a map value from a successful lookup or
-    // insert, valid for this program's run.
+    // insert, valid for this program's run, as does `cpu` into this CPU's
+    // entry of a per-CPU array.
     unsafe {
-        let now = clock.now(prev);
-        let cpu = maps::switch_cpu();
-        (*open).off_since_clock = now;
-        (*open).off_since_ns = clock::to_ktime(now, cpu);
-        (*open).run_delay_ns = sched_info::run_delay(prev);
-        (*open).left_with = left_with;
-        (*open).keep_after_ns = draw_threshold(cpu);
+        open.write(interval);
         if let Some(cpu) = cpu {
             (*cpu).off_cpu_seen += 1;
         }
     }
 }
 
-/// Where `prev`, thread `tid` of process `pid` without a cell of its own,
+/// Where `prev`, thread `tid` without a cell of its own,
 /// notes its interval, if it is a target: its task storage is created on
 /// its first switch-out, and any weight still pending there is flushed
 /// (as [`flushes_at_switch_out`] says). Out of line: a thread only comes
@@ -163,10 +169,10 @@ fn switch_out(
 fn untracked_open(
     ctx: &BtfTracePointContext,
     prev: *mut task_struct,
-    (pid, tid): (u32, u32),
+    tid: u32,
     left_with: u32,
 ) -> Option<*mut OpenInterval> {
-    let entry = tracked_entry(ctx, prev, pid, tid)?;
+    let entry = tracked_entry(ctx, prev, tid)?;
     if flushes_at_switch_out(entry, left_with) {
         flush(entry, Flush::Later);
     }
@@ -191,17 +197,17 @@ fn flushes_at_switch_out(entry: *mut TaskState, left_with: u32) -> bool {
     left_with != 0 || unsafe { (*entry).work_scheduled } == 0
 }
 
-/// The task storage of thread `prev`, created on its first switch-out if
-/// its process `pid` is a target.
+/// The task storage of `prev`, thread `tid`, created on its first
+/// switch-out if its process is a target.
 fn tracked_entry(
     ctx: &BtfTracePointContext,
     prev: *mut task_struct,
-    pid: u32,
     tid: u32,
 ) -> Option<*mut TaskState> {
     if let Some(entry) = maps::task(prev) {
         return Some(entry);
     }
+    let pid = sched_info::pid(prev);
     if !target::is(pid) {
         return None;
     }
@@ -380,7 +386,7 @@ fn draw_threshold(cpu: Option<*mut SwitchCpu>) -> u32 {
     // SAFETY: a pointer into this CPU's entry of a per-CPU array, valid for
     // this run; only sched_switch, with interrupts off, uses it.
     let rand = unsafe { random(&mut (*cpu).random) };
-    threshold(maps::off_cpu_rule().0, rand)
+    threshold(maps::off_cpu_rate(), rand)
 }
 
 /// 32 random bits from this CPU's xorshift64* `state`: an inline step,
