@@ -43,12 +43,12 @@ enum Cmd {
     },
     /// Overhead and accuracy benchmarks; writes BENCHMARKS.md (needs root).
     Bench {
-        /// Run only this section and print it, writing nothing: `daemon`
-        /// (section 4, the daemon's CPU and memory, and start-up under
-        /// `--all`), `unwinding` (sections 6
-        /// and 7, the stack walk's cost and table builds) or `goroutines`
-        /// (section 11, the goroutine view's cost).
-        #[arg(long, value_name = "SECTION", value_parser = ["daemon", "unwinding", "goroutines"])]
+        /// Run only this section and print it, writing nothing: `kernel`
+        /// (section 3, each program's kernel time), `daemon` (section 4, the
+        /// daemon's CPU and memory, and start-up under `--all`),
+        /// `unwinding` (sections 6 and 7, the stack walk's cost and table
+        /// builds) or `goroutines` (section 11, the goroutine view's cost).
+        #[arg(long, value_name = "SECTION", value_parser = ["kernel", "daemon", "unwinding", "goroutines"])]
         only: Option<String>,
     },
     /// The daemon under a high context-switch rate for a while; writes the

@@ -5,66 +5,118 @@ use anyhow::Context as _;
 
 use super::{
     RUN_SECS,
+    overhead::median,
     tools::{attach, go_and_wait, profiler, workload},
 };
+
+/// Rounds of the four configurations. Their two pairs (defaults and
+/// floor, with and without task work) run side by side in each round, so
+/// that the programs' own work is a difference of two adjacent runs.
+const COST_ROUNDS: usize = 5;
+
+/// The configurations, in the order each round runs them: defaults, the
+/// floor, and both as without task work.
+const CONFIGS: [&[&str]; 4] = [
+    &["--all"],
+    &["--all", "--off-cpu-dispatch-only"],
+    &["--all", "--off-cpu-no-task-work"],
+    &["--all", "--off-cpu-no-task-work", "--off-cpu-dispatch-only"],
+];
+
+/// What section 3 gives the goals, in ns per context switch.
+pub(super) struct SwitchCosts {
+    /// All off-CPU programs at defaults.
+    pub(super) per_switch_ns: f64,
+    /// Their own work: defaults less the floor, paired by round.
+    pub(super) own_work_ns: f64,
+}
 
 /// Average kernel time per run of each of the profiler's programs, from
 /// the kernel's own accounting (kernel.bpf_stats_enabled), at defaults and
 /// with the off-CPU programs returning at once (the floor: the hook and
-/// bpf_stats' own clock reads). Returns the time of all off-CPU programs
-/// per sched_switch run, at defaults and at the floor: what one context
-/// switch costs, wakeups and returns to user space included.
-pub(super) fn program_costs(report: &mut String) -> anyhow::Result<(f64, f64)> {
+/// bpf_stats' own clock reads), as medians over [`COST_ROUNDS`] rounds.
+/// Returns the time of all off-CPU programs per sched_switch run, and how
+/// much of it is their own work: what one context switch costs, wakeups
+/// and returns to user space included.
+pub(super) fn program_costs(report: &mut String) -> anyhow::Result<SwitchCosts> {
+    let mut rounds: [Vec<Vec<Cost>>; 4] = Default::default();
+    for _ in 0..COST_ROUNDS {
+        for (runs, args) in rounds.iter_mut().zip(CONFIGS) {
+            runs.push(per_run_costs(args)?);
+        }
+    }
+    let [defaults, floor, rseq, rseq_floor] = &rounds;
     writeln!(report, "## 3. Per-program kernel cost (bpf_stats)\n")?;
     writeln!(
         report,
-        "run_time_ns / run_cnt per program, while the ping-pong runs under `profiler --all`; the floor column is the same run with the off-CPU programs returning at once (test knob `--off-cpu-dispatch-only`, cargo feature `test-knobs`): the cost of the hook itself plus bpf_stats' own two clock reads per run, which no change to a program can remove. The last columns are the same two runs as without BPF task work (`--off-cpu-no-task-work`: user stacks at `rseq_update`, as on kernels before 6.18).\n"
+        "run_time_ns / run_cnt per program, while the ping-pong runs under `profiler --all`, the median over {COST_ROUNDS} rounds; the floor column is the same run with the off-CPU programs returning at once (test knob `--off-cpu-dispatch-only`, cargo feature `test-knobs`), right after it in each round: the cost of the hook itself plus bpf_stats' own two clock reads per run, which no change to a program can remove. The last columns are the same two runs as without BPF task work (`--off-cpu-no-task-work`: user stacks at `rseq_update`, as on kernels before 6.18).\n"
     )?;
     writeln!(
         report,
         "| program | runs | ns per run | floor ns per run | without task work: ns per run | floor |"
     )?;
     writeln!(report, "| --- | --- | --- | --- | --- | --- |")?;
-    let defaults = per_run_costs(&["--all"])?;
-    let floor = per_run_costs(&["--all", "--off-cpu-dispatch-only"])?;
-    let rseq = per_run_costs(&["--all", "--off-cpu-no-task-work"])?;
-    let rseq_floor =
-        per_run_costs(&["--all", "--off-cpu-no-task-work", "--off-cpu-dispatch-only"])?;
-    let ns_of = |costs: &[Cost], name: &str| {
-        costs
-            .iter()
-            .find(|c| c.name == name)
-            .map_or_else(|| "-".to_owned(), |c| format!("{:.0}", c.ns_per_run()))
-    };
     let mut names: Vec<&str> = defaults
         .iter()
-        .chain(&rseq)
+        .chain(rseq)
+        .flatten()
         .map(|c| c.name.as_str())
         .collect();
     names.sort_unstable();
     names.dedup();
     for name in names {
-        let runs = defaults
-            .iter()
-            .find(|c| c.name == name)
-            .map_or(0, |c| c.runs);
         writeln!(
             report,
-            "| {name} | {runs} | {} | {} | {} | {} |",
-            ns_of(&defaults, name),
-            ns_of(&floor, name),
-            ns_of(&rseq, name),
-            ns_of(&rseq_floor, name),
+            "| {name} | {:.0} | {} | {} | {} | {} |",
+            median_of(defaults, |round| find(round, name).map(Cost::run_count)).unwrap_or(0.0),
+            ns_of(defaults, name),
+            ns_of(floor, name),
+            ns_of(rseq, name),
+            ns_of(rseq_floor, name),
         )?;
     }
-    let (rseq_per_switch, rseq_floor_per_switch) = (per_switch(&rseq), per_switch(&rseq_floor));
-    let (per_switch, floor_per_switch) = (per_switch(&defaults), per_switch(&floor));
+    let median_switch = |rounds: &[Vec<Cost>]| median_of(rounds, |r| Some(per_switch(r)));
+    let own = |with: &[Vec<Cost>], without: &[Vec<Cost>]| {
+        let diffs: Vec<f64> = with
+            .iter()
+            .zip(without)
+            .map(|(w, f)| per_switch(w) - per_switch(f))
+            .collect();
+        median(&diffs)
+    };
+    let costs = SwitchCosts {
+        per_switch_ns: median_switch(defaults).unwrap_or(f64::NAN),
+        own_work_ns: own(defaults, floor),
+    };
     writeln!(
         report,
-        "\nAll off-CPU programs together: {per_switch:.0} ns per context switch, of which the floor is {floor_per_switch:.0} ns; the programs' own work is {:.0} ns. Without task work: {rseq_per_switch:.0} ns, floor {rseq_floor_per_switch:.0} ns. bpf_stats does not see the task work callback (the kernel calls it directly, on the way back to user space, only for kept intervals): it walks the user stack that `rseq_update` walked for the same intervals, which is part of the rseq_update figure without task work. Section 1's ping-pong ratios include it.\n",
-        per_switch - floor_per_switch
+        "\nAll off-CPU programs together: {:.1} ns per context switch, of which the floor is {:.1} ns; the programs' own work (the median over the rounds of defaults less the floor) is {:.1} ns. Without task work: {:.1} ns, floor {:.1} ns, own work {:.1} ns. bpf_stats does not see the task work callback (the kernel calls it directly, on the way back to user space, only for kept intervals): it walks the user stack that `rseq_update` walked for the same intervals, which is part of the rseq_update figure without task work. Section 1's ping-pong ratios include it.\n",
+        costs.per_switch_ns,
+        median_switch(floor).unwrap_or(f64::NAN),
+        costs.own_work_ns,
+        median_switch(rseq).unwrap_or(f64::NAN),
+        median_switch(rseq_floor).unwrap_or(f64::NAN),
+        own(rseq, rseq_floor),
     )?;
-    Ok((per_switch, floor_per_switch))
+    Ok(costs)
+}
+
+/// Program `name`'s costs in one round's run.
+fn find<'a>(costs: &'a [Cost], name: &str) -> Option<&'a Cost> {
+    costs.iter().find(|c| c.name == name)
+}
+
+/// The median over `rounds` of what `value` reads in each (rounds where
+/// it reads nothing are left out); None if it reads nothing in any.
+fn median_of(rounds: &[Vec<Cost>], value: impl Fn(&[Cost]) -> Option<f64>) -> Option<f64> {
+    let values: Vec<f64> = rounds.iter().filter_map(|r| value(r)).collect();
+    (!values.is_empty()).then(|| median(&values))
+}
+
+/// Program `name`'s median ns per run over `rounds`, for the table.
+fn ns_of(rounds: &[Vec<Cost>], name: &str) -> String {
+    median_of(rounds, |round| find(round, name).map(Cost::ns_per_run))
+        .map_or_else(|| "-".to_owned(), |ns| format!("{ns:.0}"))
 }
 
 /// One program's runs and kernel time over a measurement.
@@ -75,6 +127,11 @@ struct Cost {
 }
 
 impl Cost {
+    #[expect(clippy::cast_precision_loss, reason = "a count, for a table")]
+    fn run_count(&self) -> f64 {
+        self.runs as f64
+    }
+
     #[expect(clippy::cast_precision_loss, reason = "an average")]
     fn ns_per_run(&self) -> f64 {
         self.ns as f64 / self.runs.max(1) as f64

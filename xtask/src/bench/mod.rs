@@ -55,6 +55,9 @@ pub fn run_only(section: &str) -> anyhow::Result<()> {
         "goroutines" => {
             goroutines::goroutine_view(&mut report)?;
         }
+        "kernel" => {
+            program_costs(&mut report)?;
+        }
         "daemon" => {
             daemon_cost(&mut report)?;
             startup::startup(&mut report)?;
@@ -85,7 +88,7 @@ pub fn run() -> anyhow::Result<()> {
     table(&mut report, "2. CPU-bound overhead", "loops/s", &cpu)?;
 
     eprintln!("bench: per-program kernel cost");
-    let (per_switch_ns, floor_per_switch_ns) = program_costs(&mut report)?;
+    let switch_costs = program_costs(&mut report)?;
 
     eprintln!("bench: daemon cost");
     let daemon = daemon_cost(&mut report)?;
@@ -102,8 +105,7 @@ pub fn run() -> anyhow::Result<()> {
             pingpong: &pingpong,
             cpu: &cpu,
             syscalls: &later.syscalls,
-            per_switch_ns,
-            floor_per_switch_ns,
+            switch_costs,
             daemon: &daemon,
             startup_partial,
             goroutine_pingpong: later.goroutine_pingpong,

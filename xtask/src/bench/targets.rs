@@ -2,15 +2,16 @@
 //! where the costs come from.
 use std::fmt::Write as _;
 
-use super::{daemon_cost::DaemonCost, overhead::Measured, unwinding::WalkCosts};
+use super::{
+    daemon_cost::DaemonCost, kernel_cost::SwitchCosts, overhead::Measured, unwinding::WalkCosts,
+};
 
 /// What one run measured, for the goals.
 pub(super) struct Measurements<'a> {
     pub(super) pingpong: &'a [Measured],
     pub(super) cpu: &'a [Measured],
     pub(super) syscalls: &'a [Measured],
-    pub(super) per_switch_ns: f64,
-    pub(super) floor_per_switch_ns: f64,
+    pub(super) switch_costs: SwitchCosts,
     pub(super) daemon: &'a DaemonCost,
     /// Percent of a process's samples without a full stack, started
     /// 100 ms after the daemon.
@@ -76,13 +77,13 @@ pub(super) fn goals(m: &Measurements<'_>) -> Vec<(&'static str, f64, f64, &'stat
         ),
         (
             "BPF time per context switch (all tracing programs)",
-            m.per_switch_ns,
+            m.switch_costs.per_switch_ns,
             150.0,
             "ns",
         ),
         (
             "the same, less the floor of programs that return at once",
-            m.per_switch_ns - m.floor_per_switch_ns,
+            m.switch_costs.own_work_ns,
             25.0,
             "ns",
         ),
@@ -192,12 +193,20 @@ const ANALYSIS: &str = "\
   instead costs as much (the walk moves into `sched_switch`) and is not
   exact for threads that ran user code in between.
 - The bookkeeping of a switch where both threads are targets, by
-  bpf_stats with early returns in turn (before the hot path was laid
-  out in one piece, when it was 22 ns in all): the target checks of
-  `prev` and `next` about 9 ns (4 of them the two `TARGET_FILTER`
-  reads), the switch-out about 12 ns, the switch-in of a dropped
-  interval too little to measure (one comparison: the rule's threshold
-  is drawn at switch-out). Section 3 gives the whole today.
+  bpf_stats with early returns in turn, under `--all` (2026-11-27,
+  medians of five 2 s ping-pongs, about 26 ns in all): the target
+  checks of `prev` and `next` 5-7 ns, the switch-out about 15 ns (the
+  run queue's clock is three dependent loads, `task` to `cfs_rq` to `rq`
+  to `clock`), the switch-in of a dropped interval 2-4 ns (one
+  comparison: the rule's threshold is drawn at switch-out). Taking
+  instructions out did not show: four fewer on the hot path (no process
+  ids with `--all`, the interval written whole) or a cheaper random step
+  (an LCG for the xorshift) read the same within the 5 ns that single
+  rounds spread. What is left is load latency: every step waits on a
+  load of the task, its cell or this CPU's entry, and an array lookup
+  passes its key through the stack. At about 370,000 round trips a
+  second (2.7 µs, two switches each), 1.5% over the floor is about
+  20 ns of own work a switch.
 - User stacks of off-CPU intervals are taken by task work, once per kept
   interval, not at `sys_exit`, once per system call: section 8 shows
   what a `sys_exit` hook costs every process on the machine, profiled or
