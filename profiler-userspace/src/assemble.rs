@@ -81,7 +81,12 @@ pub fn assemble(
     period_ns: u64,
     view: View,
 ) -> (Profile, Accounting) {
-    let sym_stats = symbolizer.prepare(&raw.samples, &raw.processes, &raw.recorded);
+    let sym_stats = symbolizer.prepare(
+        &raw.samples,
+        &raw.processes,
+        &raw.recorded,
+        &raw.kernel_symbols,
+    );
     let mut user_frames = UserFrames::default();
     let mut samples: Vec<Sample> = raw
         .samples

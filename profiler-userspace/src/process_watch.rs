@@ -9,14 +9,15 @@
 //!
 //! Processes that come and go faster than that (under `--all` and
 //! `--comm`) are followed from the kernel's mmap records
-//! (`mapping_events/`), whose ended images go with each chunk too.
+//! (`mapping_events/`), whose ended images go with each chunk too, as do
+//! the kernel's records of BPF programs loaded (always).
 use std::sync::Arc;
 
 use crate::{
     bpf::{KernelError, UnwindMaps},
     config::{Target, Unwind},
-    mapping_events::MappingEvents,
-    symbolize::{ProcessSnapshot, RecordStats, RecordedImage},
+    mapping_events::{MappingEvents, Recorded},
+    symbolize::ProcessSnapshot,
     unwind::Unwinder,
 };
 
@@ -31,9 +32,10 @@ pub struct ProcessWatch {
 impl ProcessWatch {
     /// Starts watching, with the `--pid` targets already read (and their
     /// tables in the kernel, so their first samples are walked by table).
-    /// With `record_mappings` (targets that appear at any time: `--all`,
-    /// `--comm`), it follows the kernel's mmap records too; where they
-    /// cannot be opened, it says so and goes on without.
+    /// It follows the kernel's records of kernel symbols, and with
+    /// `record_mappings` (targets that appear at any time: `--all`,
+    /// `--comm`) its mmap records too; where they cannot be opened, it
+    /// says so and goes on without.
     ///
     /// # Errors
     /// When the kernel maps cannot be written.
@@ -47,18 +49,16 @@ impl ProcessWatch {
             Unwind::Tables { rows } => Unwinder::new(rows),
             Unwind::FramePointers => Unwinder::without_tables(),
         };
-        let events = record_mappings
-            .then(|| {
-                MappingEvents::open()
-                    .inspect_err(|e| {
-                        tracing::warn!(
-                            "processes that live less than 200 ms will lack names: {}",
-                            crate::error_chain(e)
-                        );
-                    })
-                    .ok()
+        let events = MappingEvents::open(record_mappings)
+            .inspect_err(|e| {
+                let lacking = if record_mappings {
+                    "processes that live less than 200 ms, and BPF programs loaded from now on,"
+                } else {
+                    "BPF programs loaded from now on"
+                };
+                tracing::warn!("{lacking} will lack names: {}", crate::error_chain(e));
             })
-            .flatten();
+            .ok();
         let mut watch = Self {
             unwinder,
             snapshots: Vec::new(),
@@ -112,12 +112,12 @@ impl ProcessWatch {
         std::mem::take(&mut self.snapshots)
     }
 
-    /// The images recorded to their end since the last call, for the next
-    /// chunk, and the records' counts since then.
-    pub fn take_recorded(&mut self) -> (Vec<Arc<RecordedImage>>, RecordStats) {
+    /// What the kernel's records told since the last call, for the next
+    /// chunk: images recorded to their end, kernel symbols, the counts.
+    pub fn take_recorded(&mut self) -> Recorded {
         self.events
             .as_mut()
-            .map(MappingEvents::take_ended)
+            .map(MappingEvents::take)
             .unwrap_or_default()
     }
 

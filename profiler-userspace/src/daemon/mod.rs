@@ -209,7 +209,9 @@ impl<'a, K: KernelMaps> Daemon<'a, K> {
             .drain_chunk(&mut self.kernel, self.config, &current, reason)
             .await?;
         chunk.processes = self.watch.take_snapshots();
-        (chunk.recorded, chunk.record_stats) = self.watch.take_recorded();
+        let recorded = self.watch.take_recorded();
+        (chunk.recorded, chunk.kernel_symbols, chunk.record_stats) =
+            (recorded.images, recorded.kernel_symbols, recorded.stats);
         if let Some(goroutines) = &self.goroutines {
             goroutines.notice(&new);
             let taken = goroutines.take();

@@ -8,11 +8,14 @@
 //! end, orders the records by time (a process moves between CPUs), and
 //! follows each process's image (`images.rs`). An image that ended goes
 //! with the next chunk to the symbolizer, which uses it for processes
-//! that have samples and are gone.
+//! that have samples and are gone. The same rings carry the kernel's
+//! records of BPF programs loaded (`PERF_RECORD_KSYMBOL`),
+//! which go with the next chunk too, to name kernel frames in code loaded
+//! after kallsyms was read (`symbolize/kernel_symbols.rs`).
 //!
 //! The kernel's cost is a record per executable mmap, exec, fork and exit
-//! (and reading the build id from the mapped file's first page); nothing
-//! on any other path.
+//! (and reading the build id from the mapped file's first page), and per
+//! BPF program loaded or unloaded; nothing on any other path.
 mod images;
 mod records;
 
@@ -24,7 +27,7 @@ use thiserror::Error;
 use images::Images;
 use records::Parsed;
 
-use crate::symbolize::{RecordStats, RecordedImage, procmaps};
+use crate::symbolize::{KernelSymbol, RecordStats, RecordedImage, procmaps};
 
 /// Ring size per CPU: 512 KiB holds some 4000 records, 4 s of a thousand
 /// short processes a second (an exec, a fork, an exit and about three
@@ -47,33 +50,51 @@ pub enum MappingEventsError {
     },
 }
 
+/// What the rings told since the last take, for the next chunk.
+#[derive(Debug, Default)]
+pub struct Recorded {
+    /// Images that ended.
+    pub images: Vec<Arc<RecordedImage>>,
+    /// Kernel code loaded, oldest first.
+    pub kernel_symbols: Vec<KernelSymbol>,
+    pub stats: RecordStats,
+}
+
 /// The record rings and the images they tell of.
 pub struct MappingEvents {
     rings: Vec<Sampler>,
     images: Images,
+    /// Kernel symbols since the last take, oldest first.
+    kernel_symbols: Vec<KernelSymbol>,
+    /// Kernel symbols read so far (their `seq`).
+    kernel_symbols_read: u64,
     /// Lost and unreadable records since the last take.
     stats: RecordStats,
 }
 
 impl MappingEvents {
-    /// Opens a record ring on every online CPU.
+    /// Opens a record ring on every online CPU: for kernel symbols, and
+    /// for mappings too with `mappings` (to follow every process's images,
+    /// which only `--all` and `--comm` need).
     ///
     /// # Errors
     /// When the CPUs cannot be read or an event cannot be opened.
-    pub fn open() -> Result<Self, MappingEventsError> {
+    pub fn open(mappings: bool) -> Result<Self, MappingEventsError> {
         let cpus = aya::util::online_cpus()
             .map_err(|(path, source)| MappingEventsError::Cpus { path, source })?;
         let rings = cpus
             .into_iter()
             .map(|cpu| {
-                open_ring(cpu, true)
-                    .or_else(|_| open_ring(cpu, false))
+                open_ring(cpu, mappings, true)
+                    .or_else(|_| open_ring(cpu, mappings, false))
                     .map_err(|source| MappingEventsError::Open { cpu, source })
             })
             .collect::<Result<_, _>>()?;
         Ok(Self {
             rings,
             images: Images::default(),
+            kernel_symbols: Vec::new(),
+            kernel_symbols_read: 0,
             stats: RecordStats::default(),
         })
     }
@@ -81,11 +102,13 @@ impl MappingEvents {
     /// Reads every ring and follows what it holds.
     pub fn read(&mut self) {
         let mut events = Vec::new();
+        let mut symbols = Vec::new();
         for ring in &mut self.rings {
             let config = ring.config().clone();
             while let Some(record) = ring.next_record() {
                 match records::parse(&record, &config) {
                     Some(Parsed::Event(time, event)) => events.push((time, event)),
+                    Some(Parsed::KernelSymbol(time, symbol)) => symbols.push((time, symbol)),
                     Some(Parsed::Lost(n)) => self.stats.lost += n,
                     Some(Parsed::Other) => {}
                     None => self.stats.unreadable += 1,
@@ -94,36 +117,48 @@ impl MappingEvents {
         }
         // Stable: records of one CPU with one time keep their order.
         events.sort_by_key(|&(time, _)| time);
+        symbols.sort_by_key(|&(time, _)| time);
+        for (_, mut symbol) in symbols {
+            self.kernel_symbols_read += 1;
+            symbol.seq = self.kernel_symbols_read;
+            self.kernel_symbols.push(symbol);
+        }
         let mut read_proc = |pid: u32| procmaps::read(pid).ok();
         for (_, event) in events {
             self.images.apply(event, &mut read_proc);
         }
     }
 
-    /// The images that ended since the last call (reading the rings
-    /// first), and the counts since then.
-    pub fn take_ended(&mut self) -> (Vec<Arc<RecordedImage>>, RecordStats) {
+    /// What the rings told since the last call (reading them first): the
+    /// images that ended, the kernel symbols, and the counts.
+    pub fn take(&mut self) -> Recorded {
         self.read();
         let (images, mut stats) = self.images.take_ended();
         stats.add(&std::mem::take(&mut self.stats));
-        (images, stats)
+        Recorded {
+            images,
+            kernel_symbols: std::mem::take(&mut self.kernel_symbols),
+            stats,
+        }
     }
 }
 
 /// The dummy event on `cpu`, for every process, writing the records of
-/// executable mmaps (with build ids, when `build_id`: 5.12 and later),
-/// execs, forks and exits into a ring.
-fn open_ring(cpu: u32, build_id: bool) -> io::Result<Sampler> {
+/// kernel symbols (5.1 and later) into a ring, and with `mappings` those
+/// of executable mmaps (with build ids, when `build_id`: 5.12 and later),
+/// execs, forks and exits.
+fn open_ring(cpu: u32, mappings: bool, build_id: bool) -> io::Result<Sampler> {
     let mut builder = Builder::new(Software::DUMMY);
     builder
         .one_cpu(cpu as usize)
         .any_pid()
-        .mmap(true)
-        .mmap2(true)
-        .build_id(build_id)
-        .comm(true)
-        .comm_exec(true)
-        .task(true)
+        .mmap(mappings)
+        .mmap2(mappings)
+        .build_id(mappings && build_id)
+        .comm(mappings)
+        .comm_exec(mappings)
+        .task(mappings)
+        .ksymbol(true)
         .sample_id_all(true)
         .sample(SampleFlag::TID | SampleFlag::TIME)
         .enabled(true);

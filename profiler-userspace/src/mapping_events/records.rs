@@ -7,7 +7,7 @@ use perf_event::data::{
 };
 
 use super::images::{Event, NewMapping};
-use crate::symbolize::{MappedFile, hex, procmaps::FileId};
+use crate::symbolize::{KernelSymbol, MappedFile, hex, procmaps::FileId};
 
 /// `PERF_RECORD_MISC_COMM_EXEC`: the name change is an exec's.
 const MISC_COMM_EXEC: u16 = 1 << 13;
@@ -19,10 +19,13 @@ const PROT_EXEC: u32 = 0x4;
 pub(super) enum Parsed {
     /// An event, at its time (perf's clock, ns: for ordering only).
     Event(u64, Event),
+    /// Kernel code loaded (a BPF program), at its time.
+    KernelSymbol(u64, KernelSymbol),
     /// The kernel lost this many records: its ring was full.
     Lost(u64),
     /// A record of no interest (a thread's exit or clone, a rename, a
-    /// non-executable mapping).
+    /// non-executable mapping, kernel code unloaded, a BPF program's load
+    /// event: its ksymbol record is the one read).
     Other,
 }
 
@@ -36,6 +39,16 @@ pub(super) fn parse(
     let time = || metadata(record, config).and_then(|m| m.sample_id().time());
     let event = match body {
         data::Record::Lost(lost) => return Some(Parsed::Lost(lost.lost)),
+        data::Record::KSymbol(symbol) if !symbol.flags.contains(data::KSymbolFlags::UNREGISTER) => {
+            let symbol = KernelSymbol {
+                // Numbered in the order the rings are merged.
+                seq: 0,
+                start: symbol.addr,
+                len: symbol.len,
+                name: String::from_utf8_lossy(&symbol.name).into(),
+            };
+            return Some(Parsed::KernelSymbol(time()?, symbol));
+        }
         data::Record::Fork(fork) if fork.pid != fork.ppid => Event::Fork {
             pid: fork.pid,
             parent: fork.ppid,

@@ -9,8 +9,10 @@
 //! The fastest level compresses them (0.9 MB): reading the table then
 //! costs about what blazesym's did, where the default level (0.6 MB) took
 //! 40-60 ms more, once.
-//! Like blazesym's (reloads off), the table is read once: functions of
-//! modules or BPF programs loaded later stay unnamed.
+//! Like blazesym's (reloads off), the table is read once, and kallsyms
+//! has no sizes: an address in a module loaded later takes the name of the
+//! symbol below it. BPF programs loaded later are named by the kernel's
+//! records first (`kernel_symbols.rs`).
 use std::{
     collections::HashMap,
     io::{self, BufRead},

@@ -8,7 +8,8 @@
 //! compressed sections is read through a plain copy (`inflated.rs`).
 //! Addresses outside any file (JIT code, the vDSO) go through the
 //! process's perf map (`anonymous.rs`). Kernel addresses are symbolized
-//! through kallsyms (`kallsyms.rs`). An address that does not resolve
+//! through kallsyms (`kallsyms.rs`), except those in code the kernel's
+//! records say was loaded since (`kernel_symbols.rs`: BPF programs). An address that does not resolve
 //! keeps its mapping and address, with no lines, so a reader with the
 //! binary can still symbolize it.
 //!
@@ -24,6 +25,7 @@ mod debug_files;
 pub mod debuginfod;
 mod inflated;
 mod kallsyms;
+mod kernel_symbols;
 mod parsed;
 mod prepare;
 mod processes;
@@ -38,6 +40,7 @@ pub(crate) use convert::map_files_path;
 use convert::{binary_key, find_vma, lines_of, locations};
 pub(crate) use debug_files::hex;
 pub use debuginfod::{Debuginfod, DebuginfodStats};
+pub use kernel_symbols::KernelSymbol;
 pub use processes::ProcessSnapshot;
 use processes::Processes;
 pub use recorded::{MappedFile, RecordStats, RecordedImage, RecordedVma};
@@ -120,6 +123,8 @@ pub struct Symbolizer {
     binaries: Binaries,
     /// Read at the first kernel address to name.
     kallsyms: Option<kallsyms::Kallsyms>,
+    /// Kernel code loaded since, as the kernel's records told.
+    dynamic: kernel_symbols::KernelSymbols,
     kernel: HashMap<u64, Arc<[Line]>>,
     kernel_mapping: Arc<Mapping>,
     window: u64,
@@ -156,6 +161,7 @@ impl Symbolizer {
                 symbols.debug_cache.clone(),
             ),
             kallsyms: None,
+            dynamic: kernel_symbols::KernelSymbols::default(),
             kernel: HashMap::new(),
             kernel_mapping: Arc::new(Mapping {
                 start: 0,

@@ -10,11 +10,12 @@ use std::{
 use blazesym::symbolize::evict::{self, Evict};
 
 use super::{
-    BinaryKey, ProcessSnapshot, RecordedImage, SymbolizeStats, Symbolizer,
+    BinaryKey, KernelSymbol, ProcessSnapshot, RecordedImage, SymbolizeStats, Symbolizer,
     anonymous::symbolize_anonymous,
     binaries::Todo,
     convert::{binary_key, find_vma, lookup_addrs},
     kallsyms::Kallsyms,
+    kernel_symbols::KernelSymbols,
     processes::{Mappings, binary_path},
     stack_frames,
 };
@@ -34,17 +35,20 @@ struct WindowAddrs {
 impl Symbolizer {
     /// Symbolizes every address of a window's `samples` that is not cached
     /// yet, so the lookups that follow are cache hits. `processes` and
-    /// `recorded` are the mappings read or recorded while processes lived.
+    /// `recorded` are the mappings read or recorded while processes lived,
+    /// `kernel_symbols` the kernel code loaded meanwhile.
     pub fn prepare(
         &mut self,
         samples: &[RawSample],
         processes: &[Arc<ProcessSnapshot>],
         recorded: &[Arc<RecordedImage>],
+        kernel_symbols: &[KernelSymbol],
     ) -> SymbolizeStats {
         self.window += 1;
         let mut stats = SymbolizeStats::default();
         self.binaries.collect_downloads();
         self.read_processes(samples, processes, recorded, &mut stats);
+        self.take_kernel_symbols(kernel_symbols);
         let addrs = self.window_addrs(samples);
         self.symbolize_user(&addrs.user, &mut stats);
         self.symbolize_kernel(addrs.kernel, &mut stats);
@@ -175,13 +179,33 @@ impl Symbolizer {
         }
     }
 
-    /// Looks up the kernel addresses not cached yet, through kallsyms
+    /// Takes in the kernel code loaded since the last window, and forgets
+    /// the names cached in its ranges.
+    fn take_kernel_symbols(&mut self, kernel_symbols: &[KernelSymbol]) {
+        let new = self.dynamic.apply(kernel_symbols);
+        if !new.is_empty() {
+            self.kernel
+                .retain(|&addr, _| !KernelSymbols::touches(new, addr));
+        }
+    }
+
+    /// Looks up the kernel addresses not cached yet: in code loaded since
+    /// kallsyms was read, by the kernel's records, else through kallsyms
     /// (read at the first).
     fn symbolize_kernel(&mut self, kernel: HashSet<u64>, stats: &mut SymbolizeStats) {
-        let kernel: Vec<u64> = kernel
+        let mut kernel: Vec<u64> = kernel
             .into_iter()
             .filter(|a| !self.kernel.contains_key(a))
             .collect();
+        kernel.retain(|&addr| match self.dynamic.lines(addr) {
+            Some(lines) => {
+                stats.resolved += 1;
+                stats.failed += u64::from(lines.is_empty());
+                self.kernel.insert(addr, lines);
+                false
+            }
+            None => true,
+        });
         if kernel.is_empty() {
             return;
         }

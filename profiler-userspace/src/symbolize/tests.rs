@@ -52,7 +52,7 @@ fn symbolizes_own_function_with_inlined_lines() {
     let pid = std::process::id();
     let addr = inlined_here();
     let window = one_sample(pid, addr, Stack::Lost { errno: libc::E2BIG });
-    let stats = symbolizer.prepare(&window.samples, &window.processes, &window.recorded);
+    let stats = symbolizer.prepare(&window.samples, &window.processes, &window.recorded, &[]);
     assert_eq!(stats.failed, 0, "{stats:?}");
     let locations = symbolizer.user_locations(pid, &window.samples[0].user_stack);
     assert_eq!(locations.len(), 1);
@@ -86,7 +86,7 @@ fn symbolizes_own_function_with_inlined_lines() {
     // Windows without the process: its cache entries (ours and
     // blazesym's) go after EVICT_AFTER_WINDOWS.
     for _ in 0..EVICT_AFTER_WINDOWS {
-        symbolizer.prepare(&[], &[], &[]);
+        symbolizer.prepare(&[], &[], &[], &[]);
     }
     assert!(!symbolizer.processes.contains(pid));
     let kernel = symbolizer.kernel_locations(&window.samples[0].kernel_stack);
@@ -134,14 +134,14 @@ fn anonymous_code_is_named_from_a_growing_perf_map() {
             .map(|l| l.function.clone())
     };
 
-    let stats = symbolizer.prepare(&window.samples, &window.processes, &window.recorded);
+    let stats = symbolizer.prepare(&window.samples, &window.processes, &window.recorded, &[]);
     assert_eq!((stats.resolved, stats.failed), (1, 1), "not in the map yet");
     assert_eq!(name(&symbolizer), None);
 
     let mut file = std::fs::OpenOptions::new().append(true).open(&map).unwrap();
     writeln!(file, "{:x} 200 JS:*jitted /app/main.js:3", code as u64).unwrap();
     drop(file);
-    let stats = symbolizer.prepare(&window.samples, &window.processes, &window.recorded);
+    let stats = symbolizer.prepare(&window.samples, &window.processes, &window.recorded, &[]);
     let named = name(&symbolizer);
     let _ = std::fs::remove_file(&map);
     // SAFETY: `code` is the mapping made above, not used after this.
@@ -158,14 +158,14 @@ fn mappings_are_read_only_for_samples_with_user_frames() {
     let mut asleep = one_sample(pid, 0, Stack::Absent);
     asleep.samples[0].user_stack = Stack::StillOffCpu;
     let mut symbolizer = Symbolizer::default();
-    symbolizer.prepare(&asleep.samples, &[], &[]);
+    symbolizer.prepare(&asleep.samples, &[], &[], &[]);
     let process = symbolizer.processes.get(pid).unwrap();
     assert_eq!(&*process.comm, crate::procfs::comm(pid, pid).unwrap());
     assert!(process.generation(0).vmas.is_empty(), "mappings not read");
 
     let addr = inlined_here();
     let running = one_sample(pid, addr, Stack::Absent);
-    symbolizer.prepare(&running.samples, &[], &[]);
+    symbolizer.prepare(&running.samples, &[], &[], &[]);
     let process = symbolizer.processes.get(pid).unwrap();
     let index = process.generation_of(&[addr]);
     assert!(!process.generation(index).vmas.is_empty(), "mappings read");

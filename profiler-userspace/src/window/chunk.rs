@@ -8,7 +8,7 @@ use crate::{
     bpf::{Drained, InFlightStats},
     goroutines::GoroutineStats,
     sample::{MapEntries, RawSample},
-    symbolize::{ProcessSnapshot, RecordStats, RecordedImage},
+    symbolize::{KernelSymbol, ProcessSnapshot, RecordStats, RecordedImage},
 };
 
 /// Everything the kernel recorded in one window.
@@ -31,6 +31,8 @@ pub struct RawWindow {
     /// Images that ended (exit, exec) as the kernel's mmap records told
     /// them, for processes that lived too briefly to be read.
     pub recorded: Vec<Arc<RecordedImage>>,
+    /// Kernel code loaded (BPF programs), oldest first.
+    pub kernel_symbols: Vec<KernelSymbol>,
     /// What following the mmap records counted.
     pub record_stats: RecordStats,
     /// The processes whose goroutines were read.

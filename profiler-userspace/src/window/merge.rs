@@ -62,6 +62,8 @@ impl RawWindow {
         self.early_drains += chunk.early_drains;
         self.processes.extend(chunk.processes.iter().cloned());
         self.recorded.extend(chunk.recorded.iter().cloned());
+        self.kernel_symbols
+            .extend(chunk.kernel_symbols.iter().cloned());
         self.record_stats.add(&chunk.record_stats);
         self.go_pids.extend(&chunk.go_pids);
         self.goroutine_stats.add(&chunk.goroutine_stats);
