@@ -25,7 +25,7 @@
 //! is independent of this side's draw.
 use std::{
     collections::{HashMap as StdHashMap, HashSet},
-    os::fd::{AsFd as _, BorrowedFd, OwnedFd},
+    os::fd::{AsFd as _, BorrowedFd},
 };
 
 use aya::{
@@ -33,17 +33,17 @@ use aya::{
     maps::{Array, HashMap, Map, MapData},
 };
 use profiler_common::{
-    maps::{IN_FLIGHT, INTERVAL_CELLS, TASKS, interval_cell},
+    maps::{IN_FLIGHT, INTERVAL_CELLS, TASKS},
     off_cpu::{Weight, sample, sample_naive, split_interval},
     sample::{ThreadState, comm_str},
-    task::{IntervalCell, OpenInterval, TaskState},
 };
 
 use super::{
     Flip, KernelError,
     asleep::{Asleep, kernel_stack, sleeping_state},
     rng::Rng,
-    take_map, task_storage,
+    take_map,
+    tracked_thread::{Cells, ThreadEntry, TrackedThread},
 };
 use crate::{
     config::{OffCpu, Target},
@@ -324,99 +324,6 @@ impl EndOfWindow<'_> {
                 let _ = self.in_flight.remove(tid);
             }
         }
-    }
-}
-
-/// What the kernel's entry for a thread says.
-enum ThreadEntry {
-    Tracked(TrackedThread),
-    /// No entry, or the thread is gone.
-    Untracked,
-    /// The kernel cannot give a thread's pidfd (before Linux 6.9): whether
-    /// it is tracked is unknown, so it is left alone.
-    Unreadable,
-}
-
-/// A target thread the kernel tracks, and the handle to read it again.
-struct TrackedThread {
-    tid: u32,
-    pidfd: OwnedFd,
-    state: TaskState,
-    /// Its open interval, from its cell or its entry.
-    open: OpenInterval,
-}
-
-/// `INTERVAL_CELLS` and how many of its cells the kernel uses.
-struct Cells<'a> {
-    map: Array<&'a mut MapData, IntervalCell>,
-    in_use: u32,
-}
-
-impl Cells<'_> {
-    /// Thread `tid`'s open interval: in its cell if it owns it, else in
-    /// its `entry`.
-    fn open(&self, tid: u32, entry: &TaskState) -> Result<OpenInterval, KernelError> {
-        let cell = self
-            .map
-            .get(&interval_cell(tid, self.in_use), 0)
-            .map_err(KernelError::map(INTERVAL_CELLS))?;
-        Ok(if cell.owner == u64::from(tid) {
-            cell.open
-        } else {
-            entry.open
-        })
-    }
-}
-
-impl TrackedThread {
-    /// Thread `tid`'s entry in `tasks` and its open interval; `None` if
-    /// it has no entry or is gone.
-    fn open(
-        tasks: BorrowedFd<'_>,
-        cells: &Cells<'_>,
-        tid: u32,
-    ) -> Result<ThreadEntry, KernelError> {
-        let pidfd = match task_storage::open_thread(tid) {
-            Ok(Some(pidfd)) => pidfd,
-            Ok(None) => return Ok(ThreadEntry::Untracked),
-            Err(e) if e.raw_os_error() == Some(libc::EINVAL) => {
-                static WARNED: std::sync::Once = std::sync::Once::new();
-                WARNED.call_once(|| {
-                    tracing::warn!(
-                        "this kernel has no pidfds for threads (Linux 6.9+): intervals still \
-                         open at a window's end are counted when the thread comes back instead"
-                    );
-                });
-                return Ok(ThreadEntry::Unreadable);
-            }
-            Err(e) => return Err(KernelError::Pidfd(e)),
-        };
-        let state =
-            task_storage::lookup(tasks, pidfd.as_fd()).map_err(KernelError::map_io(TASKS))?;
-        let Some(state) = state else {
-            return Ok(ThreadEntry::Untracked);
-        };
-        let open = cells.open(tid, &state)?;
-        Ok(ThreadEntry::Tracked(Self {
-            tid,
-            pidfd,
-            state,
-            open,
-        }))
-    }
-
-    /// The open interval as it is now; `None` once the thread is gone.
-    fn reread(
-        &self,
-        tasks: BorrowedFd<'_>,
-        cells: &Cells<'_>,
-    ) -> Result<Option<OpenInterval>, KernelError> {
-        let Some(state) =
-            task_storage::lookup(tasks, self.pidfd.as_fd()).map_err(KernelError::map_io(TASKS))?
-        else {
-            return Ok(None);
-        };
-        cells.open(self.tid, &state).map(Some)
     }
 }
 

@@ -31,6 +31,7 @@ pub mod memory;
 mod rng;
 mod targets;
 mod task_storage;
+mod tracked_thread;
 mod unwind_maps;
 
 pub use btf_fields::{BtfFieldError, KernelTypes};
