@@ -9,15 +9,18 @@
 //! `runtime.rs` finds a binary's runtime facts (version, `allgs`,
 //! offsets: `dwarf.rs`, or `layout.rs`'s table of known versions),
 //! `memory.rs` reads the target, `process.rs` reads one process's
-//! goroutines, `binaries.rs` keeps what each executable is, and
-//! `sampler.rs` is the thread.
+//! goroutines, `binaries.rs` keeps what each executable is,
+//! `reader.rs` reads every Go target at each tick, and `sampler.rs` is its
+//! thread.
 mod binaries;
 mod dwarf;
 pub mod g;
 pub mod layout;
 pub mod memory;
 pub mod process;
+mod reader;
 pub mod runtime;
 pub mod sampler;
 
-pub use sampler::{GoroutineChunk, GoroutineSampler, GoroutineStats};
+pub use reader::GoroutineStats;
+pub use sampler::{GoroutineChunk, GoroutineSampler};

@@ -1,0 +1,324 @@
+//! What the goroutine thread (`sampler.rs`) does: which targets are Go
+//! processes (looked at again every second), and one read of the
+//! goroutines of each at every tick, kept until the daemon takes them.
+use std::{
+    collections::{BTreeSet, HashMap},
+    fs,
+    os::unix::fs::MetadataExt as _,
+    sync::{Arc, Mutex, atomic::AtomicBool, atomic::Ordering},
+    time::{Duration, Instant},
+};
+
+use rustc_hash::FxHashMap;
+
+use super::{
+    binaries::{Binaries, Binary, load},
+    process::GoProcess,
+};
+use crate::{
+    config::Target,
+    procfs,
+    sample::{Goroutine, GoroutineStatus, Stack},
+    symbolize::procmaps::{self, FileId},
+};
+
+/// How often the target set is looked at again for new Go processes.
+const REFRESH: Duration = Duration::from_secs(1);
+
+/// Under `--all`, `/proc` is listed at every this many refreshes (10 s):
+/// between, the new processes are those the daemon saw start or exec
+/// ([`GoroutineSampler::notice`](super::GoroutineSampler::notice)), and a process that appeared otherwise
+/// (forked, never sampled) is found at the next listing.
+const LIST_EVERY: u64 = 10;
+
+/// Known processes that are not Go are looked at again (for an exec into
+/// a Go binary) this many at each refresh, or a tenth of them if more:
+/// with a few targets, every refresh looks at all of them; under `--all`
+/// on a busy host, each within 10 refreshes, not hundreds of `statx` a
+/// second.
+const RECHECK_AT_LEAST: usize = 32;
+const RECHECK_ROUNDS: usize = 10;
+/// The most goroutines read per second, over all Go processes (shared
+/// equally): above it each read takes a rotating one in N of a process's
+/// list, each standing for N.
+const MAX_PER_SECOND: u64 = 20_000;
+
+/// What the reads counted since the last chunk.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct GoroutineStats {
+    /// Reads of one process's goroutines that succeeded.
+    pub reads: u64,
+    /// Reads dropped whole: the process exited or its list moved mid-read.
+    pub dropped: u64,
+    /// Goroutines unwound.
+    pub goroutines: u64,
+    /// Goroutines left out of a read: they kept moving while read.
+    pub torn: u64,
+}
+
+impl GoroutineStats {
+    pub fn add(&mut self, other: &Self) {
+        self.reads += other.reads;
+        self.dropped += other.dropped;
+        self.goroutines += other.goroutines;
+        self.torn += other.torn;
+    }
+}
+
+#[derive(Clone, PartialEq, Eq, Hash)]
+pub(super) struct RowKey {
+    pub pid: u32,
+    pub goroutine: Goroutine,
+    pub stack: Stack,
+}
+
+#[derive(Default)]
+pub(super) struct Collected {
+    pub rows: FxHashMap<RowKey, u64>,
+    pub pids: BTreeSet<u32>,
+    pub stats: GoroutineStats,
+}
+
+/// What the reader's thread and [`GoroutineSampler`](super::GoroutineSampler) share.
+pub(super) struct Shared {
+    pub collected: Mutex<Collected>,
+    pub target: Mutex<Target>,
+    /// Processes the daemon saw start or exec since the last refresh.
+    pub noticed: Mutex<Vec<u32>>,
+    pub stop: AtomicBool,
+}
+
+struct Watched {
+    file: FileId,
+    process: Option<GoProcess>,
+    last_read: Instant,
+    /// Reads so far: which 1-in-N rotation comes next.
+    reads: usize,
+}
+
+pub(super) struct Reader {
+    /// The most goroutines one round of reads takes, over all processes.
+    budget: usize,
+    /// Per binary: its runtime, or `None` (not Go, or not readable).
+    binaries: Binaries<Binary>,
+    processes: HashMap<u32, Watched>,
+    /// Where the next turn of looking at known processes that are not Go
+    /// starts.
+    recheck: usize,
+    /// Refreshes so far, for [`LIST_EVERY`].
+    refreshes: u64,
+}
+
+impl Reader {
+    /// A reader for `frequency_hz` reads a second, within
+    /// [`MAX_PER_SECOND`] goroutines a second.
+    pub(super) fn new(frequency_hz: u64) -> Self {
+        let budget = MAX_PER_SECOND / frequency_hz.max(1);
+        Self {
+            budget: usize::try_from(budget).unwrap_or(usize::MAX).max(1),
+            binaries: Binaries::default(),
+            processes: HashMap::new(),
+            recheck: 0,
+            refreshes: 0,
+        }
+    }
+
+    /// Refreshes and reads every `period` until `shared` says stop.
+    pub(super) fn run(mut self, shared: &Shared, period: Duration) {
+        let mut next_refresh = Instant::now();
+        let mut next = Instant::now();
+        while !shared.stop.load(Ordering::Relaxed) {
+            let now = Instant::now();
+            if now >= next_refresh {
+                let target = shared.target.lock().map(|t| t.clone()).ok();
+                let noticed: BTreeSet<u32> = shared
+                    .noticed
+                    .lock()
+                    .map(|mut n| std::mem::take(&mut *n).into_iter().collect())
+                    .unwrap_or_default();
+                if let Some(target) = target {
+                    self.refresh(&target, &noticed);
+                }
+                next_refresh = now + REFRESH;
+            }
+            let mut local = Collected::default();
+            self.read_all(&mut local);
+            if let Ok(mut collected) = shared.collected.lock() {
+                for (key, ns) in local.rows {
+                    *collected.rows.entry(key).or_default() += ns;
+                }
+                collected.pids.extend(local.pids);
+                collected.stats.add(&local.stats);
+            }
+            next += period;
+            let now = Instant::now();
+            if next < now {
+                next = now;
+            }
+            // With no Go process to read, nothing is due before the next
+            // look at the targets.
+            let wake = if self.processes.values().any(|w| w.process.is_some()) {
+                next
+            } else {
+                next_refresh.max(now)
+            };
+            // Woken early by `Drop`.
+            std::thread::park_timeout(wake - now);
+        }
+    }
+
+    /// Looks at the targets again: new processes are attached (if Go),
+    /// gone ones forgotten, and known ones that are not Go looked at in
+    /// turns (see [`RECHECK_AT_LEAST`]). Under `--all`, the new ones are
+    /// those `noticed` but at every [`LIST_EVERY`]th refresh.
+    fn refresh(&mut self, target: &Target, noticed: &BTreeSet<u32>) {
+        let list = self.refreshes.is_multiple_of(LIST_EVERY);
+        self.refreshes += 1;
+        let pids: BTreeSet<u32> = match target {
+            Target::All if list => procfs::pids().into_iter().collect(),
+            Target::All => self.processes.keys().chain(noticed).copied().collect(),
+            Target::Pids(pids) => pids.iter().copied().collect(),
+        };
+        self.processes.retain(|pid, _| pids.contains(pid));
+        // A noticed process may be known as not Go: it exec'd since.
+        let (not_go, others): (Vec<u32>, Vec<u32>) = pids.into_iter().partition(|pid| {
+            !noticed.contains(pid) && self.processes.get(pid).is_some_and(|w| w.process.is_none())
+        });
+        for pid in others {
+            self.look_at(pid);
+        }
+        self.recheck_in_turns(&not_go);
+        self.binaries
+            .end_refresh(self.processes.values().map(|w| w.file));
+    }
+
+    /// Looks at a turn of the known processes that are not Go.
+    fn recheck_in_turns(&mut self, not_go: &[u32]) {
+        let turn = not_go.len().div_ceil(RECHECK_ROUNDS).max(RECHECK_AT_LEAST);
+        if not_go.len() <= turn {
+            for &pid in not_go {
+                self.look_at(pid);
+            }
+            return;
+        }
+        let start = self.recheck % not_go.len();
+        self.recheck = start + turn;
+        for &pid in not_go.iter().cycle().skip(start).take(turn) {
+            self.look_at(pid);
+        }
+    }
+
+    /// Attaches to `pid` if it is new or runs another binary than when
+    /// last looked at (it exec'd).
+    fn look_at(&mut self, pid: u32) {
+        // No executable (a kernel thread), or gone: not Go, looked at
+        // again in turns like the others (a gone one leaves the targets).
+        let file =
+            fs::metadata(format!("/proc/{pid}/exe")).map_or(FileId { dev: 0, inode: 0 }, |meta| {
+                FileId {
+                    dev: meta.dev(),
+                    inode: meta.ino(),
+                }
+            });
+        if self.processes.get(&pid).is_some_and(|w| w.file == file) {
+            return;
+        }
+        let process = (file.inode != 0).then(|| self.attach(pid, file)).flatten();
+        self.processes.insert(
+            pid,
+            Watched {
+                file,
+                process,
+                last_read: Instant::now(),
+                reads: 0,
+            },
+        );
+    }
+
+    fn attach(&mut self, pid: u32, file: FileId) -> Option<GoProcess> {
+        let binary = self.binaries.get_or_load(file, || load(pid))?;
+        let (runtime, table) = &*binary;
+        let vmas = procmaps::read(pid).ok()?;
+        // By identity; by path where the two disagree on the device (an
+        // overlay file system in a container).
+        let exe = fs::read_link(format!("/proc/{pid}/exe")).ok();
+        let text = vmas.iter().find(|v| v.file == Some(file)).or_else(|| {
+            let exe = exe?;
+            vmas.iter().find(|v| std::path::Path::new(&v.path) == exe)
+        })?;
+        let bias = text
+            .start
+            .wrapping_sub(text.offset)
+            .wrapping_sub(runtime.text_delta);
+        Some(GoProcess::new(
+            pid,
+            Arc::clone(runtime),
+            Arc::clone(table),
+            bias,
+        ))
+    }
+
+    /// One read of every Go process; one whose read failed is looked at
+    /// again at once (it may have exited or exec'd).
+    fn read_all(&mut self, out: &mut Collected) {
+        let mut failed = Vec::new();
+        let go = self
+            .processes
+            .values()
+            .filter(|w| w.process.is_some())
+            .count();
+        let budget = (self.budget / go.max(1)).max(1);
+        for watched in self.processes.values_mut() {
+            let Some(process) = watched.process.as_mut() else {
+                continue;
+            };
+            let now = Instant::now();
+            let elapsed = now
+                .duration_since(watched.last_read)
+                .min(Duration::from_secs(1));
+            watched.last_read = now;
+            watched.reads += 1;
+            let (stride, observed) = match process.read(budget, watched.reads) {
+                Ok(read) => {
+                    out.stats.torn += read.torn;
+                    (read.stride, read.goroutines)
+                }
+                Err(e) => {
+                    log::debug!("pid {}: goroutines: {e}", process.pid);
+                    out.stats.dropped += 1;
+                    failed.push(process.pid);
+                    continue;
+                }
+            };
+            out.stats.reads += 1;
+            out.stats.goroutines += observed.len() as u64;
+            out.pids.insert(process.pid);
+            let weight = u64::try_from(elapsed.as_nanos()).unwrap_or(u64::MAX) * stride as u64;
+            for o in observed {
+                let goroutine = Goroutine {
+                    id: o.goid,
+                    status: o.status,
+                    wait_reason: if o.status == GoroutineStatus::Waiting {
+                        Arc::from(process.runtime.wait_reason(o.wait_reason))
+                    } else {
+                        Arc::from("")
+                    },
+                    created_by: o.created_by,
+                };
+                let key = RowKey {
+                    pid: process.pid,
+                    goroutine,
+                    stack: if o.truncated {
+                        Stack::Truncated(Arc::from(o.stack))
+                    } else {
+                        Stack::Frames(Arc::from(o.stack))
+                    },
+                };
+                *out.rows.entry(key).or_default() += weight;
+            }
+        }
+        for pid in failed {
+            self.look_at(pid);
+        }
+    }
+}
