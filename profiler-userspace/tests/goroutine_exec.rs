@@ -1,0 +1,96 @@
+//! The goroutine view of targets that become Go programs by exec: under
+//! `--pid` (the view starts at the exec, and the exit ends the run) and
+//! under `--all` (the daemon hands the processes it saw exec to the
+//! goroutine reader).
+mod support;
+
+use std::{
+    io::{BufRead as _, BufReader, Write as _},
+    process::{Command, Stdio},
+};
+
+use support::{Profiler, go, profiles, require_root};
+
+/// A target that becomes a Go program by exec and then exits: the view
+/// starts at the exec, the exit ends the run, and the daemon exits 0
+/// with the goroutines it read.
+#[test]
+fn a_target_that_execs_into_go_and_exits_is_read_then_let_go() {
+    require_root();
+    let receiving = exec_into_go(|pid| vec!["--pid".into(), pid.to_string()], "1.5");
+    // 100 receivers for about 2 s.
+    assert!(
+        receiving > 100_000_000_000,
+        "{receiving} ns under main.receiver"
+    );
+}
+
+/// Under `--all`, a process that execs into Go is read from soon after its
+/// exec (the daemon hands the processes it saw exec to the goroutine
+/// reader), not only at the reader's next listing of `/proc`, 10 s apart.
+#[test]
+fn under_all_a_process_that_execs_into_go_is_read_soon() {
+    require_root();
+    // The exec comes well after the reader's first listing of `/proc`.
+    let flags = |_| vec!["--all".into(), "--duration".into(), "8s".into()];
+    let receiving = exec_into_go(flags, "4");
+    // 100 receivers for about 2 s, read from within about a second of the
+    // exec.
+    assert!(
+        receiving > 50_000_000_000,
+        "{receiving} ns under main.receiver"
+    );
+}
+
+/// Runs the profiler with the flags `flags` gives for the shell's pid (it
+/// must end by itself), over a shell that execs into a Go server after
+/// `delay` seconds, which runs for 2 s; checks the daemon exited 0 with
+/// the view on. Returns the goroutine time under `main.receiver`.
+fn exec_into_go(flags: impl FnOnce(u32) -> Vec<String>, delay: &str) -> i64 {
+    let toolchain = go::toolchains().pop().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let bin = go::build(&toolchain, "goroutines", dir.path(), "server", true);
+    let reference = dir.path().join("reference.txt");
+    // A shell first: its pid is the target before the Go program has it.
+    let mut shell = Command::new("sh")
+        .arg("-c")
+        .arg(format!(r#"sleep {delay}; exec "$0" 2 "$1""#))
+        .arg(&bin)
+        .arg(&reference)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = shell.id();
+    let out = dir.path().join("out");
+    let mut args = flags(pid);
+    args.extend([
+        "--output-dir".into(),
+        out.to_str().unwrap().into(),
+        "--interval".into(),
+        "60s".into(),
+    ]);
+    let profiler = Profiler::start(&args.iter().map(String::as_str).collect::<Vec<_>>());
+    let mut stdout = BufReader::new(shell.stdout.take().unwrap());
+    let mut line = String::new();
+    stdout.read_line(&mut line).unwrap();
+    assert!(line.contains(&format!("pid={pid}")), "{line:?}");
+    let mut stdin = shell.stdin.take().unwrap();
+    writeln!(stdin, "go").unwrap();
+    line.clear();
+    stdout.read_line(&mut line).unwrap();
+    assert!(line.contains("samples="), "{line:?}");
+    // EOF on stdin: the program exits (with --pid, the last target).
+    drop(stdin);
+    shell.wait().unwrap();
+    let (status, log) = profiler.wait();
+    assert!(status.success(), "{status}:\n{log}");
+    assert!(log.contains("goroutine view on (go1."), "{log}");
+    let written = profiles(&out);
+    written
+        .iter()
+        .flat_map(|(_, p)| p.samples_of(pid).map(move |s| (p, s)))
+        .filter(|(p, s)| p.functions(s).contains(&"main.receiver"))
+        .map(|(p, s)| p.value(s, "goroutine"))
+        .sum()
+}
