@@ -50,6 +50,11 @@ enum Cmd {
         /// builds) or `goroutines` (section 11, the goroutine view's cost).
         #[arg(long, value_name = "SECTION", value_parser = ["kernel", "daemon", "unwinding", "goroutines"])]
         only: Option<String>,
+        /// Compare this tree's `sched_switch` program with the one of
+        /// another build's profiler binary, both running at once, and print
+        /// the difference per switch, writing nothing.
+        #[arg(long, value_name = "PROFILER", conflicts_with = "only")]
+        against: Option<std::path::PathBuf>,
     },
     /// The daemon under a high context-switch rate for a while; writes the
     /// soak section of BENCHMARKS.md (needs root).
@@ -96,11 +101,12 @@ fn main() -> anyhow::Result<()> {
             setup::run()?;
             vm_test::run(kernel)
         }
-        Cmd::Bench { only } => {
+        Cmd::Bench { only, against } => {
             setup::run()?;
-            match only.as_deref() {
-                Some(section) => bench::run_only(section),
-                None => bench::run(),
+            match (only.as_deref(), against) {
+                (Some(section), _) => bench::run_only(section),
+                (None, Some(other)) => bench::run_against(&other),
+                (None, None) => bench::run(),
             }
         }
         Cmd::Soak { minutes } => {

@@ -192,13 +192,32 @@ pub(super) const PROGRAMS: [&str; 5] = [
 /// (name, (run_cnt, run_time_ns)) of the profiler's programs. Only one
 /// profiler runs during the measurement, so names identify them.
 pub(super) fn bpf_stats() -> anyhow::Result<Vec<(String, (u64, u64))>> {
+    let mut stats: Vec<(String, (u64, u64))> = loaded_programs()?
+        .into_iter()
+        .filter(|p| PROGRAMS.contains(&p.name.as_str()))
+        .map(|p| (p.name, (p.runs, p.ns)))
+        .collect();
+    stats.sort();
+    Ok(stats)
+}
+
+/// One loaded BPF program as `bpftool prog show` lists it.
+pub(super) struct Loaded {
+    pub(super) id: u32,
+    pub(super) name: String,
+    pub(super) runs: u64,
+    pub(super) ns: u64,
+}
+
+/// Every loaded program with bpf_stats figures, in id (load) order.
+pub(super) fn loaded_programs() -> anyhow::Result<Vec<Loaded>> {
     let out = Command::new("bpftool")
         .args(["prog", "show"])
         .output()
         .context("bpftool")?;
     let text = String::from_utf8_lossy(&out.stdout);
     // "709: tracing  name sched_switch  tag ...  gpl run_time_ns 1883250 run_cnt 155"
-    let mut stats = Vec::new();
+    let mut programs = Vec::new();
     for line in text.lines() {
         let words: Vec<&str> = line.split_whitespace().collect();
         let after = |key: &str| {
@@ -207,18 +226,21 @@ pub(super) fn bpf_stats() -> anyhow::Result<Vec<(String, (u64, u64))>> {
                 .position(|w| *w == key)
                 .and_then(|i| words.get(i + 1))
         };
-        let (Some(name), Some(ns), Some(runs)) =
-            (after("name"), after("run_time_ns"), after("run_cnt"))
+        let id = words
+            .first()
+            .and_then(|w| w.strip_suffix(':')?.parse().ok());
+        let (Some(id), Some(name), Some(ns), Some(runs)) =
+            (id, after("name"), after("run_time_ns"), after("run_cnt"))
         else {
             continue;
         };
-        if PROGRAMS.contains(name) {
-            stats.push((
-                (*name).to_owned(),
-                (runs.parse().unwrap_or(0), ns.parse().unwrap_or(0)),
-            ));
-        }
+        programs.push(Loaded {
+            id,
+            name: (*name).to_owned(),
+            runs: runs.parse().unwrap_or(0),
+            ns: ns.parse().unwrap_or(0),
+        });
     }
-    stats.sort();
-    Ok(stats)
+    programs.sort_by_key(|p| p.id);
+    Ok(programs)
 }

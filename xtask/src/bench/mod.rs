@@ -12,6 +12,7 @@ use anyhow::Context as _;
 use crate::workspace_root;
 
 mod accuracy;
+mod against;
 mod brief;
 mod daemon_cost;
 mod daemon_metrics;
@@ -64,6 +65,18 @@ pub fn run_only(section: &str) -> anyhow::Result<()> {
         }
         other => anyhow::bail!("no bench section {other}"),
     }
+    print!("{report}");
+    Ok(())
+}
+
+/// This tree's `sched_switch` against the one of the profiler binary
+/// `other` (`--against`), printed to stdout: for changes to the hot path
+/// smaller than what runs one after the other can tell apart.
+pub fn run_against(other: &std::path::Path) -> anyhow::Result<()> {
+    install_tools()?;
+    crate::build_release_with_fixtures()?;
+    let mut report = String::new();
+    against::against(other, &mut report)?;
     print!("{report}");
     Ok(())
 }

@@ -54,7 +54,18 @@ pub(super) fn profiler(name: &'static str, args: &[&str]) -> Config {
 }
 
 pub(super) fn profiler_into(name: &'static str, args: &[&str], output_dir: &Path) -> Config {
-    let mut command = vec![release("profiler").display().to_string()];
+    profiler_binary(&release("profiler"), name, args, output_dir)
+}
+
+/// As [`profiler_into`], for the profiler binary at `binary` (another
+/// build, for `--against`).
+pub(super) fn profiler_binary(
+    binary: &Path,
+    name: &'static str,
+    args: &[&str],
+    output_dir: &Path,
+) -> Config {
+    let mut command = vec![binary.display().to_string()];
     command.extend(args.iter().map(|a| (*a).to_owned()));
     command.extend(["--output-dir".to_owned(), output_dir.display().to_string()]);
     if !args.contains(&"--interval") {
