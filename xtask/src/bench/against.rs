@@ -19,9 +19,9 @@ use anyhow::{Context as _, ensure};
 
 use super::{
     RUN_SECS, SCRATCH_DIR,
-    kernel_cost::loaded_programs,
+    kernel_cost::{around_run, loaded_programs},
     overhead::median,
-    tools::{Attached, attach, go_and_wait, profiler_binary, release, workload},
+    tools::{Attached, attach, profiler_binary, release, workload},
 };
 
 /// Rounds, each of both orders (about 25 s a round).
@@ -77,11 +77,7 @@ fn side_by_side(first: &Path, second: &Path) -> anyhow::Result<(f64, f64)> {
     // In this order, so that the first's programs have the lower ids.
     let a = start(first, "first")?;
     let b = start(second, "second")?;
-    fs::write("/proc/sys/kernel/bpf_stats_enabled", "1")?;
-    let before = switch_programs()?;
-    go_and_wait(&mut workload)?;
-    let after = switch_programs()?;
-    fs::write("/proc/sys/kernel/bpf_stats_enabled", "0")?;
+    let (before, after) = around_run(&mut workload, switch_programs)?;
     b.stop()?;
     a.stop()?;
     ensure!(

@@ -2,6 +2,7 @@
 use std::{fmt::Write as _, fs, process::Command};
 
 use anyhow::Context as _;
+use profiler_fixtures::client::Fixture;
 
 use super::{
     RUN_SECS,
@@ -142,11 +143,7 @@ impl Cost {
 fn per_run_costs(args: &[&str]) -> anyhow::Result<Vec<Cost>> {
     let mut workload = workload("pingpong", &[RUN_SECS])?;
     let attached = attach(&profiler("", args), workload.pid())?.context("profiler")?;
-    fs::write("/proc/sys/kernel/bpf_stats_enabled", "1")?;
-    let before = bpf_stats()?;
-    go_and_wait(&mut workload)?;
-    let after = bpf_stats()?;
-    fs::write("/proc/sys/kernel/bpf_stats_enabled", "0")?;
+    let (before, after) = around_run(&mut workload, bpf_stats)?;
     attached.stop()?;
     Ok(after
         .into_iter()
@@ -162,6 +159,21 @@ fn per_run_costs(args: &[&str]) -> anyhow::Result<Vec<Cost>> {
             }
         })
         .collect())
+}
+
+/// What `read` reads before and after `workload`'s measured phase, with
+/// the kernel's bpf_stats on in between.
+pub(super) fn around_run<T>(
+    workload: &mut Fixture,
+    read: impl Fn() -> anyhow::Result<T>,
+) -> anyhow::Result<(T, T)> {
+    const STATS_ENABLED: &str = "/proc/sys/kernel/bpf_stats_enabled";
+    fs::write(STATS_ENABLED, "1")?;
+    let before = read()?;
+    go_and_wait(workload)?;
+    let after = read()?;
+    fs::write(STATS_ENABLED, "0")?;
+    Ok((before, after))
 }
 
 /// Time of every off-CPU program per sched_switch run.
