@@ -45,38 +45,35 @@ const SCRATCH_DIR: &str = "/tmp/profiler-bench";
 /// One section alone (`--only`), printed to stdout: for working on what it
 /// measures without the whole run.
 pub fn run_only(section: &str) -> anyhow::Result<()> {
-    install_tools()?;
-    crate::build_release_with_fixtures()?;
-    let mut report = String::new();
-    match section {
+    print_report(|report| match section {
         "unwinding" => {
-            unwinding::kernel_costs(&mut report)?;
-            unwinding::table_costs(&mut report)?;
+            unwinding::kernel_costs(report)?;
+            unwinding::table_costs(report)
         }
-        "goroutines" => {
-            goroutines::goroutine_view(&mut report)?;
-        }
-        "kernel" => {
-            program_costs(&mut report)?;
-        }
+        "goroutines" => goroutines::goroutine_view(report).map(drop),
+        "kernel" => program_costs(report).map(drop),
         "daemon" => {
-            daemon_cost(&mut report)?;
-            startup::startup(&mut report)?;
+            daemon_cost(report)?;
+            startup::startup(report).map(drop)
         }
         other => anyhow::bail!("no bench section {other}"),
-    }
-    print!("{report}");
-    Ok(())
+    })
 }
 
 /// This tree's `sched_switch` against the one of the profiler binary
 /// `other` (`--against`), printed to stdout: for changes to the hot path
 /// smaller than what runs one after the other can tell apart.
 pub fn run_against(other: &std::path::Path) -> anyhow::Result<()> {
+    print_report(|report| against::against(other, report))
+}
+
+/// Builds what the bench runs, has `fill` write a report, and prints it
+/// (writing no file).
+fn print_report(fill: impl FnOnce(&mut String) -> anyhow::Result<()>) -> anyhow::Result<()> {
     install_tools()?;
     crate::build_release_with_fixtures()?;
     let mut report = String::new();
-    against::against(other, &mut report)?;
+    fill(&mut report)?;
     print!("{report}");
     Ok(())
 }
