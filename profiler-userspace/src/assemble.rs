@@ -64,6 +64,20 @@ impl UserFrames {
     }
 }
 
+/// The name of `sample`'s process, as read from `/proc` or the kernel's
+/// records; for a process never read (a child that forked, ran and exited
+/// between two reads, without an exec), its thread's name, which the kernel
+/// recorded with the sample (as `perf report` names rows), so that no row
+/// goes without a name.
+fn process_name(symbolizer: &Symbolizer, sample: &crate::sample::RawSample) -> Arc<str> {
+    let name = symbolizer.process_name(sample.pid);
+    if name.is_empty() {
+        Arc::from(sample.thread.as_str())
+    } else {
+        name
+    }
+}
+
 /// When a window began and how long it lasted.
 #[derive(Clone, Copy, Debug)]
 pub struct WindowTimes {
@@ -99,7 +113,7 @@ pub fn assemble(
             Sample {
                 pid: s.pid,
                 tid: s.tid,
-                comm: symbolizer.process_name(s.pid),
+                comm: process_name(symbolizer, s),
                 placement: symbolizer.placement(s.pid),
                 thread: s.thread.clone(),
                 state: s.state,
@@ -246,6 +260,36 @@ mod tests {
             (3, 5_000_000, 2_000)
         );
         assert!(profile.comments.contains(&"lost_samples=3".to_owned()));
+    }
+
+    #[test]
+    fn a_process_never_read_is_named_by_its_thread() {
+        let sample = |pid: u32| crate::sample::RawSample {
+            pid,
+            tid: pid,
+            thread: "watch.sh".to_owned(),
+            state: ThreadState::Sleeping,
+            user_stack: crate::sample::Stack::Absent,
+            kernel_stack: crate::sample::Stack::Absent,
+            samples: 0,
+            off_cpu_ns: 10,
+            off_cpu_count: 1,
+            goroutine: None,
+            goroutine_ns: 0,
+        };
+        let raw = RawWindow {
+            // Above the kernel's largest pid_max (2^22): never a process.
+            samples: vec![sample(u32::MAX - 1), sample(std::process::id())],
+            ..RawWindow::default()
+        };
+        let times = WindowTimes {
+            start: UNIX_EPOCH,
+            duration_ns: 1,
+        };
+        let (profile, _) = assemble(&raw, &mut Symbolizer::default(), times, 10, View::Wall);
+        let names: Vec<&str> = profile.samples.iter().map(|s| &*s.comm).collect();
+        let own = std::fs::read_to_string("/proc/self/comm").unwrap();
+        assert_eq!(names, ["watch.sh", own.trim_end()]);
     }
 
     #[test]

@@ -27,6 +27,13 @@ const MAX_VMAS: usize = 4096;
 /// thousand short processes a second for 16 s.
 const MAX_ENDED: usize = 1 << 14;
 
+/// A running process as `/proc` shows it, for one the records have not
+/// told of: its name and executable mappings.
+pub struct Running {
+    pub comm: Option<Arc<str>>,
+    pub vmas: Vec<Vma>,
+}
+
 /// What the kernel reported, in the order it happened.
 #[derive(Debug)]
 pub enum Event {
@@ -70,9 +77,9 @@ pub struct Images {
 }
 
 impl Images {
-    /// Follows `event`; `read_proc` reads a running process's mappings
-    /// (`/proc/PID/maps`), for processes not followed yet.
-    pub fn apply(&mut self, event: Event, read_proc: &mut dyn FnMut(u32) -> Option<Vec<Vma>>) {
+    /// Follows `event`; `read_proc` reads a running process's name and
+    /// mappings from `/proc`, for processes not followed yet.
+    pub fn apply(&mut self, event: Event, read_proc: &mut dyn FnMut(u32) -> Option<Running>) {
         match event {
             Event::Fork { pid, parent } => {
                 let Some(parent) = self.live_or_read(parent, read_proc) else {
@@ -129,10 +136,10 @@ impl Images {
     fn live_or_read(
         &mut self,
         pid: u32,
-        read_proc: &mut dyn FnMut(u32) -> Option<Vec<Vma>>,
+        read_proc: &mut dyn FnMut(u32) -> Option<Running>,
     ) -> Option<&mut Live> {
         if !self.live.contains_key(&pid) {
-            let vmas = read_proc(pid)?;
+            let Running { comm, vmas } = read_proc(pid)?;
             let vmas = vmas
                 .into_iter()
                 .map(|vma| RecordedVma {
@@ -146,8 +153,10 @@ impl Images {
                     }),
                 })
                 .collect();
+            // Its name too: a child it forks, which may never exec and
+            // end before anyone reads it, has no other.
             let live = Live {
-                comm: None,
+                comm,
                 vmas: Arc::new(vmas),
             };
             self.start(pid, live);

@@ -29,7 +29,7 @@ fn exec(pid: u32, comm: &str) -> Event {
 }
 
 /// No process is running before the records (nothing to read in /proc).
-fn nothing_running(_: u32) -> Option<Vec<Vma>> {
+fn nothing_running(_: u32) -> Option<Running> {
     None
 }
 
@@ -120,13 +120,16 @@ fn a_process_running_before_the_records_is_read_from_proc_once() {
     let mut reads = Vec::new();
     let mut proc = |pid: u32| {
         reads.push(pid);
-        Some(vec![Vma {
-            start: 0x1000,
-            end: 0x2000,
-            offset: 0,
-            path: "/bin/bash".to_owned(),
-            file: FileId::new(0xfd, 1, 42),
-        }])
+        Some(Running {
+            comm: Some(Arc::from("watch.sh")),
+            vmas: vec![Vma {
+                start: 0x1000,
+                end: 0x2000,
+                offset: 0,
+                path: "/bin/bash".to_owned(),
+                file: FileId::new(0xfd, 1, 42),
+            }],
+        })
     };
     let mut images = Images::default();
     images.apply(Event::Fork { pid: 8, parent: 7 }, &mut proc);
@@ -138,6 +141,11 @@ fn a_process_running_before_the_records_is_read_from_proc_once() {
     assert_eq!(file.path, "/bin/bash");
     assert_eq!(file.build_id, None);
     assert_eq!(file.id, FileId::new(0xfd, 1, 42), "checked by inode later");
+    assert_eq!(
+        ended[0].comm.as_deref(),
+        Some("watch.sh"),
+        "a child that never execs is named as its parent"
+    );
 }
 
 #[test]

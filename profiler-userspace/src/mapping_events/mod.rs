@@ -24,7 +24,7 @@ use std::{io, sync::Arc};
 use perf_event::{Builder, SampleFlag, Sampler, events::Software};
 use thiserror::Error;
 
-use images::Images;
+use images::{Images, Running};
 use records::Parsed;
 
 use crate::symbolize::{KernelSymbol, RecordStats, RecordedImage, procmaps};
@@ -123,7 +123,11 @@ impl MappingEvents {
             symbol.seq = self.kernel_symbols_read;
             self.kernel_symbols.push(symbol);
         }
-        let mut read_proc = |pid: u32| procmaps::read(pid).ok();
+        let mut read_proc = |pid: u32| {
+            let vmas = procmaps::read(pid).ok()?;
+            let comm = crate::procfs::comm(pid, pid).map(Arc::from);
+            Some(Running { comm, vmas })
+        };
         for (_, event) in events {
             self.images.apply(event, &mut read_proc);
         }

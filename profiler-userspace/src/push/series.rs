@@ -27,7 +27,8 @@ impl Series {
 
 /// The program a row belongs to, as backends name services: its systemd
 /// service, else its container (the short id, as `docker ps` shows it),
-/// else its process name.
+/// else its process name, else [`UNKNOWN_SERVICE`]: never empty, since
+/// Pyroscope refuses a whole push for one empty `service_name`.
 #[must_use]
 pub fn service_name(sample: &Sample) -> String {
     let placement = &sample.placement;
@@ -35,10 +36,16 @@ pub fn service_name(sample: &Sample) -> String {
         placement.service.clone()
     } else if !placement.container_id.is_empty() {
         placement.container_id.chars().take(12).collect()
-    } else {
+    } else if !sample.comm.is_empty() {
         sample.comm.to_string()
+    } else {
+        UNKNOWN_SERVICE.to_owned()
     }
 }
+
+/// The service name of a row with no name at all, as OpenTelemetry's
+/// semantic conventions name a service without one.
+pub const UNKNOWN_SERVICE: &str = "unknown_service";
 
 /// Splits `profile` into one series per program (service name, container
 /// and cgroup), in a stable order.
@@ -141,7 +148,7 @@ mod tests {
     }
 
     #[test]
-    fn each_program_is_a_series_named_by_unit_then_container_then_comm() {
+    fn each_program_is_a_series_named_by_unit_then_container_then_comm_never_empty() {
         let container = "3f4b".repeat(16);
         let profile = Profile {
             view: View::Wall,
@@ -153,6 +160,7 @@ mod tests {
                 row("bash", "session-3.scope", "", 2),
                 row("worker", "", &container, 3),
                 row("nginx", "nginx.service", "", 4),
+                row("", "", "", 5),
             ],
             comments: vec!["x=1".to_owned()],
         };
@@ -163,7 +171,12 @@ mod tests {
             .collect();
         assert_eq!(
             names,
-            [("3f4b3f4b3f4b", 1), ("bash", 1), ("nginx.service", 2)]
+            [
+                ("3f4b3f4b3f4b", 1),
+                ("bash", 1),
+                ("nginx.service", 2),
+                (UNKNOWN_SERVICE, 1)
+            ]
         );
         let nginx = &series[2];
         assert_eq!(

@@ -153,6 +153,12 @@ pub(super) fn daemon_cost(report: &mut String) -> anyhow::Result<DaemonCost> {
         "\nWith `--push`, the fake backend took {accepted} of {} push requests.\n",
         requests.len()
     )?;
+    for refused in requests.iter().filter_map(|r| r.decoded.as_ref().err()) {
+        writeln!(report, "- refused: {refused}")?;
+    }
+    if accepted < requests.len() {
+        writeln!(report)?;
+    }
     let _ = std::fs::remove_dir_all(&spool);
     drop(crowd);
     match costs[..] {
