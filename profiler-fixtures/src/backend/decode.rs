@@ -100,7 +100,9 @@ fn pyroscope(body: &[u8]) -> Result<Vec<Received>, String> {
             .collect();
         let labels = pyroscope_labels(&pairs)?;
         for sample in series.samples {
-            let profile = pprof(&maybe_gunzip(&sample.raw_profile)?)?;
+            let bytes = maybe_gunzip(&sample.raw_profile)?;
+            let profile = pprof(&bytes)?;
+            pyroscope_limits(bytes.len(), &profile)?;
             out.push(Received {
                 labels: labels.clone(),
                 ..profile
@@ -108,6 +110,38 @@ fn pyroscope(body: &[u8]) -> Result<Vec<Received>, String> {
         }
     }
     Ok(out)
+}
+
+/// Pyroscope's `ValidateProfile` (pkg/validation/validate.go) with its
+/// default limits (pkg/validation/limits.go): a profile of at most 4 MiB
+/// uncompressed and 16000 samples, each with at most 100 labels. It
+/// refuses the whole request for one profile past them.
+fn pyroscope_limits(uncompressed: usize, profile: &Received) -> Result<(), String> {
+    const MAX_BYTES: usize = 4 * 1024 * 1024;
+    const MAX_SAMPLES: usize = 16_000;
+    const MAX_SAMPLE_LABELS: usize = 100;
+    if uncompressed > MAX_BYTES {
+        return Err(format!(
+            "profile too big: {uncompressed} bytes uncompressed; limit {MAX_BYTES}"
+        ));
+    }
+    if profile.samples.len() > MAX_SAMPLES {
+        return Err(format!(
+            "profile has {} samples; limit {MAX_SAMPLES}",
+            profile.samples.len()
+        ));
+    }
+    if let Some(s) = profile
+        .samples
+        .iter()
+        .find(|s| s.labels.len() > MAX_SAMPLE_LABELS)
+    {
+        return Err(format!(
+            "a sample has {} labels; limit {MAX_SAMPLE_LABELS}",
+            s.labels.len()
+        ));
+    }
+    Ok(())
 }
 
 /// Parca's gateway: `WriteRawRequest` as protobuf JSON; `__name__`

@@ -12,7 +12,7 @@ use super::{otlp, series::Series};
 use crate::{
     config::PushProtocol,
     pprof,
-    profile::{Profile, View},
+    profile::{Profile, Sample, View},
 };
 
 /// Largest body a request is built to (more series go in further
@@ -67,9 +67,20 @@ struct RawSample {
     id: String,
 }
 
-/// A series' view as a gzip'd pprof of that view's sample types; `None`
-/// when the program has no rows of that kind.
-fn view_pprof(series: &Series, view: View) -> Option<Vec<u8>> {
+/// Most rows in one pprof: Pyroscope refuses a whole request for a
+/// profile of more samples (`validation.max-profile-stacktrace-samples`,
+/// 16000 by default).
+const MAX_PROFILE_ROWS: usize = 16_000;
+
+/// Largest pprof, uncompressed: Pyroscope's default
+/// `validation.max-profile-size-bytes` (4 MiB), refused likewise.
+const MAX_PROFILE_BYTES: usize = 4 << 20;
+
+/// A series' view as gzip'd pprofs of that view's sample types: one, or
+/// for a program with more rows than a backend takes in one profile,
+/// several of its rows each; none when the program has no rows of that
+/// kind.
+fn view_pprofs(series: &Series, view: View) -> Vec<Vec<u8>> {
     let whole = &series.profile;
     let samples: Vec<_> = whole
         .samples
@@ -77,19 +88,38 @@ fn view_pprof(series: &Series, view: View) -> Option<Vec<u8>> {
         .filter(|s| view.shows(s.samples, s.off_cpu_ns, s.off_cpu_count))
         .cloned()
         .collect();
+    let mut pprofs = Vec::new();
     if samples.is_empty() {
-        return None;
+        return pprofs;
     }
+    let count = samples.len().div_ceil(MAX_PROFILE_ROWS);
+    let size = samples.len().div_ceil(count);
+    for rows in samples.chunks(size) {
+        encode_within_limit(whole, view, rows, &mut pprofs);
+    }
+    pprofs
+}
+
+/// Encodes `rows` as one pprof, or halves them until each half is within
+/// [`MAX_PROFILE_BYTES`] (a single row goes as it is).
+fn encode_within_limit(whole: &Profile, view: View, rows: &[Sample], out: &mut Vec<Vec<u8>>) {
     let profile = Profile {
         view,
         start: whole.start,
         duration_ns: whole.duration_ns,
         period_ns: whole.period_ns,
-        samples,
+        samples: rows.to_vec(),
         comments: whole.comments.clone(),
     };
+    let encoded = pprof::encode_view(&profile);
+    if encoded.len() > MAX_PROFILE_BYTES && rows.len() > 1 {
+        let (first, second) = rows.split_at(rows.len() / 2);
+        encode_within_limit(whole, view, first, out);
+        encode_within_limit(whole, view, second, out);
+        return;
+    }
     // Gzip into memory cannot fail.
-    pprof::gzip(&pprof::encode_view(&profile)).ok()
+    out.extend(pprof::gzip(&encoded).ok());
 }
 
 /// One labelled, gzip'd pprof: what Pyroscope and Parca take.
@@ -103,12 +133,11 @@ fn parts(series: &[Series], name: impl Fn(View) -> &'static str) -> Vec<Part> {
     let mut parts = Vec::new();
     for one in series {
         for view in VIEWS {
-            let Some(pprof) = view_pprof(one, view) else {
-                continue;
-            };
-            let mut labels = vec![("__name__".to_owned(), name(view).to_owned())];
-            labels.extend(one.labels.iter().map(|(k, v)| ((*k).to_owned(), v.clone())));
-            parts.push(Part { labels, pprof });
+            for pprof in view_pprofs(one, view) {
+                let mut labels = vec![("__name__".to_owned(), name(view).to_owned())];
+                labels.extend(one.labels.iter().map(|(k, v)| ((*k).to_owned(), v.clone())));
+                parts.push(Part { labels, pprof });
+            }
         }
     }
     parts

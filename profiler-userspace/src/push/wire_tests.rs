@@ -205,3 +205,67 @@ fn many_programs_are_split_over_bounded_requests() {
     }
     assert_eq!(programs.len(), 40);
 }
+
+/// One program of `count` rows, each on the CPU in its own function (named
+/// `function_len` bytes long) under one common caller, `main`.
+fn one_big_program(count: usize, function_len: usize) -> Vec<Series> {
+    let samples = (0..count)
+        .map(|i| {
+            let mut sample = row("big", "big.service", "", 1, 0);
+            let leaf = format!("f{i:06}_").repeat(function_len / 8);
+            let frames = ["main".to_owned(), leaf];
+            sample.stack = frames
+                .into_iter()
+                .rev()
+                .zip(1u64..)
+                .map(|(function, n)| Location {
+                    mapping: None,
+                    address: n * 0x10 + (i as u64) * 0x100,
+                    lines: Arc::new([Line {
+                        function,
+                        file: "big.c".to_owned(),
+                        line: 1,
+                    }]),
+                })
+                .collect();
+            sample
+        })
+        .collect();
+    let profile = Profile {
+        view: View::Wall,
+        start: UNIX_EPOCH,
+        duration_ns: 15_000_000_000,
+        period_ns: 10_101_010,
+        samples,
+        comments: Vec::new(),
+    };
+    series::split(profile, "host1")
+}
+
+#[test]
+fn a_program_past_pyroscopes_profile_limits_goes_in_several_profiles() {
+    // Past 16000 samples; past 4 MiB uncompressed (600 names of 8 KiB).
+    for (rows, function_len) in [(40_000, 8), (600, 8 << 10)] {
+        let series = one_big_program(rows, function_len);
+        let mut cpu = Vec::new();
+        for body in bodies(PushProtocol::Pyroscope, &series, None) {
+            let received = backend::decode(Protocol::Pyroscope, &body)
+                .unwrap_or_else(|e| panic!("{rows} rows: {e}"));
+            cpu.extend(
+                received
+                    .into_iter()
+                    .filter(|p| p.labels["__name__"] == "process_cpu"),
+            );
+        }
+        assert!(cpu.len() >= 2, "{rows} rows in {} profile(s)", cpu.len());
+        let total: i64 = cpu.iter().map(|p| p.total("cpu", "main")).sum();
+        let expected = i64::try_from(rows).unwrap() * 10_101_010;
+        assert_eq!(total, expected, "{rows} rows: every row, once");
+        let leaves: std::collections::BTreeSet<_> = cpu
+            .iter()
+            .flat_map(|p| &p.samples)
+            .map(|s| &s.functions[0])
+            .collect();
+        assert_eq!(leaves.len(), rows, "{rows} rows: each leaf");
+    }
+}
