@@ -31,6 +31,7 @@ mod prepare;
 mod processes;
 pub mod procmaps;
 mod recorded;
+mod resident;
 
 use std::{collections::HashMap, sync::Arc};
 

@@ -15,6 +15,9 @@
 //! profile falling due meanwhile waits for. Dropping at once only the
 //! files of binaries without new addresses the window before saved
 //! little (71 MiB) and still parsed the busy ones twice.
+//!
+//! So a kept file stays parsed, but the pages a batch touched in it are
+//! given back right after the batch (`resident.rs`).
 
 use std::{collections::HashMap, path::PathBuf, sync::Arc};
 
@@ -24,7 +27,7 @@ use blazesym::symbolize::{
     source::{Elf, Source},
 };
 
-use super::symbolize;
+use super::{resident, symbolize};
 use crate::profile::Line;
 
 #[derive(Default)]
@@ -42,8 +45,11 @@ impl ParsedFiles {
         input: Input<&[u64]>,
         window: u64,
     ) -> Vec<Arc<[Line]>> {
-        self.last_read.insert(elf.path.clone(), window);
-        symbolize(blaze, &Source::Elf(elf), input)
+        let path = elf.path.clone();
+        let lines = symbolize(blaze, &Source::Elf(elf), input);
+        resident::release(&path);
+        self.last_read.insert(path, window);
+        lines
     }
 
     /// Has blazesym drop the files that `window` did not read.

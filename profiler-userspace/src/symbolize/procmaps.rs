@@ -66,12 +66,20 @@ pub fn read(pid: u32) -> io::Result<Vec<Vma>> {
 /// Parses the text of a maps file, keeping executable mappings only.
 #[must_use]
 pub fn parse(text: &str) -> Vec<Vma> {
-    let mut vmas: Vec<Vma> = text.lines().filter_map(parse_line).collect();
+    let mut vmas: Vec<Vma> = every_mapping(text)
+        .filter(|(_, perms)| perms.as_bytes().get(2) == Some(&b'x'))
+        .map(|(vma, _)| vma)
+        .collect();
     vmas.sort_by_key(|vma| vma.start);
     vmas
 }
 
-fn parse_line(line: &str) -> Option<Vma> {
+/// Every mapping of a maps file's text, with its permissions (`r-xp`).
+pub fn every_mapping(text: &str) -> impl Iterator<Item = (Vma, &str)> {
+    text.lines().filter_map(parse_line)
+}
+
+fn parse_line(line: &str) -> Option<(Vma, &str)> {
     // start-end perms offset dev inode [path]
     let mut fields = line.splitn(6, ' ');
     let (start, end) = fields.next()?.split_once('-')?;
@@ -80,10 +88,7 @@ fn parse_line(line: &str) -> Option<Vma> {
     let (major, minor) = fields.next()?.split_once(':')?;
     let inode = fields.next()?;
     let path = fields.next().unwrap_or("").trim_start();
-    if perms.as_bytes().get(2) != Some(&b'x') {
-        return None;
-    }
-    Some(Vma {
+    let vma = Vma {
         start: u64::from_str_radix(start, 16).ok()?,
         end: u64::from_str_radix(end, 16).ok()?,
         offset: u64::from_str_radix(offset, 16).ok()?,
@@ -93,7 +98,8 @@ fn parse_line(line: &str) -> Option<Vma> {
             u32::from_str_radix(minor, 16).ok()?,
             inode.parse().ok()?,
         ),
-    })
+    };
+    Some((vma, perms))
 }
 
 /// The entry whose mapping contains `addr`, in `entries` sorted by start.

@@ -1,0 +1,99 @@
+//! Gives back the pages blazesym touched in a file it keeps mapped, once a
+//! batch of addresses has been looked up in it.
+//!
+//! blazesym maps every file it reads whole (`MAP_SHARED`, read only) and
+//! keeps it mapped while the file stays parsed (`parsed.rs`). Each page a
+//! lookup touched then counts in the daemon's RSS until the file is
+//! dropped: under `--all`, every busy binary's debug sections at once.
+//! Dropping the pages keeps what blazesym parsed (the expensive part); a
+//! later lookup faults the pages it needs back in from the page cache.
+
+use std::{os::unix::fs::MetadataExt as _, path::Path};
+
+use super::procmaps::{self, FileId};
+
+/// Drops the resident pages of blazesym's mapping of `path`, if it is the
+/// process's only mapping of that file (so that no other thread owns it,
+/// and none can unmap it meanwhile); returns the bytes of address space
+/// given back.
+pub(super) fn release(path: &Path) -> u64 {
+    let Ok(meta) = std::fs::metadata(path) else {
+        return 0;
+    };
+    let file = FileId {
+        dev: meta.dev(),
+        inode: meta.ino(),
+    };
+    let Ok(maps) = crate::procfs::read("/proc/self/maps") else {
+        return 0;
+    };
+    let mut of_file = procmaps::every_mapping(&maps).filter(|(vma, _)| vma.file == Some(file));
+    let (Some((vma, perms)), None) = (of_file.next(), of_file.next()) else {
+        return 0;
+    };
+    if perms != "r--s" {
+        return 0;
+    }
+    let (Ok(start), Ok(len)) = (
+        usize::try_from(vma.start),
+        usize::try_from(vma.end - vma.start),
+    ) else {
+        return 0;
+    };
+    // SAFETY: the range is one whole mapping, the only one of this file:
+    // blazesym's, made on this thread when it read the file, and unmapped
+    // only on this thread (when the file is evicted), so it stays this
+    // mapping throughout the call. It is shared and read only, so its
+    // pages are the file's page cache and nothing wrote them:
+    // MADV_DONTNEED only removes them from this process's page tables, and
+    // the next read maps the same bytes again. No reference into it is
+    // invalidated.
+    let done = unsafe { libc::madvise(start as *mut libc::c_void, len, libc::MADV_DONTNEED) };
+    if done == 0 { len as u64 } else { 0 }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::Write as _;
+
+    use super::*;
+
+    /// RSS of the mapping at `start`, from `/proc/self/smaps`, in kB.
+    fn resident_kb(start: usize) -> u64 {
+        let smaps = std::fs::read_to_string("/proc/self/smaps").unwrap();
+        let header = format!("{start:x}-");
+        let mut lines = smaps.lines().skip_while(|l| !l.starts_with(&header));
+        lines
+            .find_map(|l| l.strip_prefix("Rss:"))
+            .map(|v| v.trim().trim_end_matches(" kB").parse().unwrap())
+            .unwrap()
+    }
+
+    #[test]
+    fn the_only_shared_mapping_of_a_file_gives_its_pages_back_and_reads_the_same() {
+        let mut file = tempfile::NamedTempFile::new().unwrap();
+        let bytes: Vec<u8> = (0..4 << 20).map(|i: u32| (i % 251) as u8).collect();
+        file.write_all(&bytes).unwrap();
+        // SAFETY: the test's own file, which nothing writes while mapped.
+        let map = unsafe { memmap2::Mmap::map(file.as_file()) }.unwrap();
+        let sum: u64 = map.iter().map(|&b| u64::from(b)).sum();
+        let start = map.as_ptr() as usize;
+        assert!(resident_kb(start) >= 4000, "touched: all resident");
+        assert_eq!(release(file.path()), 4 << 20);
+        assert_eq!(resident_kb(start), 0);
+        assert_eq!(map.iter().map(|&b| u64::from(b)).sum::<u64>(), sum);
+
+        // A second mapping of the file: not ours to say, left alone.
+        // SAFETY: as above.
+        let other = unsafe { memmap2::Mmap::map(file.as_file()) }.unwrap();
+        assert_eq!(release(file.path()), 0);
+        drop(other);
+        // A private mapping (the loader's kind): left alone.
+        drop(map);
+        // SAFETY: as above.
+        let private =
+            unsafe { memmap2::MmapOptions::new().map_copy_read_only(file.as_file()) }.unwrap();
+        assert_eq!(release(file.path()), 0);
+        drop(private);
+    }
+}
