@@ -68,10 +68,12 @@ impl GoTable<Mmap> {
     pub fn open(path: &Path) -> Result<Option<Self>, GoError> {
         let file =
             fs::File::open(path).map_err(|e| GoError::Read(path.display().to_string(), e))?;
+        // Private, as every mapping the daemon makes itself
+        // (`symbolize/resident.rs` takes shared ones for blazesym's).
         // SAFETY: the mapping is read-only and private; a binary replaced
         // on disk is a new inode, and one truncated while mapped is the
         // same hazard every symbolizer here (blazesym) accepts.
-        let map = unsafe { Mmap::map(&file) }
+        let map = unsafe { memmap2::MmapOptions::new().map_copy_read_only(&file) }
             .map_err(|e| GoError::Read(path.display().to_string(), e))?;
         Self::from_data(map)
     }

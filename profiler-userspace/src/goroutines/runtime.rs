@@ -50,10 +50,13 @@ impl GoRuntime {
     /// reader cannot find (the error says which part is missing).
     pub fn of_binary(path: &Path) -> Result<Option<Self>, RuntimeError> {
         let file = fs::File::open(path).map_err(RuntimeError::Read)?;
+        // Private, as every mapping the daemon makes itself
+        // (`symbolize/resident.rs` takes shared ones for blazesym's).
         // SAFETY: read-only and private; a binary truncated while mapped
         // is the hazard every reader of binaries here accepts (see
         // `GoTable::open`).
-        let map = unsafe { memmap2::Mmap::map(&file) }.map_err(RuntimeError::Read)?;
+        let map = unsafe { memmap2::MmapOptions::new().map_copy_read_only(&file) }
+            .map_err(RuntimeError::Read)?;
         Self::of_data(&map)
     }
 

@@ -38,10 +38,11 @@ impl ElfFacts {
     /// When the file cannot be read or is not ELF.
     pub fn read(path: &Path) -> io::Result<Self> {
         let file = File::open(path)?;
+        // Private, as every mapping the daemon makes itself (`resident.rs`).
         // SAFETY: the mapping is read-only and dropped before returning;
         // a binary truncated under us could fault, which every symbolizer
         // (blazesym included) accepts for mapped executables.
-        let data = unsafe { memmap2::Mmap::map(&file)? };
+        let data = unsafe { memmap2::MmapOptions::new().map_copy_read_only(&file)? };
         let elf = object::File::parse(&*data).map_err(io::Error::other)?;
         let segments = elf
             .segments()

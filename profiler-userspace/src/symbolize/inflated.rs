@@ -100,9 +100,11 @@ fn copy(
     id: &str,
 ) -> Result<Option<(File, PathBuf)>, CopyError> {
     let file = File::open(original).map_err(CopyError::Read)?;
+    // Private, as every mapping the daemon makes itself (`resident.rs`).
     // SAFETY: read-only and dropped before returning; a file truncated under
     // us could fault, as for every mapped binary the symbolizer reads.
-    let data = unsafe { memmap2::Mmap::map(&file) }.map_err(CopyError::Read)?;
+    let data = unsafe { memmap2::MmapOptions::new().map_copy_read_only(&file) }
+        .map_err(CopyError::Read)?;
     let Some(layout) = Layout::of(&data)? else {
         return Ok(None);
     };

@@ -7,6 +7,13 @@
 //! dropped: under `--all`, every busy binary's debug sections at once.
 //! Dropping the pages keeps what blazesym parsed (the expensive part); a
 //! later lookup faults the pages it needs back in from the page cache.
+//!
+//! The range must be blazesym's mapping, which only this thread maps and
+//! unmaps: a mapping another thread unmapped meanwhile could be memory
+//! mapped anew at the same address, whose contents `MADV_DONTNEED` would
+//! drop. So the daemon maps files itself only privately
+//! (`map_copy_read_only`), and a shared read-only mapping of the file is
+//! taken for blazesym's only when it is the process's one mapping of it.
 
 use std::{os::unix::fs::MetadataExt as _, path::Path};
 

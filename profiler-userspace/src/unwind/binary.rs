@@ -40,10 +40,12 @@ pub(super) fn read_binary(pid: u32, vma: &Vma, id: &BinaryId) -> Option<Bytes> {
     match id {
         BinaryId::File { .. } => {
             let file = std::fs::File::open(crate::symbolize::map_files_path(pid, vma)).ok()?;
+            // Private, as every mapping the daemon makes itself
+            // (`symbolize/resident.rs` takes shared ones for blazesym's).
             // SAFETY: the file is only read, while the table is built. A
             // binary is replaced by rename on upgrade, which leaves this
             // mapping intact; the same holds for blazesym's own mappings.
-            let map = unsafe { memmap2::Mmap::map(&file) }.ok()?;
+            let map = unsafe { memmap2::MmapOptions::new().map_copy_read_only(&file) }.ok()?;
             Some(Bytes::Mapped(map))
         }
         BinaryId::Vdso => own_vdso().map(Bytes::Owned),
