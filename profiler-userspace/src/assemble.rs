@@ -65,10 +65,10 @@ impl UserFrames {
 }
 
 /// The name of `sample`'s process, as read from `/proc` or the kernel's
-/// records; for a process never read (a child that forked, ran and exited
-/// between two reads, without an exec), its thread's name, which the kernel
-/// recorded with the sample (as `perf report` names rows), so that no row
-/// goes without a name.
+/// records; for a process that neither named (it lived between two reads,
+/// and no record told of it: a lost ring record, a fork before the rings
+/// opened), its thread's name, which the kernel recorded with the sample
+/// (as `perf report` names rows), so that no row goes without a name.
 fn process_name(symbolizer: &Symbolizer, sample: &crate::sample::RawSample) -> Arc<str> {
     let name = symbolizer.process_name(sample.pid);
     if name.is_empty() {
