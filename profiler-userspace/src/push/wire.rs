@@ -86,7 +86,6 @@ fn view_pprofs(series: &Series, view: View) -> Vec<Vec<u8>> {
         .samples
         .iter()
         .filter(|s| view.shows(s.samples, s.off_cpu_ns, s.off_cpu_count))
-        .cloned()
         .collect();
     let mut pprofs = Vec::new();
     if samples.is_empty() {
@@ -102,13 +101,13 @@ fn view_pprofs(series: &Series, view: View) -> Vec<Vec<u8>> {
 
 /// Encodes `rows` as one pprof, or halves them until each half is within
 /// [`MAX_PROFILE_BYTES`] (a single row goes as it is).
-fn encode_within_limit(whole: &Profile, view: View, rows: &[Sample], out: &mut Vec<Vec<u8>>) {
+fn encode_within_limit(whole: &Profile, view: View, rows: &[&Sample], out: &mut Vec<Vec<u8>>) {
     let profile = Profile {
         view,
         start: whole.start,
         duration_ns: whole.duration_ns,
         period_ns: whole.period_ns,
-        samples: rows.to_vec(),
+        samples: rows.iter().map(|&s| s.clone()).collect(),
         comments: whole.comments.clone(),
     };
     let encoded = pprof::encode_view(&profile);
