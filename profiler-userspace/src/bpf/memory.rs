@@ -35,6 +35,9 @@ pub struct MemoryKernel {
     pub targets: BTreeSet<u32>,
     /// Flips so far.
     pub flips: u32,
+    /// When each flip happened, on tokio's clock (paused in the loop's
+    /// tests).
+    pub flipped_at: Vec<tokio::time::Instant>,
     /// What happens during each chunk, for a test that does not drive the
     /// flips itself: the next step is played just before each flip.
     pub script: VecDeque<Step>,
@@ -95,6 +98,7 @@ impl WindowMaps for MemoryKernel {
         self.active = 1 - self.active;
         self.last_flip_ns = self.now_ns;
         self.flips += 1;
+        self.flipped_at.push(tokio::time::Instant::now());
         Ok(flip)
     }
 

@@ -126,12 +126,12 @@ async fn the_run_ends_when_every_target_is_gone() {
     let started = tokio::time::Instant::now();
     let kernel = run_loop(dir.path(), &flags, kernel).await;
 
-    assert!(
-        started.elapsed() < Duration::from_secs(1),
-        "{:?}",
-        started.elapsed()
-    );
+    // The drain's time, not the run's: while the loop waits for the
+    // symbolizer's thread to hand back the last window, the runtime is idle
+    // and paused time jumps to the next timer (the 60 s ticker).
     assert_eq!(kernel.flips, 1);
+    let drained = kernel.flipped_at[0] - started;
+    assert!(drained < Duration::from_secs(1), "{drained:?}");
     assert!(kernel.targets.is_empty());
     let profiles = written(dir.path());
     assert_eq!(profiles.len(), 1);
