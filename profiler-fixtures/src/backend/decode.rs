@@ -20,15 +20,29 @@ pub fn decode(protocol: Protocol, body: &[u8]) -> Result<Vec<Received>, String> 
     match protocol {
         Protocol::Pyroscope => pyroscope(body),
         Protocol::Parca => parca(body),
-        Protocol::Otlp => otlp_request(&gunzip(body)?),
+        Protocol::Otlp => otlp_request(&gunzip_within(body, OTLP_MAX_BODY)?),
     }
 }
 
+/// The collector's OTLP/HTTP receiver refuses a body past its
+/// `max_request_body_size` (confighttp's default), counted after gunzip.
+const OTLP_MAX_BODY: u64 = 20 << 20;
+
 fn gunzip(bytes: &[u8]) -> Result<Vec<u8>, String> {
+    gunzip_within(bytes, u64::MAX)
+}
+
+fn gunzip_within(bytes: &[u8], limit: u64) -> Result<Vec<u8>, String> {
     let mut out = Vec::new();
     flate2::read::GzDecoder::new(bytes)
+        .take(limit.saturating_add(1))
         .read_to_end(&mut out)
         .map_err(|e| format!("gzip: {e}"))?;
+    if out.len() as u64 > limit {
+        return Err(format!(
+            "request body too large: over {limit} bytes once decompressed"
+        ));
+    }
     Ok(out)
 }
 

@@ -3,7 +3,7 @@
 //! profile per sample type (`cpu`, `off_cpu`, `wall`), all sharing one
 //! dictionary per request. Converted row for row from the symbolized
 //! profile: nothing is re-sampled.
-use std::{collections::HashMap, sync::Arc, time::UNIX_EPOCH};
+use std::{borrow::Cow, collections::HashMap, sync::Arc, time::UNIX_EPOCH};
 
 use opentelemetry_proto::tonic::{
     collector::profiles::v1development::ExportProfilesServiceRequest,
@@ -13,7 +13,7 @@ use opentelemetry_proto::tonic::{
 };
 use prost::Message as _;
 
-use super::series::Series;
+use super::{series::Series, wire::MAX_PROFILE_ROWS};
 use crate::{
     pprof,
     profile::{Line, Location, Mapping, Sample},
@@ -21,6 +21,12 @@ use crate::{
 
 /// Series per request (each request carries its own dictionary).
 const SERIES_PER_REQUEST: usize = 64;
+
+/// Largest request, uncompressed. The collector's OTLP/HTTP receiver
+/// refuses a whole request past its `max_request_body_size` (20 MiB by
+/// default, counted after gunzip, confighttp); requests stay well under
+/// it, at the size of the largest profile Pyroscope takes.
+pub const MAX_REQUEST_BYTES: usize = 4 << 20;
 
 /// The value of a row (given the on-CPU sampling period) for one profile.
 type ValueOf = fn(&Sample, u64) -> u64;
@@ -34,21 +40,60 @@ const TYPES: [(&str, &str, ValueOf); 3] = [
     ("wall", "nanoseconds", |s, period| s.wall_ns(period)),
 ];
 
-/// Gzip'd `ExportProfilesServiceRequest`s for `series`, in order.
+/// Gzip'd `ExportProfilesServiceRequest`s for `series`, in order, each
+/// within [`MAX_REQUEST_BYTES`]. A program of more rows than Pyroscope takes
+/// in one profile (its OTLP intake checks each as a pprof) goes as several
+/// resources of the same attributes.
 #[must_use]
 pub fn bodies(series: &[Series]) -> Vec<Vec<u8>> {
-    series
-        .chunks(SERIES_PER_REQUEST)
-        .filter_map(|chunk| pprof::gzip(&request(chunk).encode_to_vec()).ok())
-        .collect()
+    let mut pieces: Vec<Cow<'_, Series>> = Vec::with_capacity(series.len());
+    for one in series {
+        if one.profile.samples.len() <= MAX_PROFILE_ROWS {
+            pieces.push(Cow::Borrowed(one));
+        } else {
+            pieces.extend(one.pieces(MAX_PROFILE_ROWS).into_iter().map(Cow::Owned));
+        }
+    }
+    let mut bodies = Vec::new();
+    for chunk in pieces.chunks(SERIES_PER_REQUEST) {
+        encode_within_limit(chunk, &mut bodies);
+    }
+    bodies
+}
+
+/// Encodes `series` as one gzip'd request, or halves them (a single series
+/// by its rows) until each half is within [`MAX_REQUEST_BYTES`]; a single
+/// row goes as it is.
+fn encode_within_limit(series: &[Cow<'_, Series>], out: &mut Vec<Vec<u8>>) {
+    let encoded = request(series.iter().map(AsRef::as_ref)).encode_to_vec();
+    if encoded.len() > MAX_REQUEST_BYTES {
+        match series {
+            [_, _, ..] => {
+                let (first, second) = series.split_at(series.len() / 2);
+                encode_within_limit(first, out);
+                encode_within_limit(second, out);
+                return;
+            }
+            [one] if one.profile.samples.len() > 1 => {
+                let half = one.profile.samples.len().div_ceil(2);
+                for piece in one.pieces(half) {
+                    encode_within_limit(&[Cow::Owned(piece)], out);
+                }
+                return;
+            }
+            _ => {}
+        }
+    }
+    // Gzip into memory cannot fail.
+    out.extend(pprof::gzip(&encoded).ok());
 }
 
 /// One request for `series`.
 #[must_use]
-pub fn request(series: &[Series]) -> ExportProfilesServiceRequest {
+pub fn request<'a>(series: impl IntoIterator<Item = &'a Series>) -> ExportProfilesServiceRequest {
     let mut dictionary = Dictionary::new();
     let resource_profiles = series
-        .iter()
+        .into_iter()
         .map(|one| resource_profiles(one, &mut dictionary))
         .collect();
     ExportProfilesServiceRequest {

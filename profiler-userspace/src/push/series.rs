@@ -23,6 +23,25 @@ impl Series {
             .find(|(n, _)| *n == name)
             .map(|(_, v)| v.as_str())
     }
+
+    /// This series in pieces of at most `rows` rows each, split evenly,
+    /// each under the same labels.
+    #[must_use]
+    pub fn pieces(&self, rows: usize) -> Vec<Series> {
+        let all = &self.profile.samples;
+        let count = all.len().div_ceil(rows.max(1));
+        let size = all.len().div_ceil(count.max(1)).max(1);
+        all.chunks(size)
+            .map(|rows| Series {
+                labels: self.labels.clone(),
+                profile: Profile {
+                    samples: rows.to_vec(),
+                    comments: self.profile.comments.clone(),
+                    ..self.profile.clone_empty()
+                },
+            })
+            .collect()
+    }
 }
 
 /// The program a row belongs to, as backends name services: its systemd

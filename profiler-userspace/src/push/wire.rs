@@ -70,7 +70,7 @@ struct RawSample {
 /// Most rows in one pprof: Pyroscope refuses a whole request for a
 /// profile of more samples (`validation.max-profile-stacktrace-samples`,
 /// 16000 by default).
-const MAX_PROFILE_ROWS: usize = 16_000;
+pub const MAX_PROFILE_ROWS: usize = 16_000;
 
 /// Largest pprof, uncompressed: Pyroscope's default
 /// `validation.max-profile-size-bytes` (4 MiB), refused likewise.

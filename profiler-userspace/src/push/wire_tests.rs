@@ -206,13 +206,16 @@ fn many_programs_are_split_over_bounded_requests() {
     assert_eq!(programs.len(), 40);
 }
 
-/// One program of `count` rows, each on the CPU in its own function (named
-/// `function_len` bytes long) under one common caller, `main`.
-fn one_big_program(count: usize, function_len: usize) -> Vec<Series> {
-    let samples = (0..count)
+/// `programs` programs of `count` rows each, every row on the CPU in its
+/// own function (named `function_len` bytes long) under one common caller,
+/// `main`.
+fn big_programs(programs: usize, count: usize, function_len: usize) -> Vec<Series> {
+    let samples = (0..programs * count)
         .map(|i| {
-            let mut sample = row("big", "big.service", "", 1, 0);
-            let leaf = format!("f{i:06}_").repeat(function_len / 8);
+            let program = i / count;
+            let comm = format!("big{program}");
+            let mut sample = row(&comm, &format!("{comm}.service"), "", 1, 0);
+            let leaf = format!("f{i:07}").repeat(function_len / 8);
             let frames = ["main".to_owned(), leaf];
             sample.stack = frames
                 .into_iter()
@@ -246,7 +249,7 @@ fn one_big_program(count: usize, function_len: usize) -> Vec<Series> {
 fn a_program_past_pyroscopes_profile_limits_goes_in_several_profiles() {
     // Past 16000 samples; past 4 MiB uncompressed (600 names of 8 KiB).
     for (rows, function_len) in [(40_000, 8), (600, 8 << 10)] {
-        let series = one_big_program(rows, function_len);
+        let series = big_programs(1, rows, function_len);
         let mut cpu = Vec::new();
         for body in bodies(PushProtocol::Pyroscope, &series, None) {
             let received = backend::decode(Protocol::Pyroscope, &body)
@@ -267,5 +270,43 @@ fn a_program_past_pyroscopes_profile_limits_goes_in_several_profiles() {
             .map(|s| &s.functions[0])
             .collect();
         assert_eq!(leaves.len(), rows, "{rows} rows: each leaf");
+    }
+}
+
+#[test]
+fn otlp_requests_stay_within_the_collectors_limit_and_pyroscopes_rows() {
+    // 64 programs of 48 rows named 8 KiB each: 24 MiB in one request, past
+    // the collector's limit; one program of 40000 rows: past the rows
+    // Pyroscope's OTLP intake takes in one profile.
+    for (programs, rows, function_len) in [(64, 48, 8 << 10), (1, 40_000, 8)] {
+        let series = big_programs(programs, rows, function_len);
+        let requests = bodies(PushProtocol::Otlp, &series, None);
+        let mut cpu = Vec::new();
+        for body in &requests {
+            let received = backend::decode(Protocol::Otlp, body)
+                .unwrap_or_else(|e| panic!("{programs}x{rows}: {e}"));
+            cpu.extend(received.into_iter().filter(|p| p.types() == ["cpu"]));
+        }
+        let most = cpu.iter().map(|p| p.samples.len()).max().unwrap();
+        assert!(
+            most <= 16_000,
+            "{programs}x{rows}: a profile of {most} rows"
+        );
+        let total: i64 = cpu.iter().map(|p| p.total("cpu", "main")).sum();
+        let expected = i64::try_from(programs * rows).unwrap() * 10_101_010;
+        assert_eq!(total, expected, "{programs}x{rows}: every row, once");
+        let leaves: std::collections::BTreeSet<_> = cpu
+            .iter()
+            .flat_map(|p| &p.samples)
+            .map(|s| &s.functions[0])
+            .collect();
+        assert_eq!(
+            leaves.len(),
+            programs * rows,
+            "{programs}x{rows}: each leaf"
+        );
+        let services: std::collections::BTreeSet<_> =
+            cpu.iter().map(|p| &p.labels["service_name"]).collect();
+        assert_eq!(services.len(), programs);
     }
 }
