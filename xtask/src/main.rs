@@ -47,8 +47,10 @@ enum Cmd {
         /// (section 3, each program's kernel time), `daemon` (section 4, the
         /// daemon's CPU and memory, and start-up under `--all`),
         /// `unwinding` (sections 6 and 7, the stack walk's cost and table
-        /// builds) or `goroutines` (section 11, the goroutine view's cost).
-        #[arg(long, value_name = "SECTION", value_parser = ["kernel", "daemon", "unwinding", "goroutines"])]
+        /// builds), `processes` (section 10, short processes: the kernel's
+        /// cost of the records, the daemon's in a fork/exec storm) or
+        /// `goroutines` (section 11, the goroutine view's cost).
+        #[arg(long, value_name = "SECTION", value_parser = ["kernel", "daemon", "unwinding", "processes", "goroutines"])]
         only: Option<String>,
         /// Compare this tree's `sched_switch` program with the one of
         /// another build's profiler binary, both running at once, and print

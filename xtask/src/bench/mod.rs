@@ -52,6 +52,7 @@ pub fn run_only(section: &str) -> anyhow::Result<()> {
         }
         "goroutines" => goroutines::goroutine_view(report).map(drop),
         "kernel" => program_costs(report).map(drop),
+        "processes" => brief::brief_processes(report),
         "daemon" => {
             daemon_cost(report)?;
             startup::startup(report).map(drop)
