@@ -6,6 +6,7 @@ use tracing_subscriber::EnvFilter;
 
 fn main() -> ExitCode {
     memory::configure_malloc();
+    memory::prefault_stack();
     // Colour only for a person at a terminal: journald and files get plain
     // text, and NO_COLOR (https://no-color.org) turns it off.
     let colour = std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none();

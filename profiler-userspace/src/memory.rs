@@ -1,6 +1,7 @@
-//! The daemon's dealings with glibc's allocator, which by default keeps
-//! what a burst of work allocated and freed (reading every binary of the
-//! host under `--all`, a window's symbolization) as resident pages.
+//! The daemon's dealings with its memory: glibc's allocator, which by
+//! default keeps what a burst of work allocated and freed (reading every
+//! binary of the host under `--all`, a window's symbolization) as resident
+//! pages, and the main thread's stack.
 
 /// Sets glibc's allocator up for a daemon whose work comes in bursts. Call
 /// it first in `main`, before any other thread exists.
@@ -38,4 +39,23 @@ pub fn give_back_freed() {
     unsafe {
         libc::malloc_trim(0);
     }
+}
+
+/// How much of the main thread's stack [`prefault_stack`] touches.
+const STACK_PREFAULT: usize = 256 << 10;
+
+/// Touches the main thread's stack 256 KiB deep, so that its pages are
+/// mapped before the window loop's deep frames run. Real CPUs do not need
+/// this; QEMU 7.2's TCG (Debian 12's, which runs the 6.1 kernel of the VM
+/// tests) does. When the store of a `setcc` to memory page-faults, QEMU
+/// runs the instruction again from flags it has already overwritten, so
+/// a boolean stored on a fresh stack page can come out wrong. In up to
+/// half the VM's runs this loaded `--all` as an empty `--pid`: `matches!(
+/// target, Target::All)` compiled to `cmp; seto [rsp+1]`, the first touch
+/// of an 8 KiB frame's last page. The cost is 256 KiB of resident stack.
+#[inline(never)]
+#[expect(clippy::large_stack_arrays, reason = "the stack is what it touches")]
+pub fn prefault_stack() {
+    let touched = [0u8; STACK_PREFAULT];
+    std::hint::black_box(&touched);
 }
