@@ -17,8 +17,8 @@ use crate::{
     bpf::{KernelError, UnwindMaps},
     config::{Target, Unwind},
     mapping_events::{MappingEvents, Recorded},
-    symbolize::ProcessSnapshot,
-    unwind::Unwinder,
+    symbolize::{BuildIds, ProcessSnapshot},
+    unwind::{Published, Unwinder},
 };
 
 pub struct ProcessWatch {
@@ -27,6 +27,8 @@ pub struct ProcessWatch {
     snapshots: Vec<Arc<ProcessSnapshot>>,
     /// The kernel's mmap records, when targets can appear at any time.
     events: Option<MappingEvents>,
+    /// The build ids of the files mapped, for the snapshots.
+    build_ids: BuildIds,
 }
 
 impl ProcessWatch {
@@ -63,10 +65,11 @@ impl ProcessWatch {
             unwinder,
             snapshots: Vec::new(),
             events,
+            build_ids: BuildIds::default(),
         };
         if let Target::Pids(pids) = targets {
             for &pid in pids {
-                if watch.unwinder.publish(kernel, pid)? {
+                if watch.unwinder.publish(kernel, pid)? == Published::Anew {
                     watch.snapshot(pid);
                 }
             }
@@ -138,9 +141,9 @@ impl ProcessWatch {
     }
 
     fn snapshot(&mut self, pid: u32) {
-        if let Some(vmas) = self.unwinder.mappings(pid) {
-            self.snapshots
-                .push(Arc::new(ProcessSnapshot::read(pid, vmas.to_vec())));
+        if let Some(mappings) = self.unwinder.stamped_mappings(pid) {
+            let snapshot = ProcessSnapshot::read(pid, mappings, &mut self.build_ids);
+            self.snapshots.push(Arc::new(snapshot));
         }
     }
 }

@@ -87,12 +87,18 @@ pub(super) fn mapped_dir(pid: u32, vma: &Vma) -> Option<PathBuf> {
     Some(PathBuf::from(format!("/proc/{pid}/root")).join(dir.strip_prefix("/").unwrap_or(dir)))
 }
 
-pub(super) fn new_mapping(pid: u32, vma: &Vma) -> Mapping {
-    let build_id = if vma.is_file() {
+/// The build id (hex) of the file `pid` maps at `vma`; empty for none, and
+/// for memory no file backs.
+pub(super) fn read_build_id(pid: u32, vma: &Vma) -> String {
+    if vma.is_file() {
         build_id(&map_files_path(pid, vma)).unwrap_or_default()
     } else {
         String::new()
-    };
+    }
+}
+
+/// `vma` as a pprof mapping of the file with `build_id`.
+pub(super) fn new_mapping(vma: &Vma, build_id: String) -> Mapping {
     Mapping {
         start: vma.start,
         limit: vma.end,

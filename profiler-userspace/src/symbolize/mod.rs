@@ -20,6 +20,7 @@
 //! blazesym's `Symbolizer` is not `Send`: this type lives on one thread.
 mod anonymous;
 mod binaries;
+mod build_ids;
 mod convert;
 mod debug_files;
 pub mod debuginfod;
@@ -37,6 +38,7 @@ use std::{collections::HashMap, sync::Arc};
 
 use binaries::Binaries;
 use blazesym::symbolize::{Input, source::Source};
+pub use build_ids::BuildIds;
 pub(crate) use convert::map_files_path;
 use convert::{binary_key, find_vma, lines_of, locations};
 pub(crate) use debug_files::hex;

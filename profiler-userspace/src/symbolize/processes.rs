@@ -17,8 +17,11 @@ use std::{
 use super::{
     RecordedImage,
     anonymous::AnonymousCache,
-    convert::{build_id, find_vma, lookup_addrs, map_files_path, mapped_dir, new_mapping},
-    procmaps::{self, Vma},
+    build_ids::BuildIds,
+    convert::{
+        build_id, find_vma, lookup_addrs, map_files_path, mapped_dir, new_mapping, read_build_id,
+    },
+    procmaps::{self, FileStamp, Vma},
 };
 use crate::{
     cgroup::{self, Placement},
@@ -42,14 +45,28 @@ pub struct ProcessSnapshot {
 
 impl ProcessSnapshot {
     /// Reads what the symbolizer needs of `pid`, whose executable mappings
-    /// are `vmas` (just read from `/proc/PID/maps`).
+    /// were just read from `/proc/PID/maps`, each with the stamp of the
+    /// file behind it, which names its build id in `build_ids`.
     #[must_use]
-    pub fn read(pid: u32, vmas: Vec<Vma>) -> Self {
+    pub fn read<'a>(
+        pid: u32,
+        mappings: impl Iterator<Item = (&'a Vma, Option<FileStamp>)>,
+        build_ids: &mut BuildIds,
+    ) -> Self {
+        let vmas = mappings
+            .map(|(vma, stamp)| {
+                let mapping = new_mapping(vma, build_ids.of(pid, vma, stamp));
+                (vma.clone(), Arc::new(mapping))
+            })
+            .collect();
         Self {
             pid,
             comm: procfs::comm(pid, pid).map(Arc::from),
             placement: cgroup::read(pid).map(Arc::new),
-            generation: Generation::read(pid, vmas, None),
+            generation: Generation {
+                vmas,
+                by_path: same_mount_ns(pid),
+            },
         }
     }
 }
@@ -78,7 +95,8 @@ impl Generation {
                         .find(|(old, _)| *old == vma)
                         .map(|(_, m)| m.clone())
                 });
-                let mapping = reused.unwrap_or_else(|| Arc::new(new_mapping(pid, &vma)));
+                let mapping =
+                    reused.unwrap_or_else(|| Arc::new(new_mapping(&vma, read_build_id(pid, &vma))));
                 (vma, mapping)
             })
             .collect();
@@ -137,9 +155,11 @@ pub(super) fn binary_path(
 }
 
 fn same_mount_ns(pid: u32) -> bool {
-    let theirs = std::fs::read_link(format!("/proc/{pid}/ns/mnt"));
-    let ours = std::fs::read_link("/proc/self/ns/mnt");
-    matches!((theirs, ours), (Ok(a), Ok(b)) if a == b)
+    // Ours, read once: the daemon never changes namespace.
+    static OURS: std::sync::OnceLock<Option<PathBuf>> = std::sync::OnceLock::new();
+    let ours = OURS.get_or_init(|| std::fs::read_link("/proc/self/ns/mnt").ok());
+    let theirs = std::fs::read_link(format!("/proc/{pid}/ns/mnt")).ok();
+    ours.is_some() && theirs == *ours
 }
 
 pub(super) struct ProcessInfo {

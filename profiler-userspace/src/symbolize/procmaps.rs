@@ -41,6 +41,33 @@ impl FileId {
     }
 }
 
+/// The file behind a mapping as it is now: its identity, size and
+/// modification time. A file rewritten in place changes size or mtime; one
+/// replaced by rename is another inode.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct FileStamp {
+    pub dev: u64,
+    pub ino: u64,
+    pub size: u64,
+    pub mtime: i64,
+}
+
+impl FileStamp {
+    /// The stamp of the file `pid` maps at `vma` (through `map_files`, so
+    /// deleted and containerised files work); `None` once it is gone.
+    #[must_use]
+    pub fn of_mapping(pid: u32, vma: &Vma) -> Option<Self> {
+        use std::os::unix::fs::MetadataExt as _;
+        let meta = std::fs::metadata(super::map_files_path(pid, vma)).ok()?;
+        Some(Self {
+            dev: meta.dev(),
+            ino: meta.ino(),
+            size: meta.size(),
+            mtime: meta.mtime(),
+        })
+    }
+}
+
 impl Vma {
     /// Whether the mapping is backed by a file we can read symbols from.
     #[must_use]
@@ -66,8 +93,13 @@ pub fn read(pid: u32) -> io::Result<Vec<Vma>> {
 /// Parses the text of a maps file, keeping executable mappings only.
 #[must_use]
 pub fn parse(text: &str) -> Vec<Vma> {
-    let mut vmas: Vec<Vma> = every_mapping(text)
-        .filter(|(_, perms)| perms.as_bytes().get(2) == Some(&b'x'))
+    // Only executable lines are parsed whole: a process maps many more
+    // others (heap, stacks, data), and this runs for every new process.
+    let executable = |perms: &str| perms.as_bytes().get(2) == Some(&b'x');
+    let mut vmas: Vec<Vma> = text
+        .lines()
+        .filter(|line| line.split(' ').nth(1).is_some_and(executable))
+        .filter_map(parse_line)
         .map(|(vma, _)| vma)
         .collect();
     vmas.sort_by_key(|vma| vma.start);

@@ -1,36 +1,34 @@
 //! Which file a mapping is (its identity across processes) and its bytes,
 //! for building its unwind table.
-use crate::symbolize::procmaps::Vma;
+use crate::symbolize::procmaps::{FileStamp, Vma};
 
-/// How a binary is recognised across processes: the file's identity.
+/// How a binary is recognised across processes: the file as stamped.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub(super) enum BinaryId {
-    File {
-        dev: u64,
-        ino: u64,
-        size: i64,
-        mtime: i64,
-    },
+    File(FileStamp),
     Vdso,
+}
+
+impl BinaryId {
+    /// The file's stamp (none for the vDSO).
+    pub(super) fn stamp(&self) -> Option<FileStamp> {
+        match self {
+            Self::File(stamp) => Some(*stamp),
+            Self::Vdso => None,
+        }
+    }
 }
 
 /// The identity of the binary behind `vma`; `None` for anonymous memory
 /// (JIT code) and files that cannot be opened.
 pub(super) fn binary_id(pid: u32, vma: &Vma) -> Option<BinaryId> {
-    use std::os::unix::fs::MetadataExt as _;
     if vma.path == "[vdso]" {
         return Some(BinaryId::Vdso);
     }
     if !vma.is_file() {
         return None;
     }
-    let meta = std::fs::metadata(crate::symbolize::map_files_path(pid, vma)).ok()?;
-    Some(BinaryId::File {
-        dev: meta.dev(),
-        ino: meta.ino(),
-        size: meta.size().try_into().ok()?,
-        mtime: meta.mtime(),
-    })
+    FileStamp::of_mapping(pid, vma).map(BinaryId::File)
 }
 
 /// The bytes of the binary behind `vma`: the file (through map_files, so
@@ -38,7 +36,7 @@ pub(super) fn binary_id(pid: u32, vma: &Vma) -> Option<BinaryId> {
 /// which is the same image in every process.
 pub(super) fn read_binary(pid: u32, vma: &Vma, id: &BinaryId) -> Option<Bytes> {
     match id {
-        BinaryId::File { .. } => {
+        BinaryId::File(_) => {
             let file = std::fs::File::open(crate::symbolize::map_files_path(pid, vma)).ok()?;
             // Private, as every mapping the daemon makes itself
             // (`symbolize/resident.rs` takes shared ones for blazesym's).

@@ -24,7 +24,7 @@ use profiler_common::unwind::{MAX_MAPPINGS, ProcessMappings, UnwindMapping, Unwi
 
 use crate::{
     bpf::UnwindMaps,
-    symbolize::procmaps::{self, Vma},
+    symbolize::procmaps::{self, FileStamp, Vma},
 };
 use binary::{BinaryId, binary_id, read_binary};
 pub use stats::UnwindStats;
@@ -49,7 +49,20 @@ struct Process {
     /// The executable mappings published, to skip unchanged ones (a heap
     /// or thread stack that grew changes nothing here).
     vmas: Vec<Vma>,
+    /// The binary behind each of `vmas`, as many as were published.
+    ids: Vec<Option<BinaryId>>,
     binaries: HashSet<BinaryId>,
+}
+
+/// What [`Unwinder::publish`] did with a process.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Published {
+    /// Its mappings were read anew (first seen, or changed) and published.
+    Anew,
+    /// Its mappings are those already published.
+    Unchanged,
+    /// It is gone (its mappings cannot be read).
+    Gone,
 }
 
 pub struct Unwinder {
@@ -90,10 +103,19 @@ impl Unwinder {
         self.tables
     }
 
-    /// The executable mappings last published for `pid`.
+    /// `pid`'s executable mappings as last published, each with the stamp
+    /// of the file behind it then (none for anonymous memory, the vDSO
+    /// and mappings past the kernel's limit).
     #[must_use]
-    pub fn mappings(&self, pid: u32) -> Option<&[Vma]> {
-        self.processes.get(&pid).map(|p| &p.vmas[..])
+    pub fn stamped_mappings(
+        &self,
+        pid: u32,
+    ) -> Option<impl Iterator<Item = (&Vma, Option<FileStamp>)>> {
+        let process = self.processes.get(&pid)?;
+        Some(process.vmas.iter().enumerate().map(|(i, vma)| {
+            let stamp = process.ids.get(i).and_then(|id| id.as_ref()?.stamp());
+            (vma, stamp)
+        }))
     }
 
     #[must_use]
@@ -130,8 +152,10 @@ impl Unwinder {
         Ok(published)
     }
 
-    /// Serves the requests: the pids published, and those left unchanged
-    /// (or gone).
+    /// Serves the requests: the pids published, and those left unchanged.
+    /// A process already gone is neither: put back, its request would be
+    /// read again at every ring until the poll (under `--all`, hundreds of
+    /// short processes' requests, each failing its `/proc` read anew).
     fn serve<M: UnwindMaps>(&mut self, maps: &mut M) -> Result<(Vec<u32>, Vec<u32>), M::Error> {
         let started = Instant::now();
         let (mut published, mut unchanged) = (Vec::new(), Vec::new());
@@ -140,8 +164,9 @@ impl Unwinder {
             // A full mappings map (more processes than it holds under
             // --all) costs that process its table walk, not the daemon.
             match self.publish(maps, pid) {
-                Ok(true) => published.push(pid),
-                Ok(false) => unchanged.push(pid),
+                Ok(Published::Anew) => published.push(pid),
+                Ok(Published::Unchanged) => unchanged.push(pid),
+                Ok(Published::Gone) => {}
                 Err(_) => self.stats.publish_failures += 1,
             }
         }
@@ -174,20 +199,24 @@ impl Unwinder {
     }
 
     /// Builds what `pid` needs and publishes its mappings; a process that
-    /// is gone or whose mappings did not change is left alone. Returns
-    /// whether new mappings were published.
+    /// is gone or whose mappings did not change is left alone.
     ///
     /// # Errors
     /// When the kernel maps cannot be written.
-    pub fn publish<M: UnwindMaps>(&mut self, maps: &mut M, pid: u32) -> Result<bool, M::Error> {
+    pub fn publish<M: UnwindMaps>(
+        &mut self,
+        maps: &mut M,
+        pid: u32,
+    ) -> Result<Published, M::Error> {
         let Ok(vmas) = procmaps::read(pid) else {
-            return Ok(false);
+            return Ok(Published::Gone);
         };
         if self.processes.get(&pid).is_some_and(|p| p.vmas == vmas) {
-            return Ok(false);
+            return Ok(Published::Unchanged);
         }
         let mut mappings = ProcessMappings::default();
         let mut used = HashSet::new();
+        let mut ids = Vec::with_capacity(vmas.len());
         for vma in &vmas {
             let Some(slot) = mappings.mappings.get_mut(mappings.len as usize) else {
                 mappings.overflow = 1;
@@ -209,7 +238,8 @@ impl Unwinder {
                 table,
             };
             mappings.len += 1;
-            used.extend(id);
+            used.extend(id.clone());
+            ids.push(id);
         }
         debug_assert!(mappings.len as usize <= MAX_MAPPINGS);
         maps.set_mappings(pid, &mappings)?;
@@ -223,11 +253,12 @@ impl Unwinder {
             pid,
             Process {
                 vmas,
+                ids,
                 binaries: used,
             },
         );
         self.release(old);
-        Ok(true)
+        Ok(Published::Anew)
     }
 
     /// The (first row, packed size, bias) of `vma`'s table, building and placing

@@ -102,6 +102,16 @@ fn a_process_that_is_gone_is_skipped() {
 }
 
 #[test]
+fn a_rung_request_for_a_process_gone_is_dropped_not_put_back() {
+    let mut maps = maps(1024);
+    let mut unwinder = Unwinder::new(1024);
+    // Above pid_max (at most 2^22): no such process.
+    maps.requests.push(1 << 23);
+    assert!(unwinder.serve_rung(&mut maps).unwrap().is_empty());
+    assert!(maps.requests.is_empty(), "{:?}", maps.requests);
+}
+
+#[test]
 fn an_exited_process_is_forgotten_and_a_live_one_kept() {
     let mut maps = maps(8 << 20);
     let mut unwinder = Unwinder::new(8 << 20);
@@ -117,7 +127,7 @@ fn an_exited_process_is_forgotten_and_a_live_one_kept() {
     unwinder.forget_exited(&mut maps).unwrap();
     assert!(maps.mappings.contains_key(&live));
     assert!(!maps.mappings.contains_key(&exited));
-    assert!(unwinder.mappings(exited).is_none());
+    assert!(unwinder.stamped_mappings(exited).is_none());
 }
 
 #[test]

@@ -1,0 +1,83 @@
+//! Build ids of mapped files, read once per file as stamped: a process that
+//! starts maps the same few files as the thousand before it (the loader,
+//! libc), and reading a build id opens and maps the whole file.
+use std::collections::HashMap;
+
+use super::{
+    convert::read_build_id,
+    procmaps::{FileStamp, Vma},
+};
+
+/// Most files remembered; past it, the memory starts over.
+const MAX_KNOWN: usize = 4096;
+
+/// The build ids read so far, by file stamp.
+#[derive(Default)]
+pub struct BuildIds {
+    known: HashMap<FileStamp, String>,
+    /// Files read, ever (the others came from memory).
+    reads: u64,
+}
+
+impl BuildIds {
+    /// The build id (hex; empty when it has none) of the file `pid` maps
+    /// at `vma`, which was `stamp` when its mappings were read: from
+    /// memory when that file was read before, else read now. Without a
+    /// stamp (a file gone meanwhile) it is read, and not remembered.
+    pub fn of(&mut self, pid: u32, vma: &Vma, stamp: Option<FileStamp>) -> String {
+        if let Some(known) = stamp.and_then(|stamp| self.known.get(&stamp)) {
+            return known.clone();
+        }
+        self.reads += 1;
+        let id = read_build_id(pid, vma);
+        // An empty id may be a read that failed (the process is gone by
+        // now): not remembered, so the next process reads it again.
+        if let Some(stamp) = stamp.filter(|_| !id.is_empty()) {
+            if self.known.len() >= MAX_KNOWN {
+                self.known.clear();
+            }
+            self.known.insert(stamp, id.clone());
+        }
+        id
+    }
+
+    /// Files read so far.
+    #[must_use]
+    pub fn reads(&self) -> u64 {
+        self.reads
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::symbolize::procmaps;
+
+    #[test]
+    fn a_file_is_read_once_per_stamp() {
+        let pid = std::process::id();
+        let vmas = procmaps::read(pid).unwrap();
+        let own = std::fs::read_link("/proc/self/exe").unwrap();
+        let vma = vmas
+            .iter()
+            .find(|v| std::path::Path::new(&v.path) == own)
+            .unwrap();
+        let stamp = FileStamp::of_mapping(pid, vma).unwrap();
+        let mut ids = BuildIds::default();
+        let first = ids.of(pid, vma, Some(stamp));
+        assert!(!first.is_empty(), "Rust binaries carry a build id");
+        assert_eq!(ids.of(pid, vma, Some(stamp)), first);
+        assert_eq!(ids.reads(), 1, "the second from memory");
+        // The same file rewritten in place (another mtime) is read again.
+        let rewritten = FileStamp {
+            mtime: stamp.mtime + 1,
+            ..stamp
+        };
+        assert_eq!(ids.of(pid, vma, Some(rewritten)), first);
+        assert_eq!(ids.reads(), 2);
+        // Without a stamp: read every time.
+        ids.of(pid, vma, None);
+        ids.of(pid, vma, None);
+        assert_eq!(ids.reads(), 4);
+    }
+}
