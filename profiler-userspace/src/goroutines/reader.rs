@@ -123,47 +123,65 @@ impl Reader {
         }
     }
 
-    /// Refreshes and reads every `period` until `shared` says stop.
+    /// Refreshes and reads every `period` until `shared` says stop. Woken
+    /// early (by [`GoroutineSampler::notice`](super::GoroutineSampler::notice)),
+    /// it looks at the processes noticed since, and reads when due.
     pub(super) fn run(mut self, shared: &Shared, period: Duration) {
         let mut next_refresh = Instant::now();
-        let mut next = Instant::now();
+        let mut next_read = Instant::now();
         while !shared.stop.load(Ordering::Relaxed) {
             let now = Instant::now();
-            if now >= next_refresh {
-                let target = shared.target.lock().map(|t| t.clone()).ok();
-                let noticed: BTreeSet<u32> = shared
-                    .noticed
-                    .lock()
-                    .map(|mut n| std::mem::take(&mut *n).into_iter().collect())
-                    .unwrap_or_default();
-                if let Some(target) = target {
-                    self.refresh(&target, &noticed);
-                }
+            let refresh = now >= next_refresh;
+            self.look(shared, refresh);
+            if refresh {
                 next_refresh = now + REFRESH;
             }
-            let mut local = Collected::default();
-            self.read_all(&mut local);
-            if let Ok(mut collected) = shared.collected.lock() {
-                for (key, ns) in local.rows {
-                    *collected.rows.entry(key).or_default() += ns;
-                }
-                collected.pids.extend(local.pids);
-                collected.stats.add(&local.stats);
-            }
-            next += period;
-            let now = Instant::now();
-            if next < now {
-                next = now;
+            if now >= next_read {
+                self.read_into(shared);
+                next_read = (next_read + period).max(Instant::now());
             }
             // With no Go process to read, nothing is due before the next
             // look at the targets.
             let wake = if self.processes.values().any(|w| w.process.is_some()) {
-                next
+                next_read.min(next_refresh)
             } else {
-                next_refresh.max(now)
+                next_refresh
             };
-            // Woken early by `Drop`.
-            std::thread::park_timeout(wake - now);
+            std::thread::park_timeout(wake.saturating_duration_since(Instant::now()));
+        }
+    }
+
+    /// Takes the processes noticed since the last look, and refreshes the
+    /// targets (when `refresh`) or looks at the noticed ones only.
+    fn look(&mut self, shared: &Shared, refresh: bool) {
+        let noticed: BTreeSet<u32> = shared
+            .noticed
+            .lock()
+            .map(|mut n| std::mem::take(&mut *n).into_iter().collect())
+            .unwrap_or_default();
+        if !refresh && noticed.is_empty() {
+            return;
+        }
+        let Ok(target) = shared.target.lock().map(|t| t.clone()) else {
+            return;
+        };
+        if refresh {
+            self.refresh(&target, &noticed);
+        } else {
+            self.look_at_noticed(&target, &noticed);
+        }
+    }
+
+    /// One read of every Go process, added to what `shared` collected.
+    fn read_into(&mut self, shared: &Shared) {
+        let mut local = Collected::default();
+        self.read_all(&mut local);
+        if let Ok(mut collected) = shared.collected.lock() {
+            for (key, ns) in local.rows {
+                *collected.rows.entry(key).or_default() += ns;
+            }
+            collected.pids.extend(local.pids);
+            collected.stats.add(&local.stats);
         }
     }
 
@@ -190,6 +208,20 @@ impl Reader {
         self.recheck_in_turns(&not_go);
         self.binaries
             .end_refresh(self.processes.values().map(|w| w.file));
+    }
+
+    /// Looks at the targets among `noticed` (they started or exec'd) between
+    /// refreshes, as a refresh would.
+    fn look_at_noticed(&mut self, target: &Target, noticed: &BTreeSet<u32>) {
+        for &pid in noticed {
+            let targeted = match target {
+                Target::All => true,
+                Target::Pids(pids) => pids.contains(&pid),
+            };
+            if targeted {
+                self.look_at(pid);
+            }
+        }
     }
 
     /// Looks at a turn of the known processes that are not Go.

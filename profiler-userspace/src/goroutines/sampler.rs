@@ -65,13 +65,17 @@ impl GoroutineSampler {
     }
 
     /// Processes `pids` started or exec'd (their mappings were just read):
-    /// under `--all`, looked at by the next refresh.
+    /// the reader is woken to look at them now, so a target that execs
+    /// into Go is read from within milliseconds, not at the next refresh.
     pub fn notice(&self, pids: &[u32]) {
         if pids.is_empty() {
             return;
         }
         if let Ok(mut noticed) = self.shared.noticed.lock() {
             noticed.extend_from_slice(pids);
+        }
+        if let Some(thread) = &self.thread {
+            thread.thread().unpark();
         }
     }
 
