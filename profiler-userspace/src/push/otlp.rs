@@ -26,7 +26,7 @@ const SERIES_PER_REQUEST: usize = 64;
 /// refuses a whole request past its `max_request_body_size` (20 MiB by
 /// default, counted after gunzip, confighttp); requests stay well under
 /// it, at the size of the largest profile Pyroscope takes.
-pub const MAX_REQUEST_BYTES: usize = 4 << 20;
+const MAX_REQUEST_BYTES: usize = 4 << 20;
 
 /// The value of a row (given the on-CPU sampling period) for one profile.
 type ValueOf = fn(&Sample, u64) -> u64;

@@ -28,10 +28,7 @@ impl Series {
     /// each under the same labels.
     #[must_use]
     pub fn pieces(&self, rows: usize) -> Vec<Series> {
-        let all = &self.profile.samples;
-        let count = all.len().div_ceil(rows.max(1));
-        let size = all.len().div_ceil(count.max(1)).max(1);
-        all.chunks(size)
+        even_chunks(&self.profile.samples, rows)
             .map(|rows| Series {
                 labels: self.labels.clone(),
                 profile: Profile {
@@ -42,6 +39,14 @@ impl Series {
             })
             .collect()
     }
+}
+
+/// `items` in as few chunks of at most `max` as there can be, of even
+/// sizes (40000 rows at most 16000 go as three of 13334, not two full and
+/// a small one).
+pub(super) fn even_chunks<T>(items: &[T], max: usize) -> std::slice::Chunks<'_, T> {
+    let count = items.len().div_ceil(max.max(1));
+    items.chunks(items.len().div_ceil(count.max(1)).max(1))
 }
 
 /// The program a row belongs to, as backends name services: its systemd
@@ -208,5 +213,18 @@ mod tests {
         );
         assert_eq!(series[0].label("container_id"), Some(container.as_str()));
         assert_eq!(nginx.profile.comments, ["x=1"]);
+    }
+
+    #[test]
+    fn chunks_are_as_few_and_as_even_as_can_be() {
+        let sizes = |len: usize, max| -> Vec<usize> {
+            let items = vec![0u8; len];
+            even_chunks(&items, max).map(<[u8]>::len).collect()
+        };
+        assert_eq!(sizes(40_000, 16_000), [13_334, 13_334, 13_332]);
+        assert_eq!(sizes(16_000, 16_000), [16_000]);
+        assert_eq!(sizes(16_001, 16_000), [8001, 8000]);
+        assert_eq!(sizes(3, 0), [1, 1, 1], "a zero bound still makes progress");
+        assert!(sizes(0, 16_000).is_empty());
     }
 }

@@ -8,7 +8,10 @@
 use base64::Engine as _;
 use prost::Message as _;
 
-use super::{otlp, series::Series};
+use super::{
+    otlp,
+    series::{Series, even_chunks},
+};
 use crate::{
     config::PushProtocol,
     pprof,
@@ -91,9 +94,7 @@ fn view_pprofs(series: &Series, view: View) -> Vec<Vec<u8>> {
     if samples.is_empty() {
         return pprofs;
     }
-    let count = samples.len().div_ceil(MAX_PROFILE_ROWS);
-    let size = samples.len().div_ceil(count);
-    for rows in samples.chunks(size) {
+    for rows in even_chunks(&samples, MAX_PROFILE_ROWS) {
         encode_within_limit(whole, view, rows, &mut pprofs);
     }
     pprofs
