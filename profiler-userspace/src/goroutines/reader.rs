@@ -147,6 +147,7 @@ impl Reader {
             } else {
                 next_refresh
             };
+            // Woken early by `notice` and by `Drop`.
             std::thread::park_timeout(wake.saturating_duration_since(Instant::now()));
         }
     }
