@@ -48,9 +48,10 @@ enum Cmd {
         /// daemon's CPU and memory, and start-up under `--all`),
         /// `unwinding` (sections 6 and 7, the stack walk's cost and table
         /// builds), `processes` (section 10, short processes: the kernel's
-        /// cost of the records, the daemon's in a fork/exec storm) or
-        /// `goroutines` (section 11, the goroutine view's cost).
-        #[arg(long, value_name = "SECTION", value_parser = ["kernel", "daemon", "unwinding", "processes", "goroutines"])]
+        /// cost of the records, the daemon's in a fork/exec storm),
+        /// `goroutines` (section 11, the goroutine view's cost) or `floor`
+        /// (section 1b, the ping-pong at defaults over its floor, paired).
+        #[arg(long, value_name = "SECTION", value_parser = ["kernel", "daemon", "unwinding", "processes", "goroutines", "floor"])]
         only: Option<String>,
         /// Compare this tree's `sched_switch` program with the one of
         /// another build's profiler binary, both running at once, and print

@@ -16,6 +16,7 @@ mod against;
 mod brief;
 mod daemon_cost;
 mod daemon_metrics;
+mod floor;
 mod goroutines;
 mod kernel_cost;
 mod overhead;
@@ -31,6 +32,7 @@ pub use goroutines::FIXTURE as GO_FIXTURE;
 use self::{
     accuracy::accuracy,
     daemon_cost::daemon_cost,
+    floor::floor_pairs,
     kernel_cost::program_costs,
     overhead::{Measured, cpu_configs, overhead, pingpong_configs, table},
     targets::{Measurements, goals, targets},
@@ -51,6 +53,7 @@ pub fn run_only(section: &str) -> anyhow::Result<()> {
             unwinding::table_costs(report)
         }
         "goroutines" => goroutines::goroutine_view(report).map(drop),
+        "floor" => floor_pairs(report).map(drop),
         "kernel" => program_costs(report).map(drop),
         "processes" => brief::brief_processes(report),
         "daemon" => {
@@ -93,6 +96,8 @@ pub fn run() -> anyhow::Result<()> {
         "round trips/s",
         &pingpong,
     )?;
+    eprintln!("bench: ping-pong at defaults over its floor, paired");
+    let floor = floor_pairs(&mut report)?;
 
     eprintln!("bench: CPU-bound overhead");
     let cpu = overhead("cpu_bound", "loops_per_sec", &cpu_configs())?;
@@ -113,7 +118,7 @@ pub fn run() -> anyhow::Result<()> {
     targets(
         &mut report,
         &goals(&Measurements {
-            pingpong: &pingpong,
+            floor: &floor,
             cpu: &cpu,
             syscalls: &later.syscalls,
             switch_costs,

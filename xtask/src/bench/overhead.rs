@@ -166,7 +166,12 @@ pub(super) fn overhead(
 }
 
 /// One run of the workload under `config`: its rate.
-fn run_once(fixture: &str, metric: &str, config: &Config, round: usize) -> anyhow::Result<f64> {
+pub(super) fn run_once(
+    fixture: &str,
+    metric: &str,
+    config: &Config,
+    round: usize,
+) -> anyhow::Result<f64> {
     let mut workload = workload(fixture, &[RUN_SECS])?;
     let attached = attach(config, workload.pid())?;
     let line = go_and_wait(&mut workload)?;
