@@ -49,9 +49,10 @@ enum Cmd {
         /// `unwinding` (sections 6 and 7, the stack walk's cost and table
         /// builds), `processes` (section 10, short processes: the kernel's
         /// cost of the records, the daemon's in a fork/exec storm),
-        /// `goroutines` (section 11, the goroutine view's cost) or `floor`
-        /// (section 1b, the ping-pong at defaults over its floor, paired).
-        #[arg(long, value_name = "SECTION", value_parser = ["kernel", "daemon", "unwinding", "processes", "goroutines", "floor"])]
+        /// `goroutines` (section 11, the goroutine view's cost), `floor`
+        /// (section 1b, the ping-pong at defaults over its floor, paired) or
+        /// `syscalls` (section 8, system calls of a process not profiled).
+        #[arg(long, value_name = "SECTION", value_parser = ["kernel", "daemon", "unwinding", "processes", "goroutines", "floor", "syscalls"])]
         only: Option<String>,
         /// Compare this tree's `sched_switch` program with the one of
         /// another build's profiler binary, both running at once, and print

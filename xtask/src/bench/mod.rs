@@ -54,6 +54,7 @@ pub fn run_only(section: &str) -> anyhow::Result<()> {
         }
         "goroutines" => goroutines::goroutine_view(report).map(drop),
         "floor" => floor_pairs(report).map(drop),
+        "syscalls" => syscalls::overhead_on_others(report).map(drop),
         "kernel" => program_costs(report).map(drop),
         "processes" => brief::brief_processes(report),
         "daemon" => {
