@@ -33,8 +33,8 @@ fn lost_sample(raw: &RawWindow) -> Option<Sample> {
         samples,
         off_cpu_ns,
         off_cpu_count,
-        goroutine: None,
-        goroutine_ns: 0,
+        labels: None,
+        runtime_ns: 0,
         off_cpu_in_wall: true,
     })
 }
@@ -121,9 +121,9 @@ pub fn assemble(
                 samples: s.samples,
                 off_cpu_ns: s.off_cpu_ns,
                 off_cpu_count: s.off_cpu_count,
-                goroutine: s.goroutine.clone(),
-                goroutine_ns: s.goroutine_ns,
-                off_cpu_in_wall: !raw.go_pids.contains(&s.pid),
+                labels: s.labels.clone(),
+                runtime_ns: s.runtime_ns,
+                off_cpu_in_wall: !raw.runtimes.wall_pids.contains(&s.pid),
             }
         })
         .collect();
@@ -191,12 +191,9 @@ impl Accounting {
             ("off_cpu_in_flight_tracked", raw.in_flight.tracked),
             ("off_cpu_in_flight_untracked", raw.in_flight.untracked),
             ("early_drains", raw.early_drains),
-            ("goroutine_reads", raw.goroutine_stats.reads),
-            ("goroutine_reads_dropped", raw.goroutine_stats.dropped),
-            ("goroutines_unwound", raw.goroutine_stats.goroutines),
-            ("goroutines_torn", raw.goroutine_stats.torn),
-            ("unknown_entries", raw.unknown_entries),
         ]);
+        counters.extend(raw.runtimes.counters());
+        counters.push(("unknown_entries", raw.unknown_entries));
         Self {
             symbolize,
             counters,
@@ -274,8 +271,8 @@ mod tests {
             samples: 0,
             off_cpu_ns: 10,
             off_cpu_count: 1,
-            goroutine: None,
-            goroutine_ns: 0,
+            labels: None,
+            runtime_ns: 0,
         };
         let raw = RawWindow {
             // Above the kernel's largest pid_max (2^22): never a process.

@@ -4,7 +4,7 @@ use std::{sync::Arc, time::SystemTime};
 
 use profiler_common::sample::ThreadState;
 
-use crate::{cgroup::Placement, sample::Goroutine};
+use crate::{cgroup::Placement, sample::RowLabels};
 
 /// A mapped object a location belongs to.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -77,14 +77,15 @@ pub struct Sample {
     pub off_cpu_ns: u64,
     /// Debiased off-CPU events, in `off_cpu::COUNT_SCALE` units.
     pub off_cpu_count: u64,
-    /// The goroutine a row of the goroutine view is about.
-    pub goroutine: Option<Arc<Goroutine>>,
-    /// Nanoseconds the goroutine spent not running.
-    pub goroutine_ns: u64,
-    /// Whether `off_cpu_ns` counts in `wall`: not for the threads of a Go
-    /// process whose goroutines were read, whose `wall` is its
-    /// goroutines' time (a thread parked in the scheduler is no
-    /// goroutine's wait).
+    /// What a language runtime says of the row (a goroutine's id, state
+    /// and wait reason).
+    pub labels: Option<Arc<RowLabels>>,
+    /// Nanoseconds a runtime's own unit (a goroutine) spent not running.
+    pub runtime_ns: u64,
+    /// Whether `off_cpu_ns` counts in `wall`: not for the threads of a
+    /// process whose runtime's units were read (a Go process's goroutines),
+    /// whose `wall` is its units' time (a thread parked in the scheduler
+    /// is no goroutine's wait).
     pub off_cpu_in_wall: bool,
 }
 
@@ -137,12 +138,12 @@ impl Sample {
             &self.placement,
             self.state,
             &self.stack,
-            (self.goroutine.as_deref(), self.off_cpu_in_wall),
+            (self.labels.as_deref(), self.off_cpu_in_wall),
         )
     }
 
     /// Wall-clock nanoseconds: on-CPU time (`period_ns` per sample),
-    /// off-CPU time unless a goroutine view covers it, and goroutines'
+    /// off-CPU time unless a runtime's units cover it, and those units'
     /// time.
     #[must_use]
     pub fn wall_ns(&self, period_ns: u64) -> u64 {
@@ -154,7 +155,7 @@ impl Sample {
         self.samples
             .saturating_mul(period_ns)
             .saturating_add(off_cpu)
-            .saturating_add(self.goroutine_ns)
+            .saturating_add(self.runtime_ns)
     }
 }
 
@@ -165,7 +166,7 @@ type SampleKey<'a> = (
     &'a Arc<Placement>,
     ThreadState,
     &'a Vec<Location>,
-    (Option<&'a Goroutine>, bool),
+    (Option<&'a RowLabels>, bool),
 );
 
 /// Adds `more` rows to `rows`, summing the weights of rows that are the
@@ -190,7 +191,7 @@ pub fn merge_samples(rows: &mut Vec<Sample>, more: Vec<Sample>) {
             total.samples += row.samples;
             total.off_cpu_ns += row.off_cpu_ns;
             total.off_cpu_count += row.off_cpu_count;
-            total.goroutine_ns += row.goroutine_ns;
+            total.runtime_ns += row.runtime_ns;
         } else {
             candidates.push(rows.len());
             rows.push(row);
@@ -214,8 +215,8 @@ mod tests {
             samples,
             off_cpu_ns,
             off_cpu_count: 0,
-            goroutine: None,
-            goroutine_ns: 0,
+            labels: None,
+            runtime_ns: 0,
             off_cpu_in_wall: true,
         }
     }

@@ -1,7 +1,7 @@
 //! What the sources record before anything is symbolized: the kernel's
-//! aggregated entries and the goroutine reader's rows, with their stacks
-//! as addresses. Both `bpf/` and `goroutines/` produce these; this file
-//! imports nothing of the crate.
+//! aggregated entries and the language runtimes' rows, with their stacks
+//! as addresses, and the labels a runtime puts on a row. Both `bpf/` and
+//! `runtimes/` produce these; this file imports nothing of the crate.
 use std::sync::Arc;
 
 use profiler_common::{
@@ -47,47 +47,36 @@ pub struct RawSample {
     pub off_cpu_ns: u64,
     /// Debiased off-CPU events, in `off_cpu::COUNT_SCALE` units.
     pub off_cpu_count: u64,
-    /// The goroutine a row of the goroutine view is about (then `tid` is
-    /// 0 and the weight is `goroutine_ns`).
-    pub goroutine: Option<Arc<Goroutine>>,
-    /// Nanoseconds the goroutine spent not running.
-    pub goroutine_ns: u64,
+    /// What a language runtime says of the row (a goroutine's id, state
+    /// and wait reason); `None` for the kernel's rows.
+    pub labels: Option<Arc<RowLabels>>,
+    /// Nanoseconds a runtime's own unit (a goroutine) spent not running:
+    /// the weight of the rows a runtime adds (the `goroutine` sample
+    /// type).
+    pub runtime_ns: u64,
 }
 
-/// Which goroutine a row is about, and what it was doing.
+/// The labels a language runtime puts on a row, in order.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct Goroutine {
-    /// The runtime's goroutine id (`g.goid`).
-    pub id: u64,
-    pub status: GoroutineStatus,
-    /// The runtime's name for what it waits on (`chan receive`, `sleep`,
-    /// ...); empty unless it is waiting.
-    pub wait_reason: Arc<str>,
-    /// The function whose `go` statement created it; empty when unknown.
-    pub created_by: Arc<str>,
+pub struct RowLabels {
+    /// The row is about the runtime's own unit (a goroutine), not an OS
+    /// thread: it has no thread id, name or state labels.
+    pub replaces_thread: bool,
+    pub labels: Vec<Label>,
 }
 
-/// What a goroutine that is not running is doing.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum GoroutineStatus {
-    /// Ready to run, waiting for a thread (`_Grunnable`, `_Gpreempted`).
-    Runnable,
-    /// In a system call (`_Gsyscall`).
-    Syscall,
-    /// Parked (`_Gwaiting`): the wait reason says on what.
-    Waiting,
+/// One label: its pprof key, its OTLP attribute name, and its value.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Label {
+    pub key: &'static str,
+    pub attribute: &'static str,
+    pub value: LabelValue,
 }
 
-impl GoroutineStatus {
-    /// The `state` label of its rows.
-    #[must_use]
-    pub fn label(self) -> &'static str {
-        match self {
-            Self::Runnable => "runnable",
-            Self::Syscall => "syscall",
-            Self::Waiting => "waiting",
-        }
-    }
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum LabelValue {
+    Num(i64),
+    Str(Arc<str>),
 }
 
 /// How many entries the kernel's maps held when drained.

@@ -44,8 +44,8 @@ pub fn row(tid: u32, state: ThreadState, samples: u64, off_cpu_ns: u64) -> RawSa
         samples,
         off_cpu_ns,
         off_cpu_count: u64::from(off_cpu_ns > 0),
-        goroutine: None,
-        goroutine_ns: 0,
+        labels: None,
+        runtime_ns: 0,
     }
 }
 

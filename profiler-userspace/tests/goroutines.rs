@@ -11,7 +11,7 @@ use std::{
     process::Command,
 };
 
-use profiler_userspace::goroutines::{
+use profiler_userspace::runtimes::go::{
     layout,
     runtime::{self, GoRuntime},
 };

@@ -218,8 +218,8 @@ impl WindowMaps for Windows {
                 samples: value.samples,
                 off_cpu_ns: value.off_cpu_ns,
                 off_cpu_count: value.off_cpu_count,
-                goroutine: None,
-                goroutine_ns: 0,
+                labels: None,
+                runtime_ns: 0,
             });
         }
         window.stats = self.stats_delta()?;

@@ -359,7 +359,7 @@ fn push_part(
         samples: 0,
         off_cpu_ns: time_ns,
         off_cpu_count: count,
-        goroutine: None,
-        goroutine_ns: 0,
+        labels: None,
+        runtime_ns: 0,
     });
 }

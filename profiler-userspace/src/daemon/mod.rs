@@ -23,13 +23,13 @@ use crate::{
     assembler::{Assembler, AssemblerError, AssemblerThread},
     bpf::{Doorbell, Kernel, KernelError, KernelMaps},
     config::{Config, Target},
-    goroutines::GoroutineSampler,
     http::{self, HttpError},
     metrics::Metrics,
     on_demand::{OnDemand, ProfileRequest},
     pipeline::{Assembled, DrainReason, Pipeline, Written},
     process_watch::ProcessWatch,
     push::{PushError, Pusher},
+    runtimes::Runtimes,
     sink::SinkError,
     targets::Targets,
 };
@@ -115,13 +115,14 @@ struct Daemon<'a, K> {
     pipeline: Pipeline,
     requests: Option<mpsc::Receiver<ProfileRequest>>,
     on_demand: Option<OnDemand>,
-    goroutines: Option<GoroutineSampler>,
+    runtimes: Runtimes,
     waits: Waits,
 }
 
 impl<'a, K: KernelMaps> Daemon<'a, K> {
     /// Starts the watch on processes' mappings (publishing the `--pid`
-    /// targets' tables), the goroutine view with `--goroutine-frequency`,
+    /// targets' tables), the language runtimes (the goroutine view with
+    /// `--goroutine-frequency`),
     /// and the first window, woken by `signals` and the kernel's `doorbell`
     /// (none in tests).
     fn new(
@@ -140,9 +141,7 @@ impl<'a, K: KernelMaps> Daemon<'a, K> {
             &mut kernel,
         )?;
         crate::memory::give_back_freed();
-        let goroutines = config
-            .goroutine_hz
-            .map(|hz| GoroutineSampler::start(hz, &targets.current()));
+        let runtimes = Runtimes::start(config.goroutine_hz, &targets.current());
         Ok(Self {
             config,
             kernel,
@@ -151,7 +150,7 @@ impl<'a, K: KernelMaps> Daemon<'a, K> {
             pipeline,
             requests,
             on_demand,
-            goroutines,
+            runtimes,
             waits: Waits::start(config, signals, doorbell),
         })
     }
@@ -165,7 +164,7 @@ impl<'a, K: KernelMaps> Daemon<'a, K> {
                 targets: &mut self.targets,
                 requests: self.requests.as_mut(),
                 on_demand: self.on_demand.as_ref(),
-                goroutines: self.goroutines.as_ref(),
+                runtimes: &self.runtimes,
                 pipeline: &mut self.pipeline,
             };
             let event = match self.waits.next_event(chores).await? {
@@ -196,7 +195,7 @@ impl<'a, K: KernelMaps> Daemon<'a, K> {
         }
     }
 
-    /// Drains a chunk, attaches what the watch and the goroutine view
+    /// Drains a chunk, attaches what the watch and the runtimes
     /// gathered meanwhile, and hands it to the on-demand profiles and the
     /// pipeline; returns its end on the kernel's clock.
     async fn end_chunk(&mut self, reason: DrainReason) -> Result<u64, DaemonError> {
@@ -212,13 +211,11 @@ impl<'a, K: KernelMaps> Daemon<'a, K> {
         let recorded = self.watch.take_recorded();
         (chunk.recorded, chunk.kernel_symbols, chunk.record_stats) =
             (recorded.images, recorded.kernel_symbols, recorded.stats);
-        if let Some(goroutines) = &self.goroutines {
-            goroutines.notice(&new);
-            let taken = goroutines.take();
-            chunk.samples.extend(taken.samples);
-            (chunk.go_pids, chunk.goroutine_stats) = (taken.pids, taken.stats);
-            goroutines.set_target(&current);
-        }
+        self.runtimes.notice(&new);
+        let (rows, facts) = self.runtimes.take();
+        chunk.samples.extend(rows);
+        chunk.runtimes = facts;
+        self.runtimes.set_target(&current);
         if let Some(on_demand) = self.on_demand.as_mut() {
             on_demand.add_chunk(&chunk, end_ns);
         }
@@ -275,10 +272,10 @@ impl<'a, K: KernelMaps> Daemon<'a, K> {
             watch,
             pipeline,
             on_demand,
-            goroutines,
+            runtimes,
             ..
         } = self;
-        drop(goroutines);
+        drop(runtimes);
         drop((pipeline, on_demand));
         symbolizer.join();
         drop(watch);

@@ -14,10 +14,10 @@ use super::DaemonError;
 use crate::{
     bpf::{Doorbell, KernelError, KernelMaps, TargetMaps, WindowMaps},
     config::{Config, Target},
-    goroutines::GoroutineSampler,
     on_demand::{OnDemand, ProfileRequest},
     pipeline::{Assembled, DrainReason, EARLY_DRAIN_FILL, Pipeline},
     process_watch::ProcessWatch,
+    runtimes::Runtimes,
     targets::Targets,
 };
 
@@ -123,7 +123,7 @@ pub(super) struct Chores<'a, K> {
     pub targets: &'a mut Targets,
     pub requests: Option<&'a mut mpsc::Receiver<ProfileRequest>>,
     pub on_demand: Option<&'a OnDemand>,
-    pub goroutines: Option<&'a GoroutineSampler>,
+    pub runtimes: &'a Runtimes,
     /// Whose segments come back from the symbolizer meanwhile.
     pub pipeline: &'a mut Pipeline,
 }
@@ -171,7 +171,7 @@ impl Waits {
             targets,
             mut requests,
             on_demand,
-            goroutines,
+            runtimes,
             pipeline,
         } = chores;
         let due = on_demand.and_then(OnDemand::next_due);
@@ -191,15 +191,11 @@ impl Waits {
                 rung = ring(self.doorbell.as_mut()) => {
                     rung?;
                     let new = watch.serve_rung(kernel)?;
-                    if let Some(goroutines) = goroutines {
-                        goroutines.notice(&new);
-                    }
+                    runtimes.notice(&new);
                 }
                 _ = self.poll.tick() => {
                     let new = watch.serve(kernel)?;
-                    if let Some(goroutines) = goroutines {
-                        goroutines.notice(&new);
-                    }
+                    runtimes.notice(&new);
                     if maps_filling(kernel)? {
                         return Ok(Event::MapsFilling.into());
                     }

@@ -8,7 +8,10 @@ use prost::Message as _;
 use rustc_hash::FxHashMap as HashMap;
 
 use super::proto;
-use crate::profile::{Line, Location, Mapping, Profile, Sample, View};
+use crate::{
+    profile::{Line, Location, Mapping, Profile, Sample, View},
+    sample::LabelValue,
+};
 
 /// Encodes `profile` as an (uncompressed) pprof protobuf, with every
 /// sample type.
@@ -78,9 +81,6 @@ fn build_with(profile: &Profile, types: &[usize]) -> proto::Profile {
         cgroup: tables.string(&mut out, "cgroup"),
         container_id: tables.string(&mut out, "container_id"),
         service: tables.string(&mut out, "service"),
-        goroutine: tables.string(&mut out, "goroutine"),
-        wait_reason: tables.string(&mut out, "wait_reason"),
-        created_by: tables.string(&mut out, "created_by"),
     };
 
     let view = profile.view;
@@ -169,12 +169,13 @@ fn values(sample: &Sample, period_ns: u64) -> Vec<i64> {
         to_i64(events),
         to_i64(sample.off_cpu_ns),
         to_i64(sample.wall_ns(period_ns)),
-        to_i64(sample.goroutine_ns),
+        to_i64(sample.runtime_ns),
     ]
 }
 
-/// The labels of `sample`: its process, then its goroutine (id, status,
-/// wait reason) or its thread (tid, name, state), then where it runs.
+/// The labels of `sample`: its process, then its thread (tid, name,
+/// state) unless a runtime's labels stand for it (a goroutine's id,
+/// status, wait reason), then the runtime's labels, then where it runs.
 fn labels(
     keys: &Labels,
     sample: &Sample,
@@ -182,24 +183,9 @@ fn labels(
     out: &mut proto::Profile,
 ) -> Vec<proto::Label> {
     let mut label = vec![num_label(keys.pid, sample.pid)];
-    if let Some(goroutine) = &sample.goroutine {
-        label.extend([
-            str_label(keys.comm, tables.string(out, &sample.comm)),
-            proto::Label {
-                key: keys.goroutine,
-                num: i64::try_from(goroutine.id).unwrap_or(i64::MAX),
-                ..proto::Label::default()
-            },
-            str_label(keys.state, tables.string(out, goroutine.status.label())),
-        ]);
-        if !goroutine.wait_reason.is_empty() {
-            let reason = tables.string(out, &goroutine.wait_reason);
-            label.push(str_label(keys.wait_reason, reason));
-        }
-        if !goroutine.created_by.is_empty() {
-            let creator = tables.string(out, &goroutine.created_by);
-            label.push(str_label(keys.created_by, creator));
-        }
+    let runtime = sample.labels.as_deref();
+    if runtime.is_some_and(|r| r.replaces_thread) {
+        label.push(str_label(keys.comm, tables.string(out, &sample.comm)));
     } else {
         label.extend([
             num_label(keys.tid, sample.tid),
@@ -207,6 +193,17 @@ fn labels(
             str_label(keys.thread, tables.string(out, &sample.thread)),
             str_label(keys.state, tables.string(out, sample.state.label())),
         ]);
+    }
+    for runtime_label in runtime.iter().flat_map(|r| &r.labels) {
+        let key = tables.string(out, runtime_label.key);
+        label.push(match &runtime_label.value {
+            LabelValue::Num(num) => proto::Label {
+                key,
+                num: *num,
+                ..proto::Label::default()
+            },
+            LabelValue::Str(value) => str_label(key, tables.string(out, value)),
+        });
     }
     let placement = &sample.placement;
     for (key, value) in [
@@ -230,9 +227,6 @@ struct Labels {
     cgroup: i64,
     container_id: i64,
     service: i64,
-    goroutine: i64,
-    wait_reason: i64,
-    created_by: i64,
 }
 
 fn num_label(key: i64, num: u32) -> proto::Label {

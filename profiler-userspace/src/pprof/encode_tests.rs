@@ -4,6 +4,7 @@ use profiler_common::sample::ThreadState;
 use prost::Message as _;
 
 use super::*;
+use crate::runtimes::go::{g::GoroutineStatus, goroutine_labels};
 
 fn line(function: &str, file: &str, line: u32) -> Line {
     Line {
@@ -48,8 +49,8 @@ fn fixture() -> Profile {
         samples,
         off_cpu_ns: 0,
         off_cpu_count: 0,
-        goroutine: None,
-        goroutine_ns: 0,
+        labels: None,
+        runtime_ns: 0,
         off_cpu_in_wall: true,
     };
     Profile {
@@ -254,13 +255,13 @@ fn goroutine_rows_carry_their_goroutine_and_replace_their_threads_off_cpu_in_wal
             thread: String::new(),
             off_cpu_ns: 0,
             off_cpu_count: 0,
-            goroutine: Some(Arc::new(crate::sample::Goroutine {
-                id: 42,
-                status: crate::sample::GoroutineStatus::Waiting,
-                wait_reason: Arc::from("chan receive"),
-                created_by: Arc::from("main.serve"),
-            })),
-            goroutine_ns: 7_000_000,
+            labels: Some(Arc::new(goroutine_labels(
+                42,
+                GoroutineStatus::Waiting,
+                Arc::from("chan receive"),
+                &Arc::from("main.serve"),
+            ))),
+            runtime_ns: 7_000_000,
             ..thread
         },
     ];

@@ -17,6 +17,7 @@ use super::{series::Series, wire::MAX_PROFILE_ROWS};
 use crate::{
     pprof,
     profile::{Line, Location, Mapping, Sample},
+    sample::LabelValue,
 };
 
 /// Series per request (each request carries its own dictionary).
@@ -345,8 +346,9 @@ impl Dictionary {
     }
 
     /// A row as a sample with one value; its pid, tid, names and state as
-    /// attributes (OpenTelemetry's names where there are some), or for a
-    /// goroutine its id, status and wait reason.
+    /// attributes (OpenTelemetry's names where there are some), unless a
+    /// runtime's labels stand for the thread (a goroutine's id, status and
+    /// wait reason), then the runtime's labels.
     fn sample(&mut self, row: &Sample, value: u64) -> otlp::Sample {
         let stack_index = self.stack(&row.stack);
         let mut attribute_indices = vec![
@@ -356,31 +358,20 @@ impl Dictionary {
                 Attribute::Str(row.comm.to_string()),
             ),
         ];
-        if let Some(goroutine) = &row.goroutine {
-            attribute_indices.extend([
-                self.attribute(
-                    "go.goroutine.id",
-                    Attribute::Int(i64::try_from(goroutine.id).unwrap_or(i64::MAX)),
-                ),
-                self.attribute(
-                    "go.goroutine.state",
-                    Attribute::Str(goroutine.status.label().to_owned()),
-                ),
-            ]);
-            if !goroutine.wait_reason.is_empty() {
-                let reason = Attribute::Str(goroutine.wait_reason.to_string());
-                attribute_indices.push(self.attribute("go.goroutine.wait_reason", reason));
-            }
-            if !goroutine.created_by.is_empty() {
-                let creator = Attribute::Str(goroutine.created_by.to_string());
-                attribute_indices.push(self.attribute("go.goroutine.created_by", creator));
-            }
-        } else {
+        let runtime = row.labels.as_deref();
+        if !runtime.is_some_and(|r| r.replaces_thread) {
             attribute_indices.extend([
                 self.attribute("thread.id", Attribute::Int(i64::from(row.tid))),
                 self.attribute("thread.name", Attribute::Str(row.thread.clone())),
                 self.attribute("thread.state", Attribute::Str(row.state.label().to_owned())),
             ]);
+        }
+        for label in runtime.iter().flat_map(|r| &r.labels) {
+            let value = match &label.value {
+                LabelValue::Num(num) => Attribute::Int(*num),
+                LabelValue::Str(value) => Attribute::Str(value.to_string()),
+            };
+            attribute_indices.push(self.attribute(label.attribute, value));
         }
         attribute_indices.sort_unstable();
         otlp::Sample {

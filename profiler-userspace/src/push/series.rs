@@ -165,8 +165,8 @@ mod tests {
             samples,
             off_cpu_ns: 0,
             off_cpu_count: 0,
-            goroutine: None,
-            goroutine_ns: 0,
+            labels: None,
+            runtime_ns: 0,
             off_cpu_in_wall: true,
         }
     }

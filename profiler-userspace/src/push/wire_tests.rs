@@ -48,8 +48,8 @@ fn row(comm: &str, service: &str, function: &str, samples: u64, off_cpu_ns: u64)
         samples,
         off_cpu_ns,
         off_cpu_count: u64::from(off_cpu_ns > 0) * 1000,
-        goroutine: None,
-        goroutine_ns: 0,
+        labels: None,
+        runtime_ns: 0,
         off_cpu_in_wall: true,
     }
 }

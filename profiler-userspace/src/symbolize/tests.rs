@@ -24,8 +24,8 @@ fn one_sample(pid: u32, addr: u64, kernel_stack: Stack) -> RawWindow {
             samples: 1,
             off_cpu_ns: 0,
             off_cpu_count: 0,
-            goroutine: None,
-            goroutine_ns: 0,
+            labels: None,
+            runtime_ns: 0,
         }],
         ..RawWindow::default()
     }

@@ -1,12 +1,12 @@
 //! A window, or a chunk of one, before symbolization: the kernel's
 //! entries and the rows and facts the pipeline attaches to them.
-use std::{collections::BTreeSet, sync::Arc};
+use std::sync::Arc;
 
 use profiler_common::stats::{STATS_LEN, Stat};
 
 use crate::{
     bpf::{Drained, InFlightStats},
-    goroutines::GoroutineStats,
+    runtimes::RuntimeFacts,
     sample::{MapEntries, RawSample},
     symbolize::{KernelSymbol, ProcessSnapshot, RecordStats, RecordedImage},
 };
@@ -35,10 +35,8 @@ pub struct RawWindow {
     pub kernel_symbols: Vec<KernelSymbol>,
     /// What following the mmap records counted.
     pub record_stats: RecordStats,
-    /// The processes whose goroutines were read.
-    pub go_pids: BTreeSet<u32>,
-    /// What reading goroutines counted.
-    pub goroutine_stats: GoroutineStats,
+    /// What the language runtimes' reads found and counted.
+    pub runtimes: RuntimeFacts,
 }
 
 impl RawWindow {

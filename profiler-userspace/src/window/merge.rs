@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use profiler_common::sample::ThreadState;
 
 use super::RawWindow;
-use crate::sample::{Goroutine, RawSample, Stack};
+use crate::sample::{RawSample, RowLabels, Stack};
 
 /// What makes two entries the same row: the kernel's own key.
 #[derive(PartialEq, Eq, Hash)]
@@ -17,7 +17,7 @@ struct Key<'a> {
     state: ThreadState,
     user_stack: &'a Stack,
     kernel_stack: &'a Stack,
-    goroutine: Option<&'a Goroutine>,
+    labels: Option<&'a RowLabels>,
 }
 
 impl<'a> Key<'a> {
@@ -29,7 +29,7 @@ impl<'a> Key<'a> {
             state: sample.state,
             user_stack: &sample.user_stack,
             kernel_stack: &sample.kernel_stack,
-            goroutine: sample.goroutine.as_deref(),
+            labels: sample.labels.as_deref(),
         }
     }
 }
@@ -65,8 +65,7 @@ impl RawWindow {
         self.kernel_symbols
             .extend(chunk.kernel_symbols.iter().cloned());
         self.record_stats.add(&chunk.record_stats);
-        self.go_pids.extend(&chunk.go_pids);
-        self.goroutine_stats.add(&chunk.goroutine_stats);
+        self.runtimes.add(&chunk.runtimes);
     }
 }
 
@@ -74,7 +73,7 @@ fn add(total: &mut RawSample, part: &RawSample) {
     total.samples += part.samples;
     total.off_cpu_ns += part.off_cpu_ns;
     total.off_cpu_count += part.off_cpu_count;
-    total.goroutine_ns += part.goroutine_ns;
+    total.runtime_ns += part.runtime_ns;
 }
 
 #[cfg(test)]
@@ -100,8 +99,8 @@ mod tests {
             samples,
             off_cpu_ns,
             off_cpu_count: off_cpu_ns / 100,
-            goroutine: None,
-            goroutine_ns: 0,
+            labels: None,
+            runtime_ns: 0,
         }
     }
 

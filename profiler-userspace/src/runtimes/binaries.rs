@@ -1,23 +1,20 @@
-//! What the goroutine reader knows of each executable file: a Go runtime
-//! and its table, or "not Go". Loading one reads the binary (its build
-//! info, and the runtime's offsets from its DWARF where it has some), and
-//! a Go binary's table keeps a mapping of the whole file. So what is
+//! What a runtime's watcher knows of each executable file: what the
+//! runtime loaded from it (for Go, its runtime facts and table), or "not
+//! the runtime's". Loading one reads the binary (a Go binary's build info,
+//! and the runtime's offsets from its DWARF where it has some), and what
+//! it keeps may map the whole file (a Go binary's table). So what is
 //! loaded is kept while processes run the file, and for a minute after,
 //! for a program that is started again and again. Past that it is
 //! dropped: under `--all`, a host that keeps running new binaries (each
 //! build of a Go program is a new file) would otherwise keep a mapping of
 //! each, and the disk space of those deleted since.
-use std::{collections::HashMap, sync::Arc};
+use std::collections::HashMap;
 
-use super::runtime::GoRuntime;
-use crate::{gopclntab::GoTable, symbolize::procmaps::FileId};
+use crate::symbolize::procmaps::FileId;
 
 /// Refreshes of the target set (one a second) a file stays known after
 /// its last use.
 const KEEP_UNUSED_REFRESHES: u64 = 60;
-
-/// A Go binary's runtime facts and table, shared by its processes.
-pub type Binary = Arc<(Arc<GoRuntime>, Arc<GoTable>)>;
 
 /// A file's load, and the refresh that last used it.
 struct Known<T> {
@@ -26,7 +23,7 @@ struct Known<T> {
 }
 
 /// The files known, by identity; `T` is what a load gives.
-pub struct Binaries<T> {
+pub(super) struct Binaries<T> {
     files: HashMap<FileId, Known<T>>,
     /// Refreshes ended so far.
     refresh: u64,
@@ -42,8 +39,8 @@ impl<T> Default for Binaries<T> {
 }
 
 impl<T: Clone> Binaries<T> {
-    /// What `file` is: known, or read now by `load` (`None`: not Go, or
-    /// not readable, which is remembered too).
+    /// What `file` is: known, or read now by `load` (`None`: not the
+    /// runtime's, or not readable, which is remembered too).
     pub fn get_or_load(&mut self, file: FileId, load: impl FnOnce() -> Option<T>) -> Option<T> {
         let known = self.files.entry(file).or_insert_with(|| Known {
             loaded: load(),
@@ -72,30 +69,6 @@ impl<T: Clone> Binaries<T> {
     fn len(&self) -> usize {
         self.files.len()
     }
-}
-
-/// The runtime facts and table of `pid`'s binary; `None`, with one log
-/// line for a Go binary that cannot be read, when it has none.
-pub fn load(pid: u32) -> Option<Binary> {
-    let exe = std::path::PathBuf::from(format!("/proc/{pid}/exe"));
-    let runtime = match GoRuntime::of_binary(&exe) {
-        Ok(Some(runtime)) => runtime,
-        Ok(None) => return None,
-        Err(e) => {
-            log::warn!(
-                "pid {pid}: no goroutine view, thread-level profiling only: {}",
-                crate::error_chain(&e)
-            );
-            return None;
-        }
-    };
-    let table = GoTable::open(&exe).ok().flatten()?;
-    log::info!(
-        "pid {pid}: goroutine view on ({}, {})",
-        runtime.version,
-        exe.read_link().unwrap_or_default().display()
-    );
-    Some(Arc::new((Arc::new(runtime), Arc::new(table))))
 }
 
 #[cfg(test)]

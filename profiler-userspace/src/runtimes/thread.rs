@@ -1,5 +1,5 @@
-//! The thread that reads the Go targets' goroutines at a fixed rate
-//! (`reader.rs`), and what the daemon takes from it with each chunk.
+//! A runtime's reader thread (`watcher.rs` is what it does), and what the
+//! daemon takes from it with each chunk.
 use std::{
     collections::BTreeSet,
     sync::{
@@ -12,34 +12,26 @@ use std::{
 
 use profiler_common::sample::ThreadState;
 
-use super::reader::{Collected, GoroutineStats, Reader, Shared};
+use super::{
+    ReadStats, Runtime,
+    watcher::{Collected, Shared, Watcher},
+};
 use crate::{
     config::Target,
     sample::{RawSample, Stack},
 };
 
-/// What the daemon takes with each chunk.
-#[derive(Clone, Debug, Default)]
-pub struct GoroutineChunk {
-    /// One row per goroutine, state and stack, weighted in nanoseconds.
-    pub samples: Vec<RawSample>,
-    /// The processes whose goroutines were read: their threads' off-CPU
-    /// time is left out of `wall`, where their goroutines' time is.
-    pub pids: BTreeSet<u32>,
-    pub stats: GoroutineStats,
-}
-
-/// The goroutine reader's thread.
-pub struct GoroutineSampler {
+/// One runtime's reader thread.
+pub(super) struct RuntimeThread<R> {
     shared: Arc<Shared>,
     thread: Option<JoinHandle<()>>,
+    runtime: std::marker::PhantomData<fn() -> R>,
 }
 
-impl GoroutineSampler {
-    /// Starts reading the Go processes among `target` `frequency_hz` times
-    /// a second.
-    #[must_use]
-    pub fn start(frequency_hz: u64, target: &Target) -> Self {
+impl<R: Runtime> RuntimeThread<R> {
+    /// Starts reading `runtime`'s processes among `target` `frequency_hz`
+    /// times a second.
+    pub(super) fn start(runtime: R, frequency_hz: u64, target: &Target) -> Self {
         let shared = Arc::new(Shared {
             collected: Mutex::default(),
             target: Mutex::new(target.clone()),
@@ -50,15 +42,19 @@ impl GoroutineSampler {
         let thread = {
             let shared = Arc::clone(&shared);
             std::thread::Builder::new()
-                .name("goroutines".into())
-                .spawn(move || Reader::new(frequency_hz).run(&shared, period))
+                .name(R::KIND.thread_name().into())
+                .spawn(move || Watcher::new(runtime, frequency_hz).run(&shared, period))
                 .ok()
         };
-        Self { shared, thread }
+        Self {
+            shared,
+            thread,
+            runtime: std::marker::PhantomData,
+        }
     }
 
     /// The targets as they are now.
-    pub fn set_target(&self, target: &Target) {
+    pub(super) fn set_target(&self, target: &Target) {
         if let Ok(mut t) = self.shared.target.lock() {
             t.clone_from(target);
         }
@@ -66,8 +62,9 @@ impl GoroutineSampler {
 
     /// Processes `pids` started or exec'd (their mappings were just read):
     /// the reader is woken to look at them now, so a target that execs
-    /// into Go is read from within milliseconds, not at the next refresh.
-    pub fn notice(&self, pids: &[u32]) {
+    /// into the runtime is read from within milliseconds, not at the next
+    /// refresh.
+    pub(super) fn notice(&self, pids: &[u32]) {
         if pids.is_empty() {
             return;
         }
@@ -79,11 +76,11 @@ impl GoroutineSampler {
         }
     }
 
-    /// What was read since the last call.
-    #[must_use]
-    pub fn take(&self) -> GoroutineChunk {
+    /// What was read since the last call: one row per unit, state and
+    /// stack, weighted in nanoseconds; the processes read; the counts.
+    pub(super) fn take(&self) -> (Vec<RawSample>, BTreeSet<u32>, ReadStats) {
         let Ok(mut collected) = self.shared.collected.lock() else {
-            return GoroutineChunk::default();
+            return Default::default();
         };
         let Collected { rows, pids, stats } = std::mem::take(&mut *collected);
         let samples = rows
@@ -98,19 +95,15 @@ impl GoroutineSampler {
                 samples: 0,
                 off_cpu_ns: 0,
                 off_cpu_count: 0,
-                goroutine: Some(Arc::new(key.goroutine)),
-                goroutine_ns: ns,
+                labels: Some(Arc::new(key.labels)),
+                runtime_ns: ns,
             })
             .collect();
-        GoroutineChunk {
-            samples,
-            pids,
-            stats,
-        }
+        (samples, pids, stats)
     }
 }
 
-impl Drop for GoroutineSampler {
+impl<R> Drop for RuntimeThread<R> {
     fn drop(&mut self) {
         self.shared.stop.store(true, Ordering::Relaxed);
         if let Some(thread) = self.thread.take() {

@@ -7,11 +7,13 @@ use std::sync::Arc;
 use rustc_hash::FxHashMap;
 
 use super::{
-    g::{Core, start_and_creation},
-    memory::{Memory, u64_at},
+    g::{Core, GoroutineStatus, start_and_creation},
     runtime::GoRuntime,
 };
-use crate::{gopclntab::GoTable, sample::GoroutineStatus};
+use crate::{
+    gopclntab::GoTable,
+    runtimes::remote::{Memory, u64_at},
+};
 
 /// The most goroutines a list may claim before it is taken as torn.
 const MAX_GOROUTINES: u64 = 1 << 22;

@@ -1,6 +1,29 @@
 //! The fields of one runtime `g` the reader uses, as read from its bytes.
-use super::{layout::Layout, memory::u64_at};
-use crate::sample::GoroutineStatus;
+use super::layout::Layout;
+use crate::runtimes::remote::u64_at;
+
+/// What a goroutine that is not running is doing.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum GoroutineStatus {
+    /// Ready to run, waiting for a thread (`_Grunnable`, `_Gpreempted`).
+    Runnable,
+    /// In a system call (`_Gsyscall`).
+    Syscall,
+    /// Parked (`_Gwaiting`): the wait reason says on what.
+    Waiting,
+}
+
+impl GoroutineStatus {
+    /// The `state` label of its rows.
+    #[must_use]
+    pub fn label(self) -> &'static str {
+        match self {
+            Self::Runnable => "runnable",
+            Self::Syscall => "syscall",
+            Self::Waiting => "waiting",
+        }
+    }
+}
 
 /// A goroutine's status from `g.atomicstatus`, without its `_Gscan` bit;
 /// `None` for a goroutine that is running (its time is in the on-CPU

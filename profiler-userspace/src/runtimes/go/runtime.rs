@@ -76,7 +76,7 @@ impl GoRuntime {
             .collect();
         let symbol = |name: &str| symbols.iter().find(|(n, _, _)| n == name);
         let known = minor(&version).and_then(layout::known);
-        let layout = match crate::goroutines::dwarf::layout(&file).map_err(RuntimeError::Dwarf)? {
+        let layout = match super::dwarf::layout(&file).map_err(RuntimeError::Dwarf)? {
             Some(layout) => layout,
             None => known
                 .map(|k| k.layout)

@@ -1,74 +1,50 @@
-//! What the goroutine thread (`sampler.rs`) does: which targets are Go
-//! processes (looked at again every second), and one read of the
-//! goroutines of each at every tick, kept until the daemon takes them.
+//! What a runtime's thread (`thread.rs`) does: which targets run the
+//! runtime (looked at again every second), and one read of the units of
+//! each at every tick, kept until the daemon takes them.
 use std::{
     collections::{BTreeSet, HashMap},
     fs,
     os::unix::fs::MetadataExt as _,
-    sync::{Arc, Mutex, atomic::AtomicBool, atomic::Ordering},
+    sync::{Mutex, atomic::AtomicBool, atomic::Ordering},
     time::{Duration, Instant},
 };
 
 use rustc_hash::FxHashMap;
 
-use super::{
-    binaries::{Binaries, Binary, load},
-    process::GoProcess,
-};
+use super::{ReadStats, Runtime, RuntimeProcess as _, binaries::Binaries};
 use crate::{
     config::Target,
     procfs,
-    sample::{Goroutine, GoroutineStatus, Stack},
-    symbolize::procmaps::{self, FileId},
+    sample::{RowLabels, Stack},
+    symbolize::procmaps::FileId,
 };
 
-/// How often the target set is looked at again for new Go processes.
+/// How often the target set is looked at again for new processes of the
+/// runtime.
 const REFRESH: Duration = Duration::from_secs(1);
 
 /// Under `--all`, `/proc` is listed at every this many refreshes (10 s):
 /// between, the new processes are those the daemon saw start or exec
-/// ([`GoroutineSampler::notice`](super::GoroutineSampler::notice)), and a process that appeared otherwise
-/// (forked, never sampled) is found at the next listing.
+/// ([`Runtimes::notice`](super::Runtimes::notice)), and a process that
+/// appeared otherwise (forked, never sampled) is found at the next listing.
 const LIST_EVERY: u64 = 10;
 
-/// Known processes that are not Go are looked at again (for an exec into
-/// a Go binary) this many at each refresh, or a tenth of them if more:
+/// Known processes that do not run the runtime are looked at again (for
+/// an exec into one of its binaries) this many at each refresh, or a tenth of them if more:
 /// with a few targets, every refresh looks at all of them; under `--all`
 /// on a busy host, each within 10 refreshes, not hundreds of `statx` a
 /// second.
 const RECHECK_AT_LEAST: usize = 32;
 const RECHECK_ROUNDS: usize = 10;
-/// The most goroutines read per second, over all Go processes (shared
-/// equally): above it each read takes a rotating one in N of a process's
+/// The most units read per second, over all the runtime's processes
+/// (shared equally): above it each read takes a rotating one in N of a process's
 /// list, each standing for N.
 const MAX_PER_SECOND: u64 = 20_000;
-
-/// What the reads counted since the last chunk.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct GoroutineStats {
-    /// Reads of one process's goroutines that succeeded.
-    pub reads: u64,
-    /// Reads dropped whole: the process exited or its list moved mid-read.
-    pub dropped: u64,
-    /// Goroutines unwound.
-    pub goroutines: u64,
-    /// Goroutines left out of a read: they kept moving while read.
-    pub torn: u64,
-}
-
-impl GoroutineStats {
-    pub fn add(&mut self, other: &Self) {
-        self.reads += other.reads;
-        self.dropped += other.dropped;
-        self.goroutines += other.goroutines;
-        self.torn += other.torn;
-    }
-}
 
 #[derive(Clone, PartialEq, Eq, Hash)]
 pub(super) struct RowKey {
     pub pid: u32,
-    pub goroutine: Goroutine,
+    pub labels: RowLabels,
     pub stack: Stack,
 }
 
@@ -76,10 +52,10 @@ pub(super) struct RowKey {
 pub(super) struct Collected {
     pub rows: FxHashMap<RowKey, u64>,
     pub pids: BTreeSet<u32>,
-    pub stats: GoroutineStats,
+    pub stats: ReadStats,
 }
 
-/// What the reader's thread and [`GoroutineSampler`](super::GoroutineSampler) share.
+/// What the watcher's thread and [`RuntimeThread`](super::thread::RuntimeThread) share.
 pub(super) struct Shared {
     pub collected: Mutex<Collected>,
     pub target: Mutex<Target>,
@@ -88,33 +64,36 @@ pub(super) struct Shared {
     pub stop: AtomicBool,
 }
 
-struct Watched {
+struct Watched<P> {
     file: FileId,
-    process: Option<GoProcess>,
+    process: Option<P>,
     last_read: Instant,
     /// Reads so far: which 1-in-N rotation comes next.
     reads: usize,
 }
 
-pub(super) struct Reader {
-    /// The most goroutines one round of reads takes, over all processes.
+pub(super) struct Watcher<R: Runtime> {
+    runtime: R,
+    /// The most units one round of reads takes, over all processes.
     budget: usize,
-    /// Per binary: its runtime, or `None` (not Go, or not readable).
-    binaries: Binaries<Binary>,
-    processes: HashMap<u32, Watched>,
-    /// Where the next turn of looking at known processes that are not Go
-    /// starts.
+    /// Per binary: what the runtime loaded, or `None` (not the runtime's,
+    /// or not readable).
+    binaries: Binaries<R::Binary>,
+    processes: HashMap<u32, Watched<R::Process>>,
+    /// Where the next turn of looking at known processes that do not run
+    /// the runtime starts.
     recheck: usize,
     /// Refreshes so far, for [`LIST_EVERY`].
     refreshes: u64,
 }
 
-impl Reader {
-    /// A reader for `frequency_hz` reads a second, within
-    /// [`MAX_PER_SECOND`] goroutines a second.
-    pub(super) fn new(frequency_hz: u64) -> Self {
+impl<R: Runtime> Watcher<R> {
+    /// A watcher for `frequency_hz` reads a second, within
+    /// [`MAX_PER_SECOND`] units a second.
+    pub(super) fn new(runtime: R, frequency_hz: u64) -> Self {
         let budget = MAX_PER_SECOND / frequency_hz.max(1);
         Self {
+            runtime,
             budget: usize::try_from(budget).unwrap_or(usize::MAX).max(1),
             binaries: Binaries::default(),
             processes: HashMap::new(),
@@ -124,7 +103,7 @@ impl Reader {
     }
 
     /// Refreshes and reads every `period` until `shared` says stop. Woken
-    /// early (by [`GoroutineSampler::notice`](super::GoroutineSampler::notice)),
+    /// early (by [`Runtimes::notice`](super::Runtimes::notice)),
     /// it looks at the processes noticed since, and reads when due.
     pub(super) fn run(mut self, shared: &Shared, period: Duration) {
         let mut next_refresh = Instant::now();
@@ -140,7 +119,7 @@ impl Reader {
                 self.read_into(shared);
                 next_read = (next_read + period).max(Instant::now());
             }
-            // With no Go process to read, nothing is due before the next
+            // With no process of the runtime to read, nothing is due before the next
             // look at the targets.
             let wake = if self.processes.values().any(|w| w.process.is_some()) {
                 next_read.min(next_refresh)
@@ -173,7 +152,7 @@ impl Reader {
         }
     }
 
-    /// One read of every Go process, added to what `shared` collected.
+    /// One read of every process of the runtime, added to what `shared` collected.
     fn read_into(&mut self, shared: &Shared) {
         let mut local = Collected::default();
         self.read_all(&mut local);
@@ -186,8 +165,8 @@ impl Reader {
         }
     }
 
-    /// Looks at the targets again: new processes are attached (if Go),
-    /// gone ones forgotten, and known ones that are not Go looked at in
+    /// Looks at the targets again: new processes are attached (if they run
+    /// the runtime), gone ones forgotten, and known ones that do not looked at in
     /// turns (see [`RECHECK_AT_LEAST`]). Under `--all`, the new ones are
     /// those `noticed` but at every [`LIST_EVERY`]th refresh.
     fn refresh(&mut self, target: &Target, noticed: &BTreeSet<u32>) {
@@ -199,7 +178,8 @@ impl Reader {
             Target::Pids(pids) => pids.iter().copied().collect(),
         };
         self.processes.retain(|pid, _| pids.contains(pid));
-        // A noticed process may be known as not Go: it exec'd since.
+        // A noticed process may be known as not the runtime's: it exec'd
+        // since.
         let (not_go, others): (Vec<u32>, Vec<u32>) = pids.into_iter().partition(|pid| {
             !noticed.contains(pid) && self.processes.get(pid).is_some_and(|w| w.process.is_none())
         });
@@ -225,7 +205,7 @@ impl Reader {
         }
     }
 
-    /// Looks at a turn of the known processes that are not Go.
+    /// Looks at a turn of the known processes that do not run the runtime.
     fn recheck_in_turns(&mut self, not_go: &[u32]) {
         let turn = not_go.len().div_ceil(RECHECK_ROUNDS).max(RECHECK_AT_LEAST);
         if not_go.len() <= turn {
@@ -244,7 +224,7 @@ impl Reader {
     /// Attaches to `pid` if it is new or runs another binary than when
     /// last looked at (it exec'd).
     fn look_at(&mut self, pid: u32) {
-        // No executable (a kernel thread), or gone: not Go, looked at
+        // No executable (a kernel thread), or gone: not the runtime's, looked at
         // again in turns like the others (a gone one leaves the targets).
         let file =
             fs::metadata(format!("/proc/{pid}/exe")).map_or(FileId { dev: 0, inode: 0 }, |meta| {
@@ -268,30 +248,13 @@ impl Reader {
         );
     }
 
-    fn attach(&mut self, pid: u32, file: FileId) -> Option<GoProcess> {
-        let binary = self.binaries.get_or_load(file, || load(pid))?;
-        let (runtime, table) = &*binary;
-        let vmas = procmaps::read(pid).ok()?;
-        // By identity; by path where the two disagree on the device (an
-        // overlay file system in a container).
-        let exe = fs::read_link(format!("/proc/{pid}/exe")).ok();
-        let text = vmas.iter().find(|v| v.file == Some(file)).or_else(|| {
-            let exe = exe?;
-            vmas.iter().find(|v| std::path::Path::new(&v.path) == exe)
-        })?;
-        let bias = text
-            .start
-            .wrapping_sub(text.offset)
-            .wrapping_sub(runtime.text_delta);
-        Some(GoProcess::new(
-            pid,
-            Arc::clone(runtime),
-            Arc::clone(table),
-            bias,
-        ))
+    fn attach(&mut self, pid: u32, file: FileId) -> Option<R::Process> {
+        let runtime = &self.runtime;
+        let binary = self.binaries.get_or_load(file, || runtime.load(pid))?;
+        runtime.attach(pid, file, &binary)
     }
 
-    /// One read of every Go process; one whose read failed is looked at
+    /// One read of every process of the runtime; one whose read failed is looked at
     /// again at once (it may have exited or exec'd).
     fn read_all(&mut self, out: &mut Collected) {
         let mut failed = Vec::new();
@@ -301,7 +264,7 @@ impl Reader {
             .filter(|w| w.process.is_some())
             .count();
         let budget = (self.budget / go.max(1)).max(1);
-        for watched in self.processes.values_mut() {
+        for (&pid, watched) in &mut self.processes {
             let Some(process) = watched.process.as_mut() else {
                 continue;
             };
@@ -314,38 +277,28 @@ impl Reader {
             let (stride, observed) = match process.read(budget, watched.reads) {
                 Ok(read) => {
                     out.stats.torn += read.torn;
-                    (read.stride, read.goroutines)
+                    (read.stride, read.units)
                 }
                 Err(e) => {
-                    log::debug!("pid {}: goroutines: {e}", process.pid);
+                    log::debug!(
+                        "pid {pid}: {}: {}",
+                        R::KIND.thread_name(),
+                        crate::error_chain(&e)
+                    );
                     out.stats.dropped += 1;
-                    failed.push(process.pid);
+                    failed.push(pid);
                     continue;
                 }
             };
             out.stats.reads += 1;
-            out.stats.goroutines += observed.len() as u64;
-            out.pids.insert(process.pid);
+            out.stats.units += observed.len() as u64;
+            out.pids.insert(pid);
             let weight = u64::try_from(elapsed.as_nanos()).unwrap_or(u64::MAX) * stride as u64;
-            for o in observed {
-                let goroutine = Goroutine {
-                    id: o.goid,
-                    status: o.status,
-                    wait_reason: if o.status == GoroutineStatus::Waiting {
-                        Arc::from(process.runtime.wait_reason(o.wait_reason))
-                    } else {
-                        Arc::from("")
-                    },
-                    created_by: o.created_by,
-                };
+            for unit in observed {
                 let key = RowKey {
-                    pid: process.pid,
-                    goroutine,
-                    stack: if o.truncated {
-                        Stack::Truncated(Arc::from(o.stack))
-                    } else {
-                        Stack::Frames(Arc::from(o.stack))
-                    },
+                    pid,
+                    labels: unit.labels,
+                    stack: unit.stack,
                 };
                 *out.rows.entry(key).or_default() += weight;
             }

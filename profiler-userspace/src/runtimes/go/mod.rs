@@ -1,0 +1,162 @@
+//! Go: the goroutine view, where a Go program's goroutines wait, read
+//! from outside the process. Each Go target's goroutine list is read at a
+//! fixed rate with `process_vm_readv` (the target is not stopped and pays
+//! nothing), every goroutine that is not running is unwound from where it
+//! stopped, and each row is a goroutine's stack, labelled with its id,
+//! state and wait reason, weighted by the time it stands for.
+//!
+//! `runtime.rs` finds a binary's runtime facts (version, `allgs`,
+//! offsets: `dwarf.rs`, or `layout.rs`'s table of known versions), `g.rs`
+//! decodes one `g`, and `process.rs` reads one process's goroutines.
+mod dwarf;
+pub mod g;
+pub mod layout;
+pub mod process;
+pub mod runtime;
+
+use std::sync::Arc;
+
+use g::GoroutineStatus;
+use process::{GoProcess, Read, ReadError};
+use runtime::GoRuntime;
+
+use super::{Kind, Runtime, RuntimeProcess, Unit};
+use crate::{
+    gopclntab::GoTable,
+    sample::{Label, LabelValue, RowLabels, Stack},
+    symbolize::procmaps::{self, FileId},
+};
+
+/// The Go runtime.
+pub struct Go;
+
+/// A Go binary's runtime facts and table, shared by its processes.
+pub type Binary = Arc<(Arc<GoRuntime>, Arc<GoTable>)>;
+
+impl Runtime for Go {
+    type Binary = Binary;
+    type Process = GoProcess;
+    const KIND: Kind = Kind::Go;
+
+    /// The runtime facts and table of `pid`'s binary; `None`, with one log
+    /// line for a Go binary that cannot be read, when it has none.
+    fn load(&self, pid: u32) -> Option<Binary> {
+        let exe = std::path::PathBuf::from(format!("/proc/{pid}/exe"));
+        let runtime = match GoRuntime::of_binary(&exe) {
+            Ok(Some(runtime)) => runtime,
+            Ok(None) => return None,
+            Err(e) => {
+                log::warn!(
+                    "pid {pid}: no goroutine view, thread-level profiling only: {}",
+                    crate::error_chain(&e)
+                );
+                return None;
+            }
+        };
+        let table = GoTable::open(&exe).ok().flatten()?;
+        log::info!(
+            "pid {pid}: goroutine view on ({}, {})",
+            runtime.version,
+            exe.read_link().unwrap_or_default().display()
+        );
+        Some(Arc::new((Arc::new(runtime), Arc::new(table))))
+    }
+
+    fn attach(&self, pid: u32, file: FileId, binary: &Binary) -> Option<GoProcess> {
+        let (runtime, table) = &**binary;
+        let vmas = procmaps::read(pid).ok()?;
+        // By identity; by path where the two disagree on the device (an
+        // overlay file system in a container).
+        let exe = std::fs::read_link(format!("/proc/{pid}/exe")).ok();
+        let text = vmas.iter().find(|v| v.file == Some(file)).or_else(|| {
+            let exe = exe?;
+            vmas.iter().find(|v| std::path::Path::new(&v.path) == exe)
+        })?;
+        let bias = text
+            .start
+            .wrapping_sub(text.offset)
+            .wrapping_sub(runtime.text_delta);
+        Some(GoProcess::new(
+            pid,
+            Arc::clone(runtime),
+            Arc::clone(table),
+            bias,
+        ))
+    }
+}
+
+impl RuntimeProcess for GoProcess {
+    type Error = ReadError;
+
+    fn read(&mut self, budget: usize, rotation: usize) -> Result<super::Read, ReadError> {
+        let Read {
+            goroutines,
+            stride,
+            torn,
+        } = GoProcess::read(self, budget, rotation)?;
+        let units = goroutines
+            .into_iter()
+            .map(|o| {
+                let wait_reason = if o.status == GoroutineStatus::Waiting {
+                    Arc::from(self.runtime.wait_reason(o.wait_reason))
+                } else {
+                    Arc::from("")
+                };
+                Unit {
+                    labels: goroutine_labels(o.goid, o.status, wait_reason, &o.created_by),
+                    stack: if o.truncated {
+                        Stack::Truncated(Arc::from(o.stack))
+                    } else {
+                        Stack::Frames(Arc::from(o.stack))
+                    },
+                }
+            })
+            .collect();
+        Ok(super::Read {
+            units,
+            stride,
+            torn,
+        })
+    }
+}
+
+/// A goroutine's labels: its id, its state, and what it waits on and who
+/// created it where known (`go tool pprof -tagfocus` selects by them).
+#[must_use]
+pub fn goroutine_labels(
+    goid: u64,
+    status: GoroutineStatus,
+    wait_reason: Arc<str>,
+    created_by: &Arc<str>,
+) -> RowLabels {
+    let mut labels = vec![
+        Label {
+            key: "goroutine",
+            attribute: "go.goroutine.id",
+            value: LabelValue::Num(i64::try_from(goid).unwrap_or(i64::MAX)),
+        },
+        Label {
+            key: "state",
+            attribute: "go.goroutine.state",
+            value: LabelValue::Str(Arc::from(status.label())),
+        },
+    ];
+    if !wait_reason.is_empty() {
+        labels.push(Label {
+            key: "wait_reason",
+            attribute: "go.goroutine.wait_reason",
+            value: LabelValue::Str(wait_reason),
+        });
+    }
+    if !created_by.is_empty() {
+        labels.push(Label {
+            key: "created_by",
+            attribute: "go.goroutine.created_by",
+            value: LabelValue::Str(Arc::clone(created_by)),
+        });
+    }
+    RowLabels {
+        replaces_thread: true,
+        labels,
+    }
+}
