@@ -21,6 +21,7 @@ pub mod on_demand;
 pub mod pipeline;
 pub mod pprof;
 pub mod preflight;
+pub(crate) mod process;
 pub mod process_watch;
 pub mod procfs;
 pub mod profile;

@@ -17,7 +17,8 @@ use crate::{
     bpf::{KernelError, UnwindMaps},
     config::{Target, Unwind},
     mapping_events::{MappingEvents, Recorded},
-    symbolize::{BuildIds, ProcessSnapshot},
+    process::build_ids::BuildIds,
+    symbolize::ProcessSnapshot,
     unwind::{Published, Unwinder},
 };
 

@@ -12,7 +12,10 @@ use std::{
     sync::Arc,
 };
 
-use crate::symbolize::{MappedFile, RecordStats, RecordedImage, RecordedVma, procmaps::Vma};
+use crate::process::{
+    maps::Vma,
+    recorded::{MappedFile, RecordStats, RecordedImage, RecordedVma},
+};
 
 /// Most processes followed at once; past it, those whose `/proc` entry is
 /// gone (their exit record lost) are forgotten, then new ones are not

@@ -1,5 +1,5 @@
 use super::*;
-use crate::symbolize::procmaps::FileId;
+use crate::process::maps::FileId;
 
 fn file(path: &str) -> MappedFile {
     MappedFile {

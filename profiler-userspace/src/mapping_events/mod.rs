@@ -27,7 +27,13 @@ use thiserror::Error;
 use images::{Images, Running};
 use records::Parsed;
 
-use crate::symbolize::{KernelSymbol, RecordStats, RecordedImage, procmaps};
+use crate::{
+    process::{
+        maps,
+        recorded::{RecordStats, RecordedImage},
+    },
+    symbolize::KernelSymbol,
+};
 
 /// Ring size per CPU: 512 KiB holds some 4000 records, 4 s of a thousand
 /// short processes a second (an exec, a fork, an exit and about three
@@ -124,7 +130,7 @@ impl MappingEvents {
             self.kernel_symbols.push(symbol);
         }
         let mut read_proc = |pid: u32| {
-            let vmas = procmaps::read(pid).ok()?;
+            let vmas = maps::read(pid).ok()?;
             let comm = crate::procfs::comm(pid, pid).map(Arc::from);
             Some(Running { comm, vmas })
         };

@@ -7,7 +7,10 @@ use perf_event::data::{
 };
 
 use super::images::{Event, NewMapping};
-use crate::symbolize::{KernelSymbol, MappedFile, hex, procmaps::FileId};
+use crate::{
+    process::{files::hex, maps::FileId, recorded::MappedFile},
+    symbolize::KernelSymbol,
+};
 
 /// `PERF_RECORD_MISC_COMM_EXEC`: the name change is an exec's.
 const MISC_COMM_EXEC: u16 = 1 << 13;

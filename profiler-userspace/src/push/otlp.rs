@@ -13,7 +13,7 @@ use opentelemetry_proto::tonic::{
 };
 use prost::Message as _;
 
-use super::{series::Series, wire::MAX_PROFILE_ROWS};
+use super::series::{MAX_PROFILE_ROWS, Series};
 use crate::{
     pprof,
     profile::{Line, Location, Mapping, Sample},

@@ -41,6 +41,11 @@ impl Series {
     }
 }
 
+/// Most rows in one pprof: Pyroscope refuses a whole request for a
+/// profile of more samples (`validation.max-profile-stacktrace-samples`,
+/// 16000 by default), and its OTLP intake checks each profile as one.
+pub const MAX_PROFILE_ROWS: usize = 16_000;
+
 /// `items` in as few chunks of at most `max` as there can be, of even
 /// sizes (40000 rows at most 16000 go as three of 13334, not two full and
 /// a small one).

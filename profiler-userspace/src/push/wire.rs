@@ -10,7 +10,7 @@ use prost::Message as _;
 
 use super::{
     otlp,
-    series::{Series, even_chunks},
+    series::{MAX_PROFILE_ROWS, Series, even_chunks},
 };
 use crate::{
     config::PushProtocol,
@@ -69,11 +69,6 @@ struct RawSample {
     #[prost(string, tag = "2")]
     id: String,
 }
-
-/// Most rows in one pprof: Pyroscope refuses a whole request for a
-/// profile of more samples (`validation.max-profile-stacktrace-samples`,
-/// 16000 by default).
-pub const MAX_PROFILE_ROWS: usize = 16_000;
 
 /// Largest pprof, uncompressed: Pyroscope's default
 /// `validation.max-profile-size-bytes` (4 MiB), refused likewise.

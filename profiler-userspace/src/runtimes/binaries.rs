@@ -10,7 +10,7 @@
 //! each, and the disk space of those deleted since.
 use std::collections::HashMap;
 
-use crate::symbolize::procmaps::FileId;
+use crate::process::maps::FileId;
 
 /// Refreshes of the target set (one a second) a file stays known after
 /// its last use.

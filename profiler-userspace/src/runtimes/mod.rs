@@ -28,8 +28,8 @@ use std::collections::BTreeSet;
 
 use crate::{
     config::Target,
+    process::maps::FileId,
     sample::{RawSample, RowLabels, Stack},
-    symbolize::procmaps::FileId,
 };
 use thread::RuntimeThread;
 

@@ -14,9 +14,9 @@ use rustc_hash::FxHashMap;
 use super::{ReadStats, Runtime, RuntimeProcess as _, binaries::Binaries};
 use crate::{
     config::Target,
+    process::maps::FileId,
     procfs,
     sample::{RowLabels, Stack},
-    symbolize::procmaps::FileId,
 };
 
 /// How often the target set is looked at again for new processes of the

@@ -21,7 +21,7 @@ use super::{
     inflated::Inflated,
     parsed::ParsedFiles,
 };
-use crate::{config::DebugCache, gopclntab::GoTable, profile::Line};
+use crate::{config::DebugCache, gopclntab::GoTable, process::files::hex, profile::Line};
 
 /// Where one binary's names are read from.
 #[derive(Clone)]
@@ -211,7 +211,7 @@ impl Binaries {
             },
         };
         let facts = ElfFacts::read(&path).ok()?;
-        let same = facts.build_id.as_deref().map(debug_files::hex);
+        let same = facts.build_id.as_deref().map(hex);
         if same.as_deref() != Some(id) {
             return None;
         }
@@ -318,7 +318,7 @@ impl Binaries {
         let (Some(debuginfod), Some(id)) = (&mut self.debuginfod, &facts.build_id) else {
             return Names::Dynsym;
         };
-        match debuginfod.lookup(&debug_files::hex(id)) {
+        match debuginfod.lookup(&hex(id)) {
             DebugFile::Cached(debug) => {
                 let path = self.plain(debug, facts.build_id.as_deref());
                 Names::DebugFile { path, facts }

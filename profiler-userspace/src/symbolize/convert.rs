@@ -1,17 +1,12 @@
 //! The pure conversions of the symbolizer: captured stacks to locations,
 //! blazesym's results to lines, mappings to cache keys and pprof mappings.
-use std::{
-    path::{Path, PathBuf},
-    sync::Arc,
-};
+use std::sync::Arc;
 
 use blazesym::symbolize::Symbolized;
 
-use super::{
-    BinaryKey, STILL_OFF_CPU, TRUNCATED,
-    procmaps::{self, Vma},
-};
+use super::{BinaryKey, STILL_OFF_CPU, TRUNCATED};
 use crate::{
+    process::maps::{self, Vma},
     profile::{Line, Location, Mapping},
     sample::Stack,
 };
@@ -60,7 +55,7 @@ pub(super) fn lookup_addrs(frames: &[u64]) -> impl Iterator<Item = u64> + '_ {
 }
 
 pub(super) fn find_vma(vmas: &[(Vma, Arc<Mapping>)], addr: u64) -> Option<&(Vma, Arc<Mapping>)> {
-    procmaps::find(vmas, addr, |(vma, _)| vma)
+    maps::find(vmas, addr, |(vma, _)| vma)
 }
 
 pub(super) fn binary_key(mapping: &Mapping) -> BinaryKey {
@@ -68,32 +63,6 @@ pub(super) fn binary_key(mapping: &Mapping) -> BinaryKey {
         BinaryKey::Path(mapping.file.clone())
     } else {
         BinaryKey::BuildId(mapping.build_id.clone())
-    }
-}
-
-/// The exact file behind a mapping, even when deleted or in another mount
-/// namespace.
-pub(crate) fn map_files_path(pid: u32, vma: &Vma) -> PathBuf {
-    PathBuf::from(format!(
-        "/proc/{pid}/map_files/{:x}-{:x}",
-        vma.start, vma.end
-    ))
-}
-
-/// The directory a mapped file was mapped from, as the process sees it
-/// (through `/proc/PID/root`, for processes in other mount namespaces).
-pub(super) fn mapped_dir(pid: u32, vma: &Vma) -> Option<PathBuf> {
-    let dir = Path::new(&vma.path).parent()?;
-    Some(PathBuf::from(format!("/proc/{pid}/root")).join(dir.strip_prefix("/").unwrap_or(dir)))
-}
-
-/// The build id (hex) of the file `pid` maps at `vma`; empty for none, and
-/// for memory no file backs.
-pub(super) fn read_build_id(pid: u32, vma: &Vma) -> String {
-    if vma.is_file() {
-        build_id(&map_files_path(pid, vma)).unwrap_or_default()
-    } else {
-        String::new()
     }
 }
 
@@ -106,12 +75,6 @@ pub(super) fn new_mapping(vma: &Vma, build_id: String) -> Mapping {
         file: vma.path.clone(),
         build_id,
     }
-}
-
-/// The build id of the ELF file at `path`, in hex.
-pub(super) fn build_id(path: &Path) -> Option<String> {
-    let id = blazesym::helper::read_elf_build_id(path).ok()??;
-    Some(super::debug_files::hex(&id))
 }
 
 /// Frames of one symbolized address, innermost inlined function first.

@@ -14,6 +14,8 @@ use std::{
 
 use object::{Object as _, ObjectSegment as _};
 
+use crate::process::files::hex;
+
 /// What the symbolizer needs to know about one binary.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ElfFacts {
@@ -89,16 +91,6 @@ pub fn build_id_path(dir: &Path, id: &str) -> Option<PathBuf> {
         dir.join(".build-id")
             .join(&id[..2])
             .join(format!("{}.debug", &id[2..]))
-    })
-}
-
-/// Hex form of a build id.
-#[must_use]
-pub fn hex(id: &[u8]) -> String {
-    use std::fmt::Write as _;
-    id.iter().fold(String::new(), |mut out, b| {
-        let _ = write!(out, "{b:02x}");
-        out
     })
 }
 

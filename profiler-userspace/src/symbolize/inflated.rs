@@ -31,8 +31,8 @@ use object::{
     read::elf::{FileHeader as _, SectionHeader as _},
 };
 
-use super::debug_files::hex;
 use crate::config::DebugCache;
+use crate::process::files::hex;
 
 /// Why a copy could not be made (the original is read instead).
 #[derive(Debug, thiserror::Error)]

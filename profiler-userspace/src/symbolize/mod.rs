@@ -1,7 +1,7 @@
 //! Addresses → functions, files and lines, with blazesym.
 //!
 //! User addresses are turned into file offsets with the process's mappings
-//! (`procmaps.rs`) and symbolized per binary (`binaries.rs`), so results are
+//! (`process/maps.rs`) and symbolized per binary (`binaries.rs`), so results are
 //! cached per binary (keyed by build id, else path) and shared by every
 //! process that maps it. Names come from the binary, a separate debug file
 //! or debuginfod (`debug_files.rs`, `debuginfod.rs`); a debug file with
@@ -20,7 +20,6 @@
 //! blazesym's `Symbolizer` is not `Send`: this type lives on one thread.
 mod anonymous;
 mod binaries;
-mod build_ids;
 mod convert;
 mod debug_files;
 pub mod debuginfod;
@@ -30,23 +29,17 @@ mod kernel_symbols;
 mod parsed;
 mod prepare;
 mod processes;
-pub mod procmaps;
-mod recorded;
 mod resident;
 
 use std::{collections::HashMap, sync::Arc};
 
 use binaries::Binaries;
 use blazesym::symbolize::{Input, source::Source};
-pub use build_ids::BuildIds;
-pub(crate) use convert::map_files_path;
 use convert::{binary_key, find_vma, lines_of, locations};
-pub(crate) use debug_files::hex;
 pub use debuginfod::{Debuginfod, DebuginfodStats};
 pub use kernel_symbols::KernelSymbol;
 pub use processes::ProcessSnapshot;
 use processes::Processes;
-pub use recorded::{MappedFile, RecordStats, RecordedImage, RecordedVma};
 
 use crate::{
     cgroup::Placement,

@@ -15,16 +15,17 @@ use std::{
 };
 
 use super::{
-    RecordedImage,
     anonymous::AnonymousCache,
-    build_ids::BuildIds,
-    convert::{
-        build_id, find_vma, lookup_addrs, map_files_path, mapped_dir, new_mapping, read_build_id,
-    },
-    procmaps::{self, FileStamp, Vma},
+    convert::{find_vma, lookup_addrs, new_mapping},
 };
 use crate::{
     cgroup::{self, Placement},
+    process::{
+        build_ids::BuildIds,
+        files::{build_id, map_files_path, mapped_dir, read_build_id},
+        maps::{self, FileStamp, Vma},
+        recorded::RecordedImage,
+    },
     procfs,
     profile::Mapping,
 };
@@ -359,7 +360,7 @@ impl Processes {
         }
         let comm = procfs::comm(pid, pid).map(Arc::<str>::from);
         let placement = cgroup::read(pid).map(Arc::new);
-        let vmas = procmaps::read(pid).ok();
+        let vmas = maps::read(pid).ok();
         let process = self.entry(pid, thread, window);
         process.refreshed = window;
         process.last_seen = window;

@@ -17,7 +17,7 @@
 
 use std::{os::unix::fs::MetadataExt as _, path::Path};
 
-use super::procmaps::{self, FileId};
+use crate::process::maps::{self, FileId};
 
 /// Drops the resident pages of blazesym's mapping of `path`, if it is the
 /// process's only mapping of that file (so that no other thread owns it,
@@ -34,7 +34,7 @@ pub(super) fn release(path: &Path) -> u64 {
     let Ok(maps) = crate::procfs::read("/proc/self/maps") else {
         return 0;
     };
-    let mut of_file = procmaps::every_mapping(&maps).filter(|(vma, _)| vma.file == Some(file));
+    let mut of_file = maps::every_mapping(&maps).filter(|(vma, _)| vma.file == Some(file));
     let (Some((vma, perms)), None) = (of_file.next(), of_file.next()) else {
         return 0;
     };

@@ -24,7 +24,7 @@ use profiler_common::unwind::{MAX_MAPPINGS, ProcessMappings, UnwindMapping, Unwi
 
 use crate::{
     bpf::UnwindMaps,
-    symbolize::procmaps::{self, FileStamp, Vma},
+    process::maps::{self, FileStamp, Vma},
 };
 use binary::{BinaryId, binary_id, read_binary};
 pub use stats::UnwindStats;
@@ -208,7 +208,7 @@ impl Unwinder {
         maps: &mut M,
         pid: u32,
     ) -> Result<Published, M::Error> {
-        let Ok(vmas) = procmaps::read(pid) else {
+        let Ok(vmas) = maps::read(pid) else {
             return Ok(Published::Gone);
         };
         if self.processes.get(&pid).is_some_and(|p| p.vmas == vmas) {

@@ -6,9 +6,10 @@ use profiler_common::stats::{STATS_LEN, Stat};
 
 use crate::{
     bpf::{Drained, InFlightStats},
+    process::recorded::{RecordStats, RecordedImage},
     runtimes::RuntimeFacts,
     sample::{MapEntries, RawSample},
-    symbolize::{KernelSymbol, ProcessSnapshot, RecordStats, RecordedImage},
+    symbolize::{KernelSymbol, ProcessSnapshot},
 };
 
 /// Everything the kernel recorded in one window.

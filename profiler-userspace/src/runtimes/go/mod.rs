@@ -23,8 +23,8 @@ use runtime::GoRuntime;
 use super::{Kind, Runtime, RuntimeProcess, Unit};
 use crate::{
     gopclntab::GoTable,
+    process::maps::{self, FileId},
     sample::{Label, LabelValue, RowLabels, Stack},
-    symbolize::procmaps::{self, FileId},
 };
 
 /// The Go runtime.
@@ -64,7 +64,7 @@ impl Runtime for Go {
 
     fn attach(&self, pid: u32, file: FileId, binary: &Binary) -> Option<GoProcess> {
         let (runtime, table) = &**binary;
-        let vmas = procmaps::read(pid).ok()?;
+        let vmas = maps::read(pid).ok()?;
         // By identity; by path where the two disagree on the device (an
         // overlay file system in a container).
         let exe = std::fs::read_link(format!("/proc/{pid}/exe")).ok();

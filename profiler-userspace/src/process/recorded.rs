@@ -6,7 +6,7 @@
 //! mapping of it, and a forked child shares its parent's list.
 use std::sync::Arc;
 
-use super::procmaps::{FileId, Vma};
+use crate::process::maps::{FileId, Vma};
 use crate::profile::Mapping;
 
 /// A file as it was mapped: its path, and what tells whether the file at
@@ -70,7 +70,7 @@ pub struct RecordedImage {
 impl RecordedImage {
     /// The image's mappings as the symbolizer keeps them: each with its
     /// pprof mapping, carrying the build id the kernel read.
-    pub(super) fn vmas(&self) -> Vec<(Vma, Arc<Mapping>)> {
+    pub(crate) fn vmas(&self) -> Vec<(Vma, Arc<Mapping>)> {
         self.vmas
             .iter()
             .map(|recorded| {

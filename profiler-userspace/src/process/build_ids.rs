@@ -4,8 +4,8 @@
 use std::collections::HashMap;
 
 use super::{
-    convert::read_build_id,
-    procmaps::{FileStamp, Vma},
+    files::read_build_id,
+    maps::{FileStamp, Vma},
 };
 
 /// Most files remembered; past it, the memory starts over.
@@ -51,12 +51,12 @@ impl BuildIds {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::symbolize::procmaps;
+    use crate::process::maps;
 
     #[test]
     fn a_file_is_read_once_per_stamp() {
         let pid = std::process::id();
-        let vmas = procmaps::read(pid).unwrap();
+        let vmas = maps::read(pid).unwrap();
         let own = std::fs::read_link("/proc/self/exe").unwrap();
         let vma = vmas
             .iter()

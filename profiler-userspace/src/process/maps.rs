@@ -58,7 +58,7 @@ impl FileStamp {
     #[must_use]
     pub fn of_mapping(pid: u32, vma: &Vma) -> Option<Self> {
         use std::os::unix::fs::MetadataExt as _;
-        let meta = std::fs::metadata(super::map_files_path(pid, vma)).ok()?;
+        let meta = std::fs::metadata(crate::process::files::map_files_path(pid, vma)).ok()?;
         Some(Self {
             dev: meta.dev(),
             ino: meta.ino(),

@@ -1,0 +1,11 @@
+//! What a process is, below everything that reads one: its executable
+//! mappings (`maps.rs`: `/proc/PID/maps`, the files' identities and
+//! stamps), the file a mapping saw and its build id (`files.rs`; build ids
+//! read once per stamped file: `build_ids.rs`), and an image the kernel's
+//! mmap records told of a process gone since (`recorded.rs`). The
+//! unwinder, the runtimes, the mmap records and the symbolizer take these
+//! facts from here; this folder imports none of them.
+pub mod build_ids;
+pub mod files;
+pub mod maps;
+pub mod recorded;
