@@ -3,16 +3,7 @@
 //! in another mount namespace is still the right one; and its build id.
 use std::path::{Path, PathBuf};
 
-use super::maps::Vma;
-
-/// The exact file behind a mapping, even when deleted or in another mount
-/// namespace.
-pub(crate) fn map_files_path(pid: u32, vma: &Vma) -> PathBuf {
-    PathBuf::from(format!(
-        "/proc/{pid}/map_files/{:x}-{:x}",
-        vma.start, vma.end
-    ))
-}
+use super::maps::{Vma, map_files_path};
 
 /// The directory a mapped file was mapped from, as the process sees it
 /// (through `/proc/PID/root`, for processes in other mount namespaces).

@@ -1,5 +1,14 @@
 //! Executable mappings of a process, from `/proc/<pid>/maps`.
-use std::io;
+use std::{io, path::PathBuf};
+
+/// The exact file behind a mapping, even when deleted or in another mount
+/// namespace.
+pub(crate) fn map_files_path(pid: u32, vma: &Vma) -> PathBuf {
+    PathBuf::from(format!(
+        "/proc/{pid}/map_files/{:x}-{:x}",
+        vma.start, vma.end
+    ))
+}
 
 /// One executable mapping.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -58,7 +67,7 @@ impl FileStamp {
     #[must_use]
     pub fn of_mapping(pid: u32, vma: &Vma) -> Option<Self> {
         use std::os::unix::fs::MetadataExt as _;
-        let meta = std::fs::metadata(crate::process::files::map_files_path(pid, vma)).ok()?;
+        let meta = std::fs::metadata(map_files_path(pid, vma)).ok()?;
         Some(Self {
             dev: meta.dev(),
             ino: meta.ino(),

@@ -22,8 +22,8 @@ use crate::{
     cgroup::{self, Placement},
     process::{
         build_ids::BuildIds,
-        files::{build_id, map_files_path, mapped_dir, read_build_id},
-        maps::{self, FileStamp, Vma},
+        files::{build_id, mapped_dir, read_build_id},
+        maps::{self, FileStamp, Vma, map_files_path},
         recorded::RecordedImage,
     },
     procfs,
