@@ -194,11 +194,13 @@ pub struct OffCpu {
     /// The rate `r` in nanoseconds; 0 keeps every interval.
     pub rate_ns: u64,
     /// Record kept short intervals with their raw duration (biased). Only
-    /// for demonstrating the bias; hidden from `--help`.
+    /// for demonstrating the bias; a flag of test builds only (feature
+    /// `test-knobs`, `cli_knobs.rs`).
     pub naive_weights: bool,
-    /// The off-CPU programs return at once (hidden; the bench's floor).
+    /// The off-CPU programs return at once (test builds only; the bench's
+    /// floor).
     pub dispatch_only: bool,
-    /// Interval cells in use (hidden; fewer only in tests).
+    /// Interval cells in use (fewer only in test builds).
     pub interval_cells: u32,
     /// Where the user stack of kept weight is taken.
     pub user_stacks: UserStacks,
@@ -213,7 +215,8 @@ pub enum UserStacks {
     /// kernel has it (Linux 6.18); else as [`Self::Rseq`]. The default.
     TaskWork,
     /// At `rseq_update` (threads without rseq: at their next switch-out).
-    /// Hidden flag `--off-cpu-no-task-work`: older kernels' behaviour.
+    /// Flag `--off-cpu-no-task-work` of test builds: older kernels'
+    /// behaviour.
     Rseq,
     /// At `rseq_update` and every system call's exit (`--off-cpu-sys-exit`:
     /// exact for threads without rseq on older kernels, at a cost to every
