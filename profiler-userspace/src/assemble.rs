@@ -96,14 +96,14 @@ pub fn assemble(
     view: View,
 ) -> (Profile, Accounting) {
     let sym_stats = symbolizer.prepare(
-        &raw.samples,
-        &raw.processes,
-        &raw.recorded,
-        &raw.kernel_symbols,
+        raw.samples(),
+        raw.processes(),
+        raw.recorded(),
+        raw.kernel_symbols(),
     );
     let mut user_frames = UserFrames::default();
     let mut samples: Vec<Sample> = raw
-        .samples
+        .samples()
         .iter()
         .map(|s| {
             let mut stack = symbolizer.kernel_locations(&s.kernel_stack);
@@ -123,7 +123,7 @@ pub fn assemble(
                 off_cpu_count: s.off_cpu_count,
                 labels: s.labels.clone(),
                 runtime_ns: s.runtime_ns,
-                off_cpu_in_wall: !raw.runtimes.wall_pids.contains(&s.pid),
+                off_cpu_in_wall: !raw.runtimes().wall_pids.contains(&s.pid),
             }
         })
         .collect();
@@ -158,17 +158,18 @@ impl Accounting {
             .iter()
             .map(|&stat| (stat.name(), raw.stat(stat)))
             .collect();
+        let records = raw.record_stats();
         counters.extend([
             ("addresses_symbolized", symbolize.resolved),
             ("symbolization_failures", symbolize.failed),
             ("processes_unreadable", symbolize.processes_unreadable),
             ("processes_remembered", symbolize.processes_remembered),
             ("process_images_recorded", symbolize.images_recorded),
-            ("process_images_ended", raw.record_stats.ended),
-            ("process_images_dropped", raw.record_stats.dropped),
-            ("processes_untracked", raw.record_stats.untracked),
-            ("mapping_records_lost", raw.record_stats.lost),
-            ("mapping_records_unreadable", raw.record_stats.unreadable),
+            ("process_images_ended", records.ended),
+            ("process_images_dropped", records.dropped),
+            ("processes_untracked", records.untracked),
+            ("mapping_records_lost", records.lost),
+            ("mapping_records_unreadable", records.unreadable),
             ("user_frames", user_frames.total),
             ("user_frames_resolved", user_frames.resolved),
             (Unnamed::ALL[0].counter(), user_frames.unnamed[0]),
@@ -188,12 +189,12 @@ impl Accounting {
             gauges.push(("debuginfod_pending", pending));
         }
         counters.extend([
-            ("off_cpu_in_flight_tracked", raw.in_flight.tracked),
-            ("off_cpu_in_flight_untracked", raw.in_flight.untracked),
-            ("early_drains", raw.early_drains),
+            ("off_cpu_in_flight_tracked", raw.in_flight().tracked),
+            ("off_cpu_in_flight_untracked", raw.in_flight().untracked),
+            ("early_drains", raw.early_drains()),
         ]);
-        counters.extend(raw.runtimes.counters());
-        counters.push(("unknown_entries", raw.unknown_entries));
+        counters.extend(raw.runtimes().counters());
+        counters.push(("unknown_entries", raw.unknown_entries()));
         Self {
             symbolize,
             counters,
@@ -241,10 +242,10 @@ mod tests {
 
     #[test]
     fn weight_lost_on_a_full_map_shows_as_a_frame() {
-        let mut raw = RawWindow::default();
-        raw.stats[Stat::LostSamples as usize] = 3;
-        raw.stats[Stat::LostOffCpuNs as usize] = 5_000_000;
-        raw.stats[Stat::LostOffCpuCount as usize] = 2_000;
+        let raw = RawWindow::default()
+            .with_stat(Stat::LostSamples, 3)
+            .with_stat(Stat::LostOffCpuNs, 5_000_000)
+            .with_stat(Stat::LostOffCpuCount, 2_000);
         let times = WindowTimes {
             start: UNIX_EPOCH,
             duration_ns: 1,
@@ -274,11 +275,8 @@ mod tests {
             labels: None,
             runtime_ns: 0,
         };
-        let raw = RawWindow {
-            // Above the kernel's largest pid_max (2^22): never a process.
-            samples: vec![sample(u32::MAX - 1), sample(std::process::id())],
-            ..RawWindow::default()
-        };
+        // Above the kernel's largest pid_max (2^22): never a process.
+        let raw = RawWindow::of_samples(vec![sample(u32::MAX - 1), sample(std::process::id())]);
         let times = WindowTimes {
             start: UNIX_EPOCH,
             duration_ns: 1,

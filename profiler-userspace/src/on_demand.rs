@@ -94,8 +94,7 @@ impl OnDemand {
             let view = active.request.view;
             active
                 .raw
-                .samples
-                .retain(|s| view.shows(s.samples, s.off_cpu_ns, s.off_cpu_count));
+                .retain_samples(|s| view.shows(s.samples, s.off_cpu_ns, s.off_cpu_count));
             let times = WindowTimes {
                 start: active.started,
                 duration_ns: end_ns.saturating_sub(active.start_ns),

@@ -18,13 +18,10 @@ fn chunk(samples: u64, off_cpu_ns: u64) -> RawWindow {
     } else {
         ThreadState::Running
     };
-    RawWindow {
-        samples: vec![crate::sample::RawSample {
-            user_stack: Stack::Frames(Arc::from([0x40_1000])),
-            ..row(1, state, samples, off_cpu_ns)
-        }],
-        ..RawWindow::default()
-    }
+    RawWindow::of_samples(vec![crate::sample::RawSample {
+        user_stack: Stack::Frames(Arc::from([0x40_1000])),
+        ..row(1, state, samples, off_cpu_ns)
+    }])
 }
 
 fn request(view: View, duration: Duration) -> (ProfileRequest, oneshot::Receiver<Reply>) {

@@ -207,15 +207,12 @@ impl<'a, K: KernelMaps> Daemon<'a, K> {
             .pipeline
             .drain_chunk(&mut self.kernel, self.config, &current, reason)
             .await?;
-        chunk.processes = self.watch.take_snapshots();
-        let recorded = self.watch.take_recorded();
-        (chunk.recorded, chunk.kernel_symbols, chunk.record_stats) =
-            (recorded.images, recorded.kernel_symbols, recorded.stats);
+        chunk.add_processes(self.watch.take_snapshots(), self.watch.take_recorded());
         self.runtimes.notice(&new);
         let (rows, facts) = self.runtimes.take();
-        chunk.samples.extend(rows);
-        chunk.runtimes = facts;
+        chunk.add_runtimes(rows, facts);
         self.runtimes.set_target(&current);
+        let chunk = chunk.finish();
         if let Some(on_demand) = self.on_demand.as_mut() {
             on_demand.add_chunk(&chunk, end_ns);
         }

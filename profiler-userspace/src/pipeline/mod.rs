@@ -27,7 +27,7 @@ use crate::{
     profile::View,
     push::Pusher,
     sink::{FileSink, SinkError},
-    window::RawWindow,
+    window::{ChunkCollector, RawWindow},
 };
 
 /// How long to wait after flipping slots before reading the old one: an
@@ -126,9 +126,10 @@ impl Pipeline {
     }
 
     /// Ends a chunk: flips the kernel to the other slot, reads the old one
-    /// and accounts the off-CPU intervals still open. Returns the chunk
-    /// and its end on the kernel's clock; [`Pipeline::collect`] adds it to
-    /// the segment.
+    /// and accounts the off-CPU intervals still open. Returns the chunk's
+    /// collector, for the other sources to add to, and its end on the
+    /// kernel's clock; [`Pipeline::collect`] adds the finished chunk to the
+    /// segment.
     ///
     /// # Errors
     /// When the kernel maps cannot be flipped, read or cleared.
@@ -138,22 +139,20 @@ impl Pipeline {
         config: &Config,
         targets: &Target,
         reason: DrainReason,
-    ) -> Result<(RawWindow, u64), KernelError> {
+    ) -> Result<(ChunkCollector, u64), KernelError> {
         let flip = kernel.flip()?;
         self.window_start_ns.get_or_insert(flip.start_ns);
         self.push_start_ns.get_or_insert(flip.start_ns);
         sleep(FLIP_GRACE).await;
         let started = Instant::now();
-        let mut chunk = RawWindow::from(kernel.drain(&flip)?);
+        let mut chunk = ChunkCollector::drained(kernel.drain(&flip)?, reason == DrainReason::Full);
         if let Some(rule) = config.modes.off_cpu() {
             let (open, stats) = kernel.account_in_flight(&flip, rule, targets, &mut self.rng)?;
-            chunk.samples.extend(open);
-            chunk.in_flight = stats;
+            chunk.add_in_flight(open, stats);
         }
-        chunk.early_drains = u64::from(reason == DrainReason::Full);
         self.drain_time += started.elapsed();
         self.metrics.drained(reason.label());
-        let (samples, stacks) = chunk.map_entries.fill();
+        let (samples, stacks) = chunk.map_entries().fill();
         self.metrics.set_map_fill(FilledMap::Samples, samples);
         self.metrics.set_map_fill(FilledMap::Stacks, stacks);
         Ok((chunk, flip.end_ns))
@@ -161,7 +160,7 @@ impl Pipeline {
 
     /// Adds a drained chunk to the segment.
     pub fn collect(&mut self, chunk: RawWindow) {
-        if self.segment.samples.is_empty() && self.segment.stats.iter().all(|&s| s == 0) {
+        if self.segment.is_empty() {
             self.segment = chunk;
         } else {
             self.segment.absorb(&chunk);

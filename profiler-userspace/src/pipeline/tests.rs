@@ -43,7 +43,8 @@ impl Setup {
             .drain_chunk(&mut self.kernel, &self.config, &target, reason)
             .await
             .unwrap();
-        let rows = chunk.samples.len();
+        let chunk = chunk.finish();
+        let rows = chunk.samples().len();
         self.pipeline.collect(chunk);
         (rows, end_ns)
     }

@@ -13,22 +13,19 @@ fn return_addresses_are_looked_up_one_byte_back() {
 
 /// A window of one on-CPU sample of `pid` at user address `addr`.
 fn one_sample(pid: u32, addr: u64, kernel_stack: Stack) -> RawWindow {
-    RawWindow {
-        samples: vec![RawSample {
-            pid,
-            tid: pid,
-            thread: "t".into(),
-            state: profiler_common::sample::ThreadState::Running,
-            user_stack: Stack::Frames(Arc::from([addr])),
-            kernel_stack,
-            samples: 1,
-            off_cpu_ns: 0,
-            off_cpu_count: 0,
-            labels: None,
-            runtime_ns: 0,
-        }],
-        ..RawWindow::default()
-    }
+    RawWindow::of_samples(vec![RawSample {
+        pid,
+        tid: pid,
+        thread: "t".into(),
+        state: profiler_common::sample::ThreadState::Running,
+        user_stack: Stack::Frames(Arc::from([addr])),
+        kernel_stack,
+        samples: 1,
+        off_cpu_ns: 0,
+        off_cpu_count: 0,
+        labels: None,
+        runtime_ns: 0,
+    }])
 }
 
 /// The address of an instruction inside this function's body, which is
@@ -52,9 +49,9 @@ fn symbolizes_own_function_with_inlined_lines() {
     let pid = std::process::id();
     let addr = inlined_here();
     let window = one_sample(pid, addr, Stack::Lost { errno: libc::E2BIG });
-    let stats = symbolizer.prepare(&window.samples, &window.processes, &window.recorded, &[]);
+    let stats = symbolizer.prepare(window.samples(), window.processes(), window.recorded(), &[]);
     assert_eq!(stats.failed, 0, "{stats:?}");
-    let locations = symbolizer.user_locations(pid, &window.samples[0].user_stack);
+    let locations = symbolizer.user_locations(pid, &window.samples()[0].user_stack);
     assert_eq!(locations.len(), 1);
     let location = &locations[0];
     assert_eq!(location.address, addr);
@@ -89,7 +86,7 @@ fn symbolizes_own_function_with_inlined_lines() {
         symbolizer.prepare(&[], &[], &[], &[]);
     }
     assert!(!symbolizer.processes.contains(pid));
-    let kernel = symbolizer.kernel_locations(&window.samples[0].kernel_stack);
+    let kernel = symbolizer.kernel_locations(&window.samples()[0].kernel_stack);
     assert_eq!(
         kernel[0].lines[0].function,
         "[lost kernel stack: stack map full]"
@@ -128,20 +125,20 @@ fn anonymous_code_is_named_from_a_growing_perf_map() {
     let window = one_sample(pid, addr, Stack::Absent);
     let mut symbolizer = Symbolizer::default();
     let name = |symbolizer: &Symbolizer| {
-        symbolizer.user_locations(pid, &window.samples[0].user_stack)[0]
+        symbolizer.user_locations(pid, &window.samples()[0].user_stack)[0]
             .lines
             .first()
             .map(|l| l.function.clone())
     };
 
-    let stats = symbolizer.prepare(&window.samples, &window.processes, &window.recorded, &[]);
+    let stats = symbolizer.prepare(window.samples(), window.processes(), window.recorded(), &[]);
     assert_eq!((stats.resolved, stats.failed), (1, 1), "not in the map yet");
     assert_eq!(name(&symbolizer), None);
 
     let mut file = std::fs::OpenOptions::new().append(true).open(&map).unwrap();
     writeln!(file, "{:x} 200 JS:*jitted /app/main.js:3", code as u64).unwrap();
     drop(file);
-    let stats = symbolizer.prepare(&window.samples, &window.processes, &window.recorded, &[]);
+    let stats = symbolizer.prepare(window.samples(), window.processes(), window.recorded(), &[]);
     let named = name(&symbolizer);
     let _ = std::fs::remove_file(&map);
     // SAFETY: `code` is the mapping made above, not used after this.
@@ -155,17 +152,19 @@ fn anonymous_code_is_named_from_a_growing_perf_map() {
 #[test]
 fn mappings_are_read_only_for_samples_with_user_frames() {
     let pid = std::process::id();
-    let mut asleep = one_sample(pid, 0, Stack::Absent);
-    asleep.samples[0].user_stack = Stack::StillOffCpu;
+    let asleep = RawWindow::of_samples(vec![RawSample {
+        user_stack: Stack::StillOffCpu,
+        ..one_sample(pid, 0, Stack::Absent).samples()[0].clone()
+    }]);
     let mut symbolizer = Symbolizer::default();
-    symbolizer.prepare(&asleep.samples, &[], &[], &[]);
+    symbolizer.prepare(asleep.samples(), &[], &[], &[]);
     let process = symbolizer.processes.get(pid).unwrap();
     assert_eq!(&*process.comm, crate::procfs::comm(pid, pid).unwrap());
     assert!(process.generation(0).vmas.is_empty(), "mappings not read");
 
     let addr = inlined_here();
     let running = one_sample(pid, addr, Stack::Absent);
-    symbolizer.prepare(&running.samples, &[], &[], &[]);
+    symbolizer.prepare(running.samples(), &[], &[], &[]);
     let process = symbolizer.processes.get(pid).unwrap();
     let index = process.generation_of(&[addr]);
     assert!(!process.generation(index).vmas.is_empty(), "mappings read");

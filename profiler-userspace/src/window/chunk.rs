@@ -1,60 +1,115 @@
-//! A window, or a chunk of one, before symbolization: the kernel's
-//! entries and the rows and facts the pipeline attaches to them.
+//! A window, or a chunk of one, before symbolization: the sources' rows
+//! and what they found besides. Built only by the collector
+//! (`collector.rs`) and summed only by `merge.rs`; everything else reads
+//! it.
 use std::sync::Arc;
 
 use profiler_common::stats::{STATS_LEN, Stat};
 
 use crate::{
-    bpf::{Drained, InFlightStats},
+    bpf::InFlightStats,
     process::recorded::{RecordStats, RecordedImage},
     runtimes::RuntimeFacts,
     sample::{MapEntries, RawSample},
     symbolize::{KernelSymbol, ProcessSnapshot},
 };
 
-/// Everything the kernel recorded in one window.
+/// Everything the sources recorded in one chunk or window.
 #[derive(Clone, Debug, Default)]
 pub struct RawWindow {
-    pub samples: Vec<RawSample>,
+    pub(super) samples: Vec<RawSample>,
     /// Per-window increase of each kernel counter, indexed by [`Stat`].
-    pub stats: [u64; STATS_LEN as usize],
+    pub(super) stats: [u64; STATS_LEN as usize],
     /// Entries whose state field this build does not know (skipped).
-    pub unknown_entries: u64,
+    pub(super) unknown_entries: u64,
     /// What the accounting of still-open off-CPU intervals added.
-    pub in_flight: InFlightStats,
+    pub(super) in_flight: InFlightStats,
     /// Entries the drained maps held (the most of any chunk, once merged).
-    pub map_entries: MapEntries,
+    pub(super) map_entries: MapEntries,
     /// Chunks drained early because a map was filling up.
-    pub early_drains: u64,
+    pub(super) early_drains: u64,
     /// Processes' mappings read while they lived (first seen, exec), for
     /// those gone by the window's end.
-    pub processes: Vec<Arc<ProcessSnapshot>>,
+    pub(super) processes: Vec<Arc<ProcessSnapshot>>,
     /// Images that ended (exit, exec) as the kernel's mmap records told
     /// them, for processes that lived too briefly to be read.
-    pub recorded: Vec<Arc<RecordedImage>>,
+    pub(super) recorded: Vec<Arc<RecordedImage>>,
     /// Kernel code loaded (BPF programs), oldest first.
-    pub kernel_symbols: Vec<KernelSymbol>,
+    pub(super) kernel_symbols: Vec<KernelSymbol>,
     /// What following the mmap records counted.
-    pub record_stats: RecordStats,
+    pub(super) record_stats: RecordStats,
     /// What the language runtimes' reads found and counted.
-    pub runtimes: RuntimeFacts,
+    pub(super) runtimes: RuntimeFacts,
 }
 
 impl RawWindow {
+    /// The rows, kernel's and runtimes'.
+    #[must_use]
+    pub fn samples(&self) -> &[RawSample] {
+        &self.samples
+    }
+
+    /// Keeps only the rows `keep` says.
+    pub fn retain_samples(&mut self, keep: impl FnMut(&RawSample) -> bool) {
+        self.samples.retain(keep);
+    }
+
+    /// Whether nothing at all was recorded: no row, no kernel counter.
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.samples.is_empty() && self.stats.iter().all(|&s| s == 0)
+    }
+
     #[must_use]
     pub fn stat(&self, stat: Stat) -> u64 {
         self.stats[stat as usize]
     }
-}
 
-impl From<Drained> for RawWindow {
-    fn from(drained: Drained) -> Self {
-        Self {
-            samples: drained.samples,
-            stats: drained.stats,
-            unknown_entries: drained.unknown_entries,
-            map_entries: drained.map_entries,
-            ..Self::default()
-        }
+    /// Entries whose state field this build does not know (skipped).
+    #[must_use]
+    pub fn unknown_entries(&self) -> u64 {
+        self.unknown_entries
+    }
+
+    #[must_use]
+    pub fn in_flight(&self) -> InFlightStats {
+        self.in_flight
+    }
+
+    #[must_use]
+    pub fn map_entries(&self) -> MapEntries {
+        self.map_entries
+    }
+
+    #[must_use]
+    pub fn early_drains(&self) -> u64 {
+        self.early_drains
+    }
+
+    /// Processes' mappings read while they lived.
+    #[must_use]
+    pub fn processes(&self) -> &[Arc<ProcessSnapshot>] {
+        &self.processes
+    }
+
+    /// Images of processes gone, as the mmap records told them.
+    #[must_use]
+    pub fn recorded(&self) -> &[Arc<RecordedImage>] {
+        &self.recorded
+    }
+
+    #[must_use]
+    pub fn kernel_symbols(&self) -> &[KernelSymbol] {
+        &self.kernel_symbols
+    }
+
+    #[must_use]
+    pub fn record_stats(&self) -> RecordStats {
+        self.record_stats
+    }
+
+    #[must_use]
+    pub fn runtimes(&self) -> &RuntimeFacts {
+        &self.runtimes
     }
 }

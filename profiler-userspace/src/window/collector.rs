@@ -1,0 +1,93 @@
+//! The one owner of a chunk while it is being filled: each source hands
+//! the collector what it found (the kernel's drain, the intervals still
+//! open, the processes seen, the runtimes' rows), and the pipeline, the
+//! daemon and the on-demand profiles take the finished chunk.
+use std::sync::Arc;
+
+use super::RawWindow;
+use crate::{
+    bpf::{Drained, InFlightStats},
+    mapping_events::Recorded,
+    runtimes::RuntimeFacts,
+    sample::{MapEntries, RawSample},
+    symbolize::ProcessSnapshot,
+};
+
+/// A chunk being filled.
+#[derive(Debug)]
+pub struct ChunkCollector {
+    chunk: RawWindow,
+}
+
+impl ChunkCollector {
+    /// Starts a chunk from the kernel's drained entries; `early` if it was
+    /// drained because a map was filling up.
+    #[must_use]
+    pub fn drained(drained: Drained, early: bool) -> Self {
+        let Drained {
+            samples,
+            stats,
+            unknown_entries,
+            map_entries,
+        } = drained;
+        Self {
+            chunk: RawWindow {
+                samples,
+                stats,
+                unknown_entries,
+                map_entries,
+                early_drains: u64::from(early),
+                ..RawWindow::default()
+            },
+        }
+    }
+
+    /// What the kernel's maps held.
+    #[must_use]
+    pub fn map_entries(&self) -> MapEntries {
+        self.chunk.map_entries
+    }
+
+    /// The parts of off-CPU intervals still open at the chunk's end.
+    pub fn add_in_flight(&mut self, open: Vec<RawSample>, stats: InFlightStats) {
+        self.chunk.samples.extend(open);
+        self.chunk.in_flight = stats;
+    }
+
+    /// The processes read while they lived, and what the mmap records
+    /// told of processes gone and kernel code loaded.
+    pub fn add_processes(&mut self, snapshots: Vec<Arc<ProcessSnapshot>>, recorded: Recorded) {
+        self.chunk.processes = snapshots;
+        self.chunk.recorded = recorded.images;
+        self.chunk.kernel_symbols = recorded.kernel_symbols;
+        self.chunk.record_stats = recorded.stats;
+    }
+
+    /// The language runtimes' rows, and what their reads found.
+    pub fn add_runtimes(&mut self, rows: Vec<RawSample>, facts: RuntimeFacts) {
+        self.chunk.samples.extend(rows);
+        self.chunk.runtimes = facts;
+    }
+
+    /// The chunk, filled.
+    #[must_use]
+    pub fn finish(self) -> RawWindow {
+        self.chunk
+    }
+}
+
+/// Windows made for tests, with only the parts a test sets.
+#[cfg(test)]
+impl RawWindow {
+    pub(crate) fn of_samples(samples: Vec<RawSample>) -> Self {
+        Self {
+            samples,
+            ..Self::default()
+        }
+    }
+
+    pub(crate) fn with_stat(mut self, stat: profiler_common::stats::Stat, value: u64) -> Self {
+        self.stats[stat as usize] = value;
+        self
+    }
+}
