@@ -129,13 +129,10 @@ struct Args {
     knobs: knobs::TestKnobs,
 }
 
-#[path = "cli_push.rs"]
 mod push;
 
-#[path = "cli_symbols.rs"]
 mod symbols;
 
-#[path = "cli_knobs.rs"]
 mod knobs;
 
 /// The test knobs given.
@@ -356,5 +353,4 @@ fn unwind(how: UnwindFlag, memory: Option<u64>) -> Result<Unwind, clap::Error> {
 }
 
 #[cfg(test)]
-#[path = "cli_tests.rs"]
 mod tests;

@@ -195,7 +195,7 @@ pub struct OffCpu {
     pub rate_ns: u64,
     /// Record kept short intervals with their raw duration (biased). Only
     /// for demonstrating the bias; a flag of test builds only (feature
-    /// `test-knobs`, `cli_knobs.rs`).
+    /// `test-knobs`, `cli/knobs.rs`).
     pub naive_weights: bool,
     /// The off-CPU programs return at once (test builds only; the bench's
     /// floor).

@@ -118,5 +118,4 @@ impl OnDemand {
 }
 
 #[cfg(test)]
-#[path = "on_demand_tests.rs"]
 mod tests;

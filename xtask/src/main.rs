@@ -142,7 +142,7 @@ fn run(cmd: &mut Command) -> anyhow::Result<()> {
 }
 
 /// The cargo feature that gives the profiler the flags the tests
-/// and the bench use (`profiler-userspace/src/cli_knobs.rs`).
+/// and the bench use (`profiler-userspace/src/cli/knobs.rs`).
 const TEST_KNOBS: &str = "profiler-userspace/test-knobs";
 
 /// Builds the profiler (with the test knobs) and the fixture programs in

@@ -330,5 +330,4 @@ impl<'a> Reader<'a> {
 }
 
 #[cfg(test)]
-#[path = "btf_fields_tests.rs"]
 pub(super) mod tests;

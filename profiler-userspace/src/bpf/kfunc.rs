@@ -137,5 +137,4 @@ fn call_sites(object: &[u8], set: &[Kfunc]) -> Result<Vec<(usize, usize)>, Kfunc
 }
 
 #[cfg(test)]
-#[path = "kfunc_tests.rs"]
 mod tests;

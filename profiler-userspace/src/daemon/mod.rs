@@ -327,5 +327,4 @@ fn log_end(end: WindowEnd) {
 }
 
 #[cfg(test)]
-#[path = "loop_tests.rs"]
 mod tests;

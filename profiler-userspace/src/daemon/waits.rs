@@ -267,5 +267,4 @@ async fn next_request(
 }
 
 #[cfg(test)]
-#[path = "chores_tests.rs"]
 mod tests;

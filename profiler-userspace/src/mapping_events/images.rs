@@ -242,5 +242,4 @@ fn insert(vmas: &mut Vec<RecordedVma>, vma: RecordedVma) {
 }
 
 #[cfg(test)]
-#[path = "images_tests.rs"]
 mod tests;

@@ -352,5 +352,4 @@ impl Tables {
 }
 
 #[cfg(test)]
-#[path = "encode_tests.rs"]
 mod tests;

@@ -218,5 +218,4 @@ pub fn bodies(protocol: PushProtocol, series: &[Series], tenant: Option<&str>) -
 }
 
 #[cfg(test)]
-#[path = "wire_tests.rs"]
 mod tests;

@@ -301,5 +301,4 @@ impl<W: io::Write> io::Write for Counted<W> {
 }
 
 #[cfg(test)]
-#[path = "inflated_tests.rs"]
 mod tests;

@@ -205,5 +205,4 @@ fn inflate_block(inflate: &mut Inflate, deflated: &[u8]) -> Option<Vec<u8>> {
 }
 
 #[cfg(test)]
-#[path = "kallsyms_tests.rs"]
 mod tests;

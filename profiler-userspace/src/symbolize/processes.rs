@@ -402,5 +402,4 @@ impl Processes {
 }
 
 #[cfg(test)]
-#[path = "processes_tests.rs"]
 mod tests;

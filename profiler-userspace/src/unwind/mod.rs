@@ -399,5 +399,4 @@ impl Unwinder {
 }
 
 #[cfg(test)]
-#[path = "publish_tests.rs"]
 mod tests;

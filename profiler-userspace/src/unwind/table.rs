@@ -349,5 +349,4 @@ impl ElfUnwindInfo {
 }
 
 #[cfg(test)]
-#[path = "table_tests.rs"]
 mod tests;

@@ -355,5 +355,4 @@ fn push_defaults_and_validation() {
     }
 }
 
-#[path = "cli_symbols_tests.rs"]
 mod symbols;

@@ -1,4 +1,4 @@
-//! The symbol flags (`cli_symbols.rs`), parsed into a whole `Config`.
+//! The symbol flags (`cli/symbols.rs`), parsed into a whole `Config`.
 use std::path::PathBuf;
 
 use super::{parse_err, parse_ok};
