@@ -5,36 +5,36 @@
 //! in `daemon`; `push` sends profiles to fleet backends; `http` serves
 //! `on_demand` profiles and `metrics`. See
 //! ARCHITECTURE.md.
-pub mod assemble;
-pub mod assembler;
-pub mod bpf;
-pub mod cgroup;
+pub mod allocator;
+pub(crate) mod assemble;
+pub(crate) mod bpf;
+pub(crate) mod cgroup;
 pub mod cli;
-pub mod config;
+pub(crate) mod config;
 pub mod daemon;
 pub mod gopclntab;
-pub mod http;
-pub mod mapping_events;
-pub mod memory;
-pub mod metrics;
-pub mod on_demand;
-pub mod pipeline;
+pub(crate) mod http;
+pub(crate) mod mapping_events;
+pub(crate) mod metrics;
+pub(crate) mod on_demand;
+pub(crate) mod pipeline;
 pub mod pprof;
 pub mod preflight;
 pub(crate) mod process;
-pub mod process_watch;
-pub mod procfs;
-pub mod profile;
-pub mod push;
+pub(crate) mod process_watch;
+pub(crate) mod procfs;
+pub(crate) mod profile;
+pub(crate) mod push;
 pub mod runtimes;
-pub mod sample;
-pub mod sink;
-pub mod symbolize;
-pub mod targets;
+pub(crate) mod sample;
+pub(crate) mod sink;
+pub(crate) mod symbolize;
+pub(crate) mod symbolizer_thread;
+pub(crate) mod targets;
 #[cfg(test)]
 mod testing;
 pub mod unwind;
-pub mod window;
+pub(crate) mod window;
 
 /// An error and its causes, outermost first, joined by ": ". Each error's
 /// message names only its own operation and its source carries the cause

@@ -1,12 +1,12 @@
 //! `profiler`: parse flags, check the machine, run the window loop.
 use std::{io::IsTerminal as _, process::ExitCode};
 
-use profiler_userspace::{cli, daemon, error_chain, memory, preflight};
+use profiler_userspace::{allocator, cli, daemon, error_chain, preflight};
 use tracing_subscriber::EnvFilter;
 
 fn main() -> ExitCode {
-    memory::configure_malloc();
-    memory::prefault_stack();
+    allocator::configure_malloc();
+    allocator::prefault_stack();
     // Colour only for a person at a terminal: journald and files get plain
     // text, and NO_COLOR (https://no-color.org) turns it off.
     let colour = std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none();

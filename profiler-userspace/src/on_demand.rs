@@ -6,13 +6,15 @@
 //! instant. Every drain's chunk goes to the periodic window and to each
 //! request under way, so both come from the same kernel data and neither
 //! takes anything from the other. Finished requests are symbolized,
-//! encoded and answered on the symbolizer's thread (`assembler.rs`),
+//! encoded and answered on the symbolizer's thread (`symbolizer_thread.rs`),
 //! which the windows share: the loop never waits for them.
 use std::time::{Duration, SystemTime};
 
 use tokio::{sync::oneshot, time::Instant};
 
-use crate::{assemble::WindowTimes, assembler::Assembler, pprof, profile::View, window::RawWindow};
+use crate::{
+    assemble::WindowTimes, pprof, profile::View, symbolizer_thread::Assembler, window::RawWindow,
+};
 
 /// What a request gets back: a gzip'd pprof, or why not.
 pub type Reply = Result<Vec<u8>, ReplyError>;

@@ -20,6 +20,7 @@ pub struct Mapping {
 
 /// One source-level frame.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[allow(clippy::struct_field_names, reason = "pprof's own name: Line.line")]
 pub struct Line {
     /// Demangled function name.
     pub function: String,

@@ -10,7 +10,7 @@
 //! boot's files and console stay in `target/tmp/vm-boot/` afterwards; a
 //! soft lockup in the VM panics it, with the stacks on the console. A
 //! result only the VM gets wrong may be QEMU 7.2's: see
-//! `memory::prefault_stack` for the one bug of its TCG met so far.
+//! `allocator::prefault_stack` for the one bug of its TCG met so far.
 mod support;
 
 use std::{

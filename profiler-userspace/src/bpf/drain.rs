@@ -54,7 +54,7 @@ pub struct Drained {
 }
 
 /// The window's maps as the pipeline reads them: [`Kernel`](super::Kernel) here, an
-/// in-memory one in tests (`memory.rs`).
+/// in-memory one in tests (`in_memory.rs`).
 pub trait WindowMaps {
     /// Ends the window: points the kernel at the other slot and returns
     /// the one to drain, with the window's bounds.

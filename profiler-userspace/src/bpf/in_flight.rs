@@ -69,7 +69,7 @@ struct Thread {
 
 /// The off-CPU intervals still open at a window's end, as the pipeline
 /// accounts them: [`Kernel`](super::Kernel) here, an in-memory one in
-/// tests (`memory.rs`).
+/// tests (`in_memory.rs`).
 pub trait InFlightMaps {
     /// Accounts the off-CPU time of `target`'s threads still off the CPU
     /// at the end of `flip`'s window, up to that end, under the sampling

@@ -12,7 +12,7 @@
 //! The rest of the daemon uses the kernel through narrow interfaces:
 //! [`WindowMaps`], [`InFlightMaps`], [`TargetMaps`] and [`UnwindMaps`].
 //! [`KernelMaps`] is all four, as the daemon's window loop uses them.
-//! [`Kernel`] implements each against the loaded programs; `memory.rs`
+//! [`Kernel`] implements each against the loaded programs; `in_memory.rs`
 //! implements them in memory, for tests that run without root.
 mod asleep;
 mod batch;
@@ -24,10 +24,10 @@ mod drain;
 mod ebpf_log;
 pub mod features;
 mod in_flight;
+#[cfg(test)]
+pub mod in_memory;
 mod kfunc;
 mod load;
-#[cfg(test)]
-pub mod memory;
 mod rng;
 mod targets;
 mod task_storage;

@@ -12,7 +12,7 @@ use profiler_common::{
 use super::{KernelError, take_map};
 
 /// The kernel's target set as the daemon changes it: [`Kernel`](super::Kernel)
-/// here, an in-memory one in tests (`memory.rs`).
+/// here, an in-memory one in tests (`in_memory.rs`).
 pub trait TargetMaps {
     /// The pids in the set: the `--pid` targets and the matches found by
     /// the daemon, and `--comm` matches the kernel added itself at their

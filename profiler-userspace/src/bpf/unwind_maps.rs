@@ -115,7 +115,7 @@ impl UnwindTables {
 }
 
 /// The kernel maps the unwinder (`crate::unwind`) writes:
-/// [`Kernel`](super::Kernel) here, in memory in tests (`memory.rs`).
+/// [`Kernel`](super::Kernel) here, in memory in tests (`in_memory.rs`).
 pub trait UnwindMaps {
     type Error;
     /// Writes `rows` into the kernel's row array from row `start` on

@@ -20,7 +20,6 @@ use std::{sync::Arc, time::Duration};
 use tokio::sync::mpsc;
 
 use crate::{
-    assembler::{Assembler, AssemblerError, AssemblerThread},
     bpf::{Doorbell, Kernel, KernelError, KernelMaps},
     config::{Config, Target},
     http::{self, HttpError},
@@ -31,6 +30,7 @@ use crate::{
     push::{PushError, Pusher},
     runtimes::Runtimes,
     sink::SinkError,
+    symbolizer_thread::{Assembler, AssemblerError, AssemblerThread},
     targets::Targets,
 };
 use waits::{Chores, Event, Signals, Waits, WindowEnd, Woken};
@@ -140,7 +140,7 @@ impl<'a, K: KernelMaps> Daemon<'a, K> {
             record_mappings,
             &mut kernel,
         )?;
-        crate::memory::give_back_freed();
+        crate::allocator::give_back_freed();
         let runtimes = Runtimes::start(config.goroutine_hz, &targets.current());
         Ok(Self {
             config,

@@ -1,11 +1,11 @@
-//! The window loop against the kernel's maps in memory (`bpf/memory.rs`),
+//! The window loop against the kernel's maps in memory (`bpf/in_memory.rs`),
 //! in tokio's paused time, without root: which events end chunks and
 //! windows, and what each written file holds.
 use profiler_common::{sample::ThreadState, unwind::UnwindRow};
 
 use super::*;
 use crate::{
-    bpf::memory::{MemoryKernel, Step},
+    bpf::in_memory::{MemoryKernel, Step},
     testing::{comment, config, row, total, written},
 };
 

@@ -20,13 +20,13 @@ use outlets::{Ends, Outlets, PushEnds, WindowEnds};
 
 use crate::{
     assemble::WindowTimes,
-    assembler::Assembler,
     bpf::{InFlightMaps, KernelError, Rng, WindowMaps},
     config::{Config, Target},
     metrics::{FilledMap, Metrics},
     profile::View,
     push::Pusher,
     sink::{FileSink, SinkError},
+    symbolizer_thread::Assembler,
     window::{ChunkCollector, RawWindow},
 };
 

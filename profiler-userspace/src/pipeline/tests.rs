@@ -1,4 +1,4 @@
-//! The pipeline against the kernel's maps in memory (`bpf/memory.rs`):
+//! The pipeline against the kernel's maps in memory (`bpf/in_memory.rs`):
 //! chunks drained, collected into a window and written, without root.
 use std::{path::Path, sync::Arc};
 
@@ -6,7 +6,7 @@ use profiler_common::{sample::ThreadState, stats::Stat};
 
 use super::*;
 use crate::{
-    bpf::memory::MemoryKernel,
+    bpf::in_memory::MemoryKernel,
     pprof::proto,
     sample::{RawSample, Stack},
     testing::{comment, config, row, total},

@@ -42,6 +42,7 @@ impl BuildIds {
     }
 
     /// Files read so far.
+    #[cfg(test)]
     #[must_use]
     pub fn reads(&self) -> u64 {
         self.reads

@@ -16,6 +16,7 @@ pub struct Series {
 
 impl Series {
     /// The value of label `name`.
+    #[cfg(test)]
     #[must_use]
     pub fn label(&self, name: &str) -> Option<&str> {
         self.labels

@@ -20,7 +20,7 @@
 //! [`Runtime`], a [`Kind`] for it, and its line in [`Runtimes::start`].
 mod binaries;
 pub mod go;
-pub mod remote;
+pub(crate) mod remote;
 mod thread;
 mod watcher;
 

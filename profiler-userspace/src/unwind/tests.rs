@@ -6,7 +6,7 @@ use profiler_common::unwind::{
 };
 
 use super::Unwinder;
-use crate::bpf::memory::MemoryKernel;
+use crate::bpf::in_memory::MemoryKernel;
 
 /// The kernel maps, in memory, with an array of `rows`.
 fn maps(rows: u32) -> MemoryKernel {

@@ -10,7 +10,7 @@ use crate::{
     bpf::InFlightStats,
     process::recorded::{RecordStats, RecordedImage},
     runtimes::RuntimeFacts,
-    sample::{MapEntries, RawSample},
+    sample::RawSample,
     symbolize::{KernelSymbol, ProcessSnapshot},
 };
 
@@ -24,8 +24,6 @@ pub struct RawWindow {
     pub(super) unknown_entries: u64,
     /// What the accounting of still-open off-CPU intervals added.
     pub(super) in_flight: InFlightStats,
-    /// Entries the drained maps held (the most of any chunk, once merged).
-    pub(super) map_entries: MapEntries,
     /// Chunks drained early because a map was filling up.
     pub(super) early_drains: u64,
     /// Processes' mappings read while they lived (first seen, exec), for
@@ -74,11 +72,6 @@ impl RawWindow {
     #[must_use]
     pub fn in_flight(&self) -> InFlightStats {
         self.in_flight
-    }
-
-    #[must_use]
-    pub fn map_entries(&self) -> MapEntries {
-        self.map_entries
     }
 
     #[must_use]

@@ -17,6 +17,9 @@ use crate::{
 #[derive(Debug)]
 pub struct ChunkCollector {
     chunk: RawWindow,
+    /// What the kernel's maps held when drained (their fill, for
+    /// `/metrics`).
+    map_entries: MapEntries,
 }
 
 impl ChunkCollector {
@@ -35,17 +38,17 @@ impl ChunkCollector {
                 samples,
                 stats,
                 unknown_entries,
-                map_entries,
                 early_drains: u64::from(early),
                 ..RawWindow::default()
             },
+            map_entries,
         }
     }
 
     /// What the kernel's maps held.
     #[must_use]
     pub fn map_entries(&self) -> MapEntries {
-        self.chunk.map_entries
+        self.map_entries
     }
 
     /// The parts of off-CPU intervals still open at the chunk's end.

@@ -57,8 +57,6 @@ impl RawWindow {
         self.unknown_entries += chunk.unknown_entries;
         self.in_flight.tracked += chunk.in_flight.tracked;
         self.in_flight.untracked += chunk.in_flight.untracked;
-        self.map_entries.samples = self.map_entries.samples.max(chunk.map_entries.samples);
-        self.map_entries.stacks = self.map_entries.stacks.max(chunk.map_entries.stacks);
         self.early_drains += chunk.early_drains;
         self.processes.extend(chunk.processes.iter().cloned());
         self.recorded.extend(chunk.recorded.iter().cloned());

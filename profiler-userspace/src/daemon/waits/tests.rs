@@ -1,11 +1,11 @@
 //! The daemon's chores against the kernel's maps in memory
-//! (`bpf/memory.rs`): the early drain and following the targets.
+//! (`bpf/in_memory.rs`): the early drain and following the targets.
 use std::process::Command;
 
 use profiler_common::sample::ThreadState;
 
 use super::*;
-use crate::{bpf::memory::MemoryKernel, config::Discover, sample::RawSample};
+use crate::{bpf::in_memory::MemoryKernel, config::Discover, sample::RawSample};
 
 fn row(tid: u32) -> RawSample {
     crate::testing::row(tid, ThreadState::Running, 1, 0)

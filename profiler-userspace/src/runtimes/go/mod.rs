@@ -9,9 +9,9 @@
 //! offsets: `dwarf.rs`, or `layout.rs`'s table of known versions), `g.rs`
 //! decodes one `g`, and `process.rs` reads one process's goroutines.
 mod dwarf;
-pub mod g;
+pub(crate) mod g;
 pub mod layout;
-pub mod process;
+pub(crate) mod process;
 pub mod runtime;
 
 use std::sync::Arc;

@@ -85,7 +85,7 @@ impl Assembler {
                         job.view,
                     );
                     (job.done)(profile, accounting, started.elapsed());
-                    crate::memory::give_back_freed();
+                    crate::allocator::give_back_freed();
                 }
             })
             .map_err(AssemblerError::Thread)?;
