@@ -9,7 +9,7 @@ use std::{
 
 use anyhow::Context as _;
 
-use crate::workspace_root;
+use crate::workspace::workspace_root;
 
 /// Where everything goes for `prefix`, inside `destdir`.
 struct Layout {

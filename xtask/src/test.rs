@@ -4,7 +4,7 @@
 //! `main` then runs the VM suite (`vm_test.rs`) on Debian 12's 6.1.
 use std::process::Command;
 
-use crate::{TEST_KNOBS, cargo, run, workspace_root};
+use crate::workspace::{TEST_KNOBS, cargo, run, workspace_root};
 
 pub fn run_all() -> anyhow::Result<()> {
     cargo(&["fmt", "--all", "--", "--check"])?;

@@ -11,7 +11,7 @@ use std::{
 
 use anyhow::{Context as _, bail};
 
-use crate::workspace_root;
+use crate::workspace::workspace_root;
 
 /// Builds what the VM runs, then runs the suite against `kernel` (Debian
 /// 12's 6.1 when `None`).
@@ -23,9 +23,9 @@ pub fn run(kernel: Option<PathBuf>) -> anyhow::Result<()> {
     if !kernel.is_file() {
         bail!("no kernel image at {}", kernel.display());
     }
-    crate::build_release_with_fixtures()?;
+    crate::workspace::build_release_with_fixtures()?;
     eprintln!("xtask: booting {} under QEMU (TCG)", kernel.display());
-    crate::run(
+    crate::workspace::run(
         Command::new(env!("CARGO"))
             .args([
                 "test",
@@ -54,7 +54,7 @@ fn debian_kernel() -> anyhow::Result<PathBuf> {
     let partial = workspace_root().join("target/.vm-kernel.partial");
     let _ = fs::remove_dir_all(&partial);
     fs::create_dir_all(&partial)?;
-    crate::run(
+    crate::workspace::run(
         Command::new("apt-get")
             .args(["download", "-q", &package])
             .current_dir(&partial),
@@ -65,7 +65,7 @@ fn debian_kernel() -> anyhow::Result<PathBuf> {
         .map(|e| e.path())
         .find(|p| p.extension().is_some_and(|e| e == "deb"))
         .context("apt-get download left no .deb")?;
-    crate::run(
+    crate::workspace::run(
         Command::new("dpkg-deb")
             .arg("-x")
             .arg(&deb)

@@ -11,9 +11,8 @@ use std::{
 use anyhow::{Context as _, bail};
 
 use super::{
-    RUN_SECS,
     overhead::field,
-    tools::{attach, go_and_wait, profiler_into, workload},
+    tools::{RUN_SECS, attach, go_and_wait, profiler_into, workload},
 };
 
 /// Error of the debiased off-CPU totals against the blockers fixture's own

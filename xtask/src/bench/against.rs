@@ -18,10 +18,9 @@ use std::{fmt::Write as _, fs, path::Path};
 use anyhow::{Context as _, ensure};
 
 use super::{
-    RUN_SECS, SCRATCH_DIR,
     kernel_cost::{around_run, loaded_programs},
     overhead::median,
-    tools::{Attached, attach, profiler_binary, release, workload},
+    tools::{Attached, RUN_SECS, SCRATCH_DIR, attach, profiler_binary, release, workload},
 };
 
 /// Rounds, each of both orders (about 25 s a round).

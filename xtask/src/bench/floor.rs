@@ -13,9 +13,8 @@
 use std::fmt::Write as _;
 
 use super::{
-    RUN_SECS,
     overhead::{median, run_once},
-    tools::{Config, profiler},
+    tools::{Config, RUN_SECS, profiler},
 };
 
 /// Pairs per target mode: twice section 1's rounds, as the difference

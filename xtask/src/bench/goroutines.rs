@@ -17,7 +17,7 @@ use super::{
 use crate::procfs::cpu_ticks;
 
 /// The Go fixture, as `build_release_with_fixtures` names it.
-pub const FIXTURE: &str = "go_chanpingpong";
+use crate::workspace::GO_FIXTURE as FIXTURE;
 /// Goroutines parked for good in the daemon-cost runs.
 const MANY: &str = "10000";
 const SECONDS: u64 = 15;

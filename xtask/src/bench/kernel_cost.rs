@@ -5,9 +5,8 @@ use anyhow::Context as _;
 use profiler_fixtures::client::Fixture;
 
 use super::{
-    RUN_SECS,
     overhead::median,
-    tools::{attach, go_and_wait, profiler, workload},
+    tools::{RUN_SECS, attach, go_and_wait, profiler, workload},
 };
 
 /// Rounds of the four configurations. Their two pairs (defaults and

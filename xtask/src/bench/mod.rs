@@ -9,7 +9,7 @@ use std::{fmt::Write as _, fs, process::Command};
 
 use anyhow::Context as _;
 
-use crate::workspace_root;
+use crate::workspace::workspace_root;
 
 mod accuracy;
 mod against;
@@ -27,8 +27,6 @@ mod targets;
 mod tools;
 mod unwinding;
 
-pub use goroutines::FIXTURE as GO_FIXTURE;
-
 use self::{
     accuracy::accuracy,
     daemon_cost::daemon_cost,
@@ -36,13 +34,9 @@ use self::{
     kernel_cost::program_costs,
     overhead::{Measured, cpu_configs, overhead, pingpong_configs, table},
     targets::{Measurements, goals, targets},
-    tools::has,
+    tools::{ROUNDS, RUN_SECS, has},
     unwinding::WalkCosts,
 };
-
-const ROUNDS: usize = 7;
-const RUN_SECS: &str = "3";
-const SCRATCH_DIR: &str = "/tmp/profiler-bench";
 
 /// One section alone (`--only`), printed to stdout: for working on what it
 /// measures without the whole run.
@@ -76,7 +70,7 @@ pub fn run_against(other: &std::path::Path) -> anyhow::Result<()> {
 /// (writing no file).
 fn print_report(fill: impl FnOnce(&mut String) -> anyhow::Result<()>) -> anyhow::Result<()> {
     install_tools()?;
-    crate::build_release_with_fixtures()?;
+    crate::workspace::build_release_with_fixtures()?;
     let mut report = String::new();
     fill(&mut report)?;
     print!("{report}");
@@ -85,7 +79,7 @@ fn print_report(fill: impl FnOnce(&mut String) -> anyhow::Result<()>) -> anyhow:
 
 pub fn run() -> anyhow::Result<()> {
     install_tools()?;
-    crate::build_release_with_fixtures()?;
+    crate::workspace::build_release_with_fixtures()?;
     let mut report = String::new();
     header(&mut report)?;
 
@@ -160,8 +154,8 @@ fn install_tools() -> anyhow::Result<()> {
         return Ok(());
     }
     eprintln!("bench: installing {}", missing.join(" "));
-    crate::run(Command::new("apt-get").args(["update", "-qq"]))?;
-    crate::run(
+    crate::workspace::run(Command::new("apt-get").args(["update", "-qq"]))?;
+    crate::workspace::run(
         Command::new("apt-get")
             .args(["install", "-y", "-qq"])
             .args(&missing)

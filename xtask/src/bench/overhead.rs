@@ -4,9 +4,8 @@ use std::fmt::Write as _;
 
 use anyhow::Context as _;
 
-use super::{
-    ROUNDS, RUN_SECS,
-    tools::{Config, attach, baseline, go_and_wait, has, profiler, workload},
+use super::tools::{
+    Config, ROUNDS, RUN_SECS, attach, baseline, go_and_wait, has, profiler, workload,
 };
 
 pub(super) fn pingpong_configs() -> Vec<Config> {

@@ -18,8 +18,8 @@ use std::{
 use anyhow::Context as _;
 use profiler_fixtures::client::Fixture;
 
-use super::{SCRATCH_DIR, tools::release};
-use crate::workspace_root;
+use super::tools::{SCRATCH_DIR, release};
+use crate::workspace::workspace_root;
 
 /// How long after the daemon is ready the program starts.
 const AFTER_READY: Duration = Duration::from_millis(100);
@@ -61,14 +61,14 @@ fn build() -> anyhow::Result<(PathBuf, PathBuf)> {
     fs::create_dir_all(dir)?;
     let sources = workspace_root().join("profiler-fixtures/c");
     let (program, library) = (dir.join("late"), dir.join("late_lib.so"));
-    crate::run(
+    crate::workspace::run(
         Command::new("cc")
             .args(["-O2", "-o"])
             .arg(&program)
             .arg(sources.join("late.c"))
             .arg("-ldl"),
     )?;
-    crate::run(
+    crate::workspace::run(
         Command::new("cc")
             .args(["-O2", "-shared", "-fPIC", "-o"])
             .arg(&library)
@@ -108,7 +108,7 @@ fn one_run(program: &Path, library: &Path, out: &Path) -> anyhow::Result<(u64, u
             fixture.result_line()?;
             Ok(fixture.pid())
         });
-    crate::interrupt(daemon.id())?;
+    crate::workspace::interrupt(daemon.id())?;
     daemon.wait()?;
     let pid = measured?;
     let mut counts = (0, 0);

@@ -15,11 +15,10 @@ use anyhow::{Context as _, bail};
 use profiler_fixtures::{client::Fixture, debuginfod};
 
 use super::{
-    SCRATCH_DIR,
     daemon_metrics::{Metrics, Scrape},
-    tools::{attach, profiler_into},
+    tools::{SCRATCH_DIR, attach, profiler_into},
 };
-use crate::workspace_root;
+use crate::workspace::workspace_root;
 
 /// Background load that keeps both CPUs busy in several binaries (the
 /// fixture is reaped by its own drop).
@@ -142,19 +141,19 @@ fn stripped_natural(dir: &Path) -> anyhow::Result<(PathBuf, PathBuf)> {
     let full = dir.join("natural.full");
     let debug = dir.join("natural.debug");
     let program = dir.join("natural");
-    crate::run(
+    crate::workspace::run(
         Command::new("cc")
             .args(["-O2", "-g", "-pthread", "-o"])
             .arg(&full)
             .arg(&source),
     )?;
-    crate::run(
+    crate::workspace::run(
         Command::new("objcopy")
             .arg("--only-keep-debug")
             .arg(&full)
             .arg(&debug),
     )?;
-    crate::run(
+    crate::workspace::run(
         Command::new("objcopy")
             .arg("--strip-all")
             .arg(&full)

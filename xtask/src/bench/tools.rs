@@ -13,8 +13,14 @@ use std::os::unix::process::ExitStatusExt as _;
 use anyhow::{Context as _, bail};
 use profiler_fixtures::client::Fixture;
 
-use super::SCRATCH_DIR;
-use crate::workspace_root;
+use crate::workspace::workspace_root;
+
+/// Interleaved rounds of each configuration in sections 1 and 2.
+pub(super) const ROUNDS: usize = 7;
+/// Seconds each workload runs for one measurement.
+pub(super) const RUN_SECS: &str = "3";
+/// Where the bench keeps its profiles and scratch files.
+pub(super) const SCRATCH_DIR: &str = "/tmp/profiler-bench";
 
 pub(super) fn has(bin: &str) -> bool {
     Command::new("sh")
@@ -176,7 +182,7 @@ pub(super) fn attach(config: &Config, pid: u32) -> anyhow::Result<Option<Attache
 impl Attached {
     /// SIGINT, then the tool's output.
     pub(super) fn stop(mut self) -> anyhow::Result<String> {
-        crate::interrupt(self.child.id())?;
+        crate::workspace::interrupt(self.child.id())?;
         let status = self.child.wait()?;
         let output = self
             .output

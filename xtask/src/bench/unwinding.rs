@@ -13,13 +13,12 @@ use anyhow::Context as _;
 use profiler_fixtures::client::Fixture;
 
 use super::{
-    RUN_SECS,
     daemon_metrics::Metrics,
     kernel_cost::bpf_stats,
     overhead::field,
-    tools::{attach, go_and_wait, profiler, release},
+    tools::{RUN_SECS, attach, go_and_wait, profiler, release},
 };
-use crate::workspace_root;
+use crate::workspace::workspace_root;
 
 /// The two ways the kernel can walk user stacks (`--unwind`).
 const MODES: [(&str, &str); 2] = [
@@ -125,10 +124,10 @@ fn fixture(name: &str, args: &[&str]) -> Command {
 
 /// `deep.c`, built with plain `cc -O2`, recursing `levels` deep.
 fn deep_stack(levels: u32) -> anyhow::Result<Command> {
-    let dir = Path::new(super::SCRATCH_DIR);
+    let dir = Path::new(super::tools::SCRATCH_DIR);
     fs::create_dir_all(dir)?;
     let program = dir.join("deep");
-    crate::run(
+    crate::workspace::run(
         Command::new("cc")
             .args(["-O2", "-o"])
             .arg(&program)
@@ -187,7 +186,7 @@ pub(super) fn table_costs(report: &mut String) -> anyhow::Result<()> {
         "| binary | file MB | build ms | rows | table MB | from |"
     )?;
     writeln!(report, "| --- | --- | --- | --- | --- | --- |")?;
-    crate::cargo(&[
+    crate::workspace::cargo(&[
         "build",
         "--release",
         "--package",
@@ -195,7 +194,7 @@ pub(super) fn table_costs(report: &mut String) -> anyhow::Result<()> {
         "--example",
         "unwind_table_cost",
         "--features",
-        crate::TEST_KNOBS,
+        crate::workspace::TEST_KNOBS,
     ])?;
     let mut binaries = vec![
         PathBuf::from("/lib/x86_64-linux-gnu/libc.so.6"),
