@@ -157,5 +157,4 @@ fn short_interval_kept(d_ns: u64, rate_ns: u64, rand: u32) -> bool {
 }
 
 #[cfg(test)]
-#[path = "off_cpu_tests.rs"]
 mod tests;

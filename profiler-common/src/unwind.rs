@@ -337,25 +337,88 @@ pub const fn found(lo: u32) -> Option<u32> {
     lo.checked_sub(1)
 }
 
+/// Where a search keeps its open range `[lo, hi)` between probes: a local
+/// pair, or the kernel walk's [`WalkState`].
+pub trait SearchRange {
+    fn get(&mut self) -> (u32, u32);
+    fn set(&mut self, range: (u32, u32));
+}
+
+impl SearchRange for (u32, u32) {
+    #[inline(always)]
+    #[allow(clippy::inline_always, reason = "runs inside an eBPF program")]
+    fn get(&mut self) -> (u32, u32) {
+        *self
+    }
+
+    #[inline(always)]
+    #[allow(clippy::inline_always, reason = "runs inside an eBPF program")]
+    fn set(&mut self, range: (u32, u32)) {
+        *self = range;
+    }
+}
+
+/// The kernel walk keeps its range in map memory (see [`WalkState::lo`]),
+/// read and written through volatile accesses so that the compiler keeps
+/// it there.
+impl SearchRange for WalkState {
+    #[inline(always)]
+    #[allow(clippy::inline_always, reason = "runs inside an eBPF program")]
+    fn get(&mut self) -> (u32, u32) {
+        // SAFETY: both point into `self`, borrowed mutably.
+        unsafe {
+            (
+                core::ptr::read_volatile(&raw const self.lo),
+                core::ptr::read_volatile(&raw const self.hi),
+            )
+        }
+    }
+
+    #[inline(always)]
+    #[allow(clippy::inline_always, reason = "runs inside an eBPF program")]
+    fn set(&mut self, (lo, hi): (u32, u32)) {
+        // SAFETY: both point into `self`, borrowed mutably.
+        unsafe {
+            core::ptr::write_volatile(&raw mut self.lo, lo);
+            core::ptr::write_volatile(&raw mut self.hi, hi);
+        }
+    }
+}
+
 /// Index of the last entry in `lo..hi` whose pc is `<= pc` (`lo - 1` when
 /// none is but `lo` is not 0: the caller knows the entries before `lo` are),
 /// with at most `steps` probes; `pc_at(i)` reads entry `i`'s pc and may
-/// fail (`None`), which ends the search with `None`. The kernel's walk runs
-/// the same probes with its range kept in map memory
-/// (`profiler-ebpf/src/unwind.rs`).
+/// fail (`None`), which ends the search with `None`.
 pub fn search(
-    (mut lo, mut hi): (u32, u32),
+    range: (u32, u32),
+    pc: u64,
+    steps: u32,
+    pc_at: impl FnMut(u32) -> Option<u64>,
+) -> Option<u32> {
+    search_in(&mut (0, 0), range, pc, steps, pc_at)
+}
+
+/// [`search`] with its range kept in `state` between probes: the kernel's
+/// walk runs this with its [`WalkState`] (`profiler-ebpf/src/unwind.rs`).
+#[inline(always)]
+#[allow(clippy::inline_always, reason = "runs inside an eBPF program")]
+pub fn search_in(
+    state: &mut impl SearchRange,
+    range: (u32, u32),
     pc: u64,
     steps: u32,
     mut pc_at: impl FnMut(u32) -> Option<u64>,
 ) -> Option<u32> {
+    state.set(range);
     for _ in 0..steps {
+        let (lo, hi) = state.get();
         if lo >= hi {
             break;
         }
         let mid = probe(lo, hi);
-        (lo, hi) = narrow(lo, hi, mid, pc_at(mid)?, pc);
+        state.set(narrow(lo, hi, mid, pc_at(mid)?, pc));
     }
+    let (lo, hi) = state.get();
     if lo < hi { None } else { found(lo) }
 }
 
@@ -404,5 +467,4 @@ pub struct WalkState {
 }
 
 #[cfg(test)]
-#[path = "unwind_tests.rs"]
 mod tests;

@@ -15,16 +15,13 @@ use aya_ebpf::helpers::{
     bpf_probe_read_kernel, bpf_probe_read_user,
     generated::{bpf_get_current_task_btf, bpf_loop, bpf_task_pt_regs},
 };
-use core::{
-    ffi::c_void,
-    ptr::{read_volatile, write_volatile},
-};
+use core::ffi::c_void;
 use profiler_common::{
     stack::{NO_STACK, StackTrace, TRUNCATED},
     stats::Stat,
     unwind::{
         MAPPING_SEARCH_STEPS, MAX_FRAMES, MAX_MAPPINGS, ROW_SEARCH_STEPS, Regs, RowKind, Step,
-        UnwindMapping, UnwindRow, WalkState, bucket_of, bucket_rows, found, narrow, probe, step,
+        UnwindMapping, UnwindRow, WalkState, bucket_of, bucket_rows, search_in, step,
     },
 };
 
@@ -198,7 +195,7 @@ fn mapping_of(state: &mut WalkState, pc: u64) -> Option<UnwindMapping> {
     let procs = maps::process_mappings(state.pid)?;
     #[expect(clippy::cast_possible_truncation, reason = "256")]
     let len = procs.len.min(MAX_MAPPINGS as u32);
-    let i = search(state, (0, len), pc, MAPPING_SEARCH_STEPS, |i| {
+    let i = search_in(state, (0, len), pc, MAPPING_SEARCH_STEPS, |i| {
         Some(procs.mappings[i as usize & (MAX_MAPPINGS - 1)].start)
     })?;
     let mapping = procs.mappings[i as usize & (MAX_MAPPINGS - 1)];
@@ -220,46 +217,10 @@ fn row_of(state: &mut WalkState, mapping: &UnwindMapping, rel: u32) -> Option<&'
     let range = bucket_rows(rows, bucket, |b| {
         maps::unwind_row(index.wrapping_add(b)).map(|entry| entry.pc)
     })?;
-    let i = search(state, range, u64::from(rel), ROW_SEARCH_STEPS, |i| {
+    let i = search_in(state, range, u64::from(rel), ROW_SEARCH_STEPS, |i| {
         maps::unwind_row(first.wrapping_add(i)).map(|row| u64::from(row.pc))
     })?;
     maps::unwind_row(first.wrapping_add(i))
-}
-
-/// [`profiler_common::unwind::search`] with its range in `state` (see
-/// [`WalkState::lo`]), read and written through volatile accesses so that
-/// the compiler keeps it there.
-#[inline(always)]
-fn search(
-    state: &mut WalkState,
-    (first, end): (u32, u32),
-    pc: u64,
-    steps: u32,
-    pc_at: impl Fn(u32) -> Option<u64>,
-) -> Option<u32> {
-    let (lo, hi) = (&raw mut state.lo, &raw mut state.hi);
-    // SAFETY: both point into `state`, borrowed mutably for this call.
-    unsafe {
-        write_volatile(lo, first);
-        write_volatile(hi, end);
-    }
-    for _ in 0..steps {
-        // SAFETY: as above.
-        let (l, h) = unsafe { (read_volatile(lo), read_volatile(hi)) };
-        if l >= h {
-            break;
-        }
-        let mid = probe(l, h);
-        let (l, h) = narrow(l, h, mid, pc_at(mid)?, pc);
-        // SAFETY: as above.
-        unsafe {
-            write_volatile(lo, l);
-            write_volatile(hi, h);
-        }
-    }
-    // SAFETY: as above.
-    let (l, h) = unsafe { (read_volatile(lo), read_volatile(hi)) };
-    if l < h { None } else { found(l) }
 }
 
 /// Unwinds a frame with no table row, by frame pointer (counted).

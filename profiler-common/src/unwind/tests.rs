@@ -205,3 +205,42 @@ fn steps() {
         assert!(raw > 5 || kind as u8 == raw);
     }
 }
+
+/// The kernel's walk keeps the search's range in its `WalkState` (volatile
+/// accesses to map memory): the same search, with the same answers, and
+/// the range left where the search ended.
+#[test]
+fn the_kernels_search_in_its_walk_state_is_the_same_search() {
+    let mut state = WalkState {
+        pc: 0,
+        sp: 0,
+        bp: 0,
+        mapping: UnwindMapping::default(),
+        pid: 0,
+        exact_pc: 0,
+        lo: u32::MAX,
+        hi: 0,
+        len: 0,
+        truncated: 0,
+        by_table: 0,
+        by_frame_pointer: 0,
+        without_table: 0,
+        pad: 0,
+    };
+    for len in 0..300u32 {
+        let pcs: std::vec::Vec<u64> = (0..len).map(|i| u64::from(i) * 4 + 100).collect();
+        for pc in 90..u64::from(len) * 4 + 110 {
+            let pc_at = |i: u32| Some(pcs[i as usize]);
+            let local = search((0, len), pc, MAPPING_SEARCH_STEPS, pc_at);
+            let kernel = search_in(&mut state, (0, len), pc, MAPPING_SEARCH_STEPS, pc_at);
+            assert_eq!(kernel, local, "len {len} pc {pc}");
+            assert_eq!(state.lo, state.hi, "the search ran to its end");
+            assert_eq!(found(state.lo), local);
+        }
+    }
+    // A failed read ends it in the kernel too.
+    assert_eq!(
+        search_in(&mut state, (0, 4), 25, ROW_SEARCH_STEPS, |_| None),
+        None
+    );
+}
