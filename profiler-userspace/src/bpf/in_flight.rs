@@ -8,7 +8,7 @@
 //!   `INTERVAL_CELLS`): their interval is accounted
 //!   up to the window's end here and the end is recorded in `IN_FLIGHT`
 //!   (by tid), so when the thread comes back the kernel
-//!   counts only the rest (see the handshake in [`InFlight::account_in_flight`]).
+//!   counts only the rest (the handshake of `handshake.rs`).
 //! - Target threads never seen leaving a CPU since the programs were
 //!   attached, yet sleeping now (`/proc/<tid>/stat`): they cannot have run
 //!   without switching out again, so they have been off the CPU since
@@ -41,6 +41,7 @@ use profiler_common::{
 use super::{
     Flip, KernelError,
     asleep::{Asleep, kernel_stack, sleeping_state},
+    handshake::{OpenIntervals, part_to_count},
     rng::Rng,
     take_map,
     tracked_thread::{Cells, ThreadEntry, TrackedThread},
@@ -110,14 +111,8 @@ impl InFlight {
 }
 
 impl InFlightMaps for InFlight {
-    /// The handshake with the kernel, per tracked thread: write
-    /// `IN_FLIGHT[tid] = end`, then read the thread's entry again. If its
-    /// interval is unchanged, the thread is still away and the kernel will
-    /// start from `end` when it comes back: count the part. If it changed,
-    /// the thread came back meanwhile: the kernel deletes the `IN_FLIGHT`
-    /// entry when it uses it, so a missing entry means the kernel counted
-    /// from `end` (count the part) and a present one means it counted the
-    /// whole interval (do not; remove the entry).
+    /// Each tracked thread's open interval is shared with the kernel by the
+    /// handshake of `handshake.rs`.
     fn account_in_flight(
         &mut self,
         flip: &Flip,
@@ -265,30 +260,27 @@ impl EndOfWindow<'_> {
         );
     }
 
-    /// The handshake for one tracked thread (see
-    /// [`InFlight::account_in_flight`]); true if its open interval was
-    /// counted here.
+    /// The handshake for one tracked thread (`handshake.rs`); true if its
+    /// open interval was counted here.
     fn account(&mut self, thread: &TrackedThread, rng: &mut Rng) -> Result<bool, KernelError> {
         let (task, open, end) = (&thread.state, &thread.open, self.flip.end_ns);
-        let off = open.off_since_ns;
-        if off == 0 || off >= end {
+        let accounted_to = self.accounted.get(&thread.tid).copied();
+        let mut kernel = ThreadMaps {
+            in_flight: &mut self.in_flight,
+            tasks: self.tasks,
+            cells: &self.cells,
+            thread,
+        };
+        let Some(start) = part_to_count(
+            &mut kernel,
+            thread.tid,
+            open.off_since_ns,
+            accounted_to,
+            end,
+        )?
+        else {
             return Ok(false);
-        }
-        let start = off.max(self.accounted.get(&thread.tid).copied().unwrap_or(0));
-        if start >= end {
-            return Ok(false);
-        }
-        self.in_flight
-            .insert(thread.tid, end, 0)
-            .map_err(KernelError::map(IN_FLIGHT))?;
-        let unchanged = thread
-            .reread(self.tasks, &self.cells)?
-            .is_some_and(|now| now.off_since_ns == off);
-        if !unchanged && self.in_flight.get(&thread.tid, 0).is_ok() {
-            // The kernel counted the whole interval: ours is void.
-            let _ = self.in_flight.remove(&thread.tid);
-            return Ok(false);
-        }
+        };
         let left_in = ThreadState::off_cpu(open.left_with);
         let preempted = left_in == ThreadState::Runqueue;
         // When a blocked thread was woken is not known here (only the
@@ -324,6 +316,39 @@ impl EndOfWindow<'_> {
                 let _ = self.in_flight.remove(tid);
             }
         }
+    }
+}
+
+/// The kernel's maps as the handshake sees one tracked thread.
+struct ThreadMaps<'m, 'a> {
+    in_flight: &'m mut HashMap<&'a mut MapData, u32, u64>,
+    tasks: BorrowedFd<'a>,
+    cells: &'m Cells<'a>,
+    thread: &'m TrackedThread,
+}
+
+impl OpenIntervals for ThreadMaps<'_, '_> {
+    type Error = KernelError;
+
+    fn mark(&mut self, tid: u32, end: u64) -> Result<(), KernelError> {
+        self.in_flight
+            .insert(tid, end, 0)
+            .map_err(KernelError::map(IN_FLIGHT))
+    }
+
+    fn marked(&mut self, tid: u32) -> bool {
+        self.in_flight.get(&tid, 0).is_ok()
+    }
+
+    fn unmark(&mut self, tid: u32) {
+        let _ = self.in_flight.remove(&tid);
+    }
+
+    fn off_since(&mut self, _tid: u32) -> Result<Option<u64>, KernelError> {
+        Ok(self
+            .thread
+            .reread(self.tasks, self.cells)?
+            .map(|now| now.off_since_ns))
     }
 }
 

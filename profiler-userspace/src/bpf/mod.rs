@@ -23,6 +23,7 @@ mod doorbell;
 mod drain;
 mod ebpf_log;
 pub mod features;
+mod handshake;
 mod in_flight;
 #[cfg(test)]
 pub mod in_memory;
