@@ -19,7 +19,11 @@ use std::{
     sync::OnceLock,
 };
 
-use support::{Profile, build, go_pprof_raw, profiles, share, sum, vm};
+use support::{
+    Profile, build,
+    checks::{callers_of_a_frameless_leaf, off_cpu_as_measured, thread_total as total},
+    go_pprof_raw, profiles, share, sum, vm,
+};
 
 /// The one boot of the suite, made by the first test that needs it; a
 /// boot that failed fails every test with its message, and is not retried.
@@ -86,14 +90,6 @@ fn ready_id(name: &str, key: &str) -> u32 {
     fields[key]
 }
 
-/// Sum of `ty` over thread `tid`'s samples whose user stack holds
-/// `function` (any, when empty).
-fn total(profiles: &[(PathBuf, Profile)], tid: u32, function: &str, ty: &str) -> i64 {
-    sum(profiles, ty, |p, s| {
-        p.is_thread(s, tid) && (function.is_empty() || p.functions(s).contains(&function))
-    })
-}
-
 #[expect(clippy::cast_precision_loss, reason = "ratios of nanoseconds")]
 fn ratio(a: i64, b: u64) -> f64 {
     a as f64 / b as f64
@@ -118,34 +114,13 @@ fn the_kernel_is_6_1() {
 fn natural_is_right(name: &str) {
     let (profiles, truth) = run(name);
     let (cpu, block) = (ready_id(name, "cpu"), ready_id(name, "block"));
-    let heavy = total(&profiles, cpu, "cpu_heavy", "samples");
-    let light = total(&profiles, cpu, "cpu_light", "samples");
-    let spin = total(&profiles, cpu, "spin", "samples");
-    assert!(
-        heavy + light >= spin * 9 / 10,
-        "{name}: callers of spin: heavy {heavy} + light {light} of {spin}"
-    );
-    let measured = share(heavy, light);
-    #[expect(clippy::cast_possible_wrap, reason = "nanoseconds of a 20 s run")]
-    let expected = share(truth["heavy_ns"] as i64, truth["light_ns"] as i64);
-    eprintln!("{name}: cpu_heavy {measured:.1}% of {spin} samples, measured {expected:.1}%");
-    assert!(
-        (measured - expected).abs() <= 4.0,
-        "{name}: cpu_heavy {measured:.1}% ({spin} samples in spin) vs the fixture's own {expected:.1}%"
-    );
+    callers_of_a_frameless_leaf(name, &profiles, cpu, &truth);
     // Not lock_phase: before its measured lock it waits on a condition
     // for the helper to take the mutex, off-CPU time in lock_phase that
     // the fixture does not measure. On the host it is short; under TCG,
     // where the helper waits for a CPU, one CI run counted 1.42x.
     for (function, key) in [("sleep_phase", "sleep_ns"), ("read_phase", "read_ns")] {
-        let off = total(&profiles, block, function, "off_cpu");
-        let r = ratio(off, truth[key]);
-        eprintln!("{name}: {function}: {r:.3} of what it measured");
-        assert!(
-            (0.85..=1.15).contains(&r),
-            "{name}: {function}: off_cpu {off} ns vs the fixture's own {} ns",
-            truth[key]
-        );
+        off_cpu_as_measured(name, &profiles, block, function, truth[key]);
     }
 }
 

@@ -1,10 +1,12 @@
 //! The kernel's records, as the events [`Images`](super::images::Images)
-//! follows: read with `perf-event-data`, each with the time it happened.
+//! follows: read with `perf-event-data`, each parsed once, with the time it
+//! happened.
 use perf_event::data::{
-    self, RecordMetadata,
+    self, RecordMetadata, Visitor,
     endian::Native,
     parse::{ParseConfig, Parser},
 };
+use perf_event_open_sys::bindings::perf_event_header;
 
 use super::images::{Event, NewMapping};
 use crate::{
@@ -32,36 +34,88 @@ pub(super) enum Parsed {
     Other,
 }
 
-/// Reads `record`, from a ring whose event is `config`; `None` when it
-/// does not parse.
+/// Reads `record`, from a ring whose event is `config`, in one parse of
+/// its body and `sample_id`; `None` when it does not parse.
 pub(super) fn parse(
     record: &perf_event::Record<'_>,
     config: &ParseConfig<Native>,
 ) -> Option<Parsed> {
-    let body = record.parse_record().ok()?;
-    let time = || metadata(record, config).and_then(|m| m.sample_id().time());
-    let event = match body {
-        data::Record::Lost(lost) => return Some(Parsed::Lost(lost.lost)),
-        data::Record::KSymbol(symbol) if !symbol.flags.contains(data::KSymbolFlags::UNREGISTER) => {
-            let symbol = KernelSymbol {
-                // Numbered in the order the rings are merged.
-                seq: 0,
-                start: symbol.addr,
-                len: symbol.len,
-                name: String::from_utf8_lossy(&symbol.name).into(),
-            };
-            return Some(Parsed::KernelSymbol(time()?, symbol));
+    let body = record.to_contiguous();
+    let header = perf_event_header {
+        type_: record.ty(),
+        misc: record.misc(),
+        size: u16::try_from(body.len() + size_of::<perf_event_header>()).ok()?,
+    };
+    let mut parser = Parser::new(&*body, config.clone());
+    parser.parse_record_with_header(Interest, header).ok()?
+}
+
+/// Turns each record into what it means here, with its time.
+struct Interest;
+
+impl<'a> Visitor<'a> for Interest {
+    type Output = Option<Parsed>;
+
+    /// A record of no interest.
+    fn visit_unimplemented(self, _: RecordMetadata) -> Option<Parsed> {
+        Some(Parsed::Other)
+    }
+
+    fn visit_lost(self, lost: data::Lost, _: RecordMetadata) -> Option<Parsed> {
+        Some(Parsed::Lost(lost.lost))
+    }
+
+    fn visit_ksymbol(self, symbol: data::KSymbol<'a>, metadata: RecordMetadata) -> Option<Parsed> {
+        if symbol.flags.contains(data::KSymbolFlags::UNREGISTER) {
+            return Some(Parsed::Other);
         }
-        data::Record::Fork(fork) if fork.pid != fork.ppid => Event::Fork {
+        let symbol = KernelSymbol {
+            // Numbered in the order the rings are merged.
+            seq: 0,
+            start: symbol.addr,
+            len: symbol.len,
+            name: String::from_utf8_lossy(&symbol.name).into(),
+        };
+        Some(Parsed::KernelSymbol(time(&metadata)?, symbol))
+    }
+
+    fn visit_fork(self, fork: data::Fork, metadata: RecordMetadata) -> Option<Parsed> {
+        if fork.pid == fork.ppid {
+            return Some(Parsed::Other);
+        }
+        let event = Event::Fork {
             pid: fork.pid,
             parent: fork.ppid,
-        },
-        data::Record::Exit(exit) if exit.pid == exit.tid => Event::Exit { pid: exit.pid },
-        data::Record::Comm(comm) if record.misc() & MISC_COMM_EXEC != 0 => Event::Exec {
+        };
+        Some(Parsed::Event(time(&metadata)?, event))
+    }
+
+    fn visit_exit(self, exit: data::Exit, metadata: RecordMetadata) -> Option<Parsed> {
+        if exit.pid != exit.tid {
+            return Some(Parsed::Other);
+        }
+        Some(Parsed::Event(
+            time(&metadata)?,
+            Event::Exit { pid: exit.pid },
+        ))
+    }
+
+    fn visit_comm(self, comm: data::Comm<'a>, metadata: RecordMetadata) -> Option<Parsed> {
+        if metadata.misc() & MISC_COMM_EXEC == 0 {
+            return Some(Parsed::Other);
+        }
+        let event = Event::Exec {
             pid: comm.pid,
             comm: String::from_utf8_lossy(&comm.comm).into(),
-        },
-        data::Record::Mmap2(mmap) if mmap.prot & PROT_EXEC != 0 => Event::Mmap {
+        };
+        Some(Parsed::Event(time(&metadata)?, event))
+    }
+
+    fn visit_mmap2(self, mmap: data::Mmap2<'a>, metadata: RecordMetadata) -> Option<Parsed> {
+        if mmap.prot & PROT_EXEC == 0 {
+            return Some(Parsed::Other);
+        }
+        let event = Event::Mmap {
             pid: mmap.pid,
             mapping: NewMapping {
                 start: mmap.addr,
@@ -69,10 +123,14 @@ pub(super) fn parse(
                 offset: mmap.pgoff,
                 file: mapped_file(&mmap),
             },
-        },
-        _ => return Some(Parsed::Other),
-    };
-    Some(Parsed::Event(time()?, event))
+        };
+        Some(Parsed::Event(time(&metadata)?, event))
+    }
+}
+
+/// The record's time from its `sample_id`, as the events ask for.
+fn time(metadata: &RecordMetadata) -> Option<u64> {
+    metadata.sample_id().time()
 }
 
 /// The file behind an mmap record: its path, and its build id or, where
@@ -89,22 +147,4 @@ fn mapped_file(mmap: &data::Mmap2<'_>) -> MappedFile {
         build_id,
         id,
     }
-}
-
-/// The record's `sample_id` (pid, tid and time, as the events ask for).
-fn metadata(
-    record: &perf_event::Record<'_>,
-    config: &ParseConfig<Native>,
-) -> Option<RecordMetadata> {
-    // The parser reads the header too: put it back in front of the body.
-    let body = record.to_contiguous();
-    let size = u16::try_from(body.len() + 8).ok()?;
-    let mut bytes = Vec::with_capacity(body.len() + 8);
-    bytes.extend_from_slice(&record.ty().to_ne_bytes());
-    bytes.extend_from_slice(&record.misc().to_ne_bytes());
-    bytes.extend_from_slice(&size.to_ne_bytes());
-    bytes.extend_from_slice(&body);
-    let mut parser = Parser::new(&bytes[..], config.clone());
-    let (_, metadata) = parser.parse_metadata().ok()?;
-    Some(metadata)
 }

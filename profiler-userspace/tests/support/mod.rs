@@ -3,6 +3,7 @@
 #![allow(dead_code, reason = "each test binary uses a different subset")]
 
 pub mod build;
+pub mod checks;
 pub mod go;
 mod profile;
 pub mod schedstat;
