@@ -1,33 +1,26 @@
 //! The profiler daemon as a library; `main.rs` is a thin binary over it.
 //!
 //! Data flows cli → preflight → bpf (load, drain) → pipeline (chunks into
-//! windows) → window (symbolize) → pprof → sink, driven by the window loop
-//! in `daemon`; `push` sends profiles to fleet backends; `http` serves
-//! `on_demand` profiles and `metrics`. See
-//! ARCHITECTURE.md.
+//! windows, their rows from the kernel and the language `runtimes`) →
+//! window → symbolize → output (pprof, files, pushes, HTTP), driven by the
+//! window loop in `daemon`; `process` holds what a process is, below all
+//! of them. See ARCHITECTURE.md.
 pub mod allocator;
 pub(crate) mod assemble;
 pub(crate) mod bpf;
-pub(crate) mod cgroup;
 pub mod cli;
 pub(crate) mod config;
 pub mod daemon;
 pub mod gopclntab;
-pub(crate) mod http;
 pub(crate) mod mapping_events;
-pub(crate) mod metrics;
-pub(crate) mod on_demand;
+pub mod output;
 pub(crate) mod pipeline;
-pub mod pprof;
 pub mod preflight;
 pub(crate) mod process;
 pub(crate) mod process_watch;
-pub(crate) mod procfs;
 pub(crate) mod profile;
-pub(crate) mod push;
 pub mod runtimes;
 pub(crate) mod sample;
-pub(crate) mod sink;
 pub(crate) mod symbolize;
 pub(crate) mod symbolizer_thread;
 pub(crate) mod targets;
@@ -56,7 +49,7 @@ mod tests {
     #[test]
     fn error_chain_names_each_cause_once() {
         let io = std::io::Error::other("disk full");
-        let error = crate::sink::SinkError::Write {
+        let error = crate::output::sink::SinkError::Write {
             path: "/x/profile.pb.gz".into(),
             source: io,
         };

@@ -10,7 +10,8 @@ use std::{
 use crate::{
     bpf::{BtfFieldError, KernelTypes, features},
     config::{Config, Discover, Target},
-    procfs, targets,
+    process::procfs,
+    targets,
 };
 
 /// Where the kernel publishes its own BTF.
@@ -46,7 +47,7 @@ pub enum PreflightError {
     #[error("debuginfod cache directory {path}")]
     DebuginfodCache { path: PathBuf, source: io::Error },
     #[error(transparent)]
-    Push(#[from] crate::push::PushError),
+    Push(#[from] crate::output::push::PushError),
 }
 
 /// A capability by number, as in `linux/capability.h`.
@@ -91,7 +92,7 @@ pub fn check(config: &Config) -> Result<(), PreflightError> {
         }
     }
     if let Some(push) = &config.push {
-        crate::push::check(push)?;
+        crate::output::push::check(push)?;
     }
     if let Some(debuginfod) = &config.symbols.debuginfod {
         fs::create_dir_all(&debuginfod.cache_dir).map_err(|source| {

@@ -4,7 +4,7 @@ use std::{sync::Arc, time::SystemTime};
 
 use profiler_common::sample::ThreadState;
 
-use crate::{cgroup::Placement, sample::RowLabels};
+use crate::{process::cgroup::Placement, sample::RowLabels};
 
 /// A mapped object a location belongs to.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]

@@ -6,7 +6,7 @@ use std::{collections::BTreeSet, fs};
 
 use crate::{
     config::{Discover, Target},
-    procfs,
+    process::procfs,
 };
 
 /// Longest process name the kernel keeps (`TASK_COMM_LEN - 1`).

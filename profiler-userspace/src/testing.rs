@@ -9,7 +9,7 @@ use prost::Message as _;
 use crate::{
     cli::{self, KernelLimits},
     config::Config,
-    pprof::proto,
+    output::pprof::proto,
     sample::{RawSample, Stack},
 };
 

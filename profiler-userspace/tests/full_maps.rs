@@ -13,7 +13,7 @@ mod support;
 use std::{collections::HashSet, process::Command};
 
 use profiler_common::maps::STACKS_MAX_ENTRIES;
-use profiler_userspace::pprof::proto;
+use profiler_userspace::output::pprof::proto;
 use support::{Fixture, build, profile_fixture, require_root, sum};
 
 #[test]

@@ -30,7 +30,7 @@ fn sampled_frames(
                 continue;
             }
             samples += weight;
-            let file_of = |l: &profiler_userspace::pprof::proto::Location| {
+            let file_of = |l: &profiler_userspace::output::pprof::proto::Location| {
                 let mapping = p.0.mapping.iter().find(|m| m.id == l.mapping_id);
                 p.string(mapping.map_or(0, |m| m.filename)).to_owned()
             };

@@ -355,7 +355,10 @@ fn stalled_debuginfod_delays_no_window_and_addresses_stay_symbolizable() {
 fn hottest_unresolved<'a>(
     profiles: &'a [(PathBuf, Profile)],
     file: &str,
-) -> (&'a Profile, &'a profiler_userspace::pprof::proto::Location) {
+) -> (
+    &'a Profile,
+    &'a profiler_userspace::output::pprof::proto::Location,
+) {
     let mut best = None;
     let mut most = 0;
     for (_, p) in profiles {

@@ -10,7 +10,7 @@ use std::{collections::HashMap, sync::Arc};
 
 use profiler_common::sample::ThreadState;
 
-use crate::{procfs, sample::Stack};
+use crate::{process::procfs, sample::Stack};
 
 /// What was read of each such thread, by tid.
 #[derive(Default)]

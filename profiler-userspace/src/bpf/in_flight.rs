@@ -48,7 +48,7 @@ use super::{
 };
 use crate::{
     config::{OffCpu, Target},
-    procfs,
+    process::procfs,
     sample::{RawSample, Stack},
 };
 

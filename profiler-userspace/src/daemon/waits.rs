@@ -14,7 +14,7 @@ use super::DaemonError;
 use crate::{
     bpf::{Doorbell, KernelError, KernelMaps, TargetMaps, WindowMaps},
     config::{Config, Target},
-    on_demand::{OnDemand, ProfileRequest},
+    output::on_demand::{OnDemand, ProfileRequest},
     pipeline::{Assembled, DrainReason, EARLY_DRAIN_FILL, Pipeline},
     process_watch::ProcessWatch,
     runtimes::Runtimes,

@@ -131,7 +131,7 @@ impl MappingEvents {
         }
         let mut read_proc = |pid: u32| {
             let vmas = maps::read(pid).ok()?;
-            let comm = crate::procfs::comm(pid, pid).map(Arc::from);
+            let comm = crate::process::procfs::comm(pid, pid).map(Arc::from);
             Some(Running { comm, vmas })
         };
         for (_, event) in events {

@@ -22,10 +22,10 @@ use crate::{
     assemble::WindowTimes,
     bpf::{InFlightMaps, KernelError, Rng, WindowMaps},
     config::{Config, Target},
-    metrics::{FilledMap, Metrics},
+    output::metrics::{FilledMap, Metrics},
+    output::push::Pusher,
+    output::sink::{FileSink, SinkError},
     profile::View,
-    push::Pusher,
-    sink::{FileSink, SinkError},
     symbolizer_thread::Assembler,
     window::{ChunkCollector, RawWindow},
 };

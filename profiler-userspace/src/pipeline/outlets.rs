@@ -14,11 +14,11 @@ use super::Written;
 use crate::{
     assemble::Accounting,
     config::Target,
-    metrics::{Metrics, Step},
-    pprof,
+    output::metrics::{Metrics, Step},
+    output::pprof,
+    output::push::Pusher,
+    output::sink::FileSink,
     profile::{Profile, Sample, View, merge_samples},
-    push::Pusher,
-    sink::FileSink,
 };
 
 /// A segment back from the symbolizer.

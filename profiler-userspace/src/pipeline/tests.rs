@@ -7,7 +7,7 @@ use profiler_common::{sample::ThreadState, stats::Stat};
 use super::*;
 use crate::{
     bpf::in_memory::MemoryKernel,
-    pprof::proto,
+    output::pprof::proto,
     sample::{RawSample, Stack},
     testing::{comment, config, row, total},
 };

@@ -96,7 +96,7 @@ impl Vma {
 /// # Errors
 /// When the process is gone or its maps are not readable.
 pub fn read(pid: u32) -> io::Result<Vec<Vma>> {
-    crate::procfs::read(format!("/proc/{pid}/maps")).map(|text| parse(&text))
+    crate::process::procfs::read(format!("/proc/{pid}/maps")).map(|text| parse(&text))
 }
 
 /// Parses the text of a maps file, keeping executable mappings only.

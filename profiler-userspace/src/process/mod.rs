@@ -2,10 +2,14 @@
 //! mappings (`maps.rs`: `/proc/PID/maps`, the files' identities and
 //! stamps), the file a mapping saw and its build id (`files.rs`; build ids
 //! read once per stamped file: `build_ids.rs`), and an image the kernel's
-//! mmap records told of a process gone since (`recorded.rs`). The
+//! mmap records told of a process gone since (`recorded.rs`); the small
+//! `/proc` readers (`procfs.rs`) and its cgroup, service and container
+//! (`cgroup.rs`). The
 //! unwinder, the runtimes, the mmap records and the symbolizer take these
 //! facts from here; this folder imports none of them.
 pub mod build_ids;
+pub mod cgroup;
 pub mod files;
 pub mod maps;
+pub mod procfs;
 pub mod recorded;

@@ -15,7 +15,7 @@ use super::{ReadStats, Runtime, RuntimeProcess as _, binaries::Binaries};
 use crate::{
     config::Target,
     process::maps::FileId,
-    procfs,
+    process::procfs,
     sample::{RowLabels, Stack},
 };
 

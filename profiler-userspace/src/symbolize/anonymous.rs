@@ -16,7 +16,7 @@ use blazesym::symbolize::{
 };
 
 use super::symbolize;
-use crate::{procfs, profile::Line};
+use crate::{process::procfs, profile::Line};
 
 /// One process's results for addresses outside files.
 #[derive(Default)]

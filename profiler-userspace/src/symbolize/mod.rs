@@ -42,8 +42,8 @@ pub use processes::ProcessSnapshot;
 use processes::Processes;
 
 use crate::{
-    cgroup::Placement,
     config,
+    process::cgroup::Placement,
     profile::{Line, Location, Mapping},
     sample::Stack,
 };

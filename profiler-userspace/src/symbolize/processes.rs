@@ -19,14 +19,14 @@ use super::{
     convert::{find_vma, lookup_addrs, new_mapping},
 };
 use crate::{
-    cgroup::{self, Placement},
+    process::cgroup::{self, Placement},
+    process::procfs,
     process::{
         build_ids::BuildIds,
         files::{build_id, mapped_dir, read_build_id},
         maps::{self, FileStamp, Vma, map_files_path},
         recorded::RecordedImage,
     },
-    procfs,
     profile::Mapping,
 };
 

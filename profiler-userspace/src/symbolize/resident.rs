@@ -31,7 +31,7 @@ pub(super) fn release(path: &Path) -> u64 {
         dev: meta.dev(),
         inode: meta.ino(),
     };
-    let Ok(maps) = crate::procfs::read("/proc/self/maps") else {
+    let Ok(maps) = crate::process::procfs::read("/proc/self/maps") else {
         return 0;
     };
     let mut of_file = maps::every_mapping(&maps).filter(|(vma, _)| vma.file == Some(file));

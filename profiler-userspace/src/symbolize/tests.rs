@@ -159,7 +159,10 @@ fn mappings_are_read_only_for_samples_with_user_frames() {
     let mut symbolizer = Symbolizer::default();
     symbolizer.prepare(asleep.samples(), &[], &[], &[]);
     let process = symbolizer.processes.get(pid).unwrap();
-    assert_eq!(&*process.comm, crate::procfs::comm(pid, pid).unwrap());
+    assert_eq!(
+        &*process.comm,
+        crate::process::procfs::comm(pid, pid).unwrap()
+    );
     assert!(process.generation(0).vmas.is_empty(), "mappings not read");
 
     let addr = inlined_here();

@@ -7,7 +7,7 @@ use std::{
     process::Command,
 };
 
-use profiler_userspace::pprof::proto;
+use profiler_userspace::output::pprof::proto;
 use prost::Message as _;
 
 /// The mapping kernel frames are in.

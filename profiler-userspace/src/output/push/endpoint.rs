@@ -14,7 +14,7 @@ use super::{
     client::{Cause, Client, Outcome},
     spool::Spool,
 };
-use crate::metrics::PushMetrics;
+use crate::output::metrics::PushMetrics;
 
 /// First wait after a failure; it doubles with each failure in a row.
 const BACKOFF_START: Duration = Duration::from_millis(500);

@@ -15,7 +15,7 @@ use prost::Message as _;
 
 use super::series::{MAX_PROFILE_ROWS, Series};
 use crate::{
-    pprof,
+    output::pprof,
     profile::{Line, Location, Mapping, Sample},
     sample::LabelValue,
 };

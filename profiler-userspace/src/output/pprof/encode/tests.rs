@@ -191,7 +191,7 @@ fn each_view_names_its_own_default_sample_type() {
 #[test]
 fn placement_labels_only_where_known() {
     let mut profile = fixture();
-    profile.samples[0].placement = Arc::new(crate::cgroup::Placement {
+    profile.samples[0].placement = Arc::new(crate::process::cgroup::Placement {
         cgroup: "/system.slice/nginx.service".into(),
         container_id: String::new(),
         service: "nginx.service".into(),

@@ -13,7 +13,8 @@ use std::time::{Duration, SystemTime};
 use tokio::{sync::oneshot, time::Instant};
 
 use crate::{
-    assemble::WindowTimes, pprof, profile::View, symbolizer_thread::Assembler, window::RawWindow,
+    assemble::WindowTimes, output::pprof, profile::View, symbolizer_thread::Assembler,
+    window::RawWindow,
 };
 
 /// What a request gets back: a gzip'd pprof, or why not.

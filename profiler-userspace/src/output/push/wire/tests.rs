@@ -8,9 +8,9 @@ use profiler_fixtures::backend::{self, Protocol};
 
 use super::*;
 use crate::{
-    cgroup::Placement,
+    output::push::series::{self, Series},
+    process::cgroup::Placement,
     profile::{Line, Location, Mapping, Sample},
-    push::series::{self, Series},
 };
 
 fn row(comm: &str, service: &str, function: &str, samples: u64, off_cpu_ns: u64) -> Sample {

@@ -31,7 +31,7 @@ pub use auth::AuthError;
 
 use crate::{
     config::{Push, PushProtocol},
-    metrics::PushMetrics,
+    output::metrics::PushMetrics,
     profile::Profile,
 };
 

@@ -14,7 +14,7 @@ use super::{
 };
 use crate::{
     config::PushProtocol,
-    pprof,
+    output::pprof,
     profile::{Profile, Sample, View},
 };
 

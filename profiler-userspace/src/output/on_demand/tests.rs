@@ -7,7 +7,7 @@ use profiler_common::sample::ThreadState;
 use super::*;
 use crate::{
     config::Symbols,
-    pprof::proto,
+    output::pprof::proto,
     sample::Stack,
     testing::{self, row},
 };

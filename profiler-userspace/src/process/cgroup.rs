@@ -19,7 +19,7 @@ pub struct Placement {
 /// Reads and parses `/proc/PID/cgroup`; `None` when the process is gone.
 #[must_use]
 pub fn read(pid: u32) -> Option<Placement> {
-    crate::procfs::read(format!("/proc/{pid}/cgroup"))
+    crate::process::procfs::read(format!("/proc/{pid}/cgroup"))
         .ok()
         .map(|text| parse(&text))
 }

@@ -19,7 +19,9 @@ use axum::{
 };
 use tokio::sync::{Semaphore, mpsc, oneshot};
 
-use crate::{config::Modes, metrics::Metrics, on_demand::ProfileRequest, profile::View};
+use crate::{
+    config::Modes, output::metrics::Metrics, output::on_demand::ProfileRequest, profile::View,
+};
 
 /// `seconds` when the query has none, as in net/http/pprof.
 pub const DEFAULT_SECONDS: u64 = 30;

@@ -147,7 +147,7 @@ mod tests {
 
     use super::*;
     use crate::{
-        cgroup::Placement,
+        process::cgroup::Placement,
         profile::{Location, View},
     };
 
