@@ -7,7 +7,6 @@
 use std::sync::Arc;
 
 use crate::process::maps::{FileId, Vma};
-use crate::profile::Mapping;
 
 /// A file as it was mapped: its path, and what tells whether the file at
 /// that path later is still the one mapped.
@@ -68,28 +67,18 @@ pub struct RecordedImage {
 }
 
 impl RecordedImage {
-    /// The image's mappings as the symbolizer keeps them: each with its
-    /// pprof mapping, carrying the build id the kernel read.
-    pub(crate) fn vmas(&self) -> Vec<(Vma, Arc<Mapping>)> {
-        self.vmas
-            .iter()
-            .map(|recorded| {
-                let vma = Vma {
-                    start: recorded.start,
-                    end: recorded.end,
-                    offset: recorded.offset,
-                    path: recorded.file.path.clone(),
-                    file: recorded.file.id,
-                };
-                let mapping = Mapping {
-                    start: vma.start,
-                    limit: vma.end,
-                    file_offset: vma.offset,
-                    file: vma.path.clone(),
-                    build_id: recorded.file.build_id.clone().unwrap_or_default(),
-                };
-                (vma, Arc::new(mapping))
-            })
-            .collect()
+    /// The image's mappings, each with the build id the kernel read
+    /// (empty for none).
+    pub(crate) fn vmas(&self) -> impl Iterator<Item = (Vma, String)> + '_ {
+        self.vmas.iter().map(|recorded| {
+            let vma = Vma {
+                start: recorded.start,
+                end: recorded.end,
+                offset: recorded.offset,
+                path: recorded.file.path.clone(),
+                file: recorded.file.id,
+            };
+            (vma, recorded.file.build_id.clone().unwrap_or_default())
+        })
     }
 }

@@ -107,10 +107,18 @@ impl Generation {
         }
     }
 
-    /// The mappings of a recorded image.
+    /// The mappings of a recorded image, each with its pprof mapping
+    /// carrying the build id the kernel read.
     fn recorded(image: &RecordedImage) -> Self {
+        let vmas = image
+            .vmas()
+            .map(|(vma, build_id)| {
+                let mapping = new_mapping(&vma, build_id);
+                (vma, Arc::new(mapping))
+            })
+            .collect();
         Self {
-            vmas: image.vmas(),
+            vmas,
             by_path: true,
         }
     }
