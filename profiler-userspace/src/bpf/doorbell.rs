@@ -6,7 +6,7 @@ use aya::maps::{Map, MapData, RingBuf};
 use profiler_common::maps::UNWIND_DOORBELL;
 use tokio::io::unix::AsyncFd;
 
-use super::KernelError;
+use super::error::KernelError;
 
 /// The doorbell, registered with the tokio runtime.
 pub struct Doorbell(AsyncFd<RingBuf<MapData>>);

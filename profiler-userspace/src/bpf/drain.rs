@@ -16,7 +16,10 @@ use profiler_common::{
     stats::{STATS_LEN, Stat},
 };
 
-use super::{KernelError, batch, take_map};
+use super::{
+    batch,
+    error::{KernelError, take_map},
+};
 use crate::sample::{MapEntries, RawSample, Stack};
 
 /// A window's end as the kernel saw it.

@@ -39,11 +39,11 @@ use profiler_common::{
 };
 
 use super::{
-    Flip, KernelError,
     asleep::{Asleep, kernel_stack, sleeping_state},
+    drain::Flip,
+    error::{KernelError, take_map},
     handshake::{OpenIntervals, part_to_count},
     rng::Rng,
-    take_map,
     tracked_thread::{Cells, ThreadEntry, TrackedThread},
 };
 use crate::{

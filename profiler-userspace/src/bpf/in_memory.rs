@@ -11,8 +11,12 @@ use profiler_common::{
 };
 
 use super::{
-    Drained, Flip, InFlightMaps, InFlightStats, KernelError, Rng, TargetMaps, UnwindMaps,
-    WindowMaps,
+    drain::{Drained, Flip, WindowMaps},
+    error::KernelError,
+    in_flight::{InFlightMaps, InFlightStats},
+    rng::Rng,
+    targets::TargetMaps,
+    unwind_maps::UnwindMaps,
 };
 use crate::{
     config::{OffCpu, Target},

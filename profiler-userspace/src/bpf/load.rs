@@ -22,16 +22,16 @@ use profiler_common::{
 };
 
 use super::{
-    Doorbell, Drained, Flip, InFlightMaps, InFlightStats, KernelError, Rng, TargetMaps, UnwindMaps,
-    WindowMaps,
     btf_fields::KernelTypes,
-    drain::Windows,
+    doorbell::Doorbell,
+    drain::{Drained, Flip, WindowMaps, Windows},
     ebpf_log::{self, Logger},
-    in_flight::InFlight,
+    error::{KernelError, take_map},
+    in_flight::{InFlight, InFlightMaps, InFlightStats},
     kfunc::{self, Kfunc},
-    take_map,
-    targets::TargetSet,
-    unwind_maps::UnwindTables,
+    rng::Rng,
+    targets::{TargetMaps, TargetSet},
+    unwind_maps::{UnwindMaps, UnwindTables},
 };
 use crate::{
     config::{Config, OffCpu, Target, Unwind, UserStacks},

@@ -9,7 +9,7 @@ use profiler_common::{
     sample::{COMM_LEN, comm_key},
 };
 
-use super::{KernelError, take_map};
+use super::error::{KernelError, removed, take_map};
 
 /// The kernel's target set as the daemon changes it: [`Kernel`](super::Kernel)
 /// here, an in-memory one in tests (`in_memory.rs`).
@@ -49,7 +49,7 @@ impl TargetMaps for TargetSet {
 
     fn remove_target(&mut self, pid: u32) -> Result<(), KernelError> {
         let mut targets = self.targets()?;
-        super::removed(targets.remove(&pid)).map_err(KernelError::map(TARGETS))?;
+        removed(targets.remove(&pid)).map_err(KernelError::map(TARGETS))?;
         // The slot stays set while another target shares it. A --comm
         // match the kernel adds meanwhile may see its slot cleared: the
         // next refresh adopts it and sets the slot again.

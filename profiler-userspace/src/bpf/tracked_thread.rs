@@ -10,7 +10,7 @@ use profiler_common::{
     task::{IntervalCell, OpenInterval, TaskState},
 };
 
-use super::{KernelError, task_storage};
+use super::{error::KernelError, task_storage};
 
 /// What the kernel's entry for a thread says.
 pub(super) enum ThreadEntry {

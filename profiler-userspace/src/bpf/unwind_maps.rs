@@ -16,7 +16,7 @@ use profiler_common::{
     unwind::{ProcessMappings, UnwindRow},
 };
 
-use super::{KernelError, take_map};
+use super::error::{KernelError, removed, take_map};
 
 /// A window of `UNWIND_ROWS` mapped shared into the daemon for as long as
 /// one table is written, so that the daemon's memory holds only that
@@ -165,7 +165,7 @@ impl UnwindMaps for UnwindTables {
     fn remove_mappings(&mut self, pid: u32) -> Result<(), KernelError> {
         // The kernel drops a process's entry itself on exec, so it may be
         // gone already; aya reports that as ENOENT from the syscall.
-        super::removed(self.procs()?.remove(&pid)).map_err(KernelError::map(UNWIND_PROCS))
+        removed(self.procs()?.remove(&pid)).map_err(KernelError::map(UNWIND_PROCS))
     }
 
     fn take_requests(&mut self) -> Result<Vec<u32>, KernelError> {

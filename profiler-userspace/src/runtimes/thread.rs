@@ -13,7 +13,7 @@ use std::{
 use profiler_common::sample::ThreadState;
 
 use super::{
-    ReadStats, Runtime,
+    seam::{ReadStats, Runtime},
     watcher::{Collected, Shared, Watcher},
 };
 use crate::{

@@ -11,7 +11,10 @@ use std::{
 
 use rustc_hash::FxHashMap;
 
-use super::{ReadStats, Runtime, RuntimeProcess as _, binaries::Binaries};
+use super::{
+    binaries::Binaries,
+    seam::{ReadStats, Runtime, RuntimeProcess as _},
+};
 use crate::{
     config::Target,
     process::maps::FileId,
@@ -25,7 +28,7 @@ const REFRESH: Duration = Duration::from_secs(1);
 
 /// Under `--all`, `/proc` is listed at every this many refreshes (10 s):
 /// between, the new processes are those the daemon saw start or exec
-/// ([`Runtimes::notice`](super::Runtimes::notice)), and a process that
+/// (the daemon's `Runtimes::notice`), and a process that
 /// appeared otherwise (forked, never sampled) is found at the next listing.
 const LIST_EVERY: u64 = 10;
 
@@ -55,7 +58,7 @@ pub(super) struct Collected {
     pub stats: ReadStats,
 }
 
-/// What the watcher's thread and [`RuntimeThread`](super::thread::RuntimeThread) share.
+/// What the watcher's thread and its owner (`thread.rs`) share.
 pub(super) struct Shared {
     pub collected: Mutex<Collected>,
     pub target: Mutex<Target>,
@@ -103,7 +106,7 @@ impl<R: Runtime> Watcher<R> {
     }
 
     /// Refreshes and reads every `period` until `shared` says stop. Woken
-    /// early (by [`Runtimes::notice`](super::Runtimes::notice)),
+    /// early (by the daemon's `Runtimes::notice`),
     /// it looks at the processes noticed since, and reads when due.
     pub(super) fn run(mut self, shared: &Shared, period: Duration) {
         let mut next_refresh = Instant::now();

@@ -4,7 +4,7 @@
 //! daemon and the on-demand profiles take the finished chunk.
 use std::sync::Arc;
 
-use super::RawWindow;
+use super::chunk::RawWindow;
 use crate::{
     bpf::{Drained, InFlightStats},
     mapping_events::Recorded,

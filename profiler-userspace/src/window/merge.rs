@@ -5,7 +5,7 @@ use std::collections::HashMap;
 
 use profiler_common::sample::ThreadState;
 
-use super::RawWindow;
+use super::chunk::RawWindow;
 use crate::sample::{RawSample, RowLabels, Stack};
 
 /// What makes two entries the same row: the kernel's own key.

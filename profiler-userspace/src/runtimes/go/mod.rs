@@ -20,7 +20,7 @@ use g::GoroutineStatus;
 use process::{GoProcess, Read, ReadError};
 use runtime::GoRuntime;
 
-use super::{Kind, Runtime, RuntimeProcess, Unit};
+use super::seam::{self, Kind, Runtime, RuntimeProcess, Unit};
 use crate::{
     gopclntab::GoTable,
     process::maps::{self, FileId},
@@ -88,7 +88,7 @@ impl Runtime for Go {
 impl RuntimeProcess for GoProcess {
     type Error = ReadError;
 
-    fn read(&mut self, budget: usize, rotation: usize) -> Result<super::Read, ReadError> {
+    fn read(&mut self, budget: usize, rotation: usize) -> Result<seam::Read, ReadError> {
         let Read {
             goroutines,
             stride,
@@ -112,7 +112,7 @@ impl RuntimeProcess for GoProcess {
                 }
             })
             .collect();
-        Ok(super::Read {
+        Ok(seam::Read {
             units,
             stride,
             torn,

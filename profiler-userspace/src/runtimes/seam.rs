@@ -1,0 +1,142 @@
+//! The seam itself: what a runtime implements ([`Runtime`],
+//! [`RuntimeProcess`]), what one read of a process gives ([`Read`],
+//! [`Unit`]), which runtimes there are ([`Kind`]), and what their reads
+//! add to a chunk besides rows ([`RuntimeFacts`]).
+use std::collections::BTreeSet;
+
+use crate::{
+    process::maps::FileId,
+    sample::{RowLabels, Stack},
+};
+
+/// A language runtime: recognises its binaries and attaches to processes.
+pub trait Runtime: Send + 'static {
+    /// What one binary of the runtime gives, shared by its processes.
+    type Binary: Clone + Send;
+    /// One attached process.
+    type Process: RuntimeProcess;
+    /// Which runtime it is (its counters' names, its thread's name).
+    const KIND: Kind;
+
+    /// What `pid`'s executable `file` is: `None` when it is not this
+    /// runtime (or cannot be read: one log line says why). Called once per
+    /// file while processes run it.
+    fn load(&self, pid: u32) -> Option<Self::Binary>;
+
+    /// Starts reading `pid`, which runs `file`, a binary of this runtime.
+    fn attach(&self, pid: u32, file: FileId, binary: &Self::Binary) -> Option<Self::Process>;
+}
+
+/// One process of a runtime, being read.
+pub trait RuntimeProcess: Send {
+    type Error: std::error::Error;
+
+    /// One read of the process's units (goroutines), at most `budget` of
+    /// them; `rotation` counts the reads so far, for a process with more
+    /// units than the budget (each read takes another part of them).
+    ///
+    /// # Errors
+    /// When the read is dropped whole (the process exited, or its list
+    /// moved while read).
+    fn read(&mut self, budget: usize, rotation: usize) -> Result<Read, Self::Error>;
+}
+
+/// What one read of a process found.
+#[derive(Debug, Default)]
+pub struct Read {
+    pub units: Vec<Unit>,
+    /// One in how many of the process's units were read: each stands for
+    /// this many.
+    pub stride: usize,
+    /// Units left out because they kept moving while read.
+    pub torn: u64,
+}
+
+/// One unit of a runtime (a goroutine) that is not running: what it is,
+/// and where it stopped.
+#[derive(Debug)]
+pub struct Unit {
+    pub labels: RowLabels,
+    pub stack: Stack,
+}
+
+/// The runtimes the daemon knows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    Go,
+}
+
+impl Kind {
+    pub const ALL: [Self; 1] = [Self::Go];
+
+    /// The names of its [`ReadStats`] counters, in their order.
+    #[must_use]
+    pub fn counters(self) -> [&'static str; 4] {
+        match self {
+            Self::Go => [
+                "goroutine_reads",
+                "goroutine_reads_dropped",
+                "goroutines_unwound",
+                "goroutines_torn",
+            ],
+        }
+    }
+
+    /// Its reader thread's name.
+    #[must_use]
+    pub fn thread_name(self) -> &'static str {
+        match self {
+            Self::Go => "goroutines",
+        }
+    }
+}
+
+/// What the reads of one runtime counted.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ReadStats {
+    /// Reads of one process that succeeded.
+    pub reads: u64,
+    /// Reads dropped whole: the process exited or its list moved mid-read.
+    pub dropped: u64,
+    /// Units read.
+    pub units: u64,
+    /// Units left out of a read: they kept moving while read.
+    pub torn: u64,
+}
+
+impl ReadStats {
+    pub fn add(&mut self, other: &Self) {
+        self.reads += other.reads;
+        self.dropped += other.dropped;
+        self.units += other.units;
+        self.torn += other.torn;
+    }
+}
+
+/// What the runtimes add to a chunk besides their rows.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct RuntimeFacts {
+    /// The processes whose units were read: their threads' off-CPU time
+    /// is left out of `wall`, where their units' time is.
+    pub wall_pids: BTreeSet<u32>,
+    /// Per runtime, in [`Kind::ALL`] order.
+    pub stats: [ReadStats; Kind::ALL.len()],
+}
+
+impl RuntimeFacts {
+    pub fn add(&mut self, other: &Self) {
+        self.wall_pids.extend(&other.wall_pids);
+        for (total, part) in self.stats.iter_mut().zip(&other.stats) {
+            total.add(part);
+        }
+    }
+
+    /// Every runtime's counters by name, in [`Kind::ALL`] order.
+    pub fn counters(&self) -> impl Iterator<Item = (&'static str, u64)> + '_ {
+        Kind::ALL.iter().zip(&self.stats).flat_map(|(kind, s)| {
+            kind.counters()
+                .into_iter()
+                .zip([s.reads, s.dropped, s.units, s.torn])
+        })
+    }
+}
