@@ -129,11 +129,12 @@ struct Args {
     knobs: knobs::TestKnobs,
 }
 
-mod push;
-
-mod symbols;
-
 mod knobs;
+mod push;
+mod symbols;
+mod values;
+
+use values::{parse_duration, parse_size};
 
 /// The test knobs given.
 #[cfg(feature = "test-knobs")]
@@ -168,30 +169,6 @@ enum UnwindFlag {
 
 /// Default of `--unwind-table-memory`.
 const DEFAULT_UNWIND_TABLE_MEMORY: u64 = 32 << 20;
-
-fn parse_duration(s: &str) -> Result<Duration, String> {
-    humantime::parse_duration(s).map_err(|e| format!("{e} (expected e.g. 500ms, 10s, 1m)"))
-}
-
-/// Bytes with an optional binary suffix: `K`, `M`, `G` (KiB, MiB, GiB).
-fn parse_size(s: &str) -> Result<u64, String> {
-    let bad = || format!("{s:?} is not a size (expected e.g. 32M, 1G)");
-    let t = s
-        .strip_suffix("iB")
-        .or_else(|| s.strip_suffix('B'))
-        .unwrap_or(s);
-    let (digits, shift) = match t.as_bytes().last() {
-        Some(b'K' | b'k') => (&t[..t.len() - 1], 10),
-        Some(b'M' | b'm') => (&t[..t.len() - 1], 20),
-        Some(b'G' | b'g') => (&t[..t.len() - 1], 30),
-        _ => (t, 0),
-    };
-    digits
-        .parse::<u64>()
-        .map_err(|_| bad())?
-        .checked_mul(1 << shift)
-        .ok_or_else(bad)
-}
 
 /// Limits of the running kernel that flag values are checked against.
 #[derive(Clone, Copy, Debug)]
@@ -247,8 +224,8 @@ where
     }
     let modes = modes(&args)?;
     let unwind = unwind(args.unwind, args.unwind_table_memory)?;
-    let symbols = args.symbols.config()?;
-    let push = args.push.config()?;
+    let symbols = args.symbols.config().map_err(invalid)?;
+    let push = args.push.config().map_err(invalid)?;
     if args.comms.len() > TARGET_COMMS_MAX_ENTRIES as usize {
         return Err(invalid(format!(
             "at most {TARGET_COMMS_MAX_ENTRIES} --comm names (the kernel's table of names)"

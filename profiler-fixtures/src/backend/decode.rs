@@ -10,7 +10,7 @@ use opentelemetry_proto::tonic::{
 use prost::Message as _;
 use pyroscope::encode::r#gen::{google, push};
 
-use super::{Protocol, Received, ReceivedSample};
+use super::received::{Protocol, Received, ReceivedSample};
 
 /// Decodes one request body as `protocol`'s server would.
 ///

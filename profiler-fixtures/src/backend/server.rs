@@ -11,7 +11,10 @@ use std::{
     time::{Duration, Instant},
 };
 
-use super::{Protocol, Received, decode};
+use super::{
+    decode::decode,
+    received::{Protocol, Received},
+};
 
 /// How the backend answers from now on.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

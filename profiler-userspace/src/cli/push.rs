@@ -4,7 +4,7 @@ use std::{path::PathBuf, time::Duration};
 
 use clap::Args;
 
-use super::{invalid, parse_duration, parse_size};
+use super::values::{parse_duration, parse_size};
 use crate::config::{Push, PushProtocol};
 
 /// Pushing profiles to Pyroscope, Parca or an OpenTelemetry backend.
@@ -75,7 +75,7 @@ enum ProtocolFlag {
 
 impl PushArgs {
     /// The validated push settings; `None` without `--push`.
-    pub(super) fn config(&self) -> Result<Option<Push>, clap::Error> {
+    pub(super) fn config(&self) -> Result<Option<Push>, String> {
         if self.urls.is_empty() {
             return Ok(None);
         }
@@ -85,35 +85,33 @@ impl PushArgs {
                 .ok()
                 .filter(|u| matches!(u.scheme(), "http" | "https") && u.host().is_some())
                 .ok_or_else(|| {
-                    invalid(format!(
+                    format!(
                         "--push {raw:?} is not an http or https URL (e.g. http://pyroscope:4040)"
-                    ))
+                    )
                 })?;
             if !url.username().is_empty() || url.password().is_some() {
-                return Err(invalid(format!(
+                return Err(format!(
                     "--push {raw:?}: credentials do not belong in the URL (visible in `ps` and logs); use --push-auth-file"
-                )));
+                ));
             }
             if endpoints.contains(&url) {
-                return Err(invalid(format!("--push {raw:?} is given twice")));
+                return Err(format!("--push {raw:?} is given twice"));
             }
             endpoints.push(url);
         }
         if self.push_interval < Duration::from_secs(1) {
-            return Err(invalid("--push-interval must be at least 1s".into()));
+            return Err("--push-interval must be at least 1s".into());
         }
         if self.push_timeout.is_zero() {
-            return Err(invalid("--push-timeout must be longer than 0".into()));
+            return Err("--push-timeout must be longer than 0".into());
         }
         if self.push_spool_max < 64 << 10 {
-            return Err(invalid("--push-spool-max must be at least 64K".into()));
+            return Err("--push-spool-max must be at least 64K".into());
         }
         if let Some(tenant) = &self.push_tenant
             && (tenant.is_empty() || tenant.chars().any(char::is_control))
         {
-            return Err(invalid(
-                "--push-tenant must be a non-empty name without control characters".into(),
-            ));
+            return Err("--push-tenant must be a non-empty name without control characters".into());
         }
         Ok(Some(Push {
             endpoints,

@@ -5,7 +5,7 @@ use std::{path::PathBuf, time::Duration};
 
 use clap::Args;
 
-use super::{invalid, parse_duration, parse_size};
+use super::values::{parse_duration, parse_size};
 use crate::config::{DEFAULT_DEBUG_DIR, DebugCache, DebuginfodServers, Symbols};
 
 /// Where function names come from besides the binaries themselves.
@@ -62,7 +62,7 @@ pub(super) struct SymbolArgs {
 
 impl SymbolArgs {
     /// The flags as [`Symbols`].
-    pub(super) fn config(&self) -> Result<Symbols, clap::Error> {
+    pub(super) fn config(&self) -> Result<Symbols, String> {
         let mut debug_dirs = self.debug_dirs.clone();
         debug_dirs.push(PathBuf::from(DEFAULT_DEBUG_DIR));
         let urls: Vec<String> = self
@@ -75,17 +75,15 @@ impl SymbolArgs {
             .iter()
             .find(|u| url::Url::parse(u).map_or(true, |u| !matches!(u.scheme(), "http" | "https")))
         {
-            return Err(invalid(format!(
+            return Err(format!(
                 "--debuginfod-url (or DEBUGINFOD_URLS) {bad:?} is not an http or https URL"
-            )));
+            ));
         }
         if self.debuginfod_timeout.is_zero() {
-            return Err(invalid("--debuginfod-timeout must be longer than 0".into()));
+            return Err("--debuginfod-timeout must be longer than 0".into());
         }
         if self.debuginfod_max_size == 0 {
-            return Err(invalid(
-                "--debuginfod-max-size must be larger than 0".into(),
-            ));
+            return Err("--debuginfod-max-size must be larger than 0".into());
         }
         let debuginfod = (!self.no_debuginfod && !urls.is_empty()).then(|| DebuginfodServers {
             urls,

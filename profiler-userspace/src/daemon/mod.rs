@@ -13,6 +13,7 @@
 //! [`Daemon`] is the loop over them, whose kernel is anything that
 //! implements [`KernelMaps`] (the loaded programs, or the in-memory maps of
 //! its tests); `waits.rs` is what it waits on between drains.
+mod error;
 mod waits;
 
 use std::{sync::Arc, time::Duration};
@@ -20,40 +21,26 @@ use std::{sync::Arc, time::Duration};
 use tokio::sync::mpsc;
 
 use crate::{
-    bpf::{Doorbell, Kernel, KernelError, KernelMaps},
+    bpf::{Doorbell, Kernel, KernelMaps},
     config::{Config, Target},
-    output::http::{self, HttpError},
-    output::metrics::Metrics,
-    output::on_demand::{OnDemand, ProfileRequest},
-    output::push::{PushError, Pusher},
-    output::sink::SinkError,
+    output::{
+        http,
+        metrics::Metrics,
+        on_demand::{OnDemand, ProfileRequest},
+        push::Pusher,
+    },
     pipeline::{Assembled, DrainReason, Pipeline, Written},
     process_watch::ProcessWatch,
     runtimes::Runtimes,
-    symbolizer_thread::{Assembler, AssemblerError, AssemblerThread},
+    symbolizer_thread::{Assembler, AssemblerThread},
     targets::Targets,
 };
+pub use error::DaemonError;
 use waits::{Chores, Event, Signals, Waits, WindowEnd, Woken};
 
 /// How long the last pushes may take at exit before they are left in the
 /// spool for the next start.
 const PUSH_GRACE: Duration = Duration::from_secs(3);
-
-#[derive(Debug, thiserror::Error)]
-pub enum DaemonError {
-    #[error(transparent)]
-    Kernel(#[from] KernelError),
-    #[error("installing signal handlers")]
-    Signals(#[source] std::io::Error),
-    #[error("final profile not written")]
-    FinalWrite(#[source] SinkError),
-    #[error(transparent)]
-    Symbolizer(#[from] AssemblerError),
-    #[error(transparent)]
-    Http(#[from] HttpError),
-    #[error(transparent)]
-    Push(#[from] PushError),
-}
 
 /// The line tests and tools wait for: everything is attached.
 fn log_start(config: &Config) {

@@ -10,7 +10,7 @@ use tokio::{
     time::{Instant, Interval, MissedTickBehavior, interval_at, sleep_until},
 };
 
-use super::DaemonError;
+use super::error::DaemonError;
 use crate::{
     bpf::{Doorbell, KernelError, KernelMaps, TargetMaps, WindowMaps},
     config::{Config, Target},

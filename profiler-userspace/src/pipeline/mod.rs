@@ -15,7 +15,7 @@ use std::{
 
 use tokio::{sync::oneshot, time::sleep};
 
-pub use outlets::Assembled;
+pub use outlets::{Assembled, Written};
 use outlets::{Ends, Outlets, PushEnds, WindowEnds};
 
 use crate::{
@@ -24,7 +24,7 @@ use crate::{
     config::{Config, Target},
     output::metrics::{FilledMap, Metrics},
     output::push::Pusher,
-    output::sink::{FileSink, SinkError},
+    output::sink::FileSink,
     profile::View,
     symbolizer_thread::Assembler,
     window::{ChunkCollector, RawWindow},
@@ -65,15 +65,6 @@ impl DrainReason {
 /// over 20,000 new stacks a second to fill before the next check (the
 /// samples map's, 8,192 entries, over 40,000).
 pub const EARLY_DRAIN_FILL: f64 = 0.75;
-
-/// How writing a finished window went. A kernel failure is an error of
-/// the pipeline (fatal); a sink failure is not, since the window is kept
-/// for another try.
-pub enum Written {
-    Done,
-    /// The file could not be written; the sink keeps the window.
-    Deferred(SinkError),
-}
 
 /// The window being collected, the segments the symbolizer has, and
 /// where they go when back.

@@ -10,16 +10,24 @@ use std::{
 
 use profiler_common::stats::Stat;
 
-use super::Written;
 use crate::{
     assemble::Accounting,
     config::Target,
     output::metrics::{Metrics, Step},
     output::pprof,
     output::push::Pusher,
-    output::sink::FileSink,
+    output::sink::{FileSink, SinkError},
     profile::{Profile, Sample, View, merge_samples},
 };
+
+/// How writing a finished window went. A kernel failure is an error of
+/// the pipeline (fatal); a sink failure is not, since the window is kept
+/// for another try.
+pub enum Written {
+    Done,
+    /// The file could not be written; the sink keeps the window.
+    Deferred(SinkError),
+}
 
 /// A segment back from the symbolizer.
 pub struct Assembled {

@@ -15,7 +15,7 @@ use blazesym::symbolize::{
     source::{Process, Source},
 };
 
-use super::symbolize;
+use super::convert::symbolize;
 use crate::{process::procfs, profile::Line};
 
 /// One process's results for addresses outside files.

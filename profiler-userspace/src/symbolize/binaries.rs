@@ -15,9 +15,9 @@ use std::{
 use blazesym::symbolize::{Input, Symbolizer, source::Elf};
 
 use super::{
-    BinaryKey,
+    convert::BinaryKey,
     debug_files::{self, ElfFacts},
-    debuginfod::{DebugFile, Debuginfod},
+    debuginfod::{DebugFile, Debuginfod, DebuginfodStats},
     inflated::Inflated,
     parsed::ParsedFiles,
 };
@@ -279,7 +279,7 @@ impl Binaries {
 
     /// Debuginfod's accounting since the last call (zero when it is off),
     /// and the downloads still under way.
-    pub fn take_debuginfod_stats(&mut self) -> Option<(super::DebuginfodStats, u64)> {
+    pub fn take_debuginfod_stats(&mut self) -> Option<(DebuginfodStats, u64)> {
         self.debuginfod
             .as_mut()
             .map(|d| (d.take_stats(), d.pending()))

@@ -2,14 +2,30 @@
 //! blazesym's results to lines, mappings to cache keys and pprof mappings.
 use std::sync::Arc;
 
-use blazesym::symbolize::Symbolized;
+use blazesym::symbolize::{Input, Symbolized, source::Source};
 
-use super::{BinaryKey, STILL_OFF_CPU, TRUNCATED};
 use crate::{
     process::maps::{self, Vma},
     profile::{Line, Location, Mapping},
     sample::Stack,
 };
+
+/// Marker frame of off-CPU time whose user stack was not captured because
+/// the thread was still off the CPU when the window ended.
+pub const STILL_OFF_CPU: &str = "[still off-CPU at window end]";
+
+/// Root frame of a stack cut at the frame limit.
+pub const TRUNCATED: &str = "[truncated]";
+
+/// Pseudo file name of the kernel mapping, as perf names it.
+pub const KERNEL_MAPPING: &str = "[kernel.kallsyms]";
+
+/// Identity of a binary for the symbol cache.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub(super) enum BinaryKey {
+    BuildId(String),
+    Path(String),
+}
 /// Locations of a captured stack, leaf first; `location` maps an address and
 /// its lookup address to a location.
 pub(super) fn locations(
@@ -120,5 +136,27 @@ pub(super) fn errno_reason(errno: i32) -> String {
         libc::ENOMEM => "no kernel memory for it".to_owned(),
         libc::ENOENT => "stack missing".to_owned(),
         other => format!("errno {other}"),
+    }
+}
+
+/// Symbolizes `input` in `source`: one entry per address, empty where it
+/// did not resolve (or the whole source failed).
+pub(super) fn symbolize(
+    blaze: &blazesym::symbolize::Symbolizer,
+    source: &Source<'_>,
+    input: Input<&[u64]>,
+) -> Vec<Arc<[Line]>> {
+    let count = match input {
+        Input::AbsAddr(a) | Input::VirtOffset(a) | Input::FileOffset(a) => a.len(),
+    };
+    match blaze.symbolize(source, input) {
+        Ok(results) => results
+            .into_iter()
+            .map(|result| lines_of(&result))
+            .collect(),
+        Err(e) => {
+            tracing::debug!("symbolization failed: {e}");
+            vec![Arc::from([]); count]
+        }
     }
 }

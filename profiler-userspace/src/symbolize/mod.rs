@@ -34,8 +34,9 @@ mod resident;
 use std::{collections::HashMap, sync::Arc};
 
 use binaries::Binaries;
-use blazesym::symbolize::{Input, source::Source};
-use convert::{binary_key, find_vma, lines_of, locations};
+
+pub use convert::KERNEL_MAPPING;
+use convert::{binary_key, find_vma, locations};
 pub use debuginfod::{Debuginfod, DebuginfodStats};
 pub use kernel_symbols::KernelSymbol;
 pub use processes::ProcessSnapshot;
@@ -47,23 +48,6 @@ use crate::{
     profile::{Line, Location, Mapping},
     sample::Stack,
 };
-
-/// Marker frame of off-CPU time whose user stack was not captured because
-/// the thread was still off the CPU when the window ended.
-pub const STILL_OFF_CPU: &str = "[still off-CPU at window end]";
-
-/// Root frame of a stack cut at the frame limit.
-pub const TRUNCATED: &str = "[truncated]";
-
-/// Pseudo file name of the kernel mapping, as perf names it.
-pub const KERNEL_MAPPING: &str = "[kernel.kallsyms]";
-
-/// Identity of a binary for the symbol cache.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
-enum BinaryKey {
-    BuildId(String),
-    Path(String),
-}
 
 /// Why a user frame has no name.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -253,28 +237,6 @@ fn stack_frames(stack: &Stack) -> &[u64] {
     match stack {
         Stack::Frames(frames) | Stack::Truncated(frames) => frames,
         _ => &[],
-    }
-}
-
-/// Symbolizes `input` in `source`: one entry per address, empty where it
-/// did not resolve (or the whole source failed).
-fn symbolize(
-    blaze: &blazesym::symbolize::Symbolizer,
-    source: &Source<'_>,
-    input: Input<&[u64]>,
-) -> Vec<Arc<[Line]>> {
-    let count = match input {
-        Input::AbsAddr(a) | Input::VirtOffset(a) | Input::FileOffset(a) => a.len(),
-    };
-    match blaze.symbolize(source, input) {
-        Ok(results) => results
-            .into_iter()
-            .map(|result| lines_of(&result))
-            .collect(),
-        Err(e) => {
-            tracing::debug!("symbolization failed: {e}");
-            vec![Arc::from([]); count]
-        }
     }
 }
 

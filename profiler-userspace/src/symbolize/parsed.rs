@@ -27,7 +27,7 @@ use blazesym::symbolize::{
     source::{Elf, Source},
 };
 
-use super::{resident, symbolize};
+use super::{convert::symbolize, resident};
 use crate::profile::Line;
 
 #[derive(Default)]

@@ -10,10 +10,10 @@ use std::{
 use blazesym::symbolize::evict::{self, Evict};
 
 use super::{
-    BinaryKey, KernelSymbol, ProcessSnapshot, SymbolizeStats, Symbolizer,
+    KernelSymbol, ProcessSnapshot, SymbolizeStats, Symbolizer,
     anonymous::symbolize_anonymous,
     binaries::Todo,
-    convert::{binary_key, find_vma, lookup_addrs},
+    convert::{BinaryKey, binary_key, find_vma, lookup_addrs},
     kallsyms::Kallsyms,
     kernel_symbols::KernelSymbols,
     processes::{Mappings, binary_path},

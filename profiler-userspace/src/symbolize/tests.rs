@@ -1,4 +1,8 @@
-use super::{convert::lookup_addrs, prepare::EVICT_AFTER_WINDOWS, *};
+use super::{
+    convert::{BinaryKey, lookup_addrs},
+    prepare::EVICT_AFTER_WINDOWS,
+    *,
+};
 use crate::{sample::RawSample, window::RawWindow};
 use std::path::PathBuf;
 

@@ -1,6 +1,5 @@
-//! Where a goroutine's fields are in the runtime's `g`, and the offsets of
-//! the Go versions this reader knows without DWARF.
-mod known;
+//! Where a goroutine's fields are in the runtime's `g` (`known.rs` has
+//! them for the Go versions this reader knows without DWARF).
 
 /// Offsets (bytes) of the fields of `runtime.g` the reader uses.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -51,23 +50,4 @@ impl Layout {
         let start = self.startpc.min(self.gopc);
         (start, self.startpc.max(self.gopc) + 8 - start)
     }
-}
-
-/// One Go version's layout and wait reasons, as its own DWARF and
-/// `runtime.waitReasonStrings` give them.
-pub struct Known {
-    pub minor: u32,
-    pub layout: Layout,
-    pub wait_reasons: &'static [&'static str],
-}
-
-/// The known layout of Go `1.minor`, for binaries without DWARF.
-#[must_use]
-pub fn known(minor: u32) -> Option<&'static Known> {
-    known::KNOWN.iter().find(|k| k.minor == minor)
-}
-
-/// The minor versions [`known`] has.
-pub fn known_minors() -> impl Iterator<Item = u32> {
-    known::KNOWN.iter().map(|k| k.minor)
 }

@@ -6,10 +6,12 @@
 //! state and wait reason, weighted by the time it stands for.
 //!
 //! `runtime.rs` finds a binary's runtime facts (version, `allgs`,
-//! offsets: `dwarf.rs`, or `layout.rs`'s table of known versions), `g.rs`
+//! offsets: `dwarf.rs`, or `known.rs`'s table of known versions'
+//! `layout.rs`), `g.rs`
 //! decodes one `g`, and `process.rs` reads one process's goroutines.
 mod dwarf;
 pub(crate) mod g;
+pub mod known;
 pub mod layout;
 pub(crate) mod process;
 pub mod runtime;

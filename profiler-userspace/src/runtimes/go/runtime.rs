@@ -7,7 +7,7 @@ use std::{fs, path::Path};
 
 use object::{Object as _, ObjectSection as _, ObjectSegment as _, ObjectSymbol as _};
 
-use super::layout::{self, Layout};
+use super::{known, layout::Layout};
 use crate::gopclntab::GoTable;
 
 /// Everything read from one Go binary.
@@ -75,7 +75,7 @@ impl GoRuntime {
             .filter(|(n, _, _)| n == "runtime.allgs" || n == "runtime.waitReasonStrings")
             .collect();
         let symbol = |name: &str| symbols.iter().find(|(n, _, _)| n == name);
-        let known = minor(&version).and_then(layout::known);
+        let known = minor(&version).and_then(known::known);
         let layout = match super::dwarf::layout(&file).map_err(RuntimeError::Dwarf)? {
             Some(layout) => layout,
             None => known

@@ -3,7 +3,26 @@
 //! program each toolchain built. The test `tests/goroutines.rs` checks
 //! every entry whose toolchain `cargo xtask setup` installs against that
 //! toolchain's DWARF, and prints the right entry when one differs.
-use super::{Known, Layout};
+use super::layout::Layout;
+
+/// One Go version's layout and wait reasons, as its own DWARF and
+/// `runtime.waitReasonStrings` give them.
+pub struct Known {
+    pub minor: u32,
+    pub layout: Layout,
+    pub wait_reasons: &'static [&'static str],
+}
+
+/// The known layout of Go `1.minor`, for binaries without DWARF.
+#[must_use]
+pub fn known(minor: u32) -> Option<&'static Known> {
+    KNOWN.iter().find(|k| k.minor == minor)
+}
+
+/// The minor versions [`known`] has.
+pub fn known_minors() -> impl Iterator<Item = u32> {
+    KNOWN.iter().map(|k| k.minor)
+}
 
 pub static KNOWN: &[Known] = &[
     Known {
