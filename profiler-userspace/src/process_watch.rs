@@ -17,8 +17,7 @@ use crate::{
     bpf::{KernelError, UnwindMaps},
     config::{Target, Unwind},
     mapping_events::{MappingEvents, Recorded},
-    process::build_ids::BuildIds,
-    symbolize::ProcessSnapshot,
+    process::{build_ids::BuildIds, snapshot::ProcessSnapshot},
     unwind::{Published, Unwinder},
 };
 

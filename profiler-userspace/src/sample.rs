@@ -1,6 +1,7 @@
 //! What the sources record before anything is symbolized: the kernel's
 //! aggregated entries and the language runtimes' rows, with their stacks
-//! as addresses, and the labels a runtime puts on a row. Both `bpf/` and
+//! as addresses, and the labels a runtime puts on a row; and the kernel
+//! code the kernel's records say was loaded. Both `bpf/` and
 //! `runtimes/` produce these; this file imports nothing of the crate.
 use std::sync::Arc;
 
@@ -77,6 +78,19 @@ pub struct Label {
 pub enum LabelValue {
     Num(i64),
     Str(Arc<str>),
+}
+
+/// Kernel code loaded, from a ksymbol record.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct KernelSymbol {
+    /// Its place among all the records read, from 1: a window assembled
+    /// after a later one (an on-demand profile's, a push's) does not take
+    /// the table back to an older state.
+    pub seq: u64,
+    pub start: u64,
+    pub len: u32,
+    /// As kallsyms would list it (`bpf_prog_<tag>_<name>`).
+    pub name: String,
 }
 
 /// How many entries the kernel's maps held when drained.

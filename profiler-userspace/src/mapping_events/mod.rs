@@ -32,7 +32,7 @@ use crate::{
         maps,
         recorded::{RecordStats, RecordedImage},
     },
-    symbolize::KernelSymbol,
+    sample::KernelSymbol,
 };
 
 /// Ring size per CPU: 512 KiB holds some 4000 records, 4 s of a thousand

@@ -11,7 +11,7 @@ use perf_event_open_sys::bindings::perf_event_header;
 use super::images::{Event, NewMapping};
 use crate::{
     process::{files::hex, maps::FileId, recorded::MappedFile},
-    symbolize::KernelSymbol,
+    sample::KernelSymbol,
 };
 
 /// `PERF_RECORD_MISC_COMM_EXEC`: the name change is an exec's.

@@ -2,7 +2,8 @@
 //! mappings (`maps.rs`: `/proc/PID/maps`, the files' identities and
 //! stamps), the file a mapping saw and its build id (`files.rs`; build ids
 //! read once per stamped file: `build_ids.rs`), and an image the kernel's
-//! mmap records told of a process gone since (`recorded.rs`); the small
+//! mmap records told of a process gone since (`recorded.rs`), what was
+//! read of a process while it lived (`snapshot.rs`); the small
 //! `/proc` readers (`procfs.rs`) and its cgroup, service and container
 //! (`cgroup.rs`). The
 //! unwinder, the runtimes, the mmap records and the symbolizer take these
@@ -13,3 +14,4 @@ pub mod files;
 pub mod maps;
 pub mod procfs;
 pub mod recorded;
+pub mod snapshot;

@@ -1,11 +1,12 @@
 //! Language runtimes seen from outside: the one seam a runtime plugs into
 //! (the OpenTelemetry profiler's `interpreter/` is the model).
 //!
-//! A runtime is a [`Runtime`] (`seam.rs`): it recognises its binaries (`load`, once
-//! per file, shared by the processes running it), attaches to a process
-//! that runs one (`attach`, its per-process [`RuntimeProcess`]), and each
-//! attached process's state is read at a fixed rate into rows of its own,
-//! labelled ([`RowLabels`]) and weighted in nanoseconds. The daemon sees
+//! A runtime is a [`Runtime`] (`seam.rs`): it recognises its binaries
+//! (`load`, once per file, shared by the processes running it), attaches
+//! to a process that runs one (`attach`, its per-process
+//! [`RuntimeProcess`]), and each attached process's state is read at a
+//! fixed rate into rows of its own, labelled (`sample::RowLabels`) and
+//! weighted in nanoseconds. The daemon sees
 //! only [`Runtimes`]: it tells them the targets and the processes that
 //! started or exec'd, and takes their rows and counters with each chunk.
 //!

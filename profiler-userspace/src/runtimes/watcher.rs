@@ -28,20 +28,20 @@ const REFRESH: Duration = Duration::from_secs(1);
 
 /// Under `--all`, `/proc` is listed at every this many refreshes (10 s):
 /// between, the new processes are those the daemon saw start or exec
-/// (the daemon's `Runtimes::notice`), and a process that
-/// appeared otherwise (forked, never sampled) is found at the next listing.
+/// (the daemon's `Runtimes::notice`), and a process that appeared
+/// otherwise (forked, never sampled) is found at the next listing.
 const LIST_EVERY: u64 = 10;
 
 /// Known processes that do not run the runtime are looked at again (for
-/// an exec into one of its binaries) this many at each refresh, or a tenth of them if more:
-/// with a few targets, every refresh looks at all of them; under `--all`
-/// on a busy host, each within 10 refreshes, not hundreds of `statx` a
-/// second.
+/// an exec into one of its binaries) this many at each refresh, or a
+/// tenth of them if more: with a few targets, every refresh looks at all
+/// of them; under `--all` on a busy host, each within 10 refreshes, not
+/// hundreds of `statx` a second.
 const RECHECK_AT_LEAST: usize = 32;
 const RECHECK_ROUNDS: usize = 10;
 /// The most units read per second, over all the runtime's processes
-/// (shared equally): above it each read takes a rotating one in N of a process's
-/// list, each standing for N.
+/// (shared equally): above it each read takes a rotating one in N of a
+/// process's list, each standing for N.
 const MAX_PER_SECOND: u64 = 20_000;
 
 #[derive(Clone, PartialEq, Eq, Hash)]
@@ -106,8 +106,8 @@ impl<R: Runtime> Watcher<R> {
     }
 
     /// Refreshes and reads every `period` until `shared` says stop. Woken
-    /// early (by the daemon's `Runtimes::notice`),
-    /// it looks at the processes noticed since, and reads when due.
+    /// early (by the daemon's `Runtimes::notice`), it looks at the
+    /// processes noticed since, and reads when due.
     pub(super) fn run(mut self, shared: &Shared, period: Duration) {
         let mut next_refresh = Instant::now();
         let mut next_read = Instant::now();

@@ -12,20 +12,7 @@
 //! samples taken before the unload keep the name of what they ran.
 use std::{collections::BTreeMap, sync::Arc};
 
-use crate::profile::Line;
-
-/// Kernel code loaded, from a ksymbol record.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct KernelSymbol {
-    /// Its place among all the records read, from 1: a window assembled
-    /// after a later one (an on-demand profile's, a push's) does not take
-    /// the table back to an older state.
-    pub seq: u64,
-    pub start: u64,
-    pub len: u32,
-    /// As kallsyms would list it (`bpf_prog_<tag>_<name>`).
-    pub name: String,
-}
+use crate::{profile::Line, sample::KernelSymbol};
 
 impl KernelSymbol {
     fn end(&self) -> u64 {

@@ -38,8 +38,6 @@ use binaries::Binaries;
 pub use convert::KERNEL_MAPPING;
 use convert::{binary_key, find_vma, locations};
 pub use debuginfod::{Debuginfod, DebuginfodStats};
-pub use kernel_symbols::KernelSymbol;
-pub use processes::ProcessSnapshot;
 use processes::Processes;
 
 use crate::{

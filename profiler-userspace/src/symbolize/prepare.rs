@@ -10,7 +10,7 @@ use std::{
 use blazesym::symbolize::evict::{self, Evict};
 
 use super::{
-    KernelSymbol, ProcessSnapshot, SymbolizeStats, Symbolizer,
+    SymbolizeStats, Symbolizer,
     anonymous::symbolize_anonymous,
     binaries::Todo,
     convert::{BinaryKey, binary_key, find_vma, lookup_addrs},
@@ -19,7 +19,10 @@ use super::{
     processes::{Mappings, binary_path},
     stack_frames,
 };
-use crate::{process::recorded::RecordedImage, sample::RawSample};
+use crate::{
+    process::{recorded::RecordedImage, snapshot::ProcessSnapshot},
+    sample::{KernelSymbol, RawSample},
+};
 
 /// Windows a process or binary may go unseen before its cache is dropped.
 pub(super) const EVICT_AFTER_WINDOWS: u64 = 10;

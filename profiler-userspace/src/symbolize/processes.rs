@@ -1,7 +1,8 @@
 //! What the symbolizer knows of each process: its name, placement and
 //! executable mappings, read at the window's end and, for processes that
 //! may be gone by then, earlier: when the kernel first sees them or sees
-//! them exec (a [`ProcessSnapshot`], taken by the daemon while they live).
+//! them exec (a `ProcessSnapshot` of `process/`, taken by the daemon while
+//! they live).
 //!
 //! A process that execs within a window has two images in it. Each read
 //! of different mappings is kept as a *generation*; a stack is symbolized
@@ -22,10 +23,10 @@ use crate::{
     process::cgroup::{self, Placement},
     process::procfs,
     process::{
-        build_ids::BuildIds,
         files::{build_id, mapped_dir, read_build_id},
-        maps::{self, FileStamp, Vma, map_files_path},
+        maps::{self, Vma, map_files_path},
         recorded::RecordedImage,
+        snapshot::{ProcessSnapshot, same_mount_ns},
     },
     profile::Mapping,
 };
@@ -33,44 +34,6 @@ use crate::{
 /// Most generations kept per process within a window: a process that
 /// execs more often than this keeps its newest images.
 const MAX_GENERATIONS: usize = 4;
-
-/// A process's mappings read while it lived, with what needs reading then:
-/// the build ids behind them, its name and placement.
-#[derive(Debug)]
-pub struct ProcessSnapshot {
-    pub pid: u32,
-    comm: Option<Arc<str>>,
-    placement: Option<Arc<Placement>>,
-    generation: Generation,
-}
-
-impl ProcessSnapshot {
-    /// Reads what the symbolizer needs of `pid`, whose executable mappings
-    /// were just read from `/proc/PID/maps`, each with the stamp of the
-    /// file behind it, which names its build id in `build_ids`.
-    #[must_use]
-    pub fn read<'a>(
-        pid: u32,
-        mappings: impl Iterator<Item = (&'a Vma, Option<FileStamp>)>,
-        build_ids: &mut BuildIds,
-    ) -> Self {
-        let vmas = mappings
-            .map(|(vma, stamp)| {
-                let mapping = new_mapping(vma, build_ids.of(pid, vma, stamp));
-                (vma.clone(), Arc::new(mapping))
-            })
-            .collect();
-        Self {
-            pid,
-            comm: procfs::comm(pid, pid).map(Arc::from),
-            placement: cgroup::read(pid).map(Arc::new),
-            generation: Generation {
-                vmas,
-                by_path: same_mount_ns(pid),
-            },
-        }
-    }
-}
 
 /// One image of a process: its executable mappings, as pprof mappings.
 #[derive(Clone, Debug)]
@@ -161,14 +124,6 @@ pub(super) fn binary_path(
         let dir = path.parent().map(Path::to_path_buf);
         (path, dir)
     })
-}
-
-fn same_mount_ns(pid: u32) -> bool {
-    // Ours, read once: the daemon never changes namespace.
-    static OURS: std::sync::OnceLock<Option<PathBuf>> = std::sync::OnceLock::new();
-    let ours = OURS.get_or_init(|| std::fs::read_link("/proc/self/ns/mnt").ok());
-    let theirs = std::fs::read_link(format!("/proc/{pid}/ns/mnt")).ok();
-    ours.is_some() && theirs == *ours
 }
 
 pub(super) struct ProcessInfo {
@@ -307,7 +262,15 @@ impl Processes {
         if let Some(placement) = &snapshot.placement {
             process.placement = placement.clone();
         }
-        process.add_generation(snapshot.generation.clone());
+        let vmas = snapshot
+            .vmas
+            .iter()
+            .map(|(vma, build_id)| (vma.clone(), Arc::new(new_mapping(vma, build_id.clone()))))
+            .collect();
+        process.add_generation(Generation {
+            vmas,
+            by_path: snapshot.same_mount_ns,
+        });
         process.last_seen = window;
     }
 

@@ -8,10 +8,12 @@ use profiler_common::stats::{STATS_LEN, Stat};
 
 use crate::{
     bpf::InFlightStats,
-    process::recorded::{RecordStats, RecordedImage},
+    process::{
+        recorded::{RecordStats, RecordedImage},
+        snapshot::ProcessSnapshot,
+    },
     runtimes::RuntimeFacts,
-    sample::RawSample,
-    symbolize::{KernelSymbol, ProcessSnapshot},
+    sample::{KernelSymbol, RawSample},
 };
 
 /// Everything the sources recorded in one chunk or window.

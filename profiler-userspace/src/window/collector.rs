@@ -8,9 +8,9 @@ use super::chunk::RawWindow;
 use crate::{
     bpf::{Drained, InFlightStats},
     mapping_events::Recorded,
+    process::snapshot::ProcessSnapshot,
     runtimes::RuntimeFacts,
     sample::{MapEntries, RawSample},
-    symbolize::ProcessSnapshot,
 };
 
 /// A chunk being filled.

@@ -1,0 +1,58 @@
+//! A process's mappings read while it lived (when the daemon first saw it,
+//! or saw it exec), with what must be read then because the process may
+//! be gone by the window's end: the build ids behind them, its name, its
+//! placement, and whether it shares our mount namespace.
+use std::{path::PathBuf, sync::Arc};
+
+use super::{
+    build_ids::BuildIds,
+    cgroup::{self, Placement},
+    maps::{FileStamp, Vma},
+    procfs,
+};
+
+/// What was read of one process while it lived.
+#[derive(Debug)]
+pub struct ProcessSnapshot {
+    pub pid: u32,
+    pub comm: Option<Arc<str>>,
+    pub placement: Option<Arc<Placement>>,
+    /// Its executable mappings, each with its file's build id (empty for
+    /// none).
+    pub vmas: Vec<(Vma, String)>,
+    /// Whether it saw files at the paths we see (see [`same_mount_ns`]).
+    pub same_mount_ns: bool,
+}
+
+impl ProcessSnapshot {
+    /// Reads what the symbolizer needs of `pid`, whose executable mappings
+    /// were just read from `/proc/PID/maps`, each with the stamp of the
+    /// file behind it, which names its build id in `build_ids`.
+    #[must_use]
+    pub fn read<'a>(
+        pid: u32,
+        mappings: impl Iterator<Item = (&'a Vma, Option<FileStamp>)>,
+        build_ids: &mut BuildIds,
+    ) -> Self {
+        let vmas = mappings
+            .map(|(vma, stamp)| (vma.clone(), build_ids.of(pid, vma, stamp)))
+            .collect();
+        Self {
+            pid,
+            comm: procfs::comm(pid, pid).map(Arc::from),
+            placement: cgroup::read(pid).map(Arc::new),
+            vmas,
+            same_mount_ns: same_mount_ns(pid),
+        }
+    }
+}
+
+/// Whether `pid` is in our mount namespace, so that the paths it mapped
+/// name the files we see at them.
+pub(crate) fn same_mount_ns(pid: u32) -> bool {
+    // Ours, read once: the daemon never changes namespace.
+    static OURS: std::sync::OnceLock<Option<PathBuf>> = std::sync::OnceLock::new();
+    let ours = OURS.get_or_init(|| std::fs::read_link("/proc/self/ns/mnt").ok());
+    let theirs = std::fs::read_link(format!("/proc/{pid}/ns/mnt")).ok();
+    ours.is_some() && theirs == *ours
+}
