@@ -1,7 +1,9 @@
-//! The goroutine view of targets that become Go programs by exec: under
-//! `--pid` (the view starts at the exec, and the exit ends the run) and
-//! under `--all` (the daemon hands the processes it saw exec to the
-//! goroutine reader).
+//! The goroutine view of targets that become Go programs by exec, by
+//! every route a target arrives: `--pid` (the view starts at the exec,
+//! and the exit ends the run), `--all` (the daemon hands the processes it
+//! saw exec to the goroutine reader), `--comm NAME --wait` (the kernel
+//! adopts the process at its exec, and the daemon hands it to the reader
+//! at once, not at the chunk's end) and `--pid-file`.
 mod support;
 
 use std::{
@@ -48,6 +50,46 @@ fn under_all_a_process_that_execs_into_go_is_read_soon() {
     );
 }
 
+/// Under `--comm NAME --wait` (as the systemd unit is meant to be used), a
+/// process that execs into the named Go program is read from its exec:
+/// the daemon adopts it within half a second and tells the goroutine
+/// reader then, not at the end of the chunk (here a minute later).
+#[test]
+fn a_process_found_by_name_is_read_from_its_exec() {
+    require_root();
+    let flags = |_| {
+        ["--comm", SERVER, "--wait", "--duration", "8s"]
+            .map(String::from)
+            .to_vec()
+    };
+    let receiving = exec_into_go(flags, "3");
+    assert!(
+        receiving >= RECEIVING_AT_LEAST,
+        "{receiving} ns under main.receiver"
+    );
+}
+
+/// Under `--pid-file`, a process named by a service's PID file that execs
+/// into Go is read as a `--pid` target is.
+#[test]
+fn a_process_named_by_a_pid_file_is_read_from_its_exec() {
+    require_root();
+    let dir = tempfile::tempdir().unwrap();
+    let pid_file = dir.path().join("service.pid");
+    let flags = |pid: u32| {
+        std::fs::write(&pid_file, format!("{pid}\n")).unwrap();
+        vec!["--pid-file".into(), pid_file.to_str().unwrap().into()]
+    };
+    let receiving = exec_into_go(flags, "1.5");
+    assert!(
+        receiving >= RECEIVING_AT_LEAST,
+        "{receiving} ns under main.receiver"
+    );
+}
+
+/// The Go program's name, and so its comm: no other process has it.
+const SERVER: &str = "goview_server";
+
 /// Runs the profiler with the flags `flags` gives for the shell's pid (it
 /// must end by itself), over a shell that execs into a Go server after
 /// `delay` seconds, which runs for 2 s; checks the daemon exited 0 with
@@ -55,7 +97,7 @@ fn under_all_a_process_that_execs_into_go_is_read_soon() {
 fn exec_into_go(flags: impl FnOnce(u32) -> Vec<String>, delay: &str) -> i64 {
     let toolchain = go::toolchains().pop().unwrap();
     let dir = tempfile::tempdir().unwrap();
-    let bin = go::build(&toolchain, "goroutines", dir.path(), "server", true);
+    let bin = go::build(&toolchain, "goroutines", dir.path(), SERVER, true);
     let reference = dir.path().join("reference.txt");
     // A shell first: its pid is the target before the Go program has it.
     let mut shell = Command::new("sh")

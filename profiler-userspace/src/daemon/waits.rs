@@ -202,7 +202,14 @@ impl Waits {
                 }
                 () = tick(self.push.as_mut()) => return Ok(Event::PushDue.into()),
                 () = tick(self.liveness.as_mut()) => {
-                    if follow_targets(targets, kernel)? {
+                    let followed = follow_targets(targets, kernel)?;
+                    if followed.changed {
+                        // The runtimes read the new targets from now, not
+                        // from the chunk's end (a window later).
+                        runtimes.set_target(&targets.current());
+                        runtimes.notice(&followed.added);
+                    }
+                    if followed.all_gone {
                         return Ok(Event::WindowEnd(WindowEnd::TargetsGone).into());
                     }
                 }
@@ -211,24 +218,37 @@ impl Waits {
     }
 }
 
+/// What following the targets found.
+struct Followed {
+    /// Processes that became targets.
+    added: Vec<u32>,
+    /// Whether any target came or went.
+    changed: bool,
+    /// Every target is gone, and nothing is waited for.
+    all_gone: bool,
+}
+
 /// Adds new `--comm`/`--pid-file` matches to the kernel's targets and
-/// removes exited ones; returns whether every target is gone (and nothing
-/// is waited for).
+/// removes exited ones.
 fn follow_targets(
     targets: &mut Targets,
     kernel: &mut impl TargetMaps,
-) -> Result<bool, KernelError> {
+) -> Result<Followed, KernelError> {
     let in_kernel = kernel.target_pids()?;
     let (added, exited) = targets.refresh(&in_kernel);
-    for pid in added {
+    for &pid in &added {
         kernel.add_target(pid)?;
         tracing::info!(pid, "profiling a new target");
     }
-    for pid in exited {
+    for &pid in &exited {
         kernel.remove_target(pid)?;
         tracing::info!(pid, "target exited");
     }
-    Ok(targets.all_gone())
+    Ok(Followed {
+        changed: !added.is_empty() || !exited.is_empty(),
+        added,
+        all_gone: targets.all_gone(),
+    })
 }
 
 /// Whether the samples or stacks map of the active slot is past

@@ -45,13 +45,22 @@ fn targets_follow_the_processes() {
     let mut kernel = MemoryKernel::default();
     kernel.targets.extend([me, gone]);
 
-    assert!(!follow_targets(&mut targets, &mut kernel).unwrap());
+    let followed = follow_targets(&mut targets, &mut kernel).unwrap();
+    assert!(!followed.all_gone);
+    assert!(followed.changed, "one exited");
+    assert!(followed.added.is_empty());
     assert_eq!(kernel.target_pids().unwrap(), [me]);
 
     let parent = std::os::unix::process::parent_id();
     let also_gone = exited_pid();
     kernel.targets.extend([parent, also_gone]);
-    assert!(!follow_targets(&mut targets, &mut kernel).unwrap());
+    let followed = follow_targets(&mut targets, &mut kernel).unwrap();
+    assert!(!followed.all_gone);
+    assert_eq!(
+        followed.added,
+        [parent],
+        "the kernel's live match, for the runtimes"
+    );
     let mut both = vec![me, parent];
     both.sort_unstable();
     assert_eq!(
@@ -64,6 +73,10 @@ fn targets_follow_the_processes() {
     let mut only_gone = Targets::new(&Target::Pids(vec![gone]), &Discover::default());
     let mut kernel = MemoryKernel::default();
     kernel.targets.insert(gone);
-    assert!(follow_targets(&mut only_gone, &mut kernel).unwrap());
+    assert!(
+        follow_targets(&mut only_gone, &mut kernel)
+            .unwrap()
+            .all_gone
+    );
     assert!(kernel.targets.is_empty());
 }
