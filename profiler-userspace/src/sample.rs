@@ -78,7 +78,11 @@ pub struct Label {
 pub enum LabelValue {
     Num(i64),
     Str(Arc<str>),
+    /// A value from a fixed set (a goroutine's state): no allocation per
+    /// row.
+    Static(&'static str),
 }
+
 
 /// Kernel code loaded, from a ksymbol record.
 #[derive(Clone, Debug, PartialEq, Eq)]

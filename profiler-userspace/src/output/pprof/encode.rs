@@ -203,6 +203,7 @@ fn labels(
                 ..proto::Label::default()
             },
             LabelValue::Str(value) => str_label(key, tables.string(out, value)),
+            LabelValue::Static(value) => str_label(key, tables.string(out, value)),
         });
     }
     let placement = &sample.placement;

@@ -370,6 +370,7 @@ impl Dictionary {
             let value = match &label.value {
                 LabelValue::Num(num) => Attribute::Int(*num),
                 LabelValue::Str(value) => Attribute::Str(value.to_string()),
+                LabelValue::Static(value) => Attribute::Str((*value).to_owned()),
             };
             attribute_indices.push(self.attribute(label.attribute, value));
         }

@@ -140,7 +140,7 @@ pub fn goroutine_labels(
         Label {
             key: "state",
             attribute: "go.goroutine.state",
-            value: LabelValue::Str(Arc::from(status.label())),
+            value: LabelValue::Static(status.label()),
         },
     ];
     if !wait_reason.is_empty() {
