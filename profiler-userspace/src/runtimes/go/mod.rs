@@ -100,7 +100,7 @@ impl RuntimeProcess for GoProcess {
             .into_iter()
             .map(|o| {
                 let wait_reason = if o.status == GoroutineStatus::Waiting {
-                    Arc::from(self.runtime.wait_reason(o.wait_reason))
+                    self.runtime.wait_reason(o.wait_reason)
                 } else {
                     Arc::from("")
                 };

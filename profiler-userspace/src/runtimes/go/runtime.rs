@@ -3,7 +3,7 @@
 //! the offsets of a goroutine's fields and the names of its wait reasons.
 //! From the symbol table and DWARF when the binary has them, else from
 //! its code and the table of known versions.
-use std::{fs, path::Path};
+use std::{fs, path::Path, sync::Arc};
 
 use object::{Object as _, ObjectSection as _, ObjectSegment as _, ObjectSymbol as _};
 
@@ -21,6 +21,8 @@ pub struct GoRuntime {
     /// The runtime's `waitReasonStrings`, indexed by `g.waitreason`;
     /// empty when unknown.
     pub wait_reasons: Vec<String>,
+    /// The same names, shared by the rows that carry them.
+    wait_reason_names: Vec<Arc<str>>,
     /// The executable segment's link-time address less its file offset:
     /// a mapping of it at `start` (file offset `offset`) has the load
     /// bias `start - offset - text_delta`.
@@ -94,21 +96,23 @@ impl GoRuntime {
             .segments()
             .find(|s| matches!(s.flags(), object::SegmentFlags::Elf { p_flags } if p_flags & object::elf::PF_X != 0))
             .map_or(0, |s| s.address().wrapping_sub(s.file_range().0));
+        let wait_reason_names = wait_reasons.iter().map(|s| Arc::from(s.as_str())).collect();
         Ok(Some(Self {
             version,
             layout,
             allgs,
             wait_reasons,
+            wait_reason_names,
             text_delta,
         }))
     }
 
     /// The name of wait reason `index`, as Go's tracebacks print it.
     #[must_use]
-    pub fn wait_reason(&self, index: u8) -> String {
-        match self.wait_reasons.get(usize::from(index)) {
-            Some(name) if !name.is_empty() => name.clone(),
-            _ => format!("waitreason {index}"),
+    pub fn wait_reason(&self, index: u8) -> Arc<str> {
+        match self.wait_reason_names.get(usize::from(index)) {
+            Some(name) if !name.is_empty() => Arc::clone(name),
+            _ => Arc::from(format!("waitreason {index}")),
         }
     }
 }
