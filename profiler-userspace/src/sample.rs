@@ -67,21 +67,11 @@ pub struct RowLabels {
 }
 
 /// One label: its pprof key, its OTLP attribute name, and its value.
-#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Label {
     pub key: &'static str,
     pub attribute: &'static str,
     pub value: LabelValue,
-}
-
-/// Rows are summed by their labels every read (thousands of goroutines):
-/// the static names are hashed by length only (equal labels have equal
-/// names, so equal hashes), the value whole.
-impl std::hash::Hash for Label {
-    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
-        self.key.len().hash(state);
-        self.value.hash(state);
-    }
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -92,7 +82,6 @@ pub enum LabelValue {
     /// row.
     Static(&'static str),
 }
-
 
 /// Kernel code loaded, from a ksymbol record.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -30,6 +30,11 @@ pub trait Runtime: Send + 'static {
 /// One process of a runtime, being read.
 pub trait RuntimeProcess: Send {
     type Error: std::error::Error;
+    /// What tells a unit's row from another's besides its stack (a
+    /// goroutine's id, state and wait reason). Rows are summed by it at
+    /// every read, so it is compact; its labels are made from it once per
+    /// row and chunk ([`RuntimeProcess::labels`]).
+    type Key: Clone + Eq + std::hash::Hash + Send;
 
     /// One read of the process's units (goroutines), at most `budget` of
     /// them; `rotation` counts the reads so far, for a process with more
@@ -38,13 +43,16 @@ pub trait RuntimeProcess: Send {
     /// # Errors
     /// When the read is dropped whole (the process exited, or its list
     /// moved while read).
-    fn read(&mut self, budget: usize, rotation: usize) -> Result<Read, Self::Error>;
+    fn read(&mut self, budget: usize, rotation: usize) -> Result<Read<Self::Key>, Self::Error>;
+
+    /// The labels of the rows with `key`.
+    fn labels(key: &Self::Key) -> RowLabels;
 }
 
 /// What one read of a process found.
-#[derive(Debug, Default)]
-pub struct Read {
-    pub units: Vec<Unit>,
+#[derive(Debug)]
+pub struct Read<K> {
+    pub units: Vec<Unit<K>>,
     /// One in how many of the process's units were read: each stands for
     /// this many.
     pub stride: usize,
@@ -55,8 +63,8 @@ pub struct Read {
 /// One unit of a runtime (a goroutine) that is not running: what it is,
 /// and where it stopped.
 #[derive(Debug)]
-pub struct Unit {
-    pub labels: RowLabels,
+pub struct Unit<K> {
+    pub key: K,
     pub stack: Stack,
 }
 

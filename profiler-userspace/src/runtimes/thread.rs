@@ -13,8 +13,8 @@ use std::{
 use profiler_common::sample::ThreadState;
 
 use super::{
-    seam::{ReadStats, Runtime},
-    watcher::{Collected, Shared, Watcher},
+    seam::{ReadStats, Runtime, RuntimeProcess as _},
+    watcher::{Collected, KeyOf, Shared, Watcher},
 };
 use crate::{
     config::Target,
@@ -22,8 +22,8 @@ use crate::{
 };
 
 /// One runtime's reader thread.
-pub(super) struct RuntimeThread<R> {
-    shared: Arc<Shared>,
+pub(super) struct RuntimeThread<R: Runtime> {
+    shared: Arc<Shared<KeyOf<R>>>,
     thread: Option<JoinHandle<()>>,
     runtime: std::marker::PhantomData<fn() -> R>,
 }
@@ -95,7 +95,7 @@ impl<R: Runtime> RuntimeThread<R> {
                 samples: 0,
                 off_cpu_ns: 0,
                 off_cpu_count: 0,
-                labels: Some(Arc::new(key.labels)),
+                labels: Some(Arc::new(R::Process::labels(&key.key))),
                 runtime_ns: ns,
             })
             .collect();
@@ -103,7 +103,7 @@ impl<R: Runtime> RuntimeThread<R> {
     }
 }
 
-impl<R> Drop for RuntimeThread<R> {
+impl<R: Runtime> Drop for RuntimeThread<R> {
     fn drop(&mut self) {
         self.shared.stop.store(true, Ordering::Relaxed);
         if let Some(thread) = self.thread.take() {

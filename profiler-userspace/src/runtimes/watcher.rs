@@ -13,14 +13,9 @@ use rustc_hash::FxHashMap;
 
 use super::{
     binaries::Binaries,
-    seam::{ReadStats, Runtime, RuntimeProcess as _},
+    seam::{ReadStats, Runtime, RuntimeProcess},
 };
-use crate::{
-    config::Target,
-    process::maps::FileId,
-    process::procfs,
-    sample::{RowLabels, Stack},
-};
+use crate::{config::Target, process::maps::FileId, process::procfs, sample::Stack};
 
 /// How often the target set is looked at again for new processes of the
 /// runtime.
@@ -44,23 +39,35 @@ const RECHECK_ROUNDS: usize = 10;
 /// process's list, each standing for N.
 const MAX_PER_SECOND: u64 = 20_000;
 
+/// A runtime's row key.
+pub(super) type KeyOf<R> = <<R as Runtime>::Process as RuntimeProcess>::Key;
+
 #[derive(Clone, PartialEq, Eq, Hash)]
-pub(super) struct RowKey {
+pub(super) struct RowKey<K> {
     pub pid: u32,
-    pub labels: RowLabels,
+    pub key: K,
     pub stack: Stack,
 }
 
-#[derive(Default)]
-pub(super) struct Collected {
-    pub rows: FxHashMap<RowKey, u64>,
+pub(super) struct Collected<K> {
+    pub rows: FxHashMap<RowKey<K>, u64>,
     pub pids: BTreeSet<u32>,
     pub stats: ReadStats,
 }
 
+impl<K> Default for Collected<K> {
+    fn default() -> Self {
+        Self {
+            rows: FxHashMap::default(),
+            pids: BTreeSet::new(),
+            stats: ReadStats::default(),
+        }
+    }
+}
+
 /// What the watcher's thread and its owner (`thread.rs`) share.
-pub(super) struct Shared {
-    pub collected: Mutex<Collected>,
+pub(super) struct Shared<K> {
+    pub collected: Mutex<Collected<K>>,
     pub target: Mutex<Target>,
     /// Processes the daemon saw start or exec since the last refresh.
     pub noticed: Mutex<Vec<u32>>,
@@ -108,7 +115,7 @@ impl<R: Runtime> Watcher<R> {
     /// Refreshes and reads every `period` until `shared` says stop. Woken
     /// early (by the daemon's `Runtimes::notice`), it looks at the
     /// processes noticed since, and reads when due.
-    pub(super) fn run(mut self, shared: &Shared, period: Duration) {
+    pub(super) fn run(mut self, shared: &Shared<KeyOf<R>>, period: Duration) {
         let mut next_refresh = Instant::now();
         let mut next_read = Instant::now();
         while !shared.stop.load(Ordering::Relaxed) {
@@ -136,7 +143,7 @@ impl<R: Runtime> Watcher<R> {
 
     /// Takes the processes noticed since the last look, and refreshes the
     /// targets (when `refresh`) or looks at the noticed ones only.
-    fn look(&mut self, shared: &Shared, refresh: bool) {
+    fn look(&mut self, shared: &Shared<KeyOf<R>>, refresh: bool) {
         let noticed: BTreeSet<u32> = shared
             .noticed
             .lock()
@@ -156,8 +163,8 @@ impl<R: Runtime> Watcher<R> {
     }
 
     /// One read of every process of the runtime, added to what `shared` collected.
-    fn read_into(&mut self, shared: &Shared) {
-        let mut local = Collected::default();
+    fn read_into(&mut self, shared: &Shared<KeyOf<R>>) {
+        let mut local = Collected::<KeyOf<R>>::default();
         self.read_all(&mut local);
         if let Ok(mut collected) = shared.collected.lock() {
             for (key, ns) in local.rows {
@@ -259,7 +266,7 @@ impl<R: Runtime> Watcher<R> {
 
     /// One read of every process of the runtime; one whose read failed is looked at
     /// again at once (it may have exited or exec'd).
-    fn read_all(&mut self, out: &mut Collected) {
+    fn read_all(&mut self, out: &mut Collected<KeyOf<R>>) {
         let mut failed = Vec::new();
         let go = self
             .processes
@@ -300,7 +307,7 @@ impl<R: Runtime> Watcher<R> {
             for unit in observed {
                 let key = RowKey {
                     pid,
-                    labels: unit.labels,
+                    key: unit.key,
                     stack: unit.stack,
                 };
                 *out.rows.entry(key).or_default() += weight;

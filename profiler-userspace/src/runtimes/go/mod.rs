@@ -87,10 +87,35 @@ impl Runtime for Go {
     }
 }
 
+/// What tells one goroutine's row from another's besides its stack.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct GoroutineKey {
+    pub goid: u64,
+    pub status: GoroutineStatus,
+    /// The runtime's name for what it waits on; `None` unless waiting.
+    pub wait_reason: Option<Arc<str>>,
+    /// The function whose `go` statement created it; empty when unknown.
+    pub created_by: Arc<str>,
+}
+
 impl RuntimeProcess for GoProcess {
     type Error = ReadError;
+    type Key = GoroutineKey;
 
-    fn read(&mut self, budget: usize, rotation: usize) -> Result<seam::Read, ReadError> {
+    fn labels(key: &GoroutineKey) -> RowLabels {
+        goroutine_labels(
+            key.goid,
+            key.status,
+            key.wait_reason.clone().unwrap_or_else(|| Arc::from("")),
+            &key.created_by,
+        )
+    }
+
+    fn read(
+        &mut self,
+        budget: usize,
+        rotation: usize,
+    ) -> Result<seam::Read<GoroutineKey>, ReadError> {
         let Read {
             goroutines,
             stride,
@@ -99,13 +124,15 @@ impl RuntimeProcess for GoProcess {
         let units = goroutines
             .into_iter()
             .map(|o| {
-                let wait_reason = if o.status == GoroutineStatus::Waiting {
-                    self.runtime.wait_reason(o.wait_reason)
-                } else {
-                    Arc::from("")
-                };
+                let wait_reason = (o.status == GoroutineStatus::Waiting)
+                    .then(|| self.runtime.wait_reason(o.wait_reason));
                 Unit {
-                    labels: goroutine_labels(o.goid, o.status, wait_reason, &o.created_by),
+                    key: GoroutineKey {
+                        goid: o.goid,
+                        status: o.status,
+                        wait_reason,
+                        created_by: o.created_by,
+                    },
                     stack: if o.truncated {
                         Stack::Truncated(Arc::from(o.stack))
                     } else {
