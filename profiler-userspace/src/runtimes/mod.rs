@@ -5,8 +5,9 @@
 //! (`load`, once per file, shared by the processes running it), attaches
 //! to a process that runs one (`attach`, its per-process
 //! [`RuntimeProcess`]), and each attached process's state is read at a
-//! fixed rate into rows of its own, labelled (`sample::RowLabels`) and
-//! weighted in nanoseconds. The daemon sees
+//! fixed rate into rows of its own, summed by the runtime's compact key
+//! and labelled (`sample::RowLabels`) once per row and chunk, weighted in
+//! nanoseconds. The daemon sees
 //! only [`Runtimes`]: it tells them the targets and the processes that
 //! started or exec'd, and takes their rows and counters with each chunk.
 //!
