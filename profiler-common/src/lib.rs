@@ -9,6 +9,7 @@ extern crate std;
 
 pub mod maps;
 pub mod off_cpu;
+pub mod python;
 pub mod sample;
 pub mod sched;
 pub mod stack;

@@ -96,6 +96,23 @@ pub const UNWIND_STATE: &str = "UNWIND_STATE";
 /// of intervals seen, one entry for all.
 pub const SWITCH_CPU: &str = "SWITCH_CPU";
 
+/// pid -> [`crate::python::PythonProcess`]: where the walk finds a Python
+/// process's eval loop, threads and frames (an LRU map: an entry left by
+/// a process gone ages out).
+pub const PYTHON_PROCS: &str = "PYTHON_PROCS";
+/// tid -> the thread's `PyThreadState` address, as last found (an LRU
+/// map). The walk checks it against the thread's `fsbase` before use.
+pub const PYTHON_THREADS: &str = "PYTHON_THREADS";
+/// [`crate::python::CodeSeen`] -> 1: code objects the walk has recorded
+/// (an LRU map), so that each is asked for once.
+pub const PYTHON_CODES: &str = "PYTHON_CODES";
+/// [`crate::python::CodeSeen`] -> 1: code objects recorded for the first
+/// time, which the daemon reads (and deletes) when the doorbell
+/// ([`UNWIND_DOORBELL`]) rings or at its next poll.
+pub const PYTHON_CODE_REQUESTS: &str = "PYTHON_CODE_REQUESTS";
+/// Per-CPU bytes of the Python frame the walk is reading.
+pub const PYTHON_SCRATCH: &str = "PYTHON_SCRATCH";
+
 /// Name of the load-time global that switches target filtering off (`--all`).
 pub const GLOBAL_TARGET_ALL: &str = "TARGET_ALL";
 /// Load-time global: the off-CPU rate in nanoseconds (`--off-cpu-rate`).
@@ -115,6 +132,9 @@ pub const GLOBAL_SCHED_OFFSETS: &str = "SCHED_OFFSETS";
 /// linked (the daemon's `bpf/kfunc.rs`); zero keeps the calls, and the
 /// callback they name, in code the verifier proves dead.
 pub const GLOBAL_TASK_WORK: &str = "TASK_WORK_LINKED";
+/// Load-time global: the offset of `task_struct.thread.fsbase` from the
+/// kernel's BTF (0 without BTF: the Python walk then finds no thread).
+pub const GLOBAL_FSBASE_OFFSET: &str = "FSBASE_OFFSET";
 /// How many [`INTERVAL_CELLS`] are in use (a power of two; fewer only in
 /// tests, to make threads share cells).
 pub const GLOBAL_INTERVAL_CELLS: &str = "INTERVAL_CELLS_IN_USE";
@@ -122,7 +142,7 @@ pub const GLOBAL_INTERVAL_CELLS: &str = "INTERVAL_CELLS_IN_USE";
 /// Every map of the eBPF object (besides aya-log's own). A test in
 /// profiler-userspace checks the built object against this list both
 /// ways, so a map renamed on one side only, or left unused, fails it.
-pub const ALL: [&str; 21] = [
+pub const ALL: [&str; 26] = [
     SAMPLES_0,
     SAMPLES_1,
     STACKS_0,
@@ -144,16 +164,22 @@ pub const ALL: [&str; 21] = [
     UNWIND_DOORBELL,
     UNWIND_STATE,
     SWITCH_CPU,
+    PYTHON_PROCS,
+    PYTHON_THREADS,
+    PYTHON_CODES,
+    PYTHON_CODE_REQUESTS,
+    PYTHON_SCRATCH,
 ];
 
 /// Every load-time global the daemon sets, checked the same way.
-pub const GLOBALS: [&str; 6] = [
+pub const GLOBALS: [&str; 7] = [
     GLOBAL_TARGET_ALL,
     GLOBAL_OFF_CPU_RATE_NS,
     GLOBAL_UNWIND_TABLES,
     GLOBAL_SCHED_OFFSETS,
     GLOBAL_TASK_WORK,
     GLOBAL_INTERVAL_CELLS,
+    GLOBAL_FSBASE_OFFSET,
 ];
 
 /// The globals of the test knobs, in an object built with the feature
@@ -195,6 +221,15 @@ pub const fn interval_cell(tid: u32, cells: u32) -> u32 {
 
 /// Capacity of [`TARGET_COMMS`]: the most `--comm` names.
 pub const TARGET_COMMS_MAX_ENTRIES: u32 = 64;
+/// Capacity of [`PYTHON_PROCS`].
+pub const PYTHON_PROCS_MAX_ENTRIES: u32 = 4_096;
+/// Capacity of [`PYTHON_THREADS`].
+pub const PYTHON_THREADS_MAX_ENTRIES: u32 = 16_384;
+/// Capacity of [`PYTHON_CODES`]: code objects remembered as asked for.
+pub const PYTHON_CODES_MAX_ENTRIES: u32 = 65_536;
+/// Capacity of [`PYTHON_CODE_REQUESTS`]: code objects waiting for the
+/// daemon (a full map drops the request; the frame is then unnamed).
+pub const PYTHON_CODE_REQUESTS_MAX_ENTRIES: u32 = 8_192;
 /// Capacity of [`IN_FLIGHT`]: threads off the CPU at a window's end.
 pub const IN_FLIGHT_MAX_ENTRIES: u32 = 65_536;
 

@@ -58,11 +58,19 @@ pub enum Stat {
     /// Tracked threads whose interval cell another thread owned when they
     /// were first seen, so their switches look their task storage up.
     IntervalCellTaken = 18,
+    /// Python frames recorded in user stacks.
+    PythonFrames = 19,
+    /// Python frame chains that could not be read to their end (the stack
+    /// ends in `[truncated]` below the frames read).
+    PythonChainsTorn = 20,
+    /// Stacks that reached a Python eval loop of a thread whose thread
+    /// state was not found (the loop stays a native frame).
+    PythonThreadsNotFound = 21,
 }
 
 impl Stat {
     /// Every counter, in index order.
-    pub const ALL: [Self; 19] = [
+    pub const ALL: [Self; 22] = [
         Self::OnCpuSamples,
         Self::UserStackErrors,
         Self::KernelStackErrors,
@@ -82,6 +90,9 @@ impl Stat {
         Self::SampleEntries,
         Self::StackEntries,
         Self::IntervalCellTaken,
+        Self::PythonFrames,
+        Self::PythonChainsTorn,
+        Self::PythonThreadsNotFound,
     ];
 
     /// Name used in logs and profile comments.
@@ -107,6 +118,9 @@ impl Stat {
             Self::SampleEntries => "sample_entries",
             Self::StackEntries => "stack_entries",
             Self::IntervalCellTaken => "interval_cell_taken",
+            Self::PythonFrames => "python_frames",
+            Self::PythonChainsTorn => "python_chains_torn",
+            Self::PythonThreadsNotFound => "python_threads_not_found",
         }
     }
 }

@@ -380,6 +380,8 @@ pub struct WalkState {
     pub by_frame_pointer: u32,
     pub without_table: u32,
     pub pad: u32,
+    /// The Python frames' walk, in a Python process.
+    pub python: crate::python::PythonWalk,
 }
 
 #[cfg(test)]

@@ -19,6 +19,7 @@ mod aggregate;
 mod maps;
 mod off_cpu;
 mod on_cpu;
+mod python;
 mod sched_info;
 mod stack;
 mod target;

@@ -7,15 +7,17 @@ use aya_ebpf::{
     bindings::{BPF_F_MMAPABLE, BPF_F_NO_PREALLOC, BPF_NOEXIST, task_struct},
     btf_maps,
     macros::{btf_map, map},
-    maps::{Array, HashMap, PerCpuArray, RingBuf},
+    maps::{Array, HashMap, LruHashMap, PerCpuArray, RingBuf},
 };
 use profiler_common::{
     maps::{
         CONTROL_ACTIVE_SLOT, CONTROL_LAST_FLIP_NS, CONTROL_LEN, IN_FLIGHT_MAX_ENTRIES,
-        INTERVAL_CELLS_LEN, SAMPLES_MAX_ENTRIES, STACKS_MAX_ENTRIES, TARGET_COMMS_MAX_ENTRIES,
+        INTERVAL_CELLS_LEN, PYTHON_CODE_REQUESTS_MAX_ENTRIES, PYTHON_CODES_MAX_ENTRIES,
+        PYTHON_PROCS_MAX_ENTRIES, PYTHON_THREADS_MAX_ENTRIES, SAMPLES_MAX_ENTRIES, STACKS_MAX_ENTRIES, TARGET_COMMS_MAX_ENTRIES,
         TARGET_FILTER_SLOTS, TARGETS_MAX_ENTRIES, UNWIND_DOORBELL_BYTES, UNWIND_PROCS_MAX_ENTRIES,
         UNWIND_REQUESTS_MAX_ENTRIES, UNWIND_ROWS_DEFAULT_ENTRIES, target_filter_slot,
     },
+    python::{CodeSeen, FRAME_READ_MAX, PythonProcess},
     sample::{COMM_LEN, SampleKey, SampleValue},
     sched::{SchedOffsets, SwitchCpu},
     stack::StackTrace,
@@ -58,6 +60,10 @@ static TASK_WORK_LINKED: Global<u8> = Global::new(0);
 /// How many [`INTERVAL_CELLS`] are in use (a power of two).
 #[unsafe(no_mangle)]
 static INTERVAL_CELLS_IN_USE: Global<u32> = Global::new(INTERVAL_CELLS_LEN);
+
+/// `task_struct.thread.fsbase`, from the kernel's BTF (0: unknown).
+#[unsafe(no_mangle)]
+static FSBASE_OFFSET: Global<u32> = Global::new(0);
 
 /// Offsets of the scheduler fields `sched_info` reads, from the kernel's BTF.
 /// A plain static rather than a `Global`, so that each use loads the one
@@ -192,6 +198,27 @@ pub enum Scratch {
 
 /// Entries of each per-CPU scratch map: one per [`Scratch`] variant.
 const SCRATCH_CONTEXTS: u32 = 2;
+
+#[map]
+static PYTHON_PROCS: LruHashMap<u32, PythonProcess> =
+    LruHashMap::with_max_entries(PYTHON_PROCS_MAX_ENTRIES, 0);
+
+#[map]
+static PYTHON_THREADS: LruHashMap<u32, u64> =
+    LruHashMap::with_max_entries(PYTHON_THREADS_MAX_ENTRIES, 0);
+
+#[map]
+static PYTHON_CODES: LruHashMap<CodeSeen, u8> =
+    LruHashMap::with_max_entries(PYTHON_CODES_MAX_ENTRIES, 0);
+
+#[map]
+static PYTHON_CODE_REQUESTS: HashMap<CodeSeen, u8> =
+    HashMap::with_max_entries(PYTHON_CODE_REQUESTS_MAX_ENTRIES, 0);
+
+/// Per-CPU bytes of the Python frame being read, per [`Scratch`].
+#[map]
+static PYTHON_SCRATCH: PerCpuArray<[u8; FRAME_READ_MAX]> =
+    PerCpuArray::with_max_entries(SCRATCH_CONTEXTS, 0);
 
 /// The maps of the slot the kernel writes to in this window.
 pub struct Slot {
@@ -456,4 +483,54 @@ pub fn walk_scratch(context: u32) -> Option<(*mut WalkState, *mut StackTrace)> {
         UNWIND_STATE.get_ptr_mut(context)?,
         STACK_SCRATCH.get_ptr_mut(context)?,
     ))
+}
+
+/// The Python process `pid`, when the daemon has published one.
+#[inline(always)]
+pub fn python_process(pid: u32) -> Option<&'static PythonProcess> {
+    // SAFETY: a value of a successful lookup, valid for this program's run;
+    // the daemon replaces entries whole.
+    unsafe { PYTHON_PROCS.get(pid) }
+}
+
+/// The thread state last found for thread `tid`.
+#[inline(always)]
+pub fn python_thread(tid: u32) -> Option<u64> {
+    // SAFETY: a value of a successful lookup, copied out at once.
+    unsafe { PYTHON_THREADS.get(tid).copied() }
+}
+
+/// Remembers `tstate` as thread `tid`'s.
+#[inline(always)]
+pub fn set_python_thread(tid: u32, tstate: u64) {
+    let _ = PYTHON_THREADS.insert(tid, tstate, 0);
+}
+
+/// Asks the daemon to read code object `seen` unless asked before, and
+/// rings it when the request is new.
+#[inline(always)]
+pub fn note_python_code(seen: &CodeSeen) {
+    if PYTHON_CODES.get_ptr(seen).is_some() {
+        return;
+    }
+    let _ = PYTHON_CODES.insert(seen, 1, 0);
+    if PYTHON_CODE_REQUESTS
+        .insert(seen, 1, u64::from(BPF_NOEXIST))
+        .is_ok()
+    {
+        let _ = UNWIND_DOORBELL.output::<u32>(seen.pid, 0);
+    }
+}
+
+/// This CPU's buffer for a Python frame's bytes, for the context
+/// numbered `context`.
+#[inline(always)]
+pub fn python_scratch(context: u32) -> Option<*mut [u8; FRAME_READ_MAX]> {
+    PYTHON_SCRATCH.get_ptr_mut(context)
+}
+
+/// Where `task_struct.thread.fsbase` is (0: unknown).
+#[inline(always)]
+pub fn fsbase_offset() -> u32 {
+    FSBASE_OFFSET.load()
 }

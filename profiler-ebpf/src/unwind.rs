@@ -23,10 +23,12 @@ use profiler_common::{
         MAPPING_SEARCH_STEPS, MAX_FRAMES, MAX_MAPPINGS, ROW_SEARCH_STEPS, Regs, RowKind, Step,
         UnwindMapping, UnwindRow, WalkState, bucket_of, bucket_rows, search_in, step,
     },
+    python::PythonWalk,
 };
 
 use crate::{
     maps::{self, Scratch, Slot},
+    python::{self, At},
     stack,
 };
 
@@ -65,14 +67,18 @@ pub fn capture_user(slot: &Slot, pid: u32, context: Scratch) -> (u64, i32) {
             by_frame_pointer: 0,
             without_table: 0,
             pad: 0,
+            python: PythonWalk::default(),
         };
+        python::start(&mut (*state).python, pid);
     }
     let callback: extern "C" fn(u64, *mut c_void) -> i64 = walk_one;
     // SAFETY: `callback` is a static function with bpf_loop's callback
     // signature; its context is `context`, on this stack for the loop.
     unsafe {
+        // Twice the frames: an iteration at a Python activation's end
+        // records nothing.
         bpf_loop(
-            MAX_FRAMES,
+            MAX_FRAMES * 2,
             callback as *mut c_void,
             (&raw mut context).cast(),
             0,
@@ -134,19 +140,32 @@ extern "C" fn walk_one(_index: u64, context: *mut c_void) -> i64 {
     // SAFETY: both are this CPU's per-CPU entries, valid for the program's
     // run and used only by this walk.
     let (state, trace) = unsafe { (&mut *state, &mut *trace) };
-    i64::from(!frame(state, trace))
+    i64::from(!frame(state, trace, context))
 }
 
-/// Records the current PC and moves to its caller, by the PC's table row
+/// Records the current PC (or in a Python eval loop, the Python frames
+/// it runs: `python.rs`) and moves to its caller, by the PC's table row
 /// or, without one, by frame pointer; false at the end of the walk.
 #[inline(always)]
-fn frame(state: &mut WalkState, trace: &mut StackTrace) -> bool {
+fn frame(state: &mut WalkState, trace: &mut StackTrace, context: u32) -> bool {
     let i = state.len as usize;
     if i >= MAX_FRAMES as usize {
         return false;
     }
-    trace.ips[i] = state.pc;
-    state.len += 1;
+    let lookup = if state.exact_pc != 0 {
+        state.pc
+    } else {
+        state.pc.wrapping_sub(1)
+    };
+    match python::at(state, trace, lookup, context) {
+        At::Native => {
+            trace.ips[i] = state.pc;
+            state.len += 1;
+        }
+        At::Recorded => return true,
+        At::Replaced => {}
+        At::Full => return false,
+    }
     if !maps::unwind_tables() {
         // No tables to look up, but the symbolizer wants the mappings of
         // a process read while it lives: ask once per process (and exec).
@@ -156,11 +175,6 @@ fn frame(state: &mut WalkState, trace: &mut StackTrace) -> bool {
         state.by_frame_pointer += 1;
         return unwind(state, RowKind::FramePointer, 0, 0);
     }
-    let lookup = if state.exact_pc != 0 {
-        state.pc
-    } else {
-        state.pc.wrapping_sub(1)
-    };
     let Some(mapping) = mapping_of(state, lookup) else {
         // Not published yet, or mapped since the daemon last looked
         // (mmap, dlopen, exec): the daemon builds them within a poll.

@@ -95,6 +95,7 @@ pub fn assemble(
     period_ns: u64,
     view: View,
 ) -> (Profile, Accounting) {
+    symbolizer.remember_python(raw.python_codes());
     let sym_stats = symbolizer.prepare(
         raw.samples(),
         raw.processes(),

@@ -11,15 +11,25 @@
 //! `--comm`) are followed from the kernel's mmap records
 //! (`mapping_events/`), whose ended images go with each chunk too, as do
 //! the kernel's records of BPF programs loaded (always).
+//!
+//! The same reads publish Python processes to the kernel walk, and the
+//! walk's requests for code objects are served here too
+//! (`runtimes/python/`): the code objects read go with each chunk.
 use std::sync::Arc;
 
 use crate::{
-    bpf::{KernelError, UnwindMaps},
+    bpf::{KernelError, PythonMaps, UnwindMaps},
     config::{Target, Unwind},
     mapping_events::{MappingEvents, Recorded},
     process::{build_ids::BuildIds, snapshot::ProcessSnapshot},
+    runtimes::python::{Python, PythonCode},
     unwind::{Published, Unwinder},
 };
+
+/// The maps the watch writes.
+pub trait WatchMaps: UnwindMaps<Error = KernelError> + PythonMaps {}
+
+impl<T: UnwindMaps<Error = KernelError> + PythonMaps> WatchMaps for T {}
 
 pub struct ProcessWatch {
     unwinder: Unwinder,
@@ -29,6 +39,7 @@ pub struct ProcessWatch {
     events: Option<MappingEvents>,
     /// The build ids of the files mapped, for the snapshots.
     build_ids: BuildIds,
+    python: Python,
 }
 
 impl ProcessWatch {
@@ -45,7 +56,7 @@ impl ProcessWatch {
         unwind: Unwind,
         targets: &Target,
         record_mappings: bool,
-        kernel: &mut impl UnwindMaps<Error = KernelError>,
+        kernel: &mut impl WatchMaps,
     ) -> Result<Self, KernelError> {
         let unwinder = match unwind {
             Unwind::Tables { rows } => Unwinder::new(rows),
@@ -66,11 +77,12 @@ impl ProcessWatch {
             snapshots: Vec::new(),
             events,
             build_ids: BuildIds::default(),
+            python: Python::default(),
         };
         if let Target::Pids(pids) = targets {
             for &pid in pids {
                 if watch.unwinder.publish(kernel, pid)? == Published::Anew {
-                    watch.snapshot(pid);
+                    watch.read_anew(kernel, &[pid])?;
                 }
             }
         }
@@ -84,10 +96,11 @@ impl ProcessWatch {
     /// When the kernel maps cannot be read or written.
     pub fn serve_rung(
         &mut self,
-        kernel: &mut impl UnwindMaps<Error = KernelError>,
+        kernel: &mut impl WatchMaps,
     ) -> Result<Vec<u32>, KernelError> {
         let published = self.unwinder.serve_rung(kernel)?;
-        self.snapshot_all(&published);
+        self.read_anew(kernel, &published)?;
+        self.python.serve(kernel)?;
         Ok(published)
     }
 
@@ -99,11 +112,14 @@ impl ProcessWatch {
     /// When the kernel maps cannot be read or written.
     pub fn serve(
         &mut self,
-        kernel: &mut impl UnwindMaps<Error = KernelError>,
+        kernel: &mut impl WatchMaps,
     ) -> Result<Vec<u32>, KernelError> {
         let published = self.unwinder.serve_requests(kernel)?;
-        self.snapshot_all(&published);
-        self.unwinder.forget_exited(kernel)?;
+        self.read_anew(kernel, &published)?;
+        self.python.serve(kernel)?;
+        for pid in self.unwinder.forget_exited(kernel)? {
+            self.python.forget(kernel, pid)?;
+        }
         if let Some(events) = &mut self.events {
             events.read();
         }
@@ -124,20 +140,43 @@ impl ProcessWatch {
             .unwrap_or_default()
     }
 
-    /// The unwinder's counters as profile comments (none without tables).
+    /// Reads the Python code objects the walk asked for.
+    ///
+    /// # Errors
+    /// When the kernel map cannot be read.
+    pub fn serve_python(&mut self, kernel: &mut impl WatchMaps) -> Result<(), KernelError> {
+        self.python.serve(kernel)
+    }
+
+    /// The Python code objects read since the last call, for the next
+    /// chunk.
+    pub fn take_python_codes(&mut self) -> Vec<Arc<PythonCode>> {
+        self.python.take_codes()
+    }
+
+    /// The unwinder's counters (none without tables) and the Python
+    /// runtime's, as profile comments.
     #[must_use]
     pub fn comments(&self) -> Vec<String> {
-        if self.unwinder.builds_tables() {
+        let mut comments = if self.unwinder.builds_tables() {
             self.unwinder.stats().comments()
         } else {
             Vec::new()
-        }
+        };
+        comments.extend(self.python.stats().comments());
+        comments
     }
 
-    fn snapshot_all(&mut self, pids: &[u32]) {
+    /// Snapshots the processes whose mappings were read anew, and
+    /// publishes (or forgets) them as Python processes.
+    fn read_anew(&mut self, kernel: &mut impl WatchMaps, pids: &[u32]) -> Result<(), KernelError> {
         for &pid in pids {
             self.snapshot(pid);
+            if let Some(mappings) = self.unwinder.stamped_mappings(pid) {
+                self.python.publish(kernel, pid, mappings)?;
+            }
         }
+        Ok(())
     }
 
     fn snapshot(&mut self, pid: u32) {

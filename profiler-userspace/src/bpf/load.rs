@@ -12,11 +12,12 @@ use aya::{
 };
 use profiler_common::{
     maps::{
-        GLOBAL_INTERVAL_CELLS, GLOBAL_OFF_CPU_DISPATCH_ONLY, GLOBAL_OFF_CPU_NAIVE,
+        GLOBAL_FSBASE_OFFSET, GLOBAL_INTERVAL_CELLS, GLOBAL_OFF_CPU_DISPATCH_ONLY, GLOBAL_OFF_CPU_NAIVE,
         GLOBAL_OFF_CPU_RATE_NS, GLOBAL_SCHED_OFFSETS, GLOBAL_TARGET_ALL, GLOBAL_TASK_WORK,
         GLOBAL_UNWIND_TABLES, IN_FLIGHT, IN_FLIGHT_MAX_ENTRIES, INTERVAL_CELLS, TASK_WORK,
         UNWIND_DOORBELL, UNWIND_ROWS,
     },
+    python::{CodeSeen, PythonProcess},
     sched::SchedOffsets,
     unwind::{ProcessMappings, UnwindRow},
 };
@@ -30,6 +31,7 @@ use super::{
     in_flight::{InFlight, InFlightMaps, InFlightStats},
     kfunc::{self, Kfunc},
     rng::Rng,
+    python_maps::{PythonMaps, PythonTables},
     targets::{TargetMaps, TargetSet},
     unwind_maps::{UnwindMaps, UnwindTables},
 };
@@ -99,6 +101,7 @@ pub struct Kernel {
     targets: TargetSet,
     in_flight: InFlight,
     unwind: UnwindTables,
+    python: PythonTables,
     /// `UNWIND_DOORBELL`, until [`Kernel::doorbell`] takes it.
     doorbell: Option<Map>,
     logger: Option<Logger>,
@@ -134,6 +137,12 @@ impl Kernel {
             (Some(types), Some(_)) => types.sched_offsets().map_err(KernelError::SchedFields)?,
             _ => SchedOffsets::default(),
         };
+        // Without it the Python walk finds no thread, and Python frames
+        // stay their eval loop's native frames.
+        let fsbase_offset = types
+            .as_ref()
+            .and_then(|t| t.offset("task_struct", "thread.fsbase", "").ok())
+            .unwrap_or(0);
         let user_stacks = config.modes.off_cpu().map(|o| o.user_stacks);
         let task_work = user_stacks == Some(UserStacks::TaskWork);
         let object = kfunc::link(EBPF_OBJECT, &KFUNCS, |name| {
@@ -151,6 +160,7 @@ impl Kernel {
             .override_global(GLOBAL_SCHED_OFFSETS, &sched_offsets, true)
             .override_global(GLOBAL_TASK_WORK, &u8::from(object.kfuncs), true)
             .override_global(GLOBAL_INTERVAL_CELLS, &interval_cells, true)
+            .override_global(GLOBAL_FSBASE_OFFSET, &fsbase_offset, true)
             .map_max_entries(UNWIND_ROWS, config.unwind.table_rows())
             .map_max_entries(INTERVAL_CELLS, interval_cells)
             .map_max_entries(IN_FLIGHT, in_flight)
@@ -177,6 +187,7 @@ impl Kernel {
             targets: TargetSet::take(&mut ebpf, pids, &config.discover.comms)?,
             in_flight: InFlight::take(&mut ebpf)?,
             unwind: UnwindTables::take(&mut ebpf)?,
+            python: PythonTables::take(&mut ebpf)?,
             doorbell: Some(take_map(&mut ebpf, UNWIND_DOORBELL)?),
             logger,
             ebpf,
@@ -364,5 +375,19 @@ impl UnwindMaps for Kernel {
 
     fn request(&mut self, pid: u32) -> Result<(), KernelError> {
         self.unwind.request(pid)
+    }
+}
+
+impl PythonMaps for Kernel {
+    fn set_python(&mut self, pid: u32, process: &PythonProcess) -> Result<(), KernelError> {
+        self.python.set_python(pid, process)
+    }
+
+    fn remove_python(&mut self, pid: u32) -> Result<(), KernelError> {
+        self.python.remove_python(pid)
+    }
+
+    fn take_code_requests(&mut self) -> Result<Vec<CodeSeen>, KernelError> {
+        self.python.take_code_requests()
     }
 }

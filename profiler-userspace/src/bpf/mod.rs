@@ -6,12 +6,12 @@
 //! find the scheduler fields the off-CPU programs read (`btf_fields.rs`),
 //! probe the kernel for what the programs need (`features.rs`),
 //! link its kfunc calls (`kfunc.rs`), serve the unwinder's maps
-//! (`unwind_maps.rs`) and copy the programs' log into tracing
+//! (`unwind_maps.rs`) and the Python walk's (`python_maps.rs`) and copy the programs' log into tracing
 //! (`ebpf_log.rs`). Only this module touches aya types.
 //!
 //! The rest of the daemon uses the kernel through narrow interfaces:
-//! [`WindowMaps`], [`InFlightMaps`], [`TargetMaps`] and [`UnwindMaps`].
-//! [`KernelMaps`] is all four, as the daemon's window loop uses them.
+//! [`WindowMaps`], [`InFlightMaps`], [`TargetMaps`], [`UnwindMaps`] and
+//! [`PythonMaps`]. [`KernelMaps`] is all five, as the daemon's window loop uses them.
 //! [`Kernel`] implements each against the loaded programs; `in_memory.rs`
 //! implements them in memory, for tests that run without root.
 mod asleep;
@@ -30,6 +30,7 @@ mod in_flight;
 pub mod in_memory;
 mod kfunc;
 mod load;
+mod python_maps;
 mod rng;
 mod targets;
 mod task_storage;
@@ -44,15 +45,16 @@ pub use in_flight::{InFlightMaps, InFlightStats};
 pub use load::Kernel;
 pub use rng::Rng;
 pub use targets::TargetMaps;
+pub use python_maps::PythonMaps;
 pub use unwind_maps::UnwindMaps;
 
 /// Every map the daemon's window loop uses.
 pub trait KernelMaps:
-    WindowMaps + InFlightMaps + TargetMaps + UnwindMaps<Error = KernelError>
+    WindowMaps + InFlightMaps + TargetMaps + UnwindMaps<Error = KernelError> + PythonMaps
 {
 }
 
 impl<T> KernelMaps for T where
-    T: WindowMaps + InFlightMaps + TargetMaps + UnwindMaps<Error = KernelError>
+    T: WindowMaps + InFlightMaps + TargetMaps + UnwindMaps<Error = KernelError> + PythonMaps
 {
 }

@@ -195,6 +195,9 @@ impl<'a, K: KernelMaps> Daemon<'a, K> {
             .drain_chunk(&mut self.kernel, self.config, &current, reason)
             .await?;
         chunk.add_processes(self.watch.take_snapshots(), self.watch.take_recorded());
+        // Code objects first recorded up to the drain are named with it.
+        self.watch.serve_python(&mut self.kernel)?;
+        chunk.add_python_codes(self.watch.take_python_codes());
         self.runtimes.notice(&new);
         let (rows, facts) = self.runtimes.take();
         chunk.add_runtimes(rows, facts);

@@ -21,8 +21,17 @@
 //! Adding a runtime: a folder beside `go/` with a type that implements
 //! [`Runtime`], a [`Kind`] for it (`seam.rs`), and its line in
 //! [`Runtimes::start`].
+//!
+//! A runtime whose frames belong inside every stack (an interpreter) plugs
+//! into the kernel walk instead: `python/` is one. The walk records its
+//! frames in place of the interpreter loop's native frames; the runtime
+//! is published per process with the unwinder's mappings
+//! (`process_watch.rs`), reads what the walk recorded for the first time
+//! on the same thread, and hands the symbolizer what it read with each
+//! chunk.
 mod binaries;
 pub mod go;
+pub mod python;
 pub(crate) mod remote;
 mod seam;
 mod thread;

@@ -3,6 +3,7 @@
 use std::sync::Arc;
 
 use blazesym::symbolize::{Input, Symbolized, source::Source};
+use profiler_common::python::{self, UserFrame};
 
 use crate::{
     process::maps::{self, Vma},
@@ -26,25 +27,20 @@ pub(super) enum BinaryKey {
     BuildId(String),
     Path(String),
 }
-/// Locations of a captured stack, leaf first; `location` maps an address and
-/// its lookup address to a location.
+/// Locations of a captured stack, leaf first; `captured` maps its
+/// captured frames to locations.
 pub(super) fn locations(
     stack: &Stack,
     side: &str,
-    mut location: impl FnMut(u64, u64) -> Location,
+    mut captured: impl FnMut(&[u64]) -> Vec<Location>,
 ) -> Vec<Location> {
     match stack {
-        Stack::Frames(frames) => frames
-            .iter()
-            .zip(lookup_addrs(frames))
-            .map(|(&addr, lookup)| location(addr, lookup))
-            .collect(),
-        Stack::Truncated(frames) => frames
-            .iter()
-            .zip(lookup_addrs(frames))
-            .map(|(&addr, lookup)| location(addr, lookup))
-            .chain([Location::marker(TRUNCATED.to_owned())])
-            .collect(),
+        Stack::Frames(frames) => captured(frames),
+        Stack::Truncated(frames) => {
+            let mut locations = captured(frames);
+            locations.push(Location::marker(TRUNCATED.to_owned()));
+            locations
+        }
         Stack::Absent => Vec::new(),
         Stack::Named(names) => names
             .iter()
@@ -68,6 +64,25 @@ pub(super) fn lookup_addrs(frames: &[u64]) -> impl Iterator<Item = u64> + '_ {
         .iter()
         .enumerate()
         .map(|(i, &addr)| if i == 0 { addr } else { addr.saturating_sub(1) })
+}
+
+/// A user stack's frames, leaf first (see `profiler_common::python`),
+/// each native one with the address to look up (as [`lookup_addrs`]).
+pub(super) fn user_frames(frames: &[u64]) -> impl Iterator<Item = (UserFrame, u64)> + '_ {
+    python::user_frames(frames)
+        .enumerate()
+        .map(|(i, frame)| match frame {
+            UserFrame::Native(addr) if i > 0 => (frame, addr.saturating_sub(1)),
+            UserFrame::Native(addr) => (frame, addr),
+            _ => (frame, 0),
+        })
+}
+
+/// The addresses to look up of a user stack's native frames.
+pub(super) fn native_lookups(frames: &[u64]) -> impl Iterator<Item = u64> + '_ {
+    user_frames(frames).filter_map(|(frame, lookup)| {
+        matches!(frame, UserFrame::Native(_)).then_some(lookup)
+    })
 }
 
 pub(super) fn find_vma(vmas: &[(Vma, Arc<Mapping>)], addr: u64) -> Option<&(Vma, Arc<Mapping>)> {

@@ -29,6 +29,7 @@ mod kernel_symbols;
 mod parsed;
 mod prepare;
 mod processes;
+mod python;
 mod resident;
 
 use std::{collections::HashMap, sync::Arc};
@@ -36,7 +37,8 @@ use std::{collections::HashMap, sync::Arc};
 use binaries::Binaries;
 
 pub use convert::KERNEL_MAPPING;
-use convert::{binary_key, find_vma, locations};
+use convert::{binary_key, find_vma, locations, lookup_addrs, user_frames};
+use profiler_common::python::UserFrame;
 pub use debuginfod::{Debuginfod, DebuginfodStats};
 use processes::Processes;
 
@@ -44,6 +46,7 @@ use crate::{
     config,
     process::cgroup::Placement,
     profile::{Line, Location, Mapping},
+    runtimes::python::PythonCode,
     sample::Stack,
 };
 
@@ -105,6 +108,8 @@ pub struct Symbolizer {
     dynamic: kernel_symbols::KernelSymbols,
     kernel: HashMap<u64, Arc<[Line]>>,
     kernel_mapping: Arc<Mapping>,
+    /// Python frames' names.
+    python: python::PythonNames,
     window: u64,
 }
 
@@ -148,6 +153,7 @@ impl Symbolizer {
                 file: KERNEL_MAPPING.to_owned(),
                 build_id: String::new(),
             }),
+            python: python::PythonNames::default(),
             window: 0,
         }
     }
@@ -169,6 +175,11 @@ impl Symbolizer {
             .map_or_else(Arc::default, |p| p.placement.clone())
     }
 
+    /// Keeps the Python code objects read while their processes ran.
+    pub fn remember_python(&mut self, codes: &[Arc<PythonCode>]) {
+        self.python.remember(codes);
+    }
+
     /// The locations of a captured user stack, leaf first.
     #[must_use]
     pub fn user_locations(&self, pid: u32, stack: &Stack) -> Vec<Location> {
@@ -176,7 +187,7 @@ impl Symbolizer {
         let vmas = process.map_or(&[][..], |p| {
             &p.generation(p.generation_of(stack_frames(stack))).vmas[..]
         });
-        locations(stack, "user", |addr, lookup| {
+        let native = |addr, lookup| {
             let Some((vma, mapping)) = find_vma(vmas, addr) else {
                 return Location {
                     mapping: None,
@@ -195,6 +206,19 @@ impl Symbolizer {
                 address: addr,
                 lines: lines.cloned().unwrap_or_else(|| Arc::new([])),
             }
+        };
+        locations(stack, "user", |frames| {
+            user_frames(frames)
+                .map(|(frame, lookup)| match frame {
+                    UserFrame::Native(addr) => native(addr, lookup),
+                    UserFrame::Python {
+                        code,
+                        instr,
+                        first_line,
+                    } => self.python.location(pid, code, instr, first_line),
+                    UserFrame::PythonTorn => Location::marker(convert::TRUNCATED.to_owned()),
+                })
+                .collect()
         })
     }
 
@@ -214,14 +238,20 @@ impl Symbolizer {
     /// `/proc`), so a reader tells the kernel part from the user part.
     #[must_use]
     pub fn kernel_locations(&self, stack: &Stack) -> Vec<Location> {
-        let mut kernel = locations(stack, "kernel", |addr, lookup| Location {
-            mapping: None,
-            address: addr,
-            lines: self
-                .kernel
-                .get(&lookup)
-                .cloned()
-                .unwrap_or_else(|| Arc::new([])),
+        let mut kernel = locations(stack, "kernel", |frames| {
+            frames
+                .iter()
+                .zip(lookup_addrs(frames))
+                .map(|(&addr, lookup)| Location {
+                    mapping: None,
+                    address: addr,
+                    lines: self
+                        .kernel
+                        .get(&lookup)
+                        .cloned()
+                        .unwrap_or_else(|| Arc::new([])),
+                })
+                .collect()
         });
         for location in &mut kernel {
             location.mapping = Some(self.kernel_mapping.clone());

@@ -13,12 +13,14 @@ use super::{
     SymbolizeStats, Symbolizer,
     anonymous::symbolize_anonymous,
     binaries::Todo,
-    convert::{BinaryKey, binary_key, find_vma, lookup_addrs},
+    convert::{BinaryKey, binary_key, find_vma, lookup_addrs, native_lookups, user_frames},
     kallsyms::Kallsyms,
     kernel_symbols::KernelSymbols,
     processes::{Mappings, binary_path},
     stack_frames,
 };
+use profiler_common::python::UserFrame;
+
 use crate::{
     process::{recorded::RecordedImage, snapshot::ProcessSnapshot},
     sample::{KernelSymbol, RawSample},
@@ -53,6 +55,7 @@ impl Symbolizer {
         self.read_processes(samples, processes, recorded, &mut stats);
         self.take_kernel_symbols(kernel_symbols);
         let addrs = self.window_addrs(samples);
+        self.prepare_python(samples);
         self.symbolize_user(&addrs.user, &mut stats);
         self.symbolize_kernel(addrs.kernel, &mut stats);
         stats.debug_files = self.binaries.take_debug_files();
@@ -234,13 +237,31 @@ impl Symbolizer {
     }
 
     fn evict(&mut self) {
-        for pid in self.processes.evict(self.window, EVICT_AFTER_WINDOWS) {
+        let gone = self.processes.evict(self.window, EVICT_AFTER_WINDOWS);
+        for &pid in &gone {
             let _ = self
                 .blaze
                 .evict(&Evict::Process(evict::Process::new(pid.into())));
         }
+        self.python.evict(&gone);
         self.binaries
             .end_window(&mut self.blaze, self.window, EVICT_AFTER_WINDOWS);
+    }
+
+    /// Makes the lines of the window's Python frames.
+    fn prepare_python(&mut self, samples: &[RawSample]) {
+        for sample in samples {
+            for (frame, _) in user_frames(stack_frames(&sample.user_stack)) {
+                if let UserFrame::Python {
+                    code,
+                    instr,
+                    first_line,
+                } = frame
+                {
+                    self.python.prepare(sample.pid, code, instr, first_line);
+                }
+            }
+        }
     }
 
     /// The addresses to look up in `window`, deduplicated, user ones by
@@ -258,7 +279,7 @@ impl Symbolizer {
                     .user
                     .entry((sample.pid, index))
                     .or_default()
-                    .extend(lookup_addrs(frames));
+                    .extend(native_lookups(frames));
             }
             addrs
                 .kernel

@@ -17,7 +17,7 @@ use std::{
 
 use super::{
     anonymous::AnonymousCache,
-    convert::{find_vma, lookup_addrs, new_mapping},
+    convert::{find_vma, native_lookups, new_mapping},
 };
 use crate::{
     process::cgroup::{self, Placement},
@@ -147,7 +147,7 @@ impl ProcessInfo {
     /// maps every frame, else the one that maps the most.
     pub fn generation_of(&self, frames: &[u64]) -> usize {
         let mapped = |g: &Generation| {
-            lookup_addrs(frames)
+            native_lookups(frames)
                 .filter(|&a| find_vma(&g.vmas, a).is_some())
                 .count()
         };

@@ -181,21 +181,21 @@ impl Unwinder {
         Ok((published, unchanged))
     }
 
-    /// Forgets the processes that have exited.
+    /// Forgets the processes that have exited; returns their pids.
     ///
     /// # Errors
     /// When the kernel map cannot be written.
-    pub fn forget_exited<M: UnwindMaps>(&mut self, maps: &mut M) -> Result<(), M::Error> {
+    pub fn forget_exited<M: UnwindMaps>(&mut self, maps: &mut M) -> Result<Vec<u32>, M::Error> {
         let gone: Vec<u32> = self
             .processes
             .keys()
             .copied()
             .filter(|pid| !std::path::Path::new(&format!("/proc/{pid}")).exists())
             .collect();
-        for pid in gone {
+        for &pid in &gone {
             self.forget(maps, pid)?;
         }
-        Ok(())
+        Ok(gone)
     }
 
     /// Builds what `pid` needs and publishes its mappings; a process that

@@ -12,7 +12,7 @@ use crate::{
         recorded::{RecordStats, RecordedImage},
         snapshot::ProcessSnapshot,
     },
-    runtimes::RuntimeFacts,
+    runtimes::{RuntimeFacts, python::PythonCode},
     sample::{KernelSymbol, RawSample},
 };
 
@@ -40,6 +40,8 @@ pub struct RawWindow {
     pub(super) record_stats: RecordStats,
     /// What the language runtimes' reads found and counted.
     pub(super) runtimes: RuntimeFacts,
+    /// Python code objects read (their names) since the last chunk.
+    pub(super) python_codes: Vec<Arc<PythonCode>>,
 }
 
 impl RawWindow {
@@ -101,6 +103,12 @@ impl RawWindow {
     #[must_use]
     pub fn record_stats(&self) -> RecordStats {
         self.record_stats
+    }
+
+    /// Python code objects read while their processes ran.
+    #[must_use]
+    pub fn python_codes(&self) -> &[Arc<PythonCode>] {
+        &self.python_codes
     }
 
     #[must_use]

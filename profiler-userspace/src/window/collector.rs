@@ -9,7 +9,7 @@ use crate::{
     bpf::{Drained, InFlightStats},
     mapping_events::Recorded,
     process::snapshot::ProcessSnapshot,
-    runtimes::RuntimeFacts,
+    runtimes::{RuntimeFacts, python::PythonCode},
     sample::{MapEntries, RawSample},
 };
 
@@ -64,6 +64,11 @@ impl ChunkCollector {
         self.chunk.recorded = recorded.images;
         self.chunk.kernel_symbols = recorded.kernel_symbols;
         self.chunk.record_stats = recorded.stats;
+    }
+
+    /// The Python code objects read since the last chunk.
+    pub fn add_python_codes(&mut self, codes: Vec<Arc<PythonCode>>) {
+        self.chunk.python_codes = codes;
     }
 
     /// The language runtimes' rows, and what their reads found.

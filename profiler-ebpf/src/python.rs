@@ -1,0 +1,275 @@
+//! Python frames in the user stack walk (see `profiler_common::python`):
+//! at a native frame of the eval loop, the walk records that activation's
+//! Python frames, one per `bpf_loop` iteration, in the loop's place.
+//!
+//! The thread's current frame is found from its thread state: the one in
+//! the main interpreter's list whose `thread_id` (`pthread_self()`) is the
+//! thread's `fsbase`, cached per thread in `PYTHON_THREADS`.
+use aya_ebpf::helpers::{
+    bpf_get_current_pid_tgid, bpf_probe_read_kernel, bpf_probe_read_user,
+    generated::{bpf_get_current_task_btf, bpf_probe_read_user as probe_read_user_raw},
+};
+use profiler_common::{
+    python::{
+        CodeSeen, FRAME_OWNED_BY_CSTACK, FRAME_READ_MAX, FrameChain, KernelLayout, NO_OFFSET,
+        PYTHON_FRAME, PYTHON_TORN, PythonWalk, THREAD_SCAN_MAX, frame_detail, phase,
+    },
+    stack::StackTrace,
+    stats::Stat,
+    unwind::{MAX_FRAMES, WalkState},
+};
+
+use crate::maps;
+
+/// What the walk does at its current native frame.
+pub enum At {
+    /// Not the eval loop (or no Python frames to record): the native frame.
+    Native,
+    /// A Python frame was recorded: the same native frame comes again.
+    Recorded,
+    /// The activation's frames are recorded: unwind the eval loop's frame
+    /// without recording it.
+    Replaced,
+    /// The stack is full.
+    Full,
+}
+
+/// Sets up the Python part of a walk of process `pid`.
+#[inline(always)]
+pub fn start(python: &mut PythonWalk, pid: u32) {
+    python.cursor = 0;
+    python.recorded = 0;
+    if let Some(process) = maps::python_process(pid) {
+        python.process = *process;
+        python.phase = phase::UNSEEN;
+    } else {
+        python.process.eval_end = 0;
+        python.phase = phase::OFF;
+    }
+}
+
+/// The step at a native frame whose lookup PC is `pc`.
+#[inline(always)]
+pub fn at(state: &mut WalkState, trace: &mut StackTrace, pc: u64, context: u32) -> At {
+    let python = &mut state.python;
+    if python.phase == phase::OFF
+        || pc < python.process.eval_start
+        || pc >= python.process.eval_end
+    {
+        return At::Native;
+    }
+    if python.phase == phase::UNSEEN {
+        let Some(frame) = current_frame(&python.process.layout, python.process.interpreters_head)
+        else {
+            maps::count(Stat::PythonThreadsNotFound, 1);
+            python.phase = phase::OFF;
+            return At::Native;
+        };
+        python.cursor = frame;
+        python.phase = phase::BETWEEN;
+    }
+    if python.phase == phase::ENDING {
+        python.phase = phase::BETWEEN;
+        return At::Replaced;
+    }
+    if python.phase == phase::BETWEEN {
+        python.phase = phase::IN_ACTIVATION;
+        python.recorded = 0;
+    }
+    record_next(state, trace, context)
+}
+
+/// Records the activation's next frame, or ends the activation.
+#[inline(always)]
+fn record_next(state: &mut WalkState, trace: &mut StackTrace, context: u32) -> At {
+    let pid = state.pid;
+    let len = state.len as usize;
+    let python = &mut state.python;
+    let layout = python.process.layout;
+    let Some(chain) = FrameChain::from_raw(layout.chain) else {
+        python.phase = phase::OFF;
+        return At::Native;
+    };
+    if python.cursor == 0 {
+        return end_activation(python);
+    }
+    let Some(frame) = read_frame(python.cursor, &layout, context) else {
+        return torn(state, trace);
+    };
+    if chain == FrameChain::OwnerShim && frame.owner == FRAME_OWNED_BY_CSTACK {
+        python.cursor = frame.previous;
+        return end_activation(python);
+    }
+    let Some(first_line) = read_user::<u32>(frame.code.wrapping_add(u64::from(layout.code_first_line)))
+    else {
+        return torn(state, trace);
+    };
+    if len + 1 >= MAX_FRAMES as usize {
+        state.truncated = 1;
+        return At::Full;
+    }
+    trace.ips[len] = PYTHON_FRAME | frame.code;
+    trace.ips[len + 1] = frame_detail(frame.instr, first_line);
+    state.len += 2;
+    maps::count(Stat::PythonFrames, 1);
+    maps::note_python_code(&CodeSeen {
+        pid,
+        first_line,
+        code: frame.code,
+    });
+    let python = &mut state.python;
+    python.recorded += 1;
+    python.cursor = frame.previous;
+    let last = match chain {
+        FrameChain::OnePerCall => true,
+        FrameChain::EntryFlag => frame.owner != 0,
+        FrameChain::OwnerShim => false,
+    };
+    if last {
+        python.phase = phase::ENDING;
+    }
+    At::Recorded
+}
+
+/// The activation has no frame left: its frames stand for the eval loop's
+/// native frame, which stays when it had none.
+#[inline(always)]
+fn end_activation(python: &mut PythonWalk) -> At {
+    python.phase = phase::BETWEEN;
+    if python.recorded == 0 {
+        At::Native
+    } else {
+        At::Replaced
+    }
+}
+
+/// A frame could not be read: `[truncated]` after the frames read, and
+/// the rest of the stack native.
+#[inline(always)]
+fn torn(state: &mut WalkState, trace: &mut StackTrace) -> At {
+    maps::count(Stat::PythonChainsTorn, 1);
+    state.python.phase = phase::OFF;
+    let len = state.len as usize;
+    if len >= MAX_FRAMES as usize {
+        state.truncated = 1;
+        return At::Full;
+    }
+    trace.ips[len] = PYTHON_TORN;
+    state.len += 1;
+    At::Recorded
+}
+
+/// The fields of a frame the walk uses.
+struct Frame {
+    code: u64,
+    previous: u64,
+    instr: u32,
+    owner: u8,
+}
+
+/// Reads the frame at `at` (one read of its first bytes).
+#[inline(always)]
+fn read_frame(at: u64, layout: &KernelLayout, context: u32) -> Option<Frame> {
+    let buf = maps::python_scratch(context)?;
+    #[expect(clippy::cast_possible_truncation, reason = "128")]
+    let len = u32::from(layout.frame_read).clamp(8, FRAME_READ_MAX as u32);
+    // SAFETY: `buf` is this CPU's scratch entry of FRAME_READ_MAX bytes and
+    // `len` is at most that; the helper tolerates faults.
+    let read = unsafe { probe_read_user_raw(buf.cast(), len, at as *const _) };
+    if read != 0 {
+        return None;
+    }
+    // SAFETY: as above; only this walk uses the entry.
+    let bytes = unsafe { &*buf };
+    let code = field_u64(bytes, layout.frame_code)?;
+    let previous = field_u64(bytes, layout.frame_previous)?;
+    #[expect(clippy::cast_possible_truncation, reason = "an offset into the code object")]
+    let instr = if FrameChain::from_raw(layout.chain) == Some(FrameChain::OnePerCall) {
+        field_u64(bytes, layout.frame_instr)? as u32
+    } else {
+        field_u64(bytes, layout.frame_instr)?.wrapping_sub(code) as u32
+    };
+    let owner = if layout.frame_owner == NO_OFFSET {
+        0
+    } else {
+        *bytes.get(usize::from(layout.frame_owner) & (FRAME_READ_MAX - 1))?
+    };
+    (code != 0).then_some(Frame {
+        code,
+        previous,
+        instr,
+        owner,
+    })
+}
+
+/// The 8 bytes at `offset` of `bytes`.
+#[inline(always)]
+fn field_u64(bytes: &[u8; FRAME_READ_MAX], offset: u16) -> Option<u64> {
+    let offset = usize::from(offset) & (FRAME_READ_MAX - 1);
+    let field = bytes.get(offset..offset + 8)?;
+    let mut value = [0u8; 8];
+    value.copy_from_slice(field);
+    Some(u64::from_le_bytes(value))
+}
+
+/// The sampled thread's current frame, through its thread state.
+#[inline(always)]
+fn current_frame(layout: &KernelLayout, interpreters_head: u64) -> Option<u64> {
+    let fsbase = fsbase()?;
+    #[expect(clippy::cast_possible_truncation, reason = "the low half is the tid")]
+    let tid = bpf_get_current_pid_tgid() as u32;
+    let thread_id_at = |tstate: u64| tstate.wrapping_add(u64::from(layout.tstate_thread_id));
+    let tstate = match maps::python_thread(tid) {
+        Some(tstate) if read_user::<u64>(thread_id_at(tstate)) == Some(fsbase) => tstate,
+        _ => {
+            let tstate = find_thread(layout, interpreters_head, fsbase)?;
+            maps::set_python_thread(tid, tstate);
+            tstate
+        }
+    };
+    let frame = read_user::<u64>(tstate.wrapping_add(u64::from(layout.tstate_frame)))?;
+    if layout.cframe_frame == NO_OFFSET || frame == 0 {
+        Some(frame)
+    } else {
+        read_user::<u64>(frame.wrapping_add(u64::from(layout.cframe_frame)))
+    }
+}
+
+/// The thread state whose `thread_id` is `fsbase`, in the main
+/// interpreter's list.
+#[inline(always)]
+fn find_thread(layout: &KernelLayout, interpreters_head: u64, fsbase: u64) -> Option<u64> {
+    let interp = read_user::<u64>(interpreters_head)?;
+    let mut tstate = read_user::<u64>(interp.wrapping_add(u64::from(layout.interp_threads_head)))?;
+    for _ in 0..THREAD_SCAN_MAX {
+        if tstate == 0 {
+            return None;
+        }
+        let thread_id = read_user::<u64>(tstate.wrapping_add(u64::from(layout.tstate_thread_id)))?;
+        if thread_id == fsbase {
+            return Some(tstate);
+        }
+        tstate = read_user::<u64>(tstate.wrapping_add(u64::from(layout.tstate_next)))?;
+    }
+    None
+}
+
+/// The current thread's `fsbase`: its thread pointer, which glibc and
+/// musl return as `pthread_self()`.
+#[inline(always)]
+fn fsbase() -> Option<u64> {
+    let offset = maps::fsbase_offset();
+    if offset == 0 {
+        return None;
+    }
+    // SAFETY: the helper returns the current task, valid for this run.
+    let task = unsafe { bpf_get_current_task_btf() } as u64;
+    // SAFETY: a read of kernel memory through the fault-tolerant helper.
+    unsafe { bpf_probe_read_kernel((task + u64::from(offset)) as *const u64).ok() }
+}
+
+#[inline(always)]
+fn read_user<T>(at: u64) -> Option<T> {
+    // SAFETY: reads user memory through the fault-tolerant helper.
+    unsafe { bpf_probe_read_user(at as *const T).ok() }
+}
