@@ -52,9 +52,7 @@ pub fn start(python: &mut PythonWalk, pid: u32) {
 #[inline(always)]
 pub fn at(state: &mut WalkState, trace: &mut StackTrace, pc: u64, context: u32) -> At {
     let python = &mut state.python;
-    if python.phase == phase::OFF
-        || pc < python.process.eval_start
-        || pc >= python.process.eval_end
+    if python.phase == phase::OFF || pc < python.process.eval_start || pc >= python.process.eval_end
     {
         return At::Native;
     }
@@ -100,7 +98,8 @@ fn record_next(state: &mut WalkState, trace: &mut StackTrace, context: u32) -> A
         python.cursor = frame.previous;
         return end_activation(python);
     }
-    let Some(first_line) = read_user::<u32>(frame.code.wrapping_add(u64::from(layout.code_first_line)))
+    let Some(first_line) =
+        read_user::<u32>(frame.code.wrapping_add(u64::from(layout.code_first_line)))
     else {
         return torn(state, trace);
     };
@@ -183,7 +182,10 @@ fn read_frame(at: u64, layout: &KernelLayout, context: u32) -> Option<Frame> {
     let bytes = unsafe { &*buf };
     let code = field_u64(bytes, layout.frame_code)?;
     let previous = field_u64(bytes, layout.frame_previous)?;
-    #[expect(clippy::cast_possible_truncation, reason = "an offset into the code object")]
+    #[expect(
+        clippy::cast_possible_truncation,
+        reason = "an offset into the code object"
+    )]
     let instr = if FrameChain::from_raw(layout.chain) == Some(FrameChain::OnePerCall) {
         field_u64(bytes, layout.frame_instr)? as u32
     } else {

@@ -17,13 +17,13 @@ use aya_ebpf::helpers::{
 };
 use core::ffi::c_void;
 use profiler_common::{
+    python::PythonWalk,
     stack::{NO_STACK, StackTrace, TRUNCATED},
     stats::Stat,
     unwind::{
         MAPPING_SEARCH_STEPS, MAX_FRAMES, MAX_MAPPINGS, ROW_SEARCH_STEPS, Regs, RowKind, Step,
         UnwindMapping, UnwindRow, WalkState, bucket_of, bucket_rows, search_in, step,
     },
-    python::PythonWalk,
 };
 
 use crate::{

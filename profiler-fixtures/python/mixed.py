@@ -52,21 +52,24 @@ def compute(deadline, spent):
         spent[unit.__name__] += time.thread_time_ns() - begin
 
 
-def waiter(started, deadline, slept, ids):
-    ids["waiter"] = threading.get_native_id()
-    started.wait()
+def waiter(deadline, slept):
     while time.monotonic() < deadline[0]:
         begin = time.monotonic_ns()
         time.sleep(0.05)
         slept["waiter"] += time.monotonic_ns() - begin
 
 
-def reader(sock, started, blocked, ids):
-    ids["reader"] = threading.get_native_id()
-    started.wait()
+def reader(sock, blocked):
     begin = time.monotonic_ns()
     sock.recv(16)
     blocked["reader"] += time.monotonic_ns() - begin
+
+
+def waiting(name, ids, started, body, *args):
+    # The wait for "go" is outside the measured functions.
+    ids[name] = threading.get_native_id()
+    started.wait()
+    body(*args)
 
 
 def main():
@@ -79,8 +82,8 @@ def main():
     started = threading.Event()
     left, right = socket.socketpair()
     threads = [
-        threading.Thread(target=waiter, args=(started, deadline, slept, ids)),
-        threading.Thread(target=reader, args=(left, started, blocked, ids)),
+        threading.Thread(target=waiting, args=("waiter", ids, started, waiter, deadline, slept)),
+        threading.Thread(target=waiting, args=("reader", ids, started, reader, left, blocked)),
     ]
     for thread in threads:
         thread.start()

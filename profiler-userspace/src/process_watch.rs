@@ -94,10 +94,7 @@ impl ProcessWatch {
     ///
     /// # Errors
     /// When the kernel maps cannot be read or written.
-    pub fn serve_rung(
-        &mut self,
-        kernel: &mut impl WatchMaps,
-    ) -> Result<Vec<u32>, KernelError> {
+    pub fn serve_rung(&mut self, kernel: &mut impl WatchMaps) -> Result<Vec<u32>, KernelError> {
         let published = self.unwinder.serve_rung(kernel)?;
         self.read_anew(kernel, &published)?;
         self.python.serve(kernel)?;
@@ -110,10 +107,7 @@ impl ProcessWatch {
     ///
     /// # Errors
     /// When the kernel maps cannot be read or written.
-    pub fn serve(
-        &mut self,
-        kernel: &mut impl WatchMaps,
-    ) -> Result<Vec<u32>, KernelError> {
+    pub fn serve(&mut self, kernel: &mut impl WatchMaps) -> Result<Vec<u32>, KernelError> {
         let published = self.unwinder.serve_requests(kernel)?;
         self.read_anew(kernel, &published)?;
         self.python.serve(kernel)?;

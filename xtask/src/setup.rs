@@ -90,7 +90,9 @@ fn pip_install(spec: &str, dir: &Path) -> anyhow::Result<()> {
                 eprintln!("xtask: attempt {attempt} failed ({e:#}); trying again");
                 attempt += 1;
             }
-            Err(e) => return Err(e.context(format!("installing {spec} from PyPI (python3 -m pip)"))),
+            Err(e) => {
+                return Err(e.context(format!("installing {spec} from PyPI (python3 -m pip)")));
+            }
         }
     }
     fs::rename(&partial, dir).with_context(|| format!("moving {spec} into {}", dir.display()))

@@ -15,9 +15,9 @@ use super::{
     drain::{Drained, Flip, WindowMaps},
     error::KernelError,
     in_flight::{InFlightMaps, InFlightStats},
+    python_maps::PythonMaps,
     rng::Rng,
     targets::TargetMaps,
-    python_maps::PythonMaps,
     unwind_maps::UnwindMaps,
 };
 use crate::{

@@ -12,10 +12,10 @@ use aya::{
 };
 use profiler_common::{
     maps::{
-        GLOBAL_FSBASE_OFFSET, GLOBAL_INTERVAL_CELLS, GLOBAL_OFF_CPU_DISPATCH_ONLY, GLOBAL_OFF_CPU_NAIVE,
-        GLOBAL_OFF_CPU_RATE_NS, GLOBAL_SCHED_OFFSETS, GLOBAL_TARGET_ALL, GLOBAL_TASK_WORK,
-        GLOBAL_UNWIND_TABLES, IN_FLIGHT, IN_FLIGHT_MAX_ENTRIES, INTERVAL_CELLS, TASK_WORK,
-        UNWIND_DOORBELL, UNWIND_ROWS,
+        GLOBAL_FSBASE_OFFSET, GLOBAL_INTERVAL_CELLS, GLOBAL_OFF_CPU_DISPATCH_ONLY,
+        GLOBAL_OFF_CPU_NAIVE, GLOBAL_OFF_CPU_RATE_NS, GLOBAL_SCHED_OFFSETS, GLOBAL_TARGET_ALL,
+        GLOBAL_TASK_WORK, GLOBAL_UNWIND_TABLES, IN_FLIGHT, IN_FLIGHT_MAX_ENTRIES, INTERVAL_CELLS,
+        TASK_WORK, UNWIND_DOORBELL, UNWIND_ROWS,
     },
     python::{CodeSeen, PythonProcess},
     sched::SchedOffsets,
@@ -30,8 +30,8 @@ use super::{
     error::{KernelError, take_map},
     in_flight::{InFlight, InFlightMaps, InFlightStats},
     kfunc::{self, Kfunc},
-    rng::Rng,
     python_maps::{PythonMaps, PythonTables},
+    rng::Rng,
     targets::{TargetMaps, TargetSet},
     unwind_maps::{UnwindMaps, UnwindTables},
 };

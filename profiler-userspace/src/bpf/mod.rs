@@ -43,9 +43,9 @@ pub use drain::{Drained, WindowMaps};
 pub use error::KernelError;
 pub use in_flight::{InFlightMaps, InFlightStats};
 pub use load::Kernel;
+pub use python_maps::PythonMaps;
 pub use rng::Rng;
 pub use targets::TargetMaps;
-pub use python_maps::PythonMaps;
 pub use unwind_maps::UnwindMaps;
 
 /// Every map the daemon's window loop uses.

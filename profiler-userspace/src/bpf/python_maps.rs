@@ -67,7 +67,8 @@ impl PythonMaps for PythonTables {
 
     fn take_code_requests(&mut self) -> Result<Vec<CodeSeen>, KernelError> {
         let mut requests: HashMap<&mut MapData, CodeSeen, u8> =
-            HashMap::try_from(&mut self.requests).map_err(KernelError::map(PYTHON_CODE_REQUESTS))?;
+            HashMap::try_from(&mut self.requests)
+                .map_err(KernelError::map(PYTHON_CODE_REQUESTS))?;
         let seen: Vec<CodeSeen> = requests.keys().filter_map(Result::ok).collect();
         for key in &seen {
             let _ = requests.remove(key);

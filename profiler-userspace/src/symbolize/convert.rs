@@ -80,9 +80,8 @@ pub(super) fn user_frames(frames: &[u64]) -> impl Iterator<Item = (UserFrame, u6
 
 /// The addresses to look up of a user stack's native frames.
 pub(super) fn native_lookups(frames: &[u64]) -> impl Iterator<Item = u64> + '_ {
-    user_frames(frames).filter_map(|(frame, lookup)| {
-        matches!(frame, UserFrame::Native(_)).then_some(lookup)
-    })
+    user_frames(frames)
+        .filter_map(|(frame, lookup)| matches!(frame, UserFrame::Native(_)).then_some(lookup))
 }
 
 pub(super) fn find_vma(vmas: &[(Vma, Arc<Mapping>)], addr: u64) -> Option<&(Vma, Arc<Mapping>)> {

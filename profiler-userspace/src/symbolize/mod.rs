@@ -38,9 +38,9 @@ use binaries::Binaries;
 
 pub use convert::KERNEL_MAPPING;
 use convert::{binary_key, find_vma, locations, lookup_addrs, user_frames};
-use profiler_common::python::UserFrame;
 pub use debuginfod::{Debuginfod, DebuginfodStats};
 use processes::Processes;
+use profiler_common::python::UserFrame;
 
 use crate::{
     config,

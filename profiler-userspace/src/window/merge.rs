@@ -60,8 +60,7 @@ impl RawWindow {
         self.early_drains += chunk.early_drains;
         self.processes.extend(chunk.processes.iter().cloned());
         self.recorded.extend(chunk.recorded.iter().cloned());
-        self.python_codes
-            .extend(chunk.python_codes.iter().cloned());
+        self.python_codes.extend(chunk.python_codes.iter().cloned());
         self.kernel_symbols
             .extend(chunk.kernel_symbols.iter().cloned());
         self.record_stats.add(&chunk.record_stats);

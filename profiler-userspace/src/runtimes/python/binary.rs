@@ -16,7 +16,9 @@ pub enum Recognised {
     NotPython,
     Python(Interpreter),
     /// A CPython interpreter whose frames are not read: `why`.
-    Unsupported { why: String },
+    Unsupported {
+        why: String,
+    },
 }
 
 /// A CPython interpreter binary: addresses are the file's own (ELF
@@ -81,7 +83,12 @@ pub fn recognise(data: &[u8], path: &str) -> Recognised {
     };
     let layout = match layout::known(version) {
         Some(layout) => layout,
-        None if version == (Version { major: 3, minor: 13 }) => {
+        None if version
+            == (Version {
+                major: 3,
+                minor: 13,
+            }) =>
+        {
             match runtime_bytes.map(debug_offsets::layout) {
                 Some(Ok(layout)) => layout,
                 Some(Err(e)) => return Recognised::Unsupported { why: e.to_string() },
@@ -154,12 +161,21 @@ mod tests {
     fn versions_are_read_from_file_names() {
         let v = |major, minor| Some(Version { major, minor });
         assert_eq!(version_in_name("/usr/lib/libpython3.9.so.1.0"), v(3, 9));
-        assert_eq!(version_in_name("/root/.pyenv/versions/3.10.13/bin/python3.10"), v(3, 10));
+        assert_eq!(
+            version_in_name("/root/.pyenv/versions/3.10.13/bin/python3.10"),
+            v(3, 10)
+        );
         assert_eq!(version_in_name("/usr/bin/python"), None);
     }
 
     #[test]
     fn the_version_hex_gives_major_and_minor() {
-        assert_eq!(version_of_hex(0x030b_07f0), Version { major: 3, minor: 11 });
+        assert_eq!(
+            version_of_hex(0x030b_07f0),
+            Version {
+                major: 3,
+                minor: 11
+            }
+        );
     }
 }

@@ -103,7 +103,11 @@ pub fn read(
         return Err(CodeError::Reused);
     }
     let pointer = |at| u64_at(&header, at).ok_or(CodeError::Malformed);
-    let name = string(memory, layout, pointer(fields.qualname.unwrap_or(fields.name))?)?;
+    let name = string(
+        memory,
+        layout,
+        pointer(fields.qualname.unwrap_or(fields.name))?,
+    )?;
     let file = string(memory, layout, pointer(fields.filename)?)?;
     let line_table = bytes(memory, pointer(fields.line_table)?)?;
     Ok(CodeInfo {
@@ -128,15 +132,23 @@ fn string(memory: Memory, layout: &super::layout::Layout, at: u64) -> Result<Str
     if !compact || !matches!(kind, 1 | 2 | 4) {
         return Err(CodeError::Malformed);
     }
-    let data = at + if ascii { layout.ascii_size } else { layout.compact_size };
+    let data = at
+        + if ascii {
+            layout.ascii_size
+        } else {
+            layout.compact_size
+        };
     let chars = length.min(MAX_NAME_CHARS);
     let mut raw = vec![0u8; usize::try_from(chars * kind).map_err(|_| CodeError::Malformed)?];
     memory.read(data, &mut raw)?;
     Ok(match kind {
         1 => raw.iter().map(|&b| char::from(b)).collect(),
-        2 => char::decode_utf16(raw.chunks_exact(2).map(|c| u16::from_le_bytes([c[0], c[1]])))
-            .map(|c| c.unwrap_or(char::REPLACEMENT_CHARACTER))
-            .collect(),
+        2 => char::decode_utf16(
+            raw.chunks_exact(2)
+                .map(|c| u16::from_le_bytes([c[0], c[1]])),
+        )
+        .map(|c| c.unwrap_or(char::REPLACEMENT_CHARACTER))
+        .collect(),
         _ => raw
             .chunks_exact(4)
             .map(|c| {

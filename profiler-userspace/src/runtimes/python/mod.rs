@@ -183,7 +183,11 @@ impl Python {
             }
             Err(CodeError::NotCode | CodeError::Reused) => self.stats.codes_reused += 1,
             Err(e) => {
-                tracing::debug!(pid = seen.pid, "a Python code object: {}", crate::error_chain(&e));
+                tracing::debug!(
+                    pid = seen.pid,
+                    "a Python code object: {}",
+                    crate::error_chain(&e)
+                );
                 self.stats.codes_unreadable += 1;
             }
         }
