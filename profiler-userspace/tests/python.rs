@@ -16,6 +16,7 @@ use std::{
     process::{Child, Command},
 };
 
+use profiler_userspace::runtimes::python::{Recognised, dwarf, layout, recognise};
 use support::{Fixture, Profile, Profiler, go_pprof_raw, profiles, require_root};
 
 /// Each interpreter's measured phase.
@@ -325,4 +326,55 @@ fn check(profile: &Profile, run: &Run) -> Vec<String> {
         failures.push("no sample has zlib's frames under squeeze".to_owned());
     }
     failures
+}
+
+/// The library or executable of `python` that holds the interpreter.
+fn interpreter_file(python: &Path) -> PathBuf {
+    let prefix = python
+        .parent()
+        .and_then(Path::parent)
+        .expect("PREFIX/bin/python");
+    let name = python
+        .file_name()
+        .and_then(|n| n.to_str())
+        .expect("python3.X");
+    let library = prefix.join(format!("lib/lib{name}.so.1.0"));
+    if library.exists() {
+        library
+    } else {
+        python.to_owned()
+    }
+}
+
+#[test]
+fn each_versions_layout_matches_its_builds_dwarf() {
+    for (label, python) in interpreters() {
+        let path = interpreter_file(&python);
+        let data = std::fs::read(&path).unwrap();
+        let Recognised::Python(interpreter) = recognise(&data, path.to_str().unwrap()) else {
+            panic!(
+                "{label}: {} is not recognised as a CPython interpreter",
+                path.display()
+            );
+        };
+        let expected = format!("3.{}", label.rsplit('.').next().unwrap());
+        assert_eq!(interpreter.version.to_string(), expected, "{label}");
+        if label.starts_with("debian") {
+            // Stripped, without DWARF: its entry is the table's 3.11.
+            assert_eq!(
+                Some(interpreter.layout),
+                layout::known(interpreter.version),
+                "{label}"
+            );
+            continue;
+        }
+        let file = object::File::parse(&*data).unwrap();
+        let from_dwarf = dwarf::layout(&file, interpreter.version)
+            .unwrap()
+            .unwrap_or_else(|| panic!("{label}: {} lacks DWARF for the layout", path.display()));
+        assert_eq!(
+            interpreter.layout, from_dwarf,
+            "{label}: the layout used (left) differs from the build's DWARF (right)"
+        );
+    }
 }

@@ -16,6 +16,7 @@
 //!   every tick (generic over the runtime);
 //! - `thread.rs`: the watcher's thread, and what the daemon takes from it;
 //! - `remote.rs`: another process's memory, by `process_vm_readv`;
+//! - `dwarf.rs`: structure layouts from a binary's DWARF;
 //! - `go/`: Go, whose rows are the goroutine view.
 //!
 //! Adding a runtime: a folder beside `go/` with a type that implements
@@ -30,6 +31,7 @@
 //! on the same thread, and hands the symbolizer what it read with each
 //! chunk.
 mod binaries;
+pub mod dwarf;
 pub mod go;
 pub mod python;
 pub(crate) mod remote;

@@ -1,9 +1,9 @@
 //! CPython 3.13's description of itself: `_Py_DebugOffsets`, the first
 //! member of `_PyRuntime` (which starts the `.PyRuntime` section), as
 //! `Include/internal/pycore_debug_offsets.h` lays it out.
-use profiler_common::python::{FrameChain, KernelLayout, NO_OFFSET};
+use profiler_common::python::{FRAME_READ_MAX, FrameChain, KernelLayout, NO_OFFSET};
 
-use super::layout::{CodeLayout, Layout, LineTable};
+use super::layout::{CodeLayout, Layout, LineTable, frame_read};
 
 /// The structure's first bytes.
 const COOKIE: &[u8; 8] = b"xdebugpy";
@@ -75,32 +75,28 @@ pub fn layout(runtime: &[u8]) -> Result<Layout, DebugOffsetsError> {
         small(at::FRAME_INSTR_PTR)?,
         small(at::FRAME_OWNER)?,
     );
-    let frame_read = [previous, executable, instr]
-        .into_iter()
-        .map(|o| o + 8)
-        .chain([owner + 1])
-        .max()
-        .unwrap_or(0);
-    if usize::from(frame_read) > profiler_common::python::FRAME_READ_MAX {
+    let ascii_size = get(at::ASCII_SIZE)?;
+    let mut kernel = KernelLayout {
+        interp_threads_head: small(at::THREADS_HEAD)?,
+        tstate_next: small(at::TSTATE_NEXT)?,
+        tstate_thread_id: small(at::TSTATE_THREAD_ID)?,
+        tstate_frame: small(at::TSTATE_CURRENT_FRAME)?,
+        cframe_frame: NO_OFFSET,
+        frame_previous: previous,
+        frame_code: executable,
+        frame_instr: instr,
+        frame_owner: owner,
+        code_first_line: small(at::CODE_FIRSTLINENO)?,
+        frame_read: 0,
+        chain: FrameChain::OwnerShim as u8,
+        pad: 0,
+    };
+    kernel.frame_read = frame_read(&kernel);
+    if usize::from(kernel.frame_read) > FRAME_READ_MAX {
         return Err(DebugOffsetsError::OutOfRange);
     }
-    let ascii_size = get(at::ASCII_SIZE)?;
     Ok(Layout {
-        kernel: KernelLayout {
-            interp_threads_head: small(at::THREADS_HEAD)?,
-            tstate_next: small(at::TSTATE_NEXT)?,
-            tstate_thread_id: small(at::TSTATE_THREAD_ID)?,
-            tstate_frame: small(at::TSTATE_CURRENT_FRAME)?,
-            cframe_frame: NO_OFFSET,
-            frame_previous: previous,
-            frame_code: executable,
-            frame_instr: instr,
-            frame_owner: owner,
-            code_first_line: small(at::CODE_FIRSTLINENO)?,
-            frame_read,
-            chain: FrameChain::OwnerShim as u8,
-            pad: 0,
-        },
+        kernel,
         interpreters_head: get(at::INTERPRETERS_HEAD)?,
         code: CodeLayout {
             filename: get(at::CODE_FILENAME)?,

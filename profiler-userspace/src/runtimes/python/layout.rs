@@ -67,10 +67,35 @@ pub const VAR_SIZE: u64 = 16;
 pub const UNICODE_STATE: u64 = 32;
 pub const BYTES_DATA: u64 = 32;
 
+/// Bytes of a frame the walk reads: past the last field it reads (the
+/// instruction as 8 bytes even where it is an `int`, the owner as one).
+#[must_use]
+pub fn frame_read(kernel: &KernelLayout) -> u16 {
+    let owner = if kernel.frame_owner == NO_OFFSET {
+        0
+    } else {
+        kernel.frame_owner + 1
+    };
+    [kernel.frame_previous, kernel.frame_code, kernel.frame_instr]
+        .into_iter()
+        .map(|o| o.saturating_add(8))
+        .chain([owner])
+        .max()
+        .unwrap_or(0)
+}
+
 /// The layout of CPython `version`, when it is one of the table's
 /// (3.8 to 3.12; 3.13 and later describe themselves).
 #[must_use]
 pub fn known(version: Version) -> Option<Layout> {
+    let mut layout = table(version)?;
+    layout.kernel.frame_read = frame_read(&layout.kernel);
+    Some(layout)
+}
+
+/// The table's entry for `version` (its `frame_read` left to
+/// [`frame_read`]).
+fn table(version: Version) -> Option<Layout> {
     if version.major != 3 {
         return None;
     }
@@ -89,7 +114,7 @@ pub fn known(version: Version) -> Option<Layout> {
                 frame_instr: 56,
                 frame_owner: 68,
                 code_first_line: 72,
-                frame_read: 72,
+                frame_read: 0,
                 chain: FrameChain::EntryFlag as u8,
                 pad: 0,
             },
@@ -118,7 +143,7 @@ pub fn known(version: Version) -> Option<Layout> {
                 frame_instr: 56,
                 frame_owner: 70,
                 code_first_line: 68,
-                frame_read: 72,
+                frame_read: 0,
                 chain: FrameChain::OwnerShim as u8,
                 pad: 0,
             },
@@ -153,7 +178,7 @@ fn one_per_call(lasti: u16, lines: LineTable) -> Layout {
             frame_instr: lasti,
             frame_owner: NO_OFFSET,
             code_first_line: 40,
-            frame_read: lasti + 8,
+            frame_read: 0,
             chain: FrameChain::OnePerCall as u8,
             pad: 0,
         },

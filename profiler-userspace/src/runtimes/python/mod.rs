@@ -20,7 +20,8 @@
 mod binary;
 mod code;
 mod debug_offsets;
-mod layout;
+pub mod dwarf;
+pub mod layout;
 mod lines;
 
 use std::{collections::HashMap, sync::Arc};
