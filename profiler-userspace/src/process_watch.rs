@@ -23,7 +23,7 @@ use crate::{
     mapping_events::{MappingEvents, Recorded},
     process::{build_ids::BuildIds, snapshot::ProcessSnapshot},
     runtimes::python::{Python, PythonCode},
-    unwind::{Published, Unwinder},
+    unwind::{Published, Stamped, Unwinder},
 };
 
 /// The maps the watch writes.
@@ -33,10 +33,18 @@ impl<T: UnwindMaps<Error = KernelError> + PythonMaps> WatchMaps for T {}
 
 pub struct ProcessWatch {
     unwinder: Unwinder,
-    /// Snapshots taken since the last [`ProcessWatch::take_snapshots`].
-    snapshots: Vec<Arc<ProcessSnapshot>>,
+    /// What is done with each process whose mappings were read anew.
+    anew: Anew,
     /// The kernel's mmap records, when targets can appear at any time.
     events: Option<MappingEvents>,
+}
+
+/// What is made of a process's mappings read anew: its publication as a
+/// Python process (or not), before its tables are built, and a snapshot.
+#[derive(Default)]
+struct Anew {
+    /// Snapshots taken since the last [`ProcessWatch::take_snapshots`].
+    snapshots: Vec<Arc<ProcessSnapshot>>,
     /// The build ids of the files mapped, for the snapshots.
     build_ids: BuildIds,
     python: Python,
@@ -74,15 +82,17 @@ impl ProcessWatch {
             .ok();
         let mut watch = Self {
             unwinder,
-            snapshots: Vec::new(),
+            anew: Anew::default(),
             events,
-            build_ids: BuildIds::default(),
-            python: Python::default(),
         };
         if let Target::Pids(pids) = targets {
             for &pid in pids {
-                if watch.unwinder.publish(kernel, pid)? == Published::Anew {
-                    watch.read_anew(kernel, &[pid])?;
+                let published =
+                    watch
+                        .unwinder
+                        .publish(kernel, pid, &mut publisher(&mut watch.anew.python))?;
+                if published == Published::Anew {
+                    watch.snapshot_all(&[pid]);
                 }
             }
         }
@@ -95,9 +105,11 @@ impl ProcessWatch {
     /// # Errors
     /// When the kernel maps cannot be read or written.
     pub fn serve_rung(&mut self, kernel: &mut impl WatchMaps) -> Result<Vec<u32>, KernelError> {
-        let published = self.unwinder.serve_rung(kernel)?;
-        self.read_anew(kernel, &published)?;
-        self.python.serve(kernel)?;
+        let published = self
+            .unwinder
+            .serve_rung(kernel, publisher(&mut self.anew.python))?;
+        self.snapshot_all(&published);
+        self.anew.python.serve(kernel)?;
         Ok(published)
     }
 
@@ -108,11 +120,13 @@ impl ProcessWatch {
     /// # Errors
     /// When the kernel maps cannot be read or written.
     pub fn serve(&mut self, kernel: &mut impl WatchMaps) -> Result<Vec<u32>, KernelError> {
-        let published = self.unwinder.serve_requests(kernel)?;
-        self.read_anew(kernel, &published)?;
-        self.python.serve(kernel)?;
+        let published = self
+            .unwinder
+            .serve_requests(kernel, publisher(&mut self.anew.python))?;
+        self.snapshot_all(&published);
+        self.anew.python.serve(kernel)?;
         for pid in self.unwinder.forget_exited(kernel)? {
-            self.python.forget(kernel, pid)?;
+            self.anew.python.forget(kernel, pid)?;
         }
         if let Some(events) = &mut self.events {
             events.read();
@@ -122,7 +136,7 @@ impl ProcessWatch {
 
     /// The snapshots taken since the last call, for the next chunk.
     pub fn take_snapshots(&mut self) -> Vec<Arc<ProcessSnapshot>> {
-        std::mem::take(&mut self.snapshots)
+        std::mem::take(&mut self.anew.snapshots)
     }
 
     /// What the kernel's records told since the last call, for the next
@@ -139,13 +153,13 @@ impl ProcessWatch {
     /// # Errors
     /// When the kernel map cannot be read.
     pub fn serve_python(&mut self, kernel: &mut impl WatchMaps) -> Result<(), KernelError> {
-        self.python.serve(kernel)
+        self.anew.python.serve(kernel)
     }
 
     /// The Python code objects read since the last call, for the next
     /// chunk.
     pub fn take_python_codes(&mut self) -> Vec<Arc<PythonCode>> {
-        self.python.take_codes()
+        self.anew.python.take_codes()
     }
 
     /// The unwinder's counters (none without tables) and the Python
@@ -157,26 +171,25 @@ impl ProcessWatch {
         } else {
             Vec::new()
         };
-        comments.extend(self.python.stats().comments());
+        comments.extend(self.anew.python.stats().comments());
         comments
     }
 
-    /// Snapshots the processes whose mappings were read anew, and
-    /// publishes (or forgets) them as Python processes.
-    fn read_anew(&mut self, kernel: &mut impl WatchMaps, pids: &[u32]) -> Result<(), KernelError> {
+    /// Snapshots the processes whose mappings were read anew.
+    fn snapshot_all(&mut self, pids: &[u32]) {
         for &pid in pids {
-            self.snapshot(pid);
             if let Some(mappings) = self.unwinder.stamped_mappings(pid) {
-                self.python.publish(kernel, pid, mappings)?;
+                let snapshot = ProcessSnapshot::read(pid, mappings, &mut self.anew.build_ids);
+                self.anew.snapshots.push(Arc::new(snapshot));
             }
         }
-        Ok(())
     }
+}
 
-    fn snapshot(&mut self, pid: u32) {
-        if let Some(mappings) = self.unwinder.stamped_mappings(pid) {
-            let snapshot = ProcessSnapshot::read(pid, mappings, &mut self.build_ids);
-            self.snapshots.push(Arc::new(snapshot));
-        }
-    }
+/// Publishes (or forgets) a process as a Python process as soon as the
+/// unwinder has read its mappings, before its tables are built.
+fn publisher<M: WatchMaps>(
+    python: &mut Python,
+) -> impl FnMut(&mut M, u32, &Stamped<'_>) -> Result<(), KernelError> + '_ {
+    move |kernel, pid, mappings| python.publish(kernel, pid, mappings)
 }

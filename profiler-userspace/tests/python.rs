@@ -128,20 +128,6 @@ fn py_spy_units(out: &Path) -> HashMap<&'static str, u64> {
     counts
 }
 
-/// Whether `sample` has a Python frame (a function whose file is a
-/// `.py`).
-fn python_files(p: &Profile, sample: &profiler_userspace::output::pprof::proto::Sample) -> bool {
-    sample.location_id.iter().any(|&id| {
-        let location = &p.0.location[usize::try_from(id - 1).unwrap()];
-        location.line.iter().any(|line| {
-            let function = &p.0.function[usize::try_from(line.function_id - 1).unwrap()];
-            Path::new(p.string(function.filename))
-                .extension()
-                .is_some_and(|e| e == "py")
-        })
-    })
-}
-
 /// Each unit's share (%) of the units' total.
 fn shares<K: std::hash::Hash + Eq + Copy>(counts: &HashMap<K, u64>, keys: &[K]) -> Vec<f64> {
     let total: u64 = keys
@@ -230,7 +216,7 @@ fn check(profile: &Profile, run: &Run) -> Vec<String> {
     // Python frames on the Python threads' on-CPU samples.
     let (with, all) = samples.iter().filter(on_cpu).fold((0, 0), |(w, a), s| {
         let n = profile.value(s, "samples");
-        (w + if python_files(profile, s) { n } else { 0 }, a + n)
+        (w + if profile.has_python_frame(s) { n } else { 0 }, a + n)
     });
     #[expect(clippy::cast_precision_loss, reason = "a percentage")]
     let with_share = with as f64 / all.max(1) as f64 * 100.0;

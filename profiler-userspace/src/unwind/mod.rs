@@ -54,6 +54,10 @@ struct Process {
     binaries: HashSet<BinaryId>,
 }
 
+/// A process's executable mappings as read, each with its file's stamp
+/// (none for anonymous memory and the vDSO).
+pub type Stamped<'a> = [(&'a Vma, Option<FileStamp>)];
+
 /// What [`Unwinder::publish`] did with a process.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Published {
@@ -126,13 +130,18 @@ impl Unwinder {
         }
     }
 
-    /// Publishes the processes the kernel asked for (at each poll).
-    /// Returns the pids whose mappings were read anew.
+    /// Publishes the processes the kernel asked for (at each poll); `read`
+    /// as in [`Unwinder::publish`]. Returns the pids whose mappings were
+    /// read anew.
     ///
     /// # Errors
     /// When the kernel's requests cannot be read.
-    pub fn serve_requests<M: UnwindMaps>(&mut self, maps: &mut M) -> Result<Vec<u32>, M::Error> {
-        Ok(self.serve(maps)?.0)
+    pub fn serve_requests<M: UnwindMaps>(
+        &mut self,
+        maps: &mut M,
+        mut read: impl FnMut(&mut M, u32, &Stamped<'_>) -> Result<(), M::Error>,
+    ) -> Result<Vec<u32>, M::Error> {
+        Ok(self.serve(maps, &mut read)?.0)
     }
 
     /// Publishes the processes the kernel asked for when it rang, and puts
@@ -144,8 +153,12 @@ impl Unwinder {
     ///
     /// # Errors
     /// When the kernel's requests cannot be read or put back.
-    pub fn serve_rung<M: UnwindMaps>(&mut self, maps: &mut M) -> Result<Vec<u32>, M::Error> {
-        let (published, unchanged) = self.serve(maps)?;
+    pub fn serve_rung<M: UnwindMaps>(
+        &mut self,
+        maps: &mut M,
+        mut read: impl FnMut(&mut M, u32, &Stamped<'_>) -> Result<(), M::Error>,
+    ) -> Result<Vec<u32>, M::Error> {
+        let (published, unchanged) = self.serve(maps, &mut read)?;
         for pid in unchanged {
             maps.request(pid)?;
         }
@@ -156,14 +169,18 @@ impl Unwinder {
     /// A process already gone is neither: put back, its request would be
     /// read again at every ring until the poll (under `--all`, hundreds of
     /// short processes' requests, each failing its `/proc` read anew).
-    fn serve<M: UnwindMaps>(&mut self, maps: &mut M) -> Result<(Vec<u32>, Vec<u32>), M::Error> {
+    fn serve<M: UnwindMaps>(
+        &mut self,
+        maps: &mut M,
+        read: &mut impl FnMut(&mut M, u32, &Stamped<'_>) -> Result<(), M::Error>,
+    ) -> Result<(Vec<u32>, Vec<u32>), M::Error> {
         let started = Instant::now();
         let (mut published, mut unchanged) = (Vec::new(), Vec::new());
         let requests = maps.take_requests()?;
         for &pid in &requests {
             // A full mappings map (more processes than it holds under
             // --all) costs that process its table walk, not the daemon.
-            match self.publish(maps, pid) {
+            match self.publish(maps, pid, read) {
                 Ok(Published::Anew) => published.push(pid),
                 Ok(Published::Unchanged) => unchanged.push(pid),
                 Ok(Published::Gone) => {}
@@ -199,14 +216,17 @@ impl Unwinder {
     }
 
     /// Builds what `pid` needs and publishes its mappings; a process that
-    /// is gone or whose mappings did not change is left alone.
+    /// is gone or whose mappings did not change is left alone. `read` is
+    /// told its mappings read anew, each with its file's stamp, before any
+    /// table is built (what needs no table is published first).
     ///
     /// # Errors
-    /// When the kernel maps cannot be written.
+    /// When the kernel maps cannot be written, or `read` fails.
     pub fn publish<M: UnwindMaps>(
         &mut self,
         maps: &mut M,
         pid: u32,
+        read: &mut impl FnMut(&mut M, u32, &Stamped<'_>) -> Result<(), M::Error>,
     ) -> Result<Published, M::Error> {
         let Ok(vmas) = maps::read(pid) else {
             return Ok(Published::Gone);
@@ -214,16 +234,24 @@ impl Unwinder {
         if self.processes.get(&pid).is_some_and(|p| p.vmas == vmas) {
             return Ok(Published::Unchanged);
         }
-        let mut mappings = ProcessMappings::default();
+        let kept = vmas.len().min(MAX_MAPPINGS);
+        if kept < vmas.len() {
+            self.stats.publishes_over_mapping_limit += 1;
+        }
+        let ids: Vec<Option<BinaryId>> =
+            vmas[..kept].iter().map(|vma| binary_id(pid, vma)).collect();
+        let stamped: Vec<_> = vmas
+            .iter()
+            .zip(&ids)
+            .map(|(vma, id)| (vma, id.as_ref().and_then(BinaryId::stamp)))
+            .collect();
+        read(maps, pid, &stamped)?;
+        let mut mappings = ProcessMappings {
+            overflow: u32::from(kept < vmas.len()),
+            ..ProcessMappings::default()
+        };
         let mut used = HashSet::new();
-        let mut ids = Vec::with_capacity(vmas.len());
-        for vma in &vmas {
-            let Some(slot) = mappings.mappings.get_mut(mappings.len as usize) else {
-                mappings.overflow = 1;
-                self.stats.publishes_over_mapping_limit += 1;
-                break;
-            };
-            let id = binary_id(pid, vma);
+        for ((vma, id), slot) in vmas.iter().zip(&ids).zip(&mut mappings.mappings) {
             let (first_row, table, bias) = id
                 .as_ref()
                 .map(|id| self.table_for(maps, pid, vma, id))
@@ -239,7 +267,6 @@ impl Unwinder {
             };
             mappings.len += 1;
             used.extend(id.clone());
-            ids.push(id);
         }
         debug_assert!(mappings.len as usize <= MAX_MAPPINGS);
         maps.set_mappings(pid, &mappings)?;

@@ -35,7 +35,9 @@ fn publishes_own_mappings_with_tables_and_skips_unchanged_ones() {
     let mut maps = maps(8 << 20);
     let mut unwinder = Unwinder::new(8 << 20);
     maps.requests.push(pid);
-    unwinder.serve_requests(&mut maps).unwrap();
+    unwinder
+        .serve_requests(&mut maps, |_, _, _| Ok(()))
+        .unwrap();
 
     // This binary's code: a table whose rows cover the function's PC
     // (relative to the table's bias).
@@ -73,7 +75,9 @@ fn publishes_own_mappings_with_tables_and_skips_unchanged_ones() {
 
     // Asked again with the same mappings: nothing rebuilt or republished.
     maps.requests.push(pid);
-    unwinder.serve_requests(&mut maps).unwrap();
+    unwinder
+        .serve_requests(&mut maps, |_, _, _| Ok(()))
+        .unwrap();
     assert_eq!(unwinder.stats(), stats);
 }
 
@@ -83,7 +87,9 @@ fn a_table_over_budget_is_counted_and_its_mapping_has_no_rows() {
     // 64 KiB of rows: less than this (debug) test binary's table.
     let mut maps = maps(8192);
     let mut unwinder = Unwinder::new(8192);
-    unwinder.publish(&mut maps, pid).unwrap();
+    unwinder
+        .publish(&mut maps, pid, &mut |_, _, _| Ok(()))
+        .unwrap();
     let m = mapping_of(&maps, pid, a_function_of_this_binary() as u64);
     assert_eq!(m.rows(), 0, "walked by frame pointer: {m:?}");
     assert!(unwinder.stats().tables_over_budget >= 1);
@@ -96,7 +102,9 @@ fn a_process_that_is_gone_is_skipped() {
     let mut unwinder = Unwinder::new(1024);
     // Above pid_max (at most 2^22): no such process.
     maps.requests.push(1 << 23);
-    unwinder.serve_requests(&mut maps).unwrap();
+    unwinder
+        .serve_requests(&mut maps, |_, _, _| Ok(()))
+        .unwrap();
     assert!(maps.mappings.is_empty());
     assert_eq!(unwinder.stats().mapping_publishes, 0);
 }
@@ -107,7 +115,12 @@ fn a_rung_request_for_a_process_gone_is_dropped_not_put_back() {
     let mut unwinder = Unwinder::new(1024);
     // Above pid_max (at most 2^22): no such process.
     maps.requests.push(1 << 23);
-    assert!(unwinder.serve_rung(&mut maps).unwrap().is_empty());
+    assert!(
+        unwinder
+            .serve_rung(&mut maps, |_, _, _| Ok(()))
+            .unwrap()
+            .is_empty()
+    );
     assert!(maps.requests.is_empty(), "{:?}", maps.requests);
 }
 
@@ -121,7 +134,13 @@ fn an_exited_process_is_forgotten_and_a_live_one_kept() {
         .unwrap();
     let (live, exited) = (std::process::id(), child.id());
     maps.requests.extend([live, exited]);
-    assert_eq!(unwinder.serve_requests(&mut maps).unwrap().len(), 2);
+    assert_eq!(
+        unwinder
+            .serve_requests(&mut maps, |_, _, _| Ok(()))
+            .unwrap()
+            .len(),
+        2
+    );
     child.kill().unwrap();
     child.wait().unwrap();
     unwinder.forget_exited(&mut maps).unwrap();
@@ -136,13 +155,26 @@ fn a_rung_request_that_changes_nothing_waits_for_the_poll() {
     let mut maps = maps(8 << 20);
     let mut unwinder = Unwinder::new(8 << 20);
     maps.requests.push(pid);
-    assert_eq!(unwinder.serve_rung(&mut maps).unwrap(), [pid]);
+    assert_eq!(
+        unwinder.serve_rung(&mut maps, |_, _, _| Ok(())).unwrap(),
+        [pid]
+    );
     assert!(maps.requests.is_empty(), "published: the request is done");
     // Asked again with the same mappings (a PC no mapping explains): put
     // back, so that the walker does not ring for it until the poll.
     maps.requests.push(pid);
-    assert!(unwinder.serve_rung(&mut maps).unwrap().is_empty());
+    assert!(
+        unwinder
+            .serve_rung(&mut maps, |_, _, _| Ok(()))
+            .unwrap()
+            .is_empty()
+    );
     assert_eq!(maps.requests, [pid]);
-    assert!(unwinder.serve_requests(&mut maps).unwrap().is_empty());
+    assert!(
+        unwinder
+            .serve_requests(&mut maps, |_, _, _| Ok(()))
+            .unwrap()
+            .is_empty()
+    );
     assert!(maps.requests.is_empty(), "the poll takes it");
 }

@@ -122,6 +122,22 @@ impl Profile {
         names
     }
 
+    /// Whether `sample` has a Python frame: a location with neither
+    /// mapping nor address, named by a function (not a `[marker]`) with a
+    /// file (`<string>` for `python -c`).
+    pub fn has_python_frame(&self, sample: &proto::Sample) -> bool {
+        sample.location_id.iter().any(|&id| {
+            let location = &self.0.location[usize::try_from(id - 1).unwrap()];
+            location.mapping_id == 0
+                && location.address == 0
+                && location.line.iter().any(|line| {
+                    let function = &self.0.function[usize::try_from(line.function_id - 1).unwrap()];
+                    !self.string(function.name).starts_with('[')
+                        && !self.string(function.filename).is_empty()
+                })
+        })
+    }
+
     /// The file of `location`'s mapping; empty without one.
     fn mapping_file(&self, location: &proto::Location) -> &str {
         self.0

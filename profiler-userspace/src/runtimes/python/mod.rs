@@ -89,19 +89,21 @@ pub struct Python {
 
 impl Python {
     /// Publishes `pid` as a Python process if one of its executable
-    /// `mappings` (as the unwinder read them) is an interpreter, and
-    /// forgets it otherwise (it exec'd into something else).
+    /// `mappings` (as the unwinder read them, each with its file's stamp)
+    /// is an interpreter, and forgets it otherwise (it exec'd into
+    /// something else).
     ///
     /// # Errors
     /// When the kernel map cannot be written.
-    pub fn publish<'a>(
+    pub fn publish(
         &mut self,
         maps: &mut impl PythonMaps,
         pid: u32,
-        mappings: impl Iterator<Item = (&'a Vma, Option<FileStamp>)>,
+        mappings: &[(&Vma, Option<FileStamp>)],
     ) -> Result<(), KernelError> {
         let found = mappings
-            .filter_map(|(vma, stamp)| Some((vma, self.interpreter(pid, vma, stamp?)?)))
+            .iter()
+            .filter_map(|&(vma, stamp)| Some((vma, self.interpreter(pid, vma, stamp?)?)))
             .find_map(|(vma, interpreter)| {
                 let bias = interpreter.bias(vma.offset, vma.start)?;
                 Some((interpreter, bias))
@@ -197,21 +199,25 @@ impl Python {
     /// The interpreter in the file `vma` of `pid` maps, recognised once
     /// per file.
     fn interpreter(&mut self, pid: u32, vma: &Vma, stamp: FileStamp) -> Option<Arc<Interpreter>> {
-        self.binaries
-            .entry(stamp)
-            .or_insert_with(|| read_interpreter(pid, vma))
-            .clone()
+        if let Some(known) = self.binaries.get(&stamp) {
+            return known.clone();
+        }
+        let read = read_interpreter(pid, vma).ok()?;
+        self.binaries.insert(stamp, read.clone());
+        read
     }
 }
 
 /// Recognises the file behind `vma` (through the process's view of it),
 /// saying once why an interpreter's frames will not be read.
-fn read_interpreter(pid: u32, vma: &Vma) -> Option<Arc<Interpreter>> {
-    let file = std::fs::File::open(map_files_path(pid, vma)).ok()?;
+/// An error when the file could not be read (the process exited or
+/// exec'd meanwhile): then it is looked at again with the next process.
+fn read_interpreter(pid: u32, vma: &Vma) -> std::io::Result<Option<Arc<Interpreter>>> {
+    let file = std::fs::File::open(map_files_path(pid, vma))?;
     // SAFETY: the file is only read, here; a binary is replaced by rename
     // on upgrade, which leaves this mapping intact.
-    let data = unsafe { memmap2::Mmap::map(&file) }.ok()?;
-    match recognise(&data, &vma.path) {
+    let data = unsafe { memmap2::Mmap::map(&file) }?;
+    Ok(match recognise(&data, &vma.path) {
         Recognised::NotPython => None,
         Recognised::Python(interpreter) => {
             tracing::debug!(path = vma.path, version = %interpreter.version, "a CPython interpreter");
@@ -224,5 +230,5 @@ fn read_interpreter(pid: u32, vma: &Vma) -> Option<Arc<Interpreter>> {
             );
             None
         }
-    }
+    })
 }
