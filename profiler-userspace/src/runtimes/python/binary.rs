@@ -38,6 +38,20 @@ pub struct Interpreter {
 }
 
 impl Interpreter {
+    /// An interpreter of `version` laid out as `layout`, whose code objects'
+    /// type is at `code_type`, loaded at its file's addresses.
+    #[cfg(test)]
+    pub(super) fn for_tests(version: Version, layout: Layout, code_type: u64) -> Self {
+        Self {
+            version,
+            layout,
+            eval: (0, 0),
+            runtime: 0,
+            code_type,
+            segments: vec![(0, 0)],
+        }
+    }
+
     /// What to add to the file's addresses in a process that maps its
     /// file offset `offset` at `start`.
     #[must_use]

@@ -232,3 +232,6 @@ fn read_interpreter(pid: u32, vma: &Vma) -> std::io::Result<Option<Arc<Interpret
         }
     })
 }
+
+#[cfg(test)]
+mod tests;
