@@ -20,6 +20,7 @@ mod floor;
 mod goroutines;
 mod kernel_cost;
 mod overhead;
+mod python;
 mod startup;
 mod symbolization;
 mod syscalls;
@@ -47,6 +48,7 @@ pub fn run_only(section: &str) -> anyhow::Result<()> {
             unwinding::table_costs(report)
         }
         "goroutines" => goroutines::goroutine_view(report).map(drop),
+        "python" => python::python_frames(report),
         "floor" => floor_pairs(report).map(drop),
         "syscalls" => syscalls::overhead_on_others(report).map(drop),
         "kernel" => program_costs(report).map(drop),
@@ -211,8 +213,8 @@ struct Later {
 }
 
 /// Sections 6 to 12: the stack walk, the unwind tables, the cost to
-/// processes not profiled, symbolization, brief processes and the
-/// goroutine view.
+/// processes not profiled, symbolization, brief processes, the goroutine
+/// view and Python frames.
 fn later_sections(report: &mut String) -> anyhow::Result<Later> {
     eprintln!("bench: stack walk cost, tables against frame pointers");
     let walk = unwinding::kernel_costs(report)?;
@@ -228,6 +230,8 @@ fn later_sections(report: &mut String) -> anyhow::Result<Later> {
     brief::brief_processes(report)?;
     eprintln!("bench: the goroutine view's cost");
     let goroutine_pingpong = goroutines::goroutine_view(report)?;
+    eprintln!("bench: Python frames' cost");
+    python::python_frames(report)?;
 
     Ok(Later {
         walk,

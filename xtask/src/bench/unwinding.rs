@@ -123,7 +123,7 @@ fn fixture(name: &str, args: &[&str]) -> Command {
 }
 
 /// `deep.c`, built with plain `cc -O2`, recursing `levels` deep.
-fn deep_stack(levels: u32) -> anyhow::Result<Command> {
+pub(super) fn deep_stack(levels: u32) -> anyhow::Result<Command> {
     let dir = Path::new(super::tools::SCRATCH_DIR);
     fs::create_dir_all(dir)?;
     let program = dir.join("deep");
@@ -139,9 +139,21 @@ fn deep_stack(levels: u32) -> anyhow::Result<Command> {
 }
 
 /// Runs `fixture` under `profiler --pid` with `args`; returns the ns per
-/// run of each program and the user frames per on-CPU sample (from the
-/// daemon's `/metrics` counters).
+/// run of each program and the native user frames per on-CPU sample
+/// (from the daemon's `/metrics` counters).
 fn walk_cost(fixture: Command, args: &[&str]) -> anyhow::Result<(Vec<(String, f64)>, f64)> {
+    let (per_run, native, _) = walk_cost_with_python(fixture, args)?;
+    Ok((per_run, native))
+}
+
+/// Kernel ns per run of each program that ran.
+pub(super) type PerRun = Vec<(String, f64)>;
+
+/// As [`walk_cost`], and the Python frames per on-CPU sample.
+pub(super) fn walk_cost_with_python(
+    fixture: Command,
+    args: &[&str],
+) -> anyhow::Result<(PerRun, f64, f64)> {
     let mut workload = Fixture::spawn(fixture).context("starting the fixture")?;
     let metrics = Metrics::new()?;
     let mut all_args = vec!["--pid", "{pid}"];
@@ -169,8 +181,10 @@ fn walk_cost(fixture: Command, args: &[&str]) -> anyhow::Result<(Vec<(String, f6
         }
     }
     let frames = scrape.counter("frames_by_table")? + scrape.counter("frames_by_frame_pointer")?;
+    let python = scrape.counter("python_frames")?;
     let stacks = scrape.counter("on_cpu_samples")?;
-    Ok((per_run, if stacks > 0.0 { frames / stacks } else { 0.0 }))
+    let per_stack = |n: f64| if stacks > 0.0 { n / stacks } else { 0.0 };
+    Ok((per_run, per_stack(frames), per_stack(python)))
 }
 
 /// Time and kernel memory to build the tables of libc, the profiler and
