@@ -104,6 +104,18 @@ impl FrameChain {
     }
 }
 
+/// Whether a sampled Python thread held the GIL
+/// ([`crate::sample::SampleKey::python_gil`]).
+pub mod gil {
+    /// Not a Python thread, or the GIL could not be read.
+    pub const UNKNOWN: u32 = 0;
+    /// The GIL is locked, and this thread is its last holder.
+    pub const HOLDS: u32 = 1;
+    /// This thread does not hold the GIL: it runs C code that released
+    /// it, waits for it, or sleeps or blocks with it released.
+    pub const RELEASED: u32 = 2;
+}
+
 /// `_PyInterpreterFrame.owner` of an activation's shim frame (3.12+).
 pub const FRAME_OWNED_BY_CSTACK: u8 = 3;
 
@@ -148,9 +160,16 @@ pub struct KernelLayout {
     pub code_first_line: u16,
     /// Bytes of a frame to read (past its last field read).
     pub frame_read: u16,
+    /// `PyInterpreterState.ceval.gil`, a pointer to the GIL (3.12+), or
+    /// [`NO_OFFSET`] where the GIL is in `_PyRuntime`
+    /// ([`PythonProcess::runtime_gil`]).
+    pub interp_gil: u16,
+    /// The GIL's `last_holder` (a thread state) and `locked` (an `int`).
+    pub gil_last_holder: u16,
+    pub gil_locked: u16,
     /// A [`FrameChain`] as `u8`.
     pub chain: u8,
-    pub pad: u8,
+    pub pad: [u8; 3],
 }
 
 /// An offset not used by a layout.
@@ -165,6 +184,8 @@ pub struct PythonProcess {
     pub eval_end: u64,
     /// Address of `_PyRuntime.interpreters.head`: the main interpreter.
     pub interpreters_head: u64,
+    /// Address of `_PyRuntime.ceval.gil` (3.8 to 3.11; 0 after).
+    pub runtime_gil: u64,
     pub layout: KernelLayout,
 }
 
@@ -195,6 +216,9 @@ pub struct PythonWalk {
     pub phase: u32,
     /// Frames recorded of the current activation.
     pub recorded: u32,
+    /// A [`gil`] constant: the thread's, once its state is found.
+    pub gil: u32,
+    pub pad: u32,
 }
 
 /// A code object the walk recorded for the first time (`PYTHON_CODES`'s
@@ -212,7 +236,7 @@ pub struct CodeSeen {
 mod pod {
     use super::{CodeSeen, PythonProcess};
 
-    // SAFETY: repr(C): three u64 then eleven u16 and two u8 (24 bytes),
+    // SAFETY: repr(C): four u64 then fourteen u16 and four u8 (32 bytes),
     // no padding; every bit pattern is valid.
     unsafe impl aya::Pod for PythonProcess {}
     // SAFETY: repr(C): two u32 and a u64, no padding; every bit pattern is
@@ -220,10 +244,10 @@ mod pod {
     unsafe impl aya::Pod for CodeSeen {}
 }
 
-const _: () = assert!(size_of::<KernelLayout>() == 24);
-const _: () = assert!(size_of::<PythonProcess>() == 48);
+const _: () = assert!(size_of::<KernelLayout>() == 32);
+const _: () = assert!(size_of::<PythonProcess>() == 64);
 const _: () = assert!(size_of::<CodeSeen>() == 16);
-const _: () = assert!(size_of::<PythonWalk>() == 64);
+const _: () = assert!(size_of::<PythonWalk>() == 88);
 
 #[cfg(test)]
 mod tests {

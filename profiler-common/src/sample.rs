@@ -92,8 +92,9 @@ pub struct SampleKey {
     pub kernel_stack_err: i32,
     /// A [`ThreadState`] as `u32`.
     pub state: u32,
-    /// Explicit padding so the key has no uninitialised bytes.
-    pub pad: u32,
+    /// In a Python thread, whether it held the GIL
+    /// ([`crate::python::gil`]); 0 elsewhere.
+    pub python_gil: u32,
 }
 
 /// Aggregated weight of one [`SampleKey`].
@@ -115,7 +116,7 @@ mod pod {
     use super::{SampleKey, SampleValue};
 
     // SAFETY: SampleKey is repr(C) with no padding (two u32, two u64, four
-    // 32-bit fields, `pad` included: 40 bytes) and every bit pattern is valid.
+    // 32-bit fields, `python_gil` included: 40 bytes) and every bit pattern is valid.
     unsafe impl aya::Pod for SampleKey {}
     // SAFETY: SampleValue is repr(C): three u64 then 16 bytes, 40 bytes
     // with no padding, and every bit pattern is valid.

@@ -14,7 +14,8 @@ pub fn record(ctx: &PerfEventContext) {
     };
     maps::count(Stat::OnCpuSamples, 1);
     let slot = maps::active_slot();
-    let (user_stack, user_stack_err) = unwind::capture_user(&slot, pid, Scratch::Sampling);
+    let (user_stack, user_stack_err, python_gil) =
+        unwind::capture_user(&slot, pid, Scratch::Sampling);
     let (kernel_stack, kernel_stack_err) =
         stack::capture_current(ctx, &slot, 0, Stat::KernelStackErrors, Scratch::Sampling);
     let key = SampleKey {
@@ -25,7 +26,7 @@ pub fn record(ctx: &PerfEventContext) {
         user_stack_err,
         kernel_stack_err,
         state: ThreadState::Running as u32,
-        pad: 0,
+        python_gil,
     };
     let mut weight = aggregate::weight(1, 0, 0);
     weight.comm = bpf_get_current_comm().unwrap_or([0u8; COMM_LEN]);

@@ -12,7 +12,8 @@ use aya_ebpf::helpers::{
 use profiler_common::{
     python::{
         CodeSeen, FRAME_OWNED_BY_CSTACK, FRAME_READ_MAX, FrameChain, KernelLayout, NO_OFFSET,
-        PYTHON_FRAME, PYTHON_TORN, PythonWalk, THREAD_SCAN_MAX, frame_detail, phase,
+        PYTHON_FRAME, PYTHON_TORN, PythonProcess, PythonWalk, THREAD_SCAN_MAX, frame_detail, gil,
+        phase,
     },
     stack::StackTrace,
     stats::Stat,
@@ -39,6 +40,7 @@ pub enum At {
 pub fn start(python: &mut PythonWalk, pid: u32) {
     python.cursor = 0;
     python.recorded = 0;
+    python.gil = gil::UNKNOWN;
     if let Some(process) = maps::python_process(pid) {
         python.process = *process;
         python.phase = phase::UNSEEN;
@@ -57,14 +59,14 @@ pub fn at(state: &mut WalkState, trace: &mut StackTrace, pc: u64, context: u32) 
         return At::Native;
     }
     if python.phase == phase::UNSEEN {
-        let Some(frame) = current_frame(&python.process.layout, python.process.interpreters_head)
-        else {
+        let Some((frame, holds)) = current_frame(&python.process) else {
             maps::count(Stat::PythonThreadsNotFound, 1);
             python.phase = phase::OFF;
             return At::Native;
         };
         python.cursor = frame;
         python.phase = phase::BETWEEN;
+        python.gil = holds;
     }
     if python.phase == phase::ENDING {
         python.phase = phase::BETWEEN;
@@ -214,9 +216,11 @@ fn field_u64(bytes: &[u8; FRAME_READ_MAX], offset: u16) -> Option<u64> {
     Some(u64::from_le_bytes(value))
 }
 
-/// The sampled thread's current frame, through its thread state.
+/// The sampled thread's current frame, through its thread state, and
+/// whether it holds the GIL.
 #[inline(always)]
-fn current_frame(layout: &KernelLayout, interpreters_head: u64) -> Option<u64> {
+fn current_frame(process: &PythonProcess) -> Option<(u64, u32)> {
+    let (layout, interpreters_head) = (&process.layout, process.interpreters_head);
     let fsbase = fsbase()?;
     #[expect(clippy::cast_possible_truncation, reason = "the low half is the tid")]
     let tid = bpf_get_current_pid_tgid() as u32;
@@ -230,10 +234,34 @@ fn current_frame(layout: &KernelLayout, interpreters_head: u64) -> Option<u64> {
         }
     };
     let frame = read_user::<u64>(tstate.wrapping_add(u64::from(layout.tstate_frame)))?;
-    if layout.cframe_frame == NO_OFFSET || frame == 0 {
-        Some(frame)
+    let frame = if layout.cframe_frame == NO_OFFSET || frame == 0 {
+        frame
     } else {
-        read_user::<u64>(frame.wrapping_add(u64::from(layout.cframe_frame)))
+        read_user::<u64>(frame.wrapping_add(u64::from(layout.cframe_frame)))?
+    };
+    Some((frame, gil_of(process, tstate)))
+}
+
+/// Whether the thread whose state is `tstate` holds the GIL: it is
+/// locked, and the thread is its last holder.
+#[inline(always)]
+fn gil_of(process: &PythonProcess, tstate: u64) -> u32 {
+    let layout = &process.layout;
+    let at = if layout.interp_gil == NO_OFFSET {
+        Some(process.runtime_gil)
+    } else {
+        read_user::<u64>(process.interpreters_head)
+            .and_then(|interp| read_user::<u64>(interp.wrapping_add(u64::from(layout.interp_gil))))
+    };
+    let Some(at) = at.filter(|&at| at != 0) else {
+        return gil::UNKNOWN;
+    };
+    let locked = read_user::<u32>(at.wrapping_add(u64::from(layout.gil_locked)));
+    let holder = read_user::<u64>(at.wrapping_add(u64::from(layout.gil_last_holder)));
+    match (locked, holder) {
+        (Some(locked), Some(holder)) if locked != 0 && holder == tstate => gil::HOLDS,
+        (Some(_), Some(_)) => gil::RELEASED,
+        _ => gil::UNKNOWN,
     }
 }
 

@@ -17,7 +17,7 @@ use aya_ebpf::helpers::{
 };
 use core::ffi::c_void;
 use profiler_common::{
-    python::PythonWalk,
+    python::{PythonWalk, gil},
     stack::{NO_STACK, StackTrace, TRUNCATED},
     stats::Stat,
     unwind::{
@@ -39,15 +39,16 @@ const PT_REGS_RIP: usize = 128;
 /// Walks the current thread's user stack of process `pid` into the slot's
 /// stack map, in the scratch entries of `context`. Returns (hash, 0),
 /// (`NO_STACK`, 0) for a thread with no user context (a kernel thread), or
-/// (`NO_STACK`, -errno).
+/// (`NO_STACK`, -errno); and in a Python thread whether it held the GIL
+/// (`profiler_common::python::gil`).
 #[inline(always)]
-pub fn capture_user(slot: &Slot, pid: u32, context: Scratch) -> (u64, i32) {
+pub fn capture_user(slot: &Slot, pid: u32, context: Scratch) -> (u64, i32, u32) {
     let mut context = context as u32;
     let Some((state, trace)) = maps::walk_scratch(context) else {
-        return (NO_STACK, -stack::ENOMEM);
+        return (NO_STACK, -stack::ENOMEM, gil::UNKNOWN);
     };
     let Some(regs) = user_regs() else {
-        return (NO_STACK, 0);
+        return (NO_STACK, 0, gil::UNKNOWN);
     };
     // SAFETY: `state` is this CPU's entry of a per-CPU array, valid for the
     // program's run; nothing else on this CPU uses it meanwhile.
@@ -98,7 +99,8 @@ pub fn capture_user(slot: &Slot, pid: u32, context: Scratch) -> (u64, i32) {
         maps::count(Stat::StacksTruncated, 1);
         TRUNCATED
     };
-    stack::store(slot, trace, state.len, flags)
+    let (hash, err) = stack::store(slot, trace, state.len, flags);
+    (hash, err, state.python.gil)
 }
 
 /// The current thread's saved user registers; `None` when it has no user

@@ -3,10 +3,11 @@
 //! as addresses, and the labels a runtime puts on a row; and the kernel
 //! code the kernel's records say was loaded. Both `bpf/` and
 //! `runtimes/` produce these; this file imports nothing of the crate.
-use std::sync::Arc;
+use std::sync::{Arc, LazyLock};
 
 use profiler_common::{
     maps::{SAMPLES_MAX_ENTRIES, STACKS_MAX_ENTRIES},
+    python,
     sample::ThreadState,
 };
 
@@ -81,6 +82,31 @@ pub enum LabelValue {
     /// A value from a fixed set (a goroutine's state): no allocation per
     /// row.
     Static(&'static str),
+}
+
+/// The labels of a kernel row of a Python thread: whether it held the GIL
+/// (`SampleKey::python_gil`, a `profiler_common::python::gil`); `None`
+/// for other threads.
+#[must_use]
+pub fn python_gil_labels(gil: u32) -> Option<Arc<RowLabels>> {
+    static HOLDS: LazyLock<Arc<RowLabels>> = LazyLock::new(|| gil_labels("holds"));
+    static RELEASED: LazyLock<Arc<RowLabels>> = LazyLock::new(|| gil_labels("released"));
+    match gil {
+        python::gil::HOLDS => Some(HOLDS.clone()),
+        python::gil::RELEASED => Some(RELEASED.clone()),
+        _ => None,
+    }
+}
+
+fn gil_labels(value: &'static str) -> Arc<RowLabels> {
+    Arc::new(RowLabels {
+        replaces_thread: false,
+        labels: vec![Label {
+            key: "gil",
+            attribute: "python.gil",
+            value: LabelValue::Static(value),
+        }],
+    })
 }
 
 /// Kernel code loaded, from a ksymbol record.

@@ -93,7 +93,7 @@ pub fn flush(entry: *mut TaskState, hook: Flush) {
             return;
         }
         let slot = maps::active_slot();
-        let (user_stack, user_stack_err) =
+        let (user_stack, user_stack_err, python_gil) =
             unwind::capture_user(&slot, (*entry).pid, maps::Scratch::Tracing);
         let mut key = SampleKey {
             pid: (*entry).pid,
@@ -103,7 +103,7 @@ pub fn flush(entry: *mut TaskState, hook: Flush) {
             user_stack_err,
             kernel_stack_err: (*entry).kernel_stack_err,
             state: (*entry).pending_state,
-            pad: 0,
+            python_gil,
         };
         if (*entry).blocked_count != 0 {
             let mut weight = aggregate::weight(0, (*entry).blocked_ns, (*entry).blocked_count);

@@ -20,7 +20,7 @@ use super::{
     batch,
     error::{KernelError, take_map},
 };
-use crate::sample::{MapEntries, RawSample, Stack};
+use crate::sample::{MapEntries, RawSample, Stack, python_gil_labels};
 
 /// A window's end as the kernel saw it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -221,7 +221,7 @@ impl WindowMaps for Windows {
                 samples: value.samples,
                 off_cpu_ns: value.off_cpu_ns,
                 off_cpu_count: value.off_cpu_count,
-                labels: None,
+                labels: python_gil_labels(key.python_gil),
                 runtime_ns: 0,
             });
         }

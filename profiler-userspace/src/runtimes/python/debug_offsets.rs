@@ -15,6 +15,10 @@ mod at {
     pub const FREE_THREADED: usize = 16;
     pub const INTERPRETERS_HEAD: usize = 40;
     pub const THREADS_HEAD: usize = 72;
+    pub const CEVAL_GIL: usize = 112;
+    pub const GIL_RUNTIME_STATE: usize = 120;
+    pub const GIL_LOCKED: usize = 136;
+    pub const GIL_HOLDER: usize = 144;
     pub const TSTATE_NEXT: usize = 168;
     pub const TSTATE_CURRENT_FRAME: usize = 184;
     pub const TSTATE_THREAD_ID: usize = 192;
@@ -69,6 +73,12 @@ pub fn layout(runtime: &[u8]) -> Result<Layout, DebugOffsetsError> {
             .filter(|&v| v != NO_OFFSET)
             .ok_or(DebugOffsetsError::OutOfRange)
     };
+    let gil_field = |offset| {
+        get(offset)?
+            .checked_sub(get(at::GIL_RUNTIME_STATE)?)
+            .and_then(|o| u16::try_from(o).ok())
+            .ok_or(DebugOffsetsError::OutOfRange)
+    };
     let (previous, executable, instr, owner) = (
         small(at::FRAME_PREVIOUS)?,
         small(at::FRAME_EXECUTABLE)?,
@@ -88,8 +98,13 @@ pub fn layout(runtime: &[u8]) -> Result<Layout, DebugOffsetsError> {
         frame_owner: owner,
         code_first_line: small(at::CODE_FIRSTLINENO)?,
         frame_read: 0,
+        interp_gil: small(at::CEVAL_GIL)?,
+        // The interpreter's own GIL's fields, less where it starts: the
+        // same structure `ceval.gil` points to.
+        gil_last_holder: gil_field(at::GIL_HOLDER)?,
+        gil_locked: gil_field(at::GIL_LOCKED)?,
         chain: FrameChain::OwnerShim as u8,
-        pad: 0,
+        pad: [0; 3],
     };
     kernel.frame_read = frame_read(&kernel);
     if usize::from(kernel.frame_read) > FRAME_READ_MAX {
@@ -98,6 +113,7 @@ pub fn layout(runtime: &[u8]) -> Result<Layout, DebugOffsetsError> {
     Ok(Layout {
         kernel,
         interpreters_head: get(at::INTERPRETERS_HEAD)?,
+        runtime_gil: None,
         code: CodeLayout {
             filename: get(at::CODE_FILENAME)?,
             name: get(at::CODE_NAME)?,

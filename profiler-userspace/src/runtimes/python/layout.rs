@@ -52,6 +52,9 @@ pub struct Layout {
     pub kernel: KernelLayout,
     /// `_PyRuntime.interpreters.head`, from `_PyRuntime`.
     pub interpreters_head: u64,
+    /// `_PyRuntime.ceval.gil`, from `_PyRuntime` (3.8 to 3.11; the GIL is
+    /// the interpreter's from 3.12: [`KernelLayout::interp_gil`]).
+    pub runtime_gil: Option<u64>,
     pub code: CodeLayout,
     pub lines: LineTable,
     /// `sizeof(PyASCIIObject)`: a compact ASCII string's characters follow.
@@ -100,8 +103,9 @@ fn table(version: Version) -> Option<Layout> {
         return None;
     }
     Some(match version.minor {
-        8 | 9 => one_per_call(104, LineTable::Lnotab),
-        10 => one_per_call(96, LineTable::Lines310),
+        8 => one_per_call(104, 1152, LineTable::Lnotab),
+        9 => one_per_call(104, 352, LineTable::Lnotab),
+        10 => one_per_call(96, 352, LineTable::Lines310),
         11 => Layout {
             kernel: KernelLayout {
                 interp_threads_head: 16,
@@ -115,10 +119,14 @@ fn table(version: Version) -> Option<Layout> {
                 frame_owner: 68,
                 code_first_line: 72,
                 frame_read: 0,
+                interp_gil: NO_OFFSET,
+                gil_last_holder: 8,
+                gil_locked: 16,
                 chain: FrameChain::EntryFlag as u8,
-                pad: 0,
+                pad: [0; 3],
             },
             interpreters_head: 40,
+            runtime_gil: Some(360),
             code: CodeLayout {
                 filename: 112,
                 name: 120,
@@ -144,10 +152,14 @@ fn table(version: Version) -> Option<Layout> {
                 frame_owner: 70,
                 code_first_line: 68,
                 frame_read: 0,
+                interp_gil: 384,
+                gil_last_holder: 8,
+                gil_locked: 16,
                 chain: FrameChain::OwnerShim as u8,
-                pad: 0,
+                pad: [0; 3],
             },
             interpreters_head: 40,
+            runtime_gil: None,
             code: CodeLayout {
                 filename: 112,
                 name: 120,
@@ -164,8 +176,9 @@ fn table(version: Version) -> Option<Layout> {
     })
 }
 
-/// 3.8 to 3.10: frame objects, `f_lasti` at `lasti`.
-fn one_per_call(lasti: u16, lines: LineTable) -> Layout {
+/// 3.8 to 3.10: frame objects, `f_lasti` at `lasti`, the GIL at `gil` in
+/// `_PyRuntime`.
+fn one_per_call(lasti: u16, gil: u64, lines: LineTable) -> Layout {
     Layout {
         kernel: KernelLayout {
             interp_threads_head: 8,
@@ -179,10 +192,14 @@ fn one_per_call(lasti: u16, lines: LineTable) -> Layout {
             frame_owner: NO_OFFSET,
             code_first_line: 40,
             frame_read: 0,
+            interp_gil: NO_OFFSET,
+            gil_last_holder: 8,
+            gil_locked: 16,
             chain: FrameChain::OnePerCall as u8,
-            pad: 0,
+            pad: [0; 3],
         },
         interpreters_head: 32,
+        runtime_gil: Some(gil),
         code: CodeLayout {
             filename: 104,
             name: 112,

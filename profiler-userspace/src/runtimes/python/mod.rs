@@ -122,6 +122,9 @@ impl Python {
                 .runtime
                 .wrapping_add(bias)
                 .wrapping_add(interpreter.layout.interpreters_head),
+            runtime_gil: interpreter.layout.runtime_gil.map_or(0, |gil| {
+                interpreter.runtime.wrapping_add(bias).wrapping_add(gil)
+            }),
             layout: interpreter.layout.kernel,
         };
         maps.set_python(pid, &process)?;

@@ -135,6 +135,10 @@ fn debug_offsets(free_threaded: u64) -> Vec<u8> {
     for (at, v) in [
         (40, 632),
         (72, 7344),
+        (112, 16),
+        (120, 7752),
+        (136, 7768),
+        (144, 7760),
         (168, 8),
         (184, 72),
         (192, 152),
@@ -163,6 +167,14 @@ fn the_3_13_layout_is_read_from_its_debug_offsets() {
     assert_eq!(layout.interpreters_head, 632);
     assert_eq!(layout.kernel.interp_threads_head, 7344);
     assert_eq!(layout.kernel.tstate_frame, 72);
+    assert_eq!(
+        (
+            layout.kernel.interp_gil,
+            layout.kernel.gil_last_holder,
+            layout.kernel.gil_locked
+        ),
+        (16, 8, 16)
+    );
     assert_eq!(layout.kernel.frame_owner, 70);
     // Past the owner byte, the last field read.
     assert_eq!(layout.kernel.frame_read, 71);
