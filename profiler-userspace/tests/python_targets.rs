@@ -207,42 +207,37 @@ fn a_python_process_found_by_name_or_pid_file_has_its_functions_named() {
     require_root();
     let dir = tempfile::tempdir().unwrap();
     // `--comm` names the process by its executable's name.
-    let mut child = spawn(DEBIAN, "found_by_name", 4.0);
-    let out = dir.path().join("by-name");
-    let profiler = Profiler::start(&[
-        "--comm",
-        "python3.11",
-        "--output-dir",
-        out.to_str().unwrap(),
-        "--interval",
-        "5m",
-    ]);
+    found_by(&dir.path().join("by-name"), "found_by_name", |_| {
+        vec!["--comm".to_owned(), "python3.11".to_owned()]
+    });
+    let pid_file = dir.path().join("python.pid");
+    found_by(
+        &dir.path().join("by-pid-file"),
+        "named_by_pid_file",
+        |pid| {
+            std::fs::write(&pid_file, pid.to_string()).unwrap();
+            vec![
+                "--pid-file".to_owned(),
+                pid_file.to_str().unwrap().to_owned(),
+            ]
+        },
+    );
+}
+
+/// Profiles a Python process spinning in `function` until it exits, with
+/// the target flags `flags` gives for its pid, into `out`; then checks it.
+fn found_by(out: &Path, function: &str, flags: impl FnOnce(u32) -> Vec<String>) {
+    let mut child = spawn(DEBIAN, function, 4.0);
+    let mut args = flags(child.id());
+    args.extend(["--output-dir", out.to_str().unwrap(), "--interval", "5m"].map(str::to_owned));
+    let profiler = Profiler::start(&args.iter().map(String::as_str).collect::<Vec<_>>());
     assert!(child.wait().unwrap().success());
     // Its only target gone, the daemon writes its window and exits.
     let (status, log) = profiler.wait();
     assert!(status.success(), "{log}");
-    let by_name = profiles(&out);
-    assert_eq!(by_name.len(), 1, "{log}");
-    check_found(&by_name[0].1, child.id(), "found_by_name", &log);
-
-    let mut child = spawn(DEBIAN, "named_by_pid_file", 4.0);
-    let pid_file = dir.path().join("python.pid");
-    std::fs::write(&pid_file, child.id().to_string()).unwrap();
-    let out = dir.path().join("by-pid-file");
-    let profiler = Profiler::start(&[
-        "--pid-file",
-        pid_file.to_str().unwrap(),
-        "--output-dir",
-        out.to_str().unwrap(),
-        "--interval",
-        "5m",
-    ]);
-    assert!(child.wait().unwrap().success());
-    let (status, log) = profiler.wait();
-    assert!(status.success(), "{log}");
-    let by_file = profiles(&out);
-    assert_eq!(by_file.len(), 1, "{log}");
-    check_found(&by_file[0].1, child.id(), "named_by_pid_file", &log);
+    let found = profiles(out);
+    assert_eq!(found.len(), 1, "{log}");
+    check_found(&found[0].1, child.id(), function, &log);
 }
 
 /// A target found at the daemon's start: every walked sample running

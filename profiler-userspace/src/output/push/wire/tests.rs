@@ -310,3 +310,47 @@ fn otlp_requests_stay_within_the_collectors_limit_and_pyroscopes_rows() {
         assert_eq!(services.len(), programs);
     }
 }
+
+/// Python frames (no mapping, no address: a function, file and line)
+/// reach every backend as frames of their own, above the native ones.
+#[test]
+fn every_protocol_carries_python_frames() {
+    let python = |function: &str, line: u32| Location {
+        mapping: None,
+        address: 0,
+        lines: Arc::new([Line {
+            function: function.to_owned(),
+            file: "app.py".to_owned(),
+            line,
+        }]),
+    };
+    let mut sample = row("python3.11", "app.service", "Py_RunMain", 5, 0);
+    sample
+        .stack
+        .splice(0..0, [python("Worker.handle", 12), python("main", 40)]);
+    let profile = Profile {
+        view: View::Wall,
+        start: UNIX_EPOCH,
+        duration_ns: 15_000_000_000,
+        period_ns: 10_101_010,
+        samples: vec![sample],
+        comments: Vec::new(),
+    };
+    let series = series::split(profile, "host1");
+    for (protocol, ours) in [
+        (Protocol::Pyroscope, PushProtocol::Pyroscope),
+        (Protocol::Parca, PushProtocol::Parca),
+        (Protocol::Otlp, PushProtocol::Otlp),
+    ] {
+        let received: Vec<_> = bodies(ours, &series, None)
+            .iter()
+            .flat_map(|body| {
+                backend::decode(protocol, body).unwrap_or_else(|e| panic!("{protocol:?}: {e}"))
+            })
+            .collect();
+        for function in ["Worker.handle", "main", "Py_RunMain"] {
+            let total: i64 = received.iter().map(|p| p.total("cpu", function)).sum();
+            assert_eq!(total, 5 * 10_101_010, "{protocol:?}: {function}");
+        }
+    }
+}
