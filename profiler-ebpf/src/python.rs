@@ -83,7 +83,6 @@ pub fn at(state: &mut WalkState, trace: &mut StackTrace, pc: u64, context: u32) 
 #[inline(always)]
 fn record_next(state: &mut WalkState, trace: &mut StackTrace, context: u32) -> At {
     let pid = state.pid;
-    let len = state.len as usize;
     let python = &mut state.python;
     let layout = python.process.layout;
     let Some(chain) = FrameChain::from_raw(layout.chain) else {
@@ -105,6 +104,10 @@ fn record_next(state: &mut WalkState, trace: &mut StackTrace, context: u32) -> A
     else {
         return torn(state, trace);
     };
+    // Read here, right before its bounds check and the writes it guards:
+    // held across the reads above, the value is spilled, and the 6.1
+    // verifier loses the bound between the check and the writes.
+    let len = state.len as usize;
     if len + 1 >= MAX_FRAMES as usize {
         state.truncated = 1;
         return At::Full;

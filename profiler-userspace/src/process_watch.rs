@@ -21,7 +21,7 @@ use crate::{
     bpf::{KernelError, PythonMaps, UnwindMaps},
     config::{Target, Unwind},
     mapping_events::{MappingEvents, Recorded},
-    process::{build_ids::BuildIds, snapshot::ProcessSnapshot},
+    process::{build_ids::BuildIds, roots::Roots, snapshot::ProcessSnapshot},
     runtimes::python::{Python, PythonCode},
     unwind::{Published, Stamped, Unwinder},
 };
@@ -47,6 +47,8 @@ struct Anew {
     snapshots: Vec<Arc<ProcessSnapshot>>,
     /// The build ids of the files mapped, for the snapshots.
     build_ids: BuildIds,
+    /// The roots of processes not in ours, held open for the snapshots.
+    roots: Roots,
     python: Python,
 }
 
@@ -179,7 +181,12 @@ impl ProcessWatch {
     fn snapshot_all(&mut self, pids: &[u32]) {
         for &pid in pids {
             if let Some(mappings) = self.unwinder.stamped_mappings(pid) {
-                let snapshot = ProcessSnapshot::read(pid, mappings, &mut self.anew.build_ids);
+                let snapshot = ProcessSnapshot::read(
+                    pid,
+                    mappings,
+                    &mut self.anew.build_ids,
+                    &mut self.anew.roots,
+                );
                 self.anew.snapshots.push(Arc::new(snapshot));
             }
         }

@@ -1,7 +1,18 @@
 //! Which cgroup, container and systemd unit a process runs in, from
-//! `/proc/PID/cgroup`: the `cgroup`, `container_id` and `service` labels of
-//! every sample, so `go tool pprof -tagfocus=service=nginx.service` or
-//! `-tagfocus=container_id=...` narrows a system-wide profile.
+//! `/proc/PID/cgroup`: the `cgroup`, `container_id`, `container_runtime`,
+//! `pod_uid` and `service` labels of every sample, so `go tool pprof
+//! -tagfocus=service=nginx.service` or `-tagfocus=container_id=...`
+//! narrows a system-wide profile.
+//!
+//! The layouts read, as each runtime names its cgroups (systemd driver,
+//! then cgroupfs driver):
+//! - Docker: `docker-ID.scope`, `/docker/ID`;
+//! - containerd under Kubernetes: `kubepods-QOS-podUID.slice/
+//!   cri-containerd-ID.scope`, `/kubepods/QOS/podUID/ID` (a CRI runtime,
+//!   not named by the path);
+//! - CRI-O: `crio-ID.scope`; Podman: `libpod-ID.scope`;
+//! - systemd-nspawn: `machine.slice/machine-NAME.scope` (the id is the
+//!   machine's name).
 
 /// A process's place, as labels; empty strings where there is none.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -10,8 +21,15 @@ pub struct Placement {
     /// named v1 hierarchy's, else the first non-root v1 path.
     pub cgroup: String,
     /// A 64-hex-digit container id (Docker, containerd, CRI-O, Podman,
-    /// Kubernetes pods' containers) found in a cgroup path.
+    /// Kubernetes pods' containers) found in a cgroup path, or a
+    /// systemd-nspawn machine's name.
     pub container_id: String,
+    /// Which runtime the path says runs it: `docker`, `containerd`,
+    /// `cri-o`, `podman`, `systemd-nspawn`, or `cri` (a Kubernetes pod's
+    /// container under the cgroupfs driver, whose path names no runtime).
+    pub container_runtime: String,
+    /// The Kubernetes pod's UID, where the path carries one.
+    pub pod_uid: String,
     /// The innermost systemd unit (`.service` or `.scope`) of the path.
     pub service: String,
 }
@@ -48,15 +66,86 @@ pub fn parse(text: &str) -> Placement {
         .or(systemd)
         .and_then(|(_, path)| innermost_unit(path))
         .unwrap_or_default();
-    let container_id = entries
+    let container = entries.iter().find_map(|(_, path)| container(path));
+    let pod_uid = entries
         .iter()
-        .find_map(|(_, path)| container_id(path))
+        .find_map(|(_, path)| pod_uid(path))
         .unwrap_or_default();
+    let (container_id, container_runtime) = container.unwrap_or_default();
     Placement {
         cgroup: cgroup.to_owned(),
-        container_id: container_id.to_owned(),
+        container_id,
+        container_runtime: container_runtime.to_owned(),
+        pod_uid,
         service: service.to_owned(),
     }
+}
+
+/// The container of a cgroup path: its id and its runtime.
+fn container(path: &str) -> Option<(String, &'static str)> {
+    if let Some(id) = container_id(path) {
+        let component = path.rsplit('/').find(|c| c.contains(id)).unwrap_or("");
+        let before = &component[..component.find(id).unwrap_or(0)];
+        let runtime = match before {
+            "docker-" => "docker",
+            "cri-containerd-" => "containerd",
+            "crio-" => "cri-o",
+            "libpod-" => "podman",
+            "" if path.contains("/docker/") => "docker",
+            "" if path.contains("kubepods") => "cri",
+            _ => "",
+        };
+        return Some((id.to_owned(), runtime));
+    }
+    let machine = path
+        .split('/')
+        .skip_while(|c| *c != "machine.slice")
+        .nth(1)?
+        .strip_prefix("machine-")?
+        .strip_suffix(".scope")?;
+    Some((unescape_unit(machine), "systemd-nspawn"))
+}
+
+/// The pod UID of a Kubernetes cgroup path: `...-podUID.slice` (the
+/// systemd driver writes the UID's dashes as underscores) or `/podUID/`.
+fn pod_uid(path: &str) -> Option<String> {
+    path.split('/').find_map(|component| {
+        if let Some(slice) = component.strip_suffix(".slice") {
+            let uid = slice.rsplit('-').next()?.strip_prefix("pod")?;
+            return is_uid(uid).then(|| uid.replace('_', "-"));
+        }
+        let uid = component.strip_prefix("pod")?;
+        is_uid(uid).then(|| uid.to_owned())
+    })
+}
+
+/// A UID's 32 hex digits in groups, with dashes or underscores.
+fn is_uid(text: &str) -> bool {
+    text.len() == 36
+        && text
+            .bytes()
+            .all(|b| b.is_ascii_hexdigit() || b == b'-' || b == b'_')
+}
+
+/// A unit name's escapes undone (`\x2d` is `-`).
+fn unescape_unit(name: &str) -> String {
+    let mut out = String::new();
+    let mut rest = name;
+    while let Some(at) = rest.find("\\x") {
+        out.push_str(&rest[..at]);
+        let byte = rest
+            .get(at + 2..at + 4)
+            .and_then(|h| u8::from_str_radix(h, 16).ok());
+        if let Some(byte) = byte {
+            out.push(char::from(byte));
+            rest = &rest[at + 4..];
+        } else {
+            out.push('\\');
+            rest = &rest[at + 1..];
+        }
+    }
+    out.push_str(rest);
+    out
 }
 
 /// The last path component that names a systemd service or scope (unit
@@ -122,6 +211,54 @@ mod tests {
         assert_eq!(v1.cgroup, "/process_api/00abe664");
         assert_eq!(v1.service, "");
         assert_eq!(parse("0::/\n").cgroup, "/");
+    }
+
+    #[test]
+    fn each_runtime_and_pod_is_named() {
+        let uid = "4d8a1c2e-93f0-4b7a-a1d2-3c4e5f6a7b8c";
+        for (path, runtime, pod) in [
+            (format!("/system.slice/docker-{ID}.scope"), "docker", ""),
+            (format!("/docker/{ID}"), "docker", ""),
+            (
+                format!(
+                    "/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod{}.slice/cri-containerd-{ID}.scope",
+                    uid.replace('-', "_")
+                ),
+                "containerd",
+                uid,
+            ),
+            (format!("/kubepods/besteffort/pod{uid}/{ID}"), "cri", uid),
+            (format!("/system.slice/crio-{ID}.scope"), "cri-o", ""),
+            (
+                format!("/machine.slice/libpod-{ID}.scope/container"),
+                "podman",
+                "",
+            ),
+        ] {
+            let placement = parse(&format!("0::{path}\n"));
+            assert_eq!(
+                (
+                    placement.container_id.as_str(),
+                    placement.container_runtime.as_str(),
+                    placement.pod_uid.as_str()
+                ),
+                (ID, runtime, pod),
+                "{path}"
+            );
+        }
+        let nspawn = parse("0::/machine.slice/machine-web\\x2d1.scope/payload\n");
+        assert_eq!(
+            (
+                nspawn.container_id.as_str(),
+                nspawn.container_runtime.as_str()
+            ),
+            ("web-1", "systemd-nspawn")
+        );
+        let host = parse("0::/system.slice/nginx.service\n");
+        assert_eq!(
+            (host.container_runtime.as_str(), host.pod_uid.as_str()),
+            ("", "")
+        );
     }
 
     #[test]

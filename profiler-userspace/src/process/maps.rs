@@ -66,8 +66,14 @@ impl FileStamp {
     /// deleted and containerised files work); `None` once it is gone.
     #[must_use]
     pub fn of_mapping(pid: u32, vma: &Vma) -> Option<Self> {
+        Self::of_path(&map_files_path(pid, vma))
+    }
+
+    /// The stamp of the file at `path`; `None` when there is none.
+    #[must_use]
+    pub fn of_path(path: &std::path::Path) -> Option<Self> {
         use std::os::unix::fs::MetadataExt as _;
-        let meta = std::fs::metadata(map_files_path(pid, vma)).ok()?;
+        let meta = std::fs::metadata(path).ok()?;
         Some(Self {
             dev: meta.dev(),
             ino: meta.ino(),

@@ -3,7 +3,8 @@
 //! stamps), the file a mapping saw and its build id (`files.rs`; build ids
 //! read once per stamped file: `build_ids.rs`), and an image the kernel's
 //! mmap records told of a process gone since (`recorded.rs`), what was
-//! read of a process while it lived (`snapshot.rs`); the small
+//! read of a process while it lived (`snapshot.rs`), its root held open
+//! for files it mapped in another namespace or chroot (`roots.rs`); the small
 //! `/proc` readers (`procfs.rs`) and its cgroup, service and container
 //! (`cgroup.rs`). The
 //! unwinder, the runtimes, the mmap records and the symbolizer take these
@@ -14,4 +15,5 @@ pub mod files;
 pub mod maps;
 pub mod procfs;
 pub mod recorded;
+pub mod roots;
 pub mod snapshot;

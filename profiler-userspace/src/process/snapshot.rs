@@ -1,7 +1,7 @@
 //! A process's mappings read while it lived (when the daemon first saw it,
 //! or saw it exec), with what must be read then because the process may
 //! be gone by the window's end: the build ids behind them, its name, its
-//! placement, and whether it shares our mount namespace.
+//! placement, whether it shares our mount namespace, and its root.
 use std::{path::PathBuf, sync::Arc};
 
 use super::{
@@ -9,6 +9,7 @@ use super::{
     cgroup::{self, Placement},
     maps::{FileStamp, Vma},
     procfs,
+    roots::{Root, Roots},
 };
 
 /// What was read of one process while it lived.
@@ -22,6 +23,11 @@ pub struct ProcessSnapshot {
     pub vmas: Vec<(Vma, String)>,
     /// Whether it saw files at the paths we see (see [`same_mount_ns`]).
     pub same_mount_ns: bool,
+    /// Its root, held open, when it is not ours; then each of `vmas`'
+    /// file's stamp as the process saw it (through `map_files`), which
+    /// the file read through the root must match.
+    pub root: Option<Arc<Root>>,
+    pub stamps: Vec<Option<FileStamp>>,
 }
 
 impl ProcessSnapshot {
@@ -33,16 +39,23 @@ impl ProcessSnapshot {
         pid: u32,
         mappings: impl Iterator<Item = (&'a Vma, Option<FileStamp>)>,
         build_ids: &mut BuildIds,
+        roots: &mut Roots,
     ) -> Self {
-        let vmas = mappings
-            .map(|(vma, stamp)| (vma.clone(), build_ids.of(pid, vma, stamp)))
-            .collect();
+        let root = roots.of(pid);
+        let (vmas, stamps) = mappings
+            .map(|(vma, stamp)| {
+                let build_id = build_ids.of(pid, vma, stamp);
+                ((vma.clone(), build_id), root.as_ref().and(stamp))
+            })
+            .unzip();
         Self {
             pid,
             comm: procfs::comm(pid, pid).map(Arc::from),
             placement: cgroup::read(pid).map(Arc::new),
             vmas,
             same_mount_ns: same_mount_ns(pid),
+            root,
+            stamps,
         }
     }
 }

@@ -27,6 +27,7 @@ mod inflated;
 mod kallsyms;
 mod kernel_symbols;
 mod parsed;
+mod perf_map;
 mod prepare;
 mod processes;
 mod python;

@@ -24,8 +24,9 @@ use crate::{
     process::procfs,
     process::{
         files::{build_id, mapped_dir, read_build_id},
-        maps::{self, Vma, map_files_path},
+        maps::{self, FileStamp, Vma, map_files_path},
         recorded::RecordedImage,
+        roots::{Root, Roots},
         snapshot::{ProcessSnapshot, same_mount_ns},
     },
     profile::Mapping,
@@ -44,13 +45,20 @@ pub(super) struct Generation {
     /// came from the kernel's records, which the file at the path must
     /// match by build id or inode.
     by_path: bool,
+    /// Its root, held open, when it is not ours (another mount namespace,
+    /// a chroot): its files are read through it once it is gone, and then
+    /// must match the stamp each had as the process saw it (`stamps`, by
+    /// `vmas`' index; the device and inode of `/proc/PID/maps` are those
+    /// of the file below an overlay, not of the file seen through it).
+    root: Option<Arc<Root>>,
+    stamps: Vec<Option<FileStamp>>,
 }
 
 impl Generation {
     /// `vmas` of `pid` with their build ids, reusing `previous`'s pprof
-    /// mapping where a mapping did not change.
-    fn read(pid: u32, vmas: Vec<Vma>, previous: Option<&Generation>) -> Self {
-        let vmas = vmas
+    /// mapping where a mapping did not change, and its root from `roots`.
+    fn read(pid: u32, vmas: Vec<Vma>, previous: Option<&Generation>, roots: &mut Roots) -> Self {
+        let vmas: Vec<(Vma, Arc<Mapping>)> = vmas
             .into_iter()
             .map(|vma| {
                 let reused = previous.and_then(|p| {
@@ -64,9 +72,23 @@ impl Generation {
                 (vma, mapping)
             })
             .collect();
+        let root = roots.of(pid);
+        let stamps = if root.is_some() {
+            vmas.iter()
+                .map(|(vma, _)| {
+                    vma.is_file()
+                        .then(|| FileStamp::of_mapping(pid, vma))
+                        .flatten()
+                })
+                .collect()
+        } else {
+            Vec::new()
+        };
         Self {
             vmas,
             by_path: same_mount_ns(pid),
+            root,
+            stamps,
         }
     }
 
@@ -83,6 +105,8 @@ impl Generation {
         Self {
             vmas,
             by_path: true,
+            root: None,
+            stamps: Vec::new(),
         }
     }
 
@@ -97,9 +121,10 @@ impl Generation {
 ///
 /// `/proc/PID/map_files` is exact (even for deleted files and other mount
 /// namespaces) but only for the image the process runs now. Otherwise the
-/// path is used if the process shared our mount namespace (or the mapping
-/// was recorded) and the file there is still the one mapped: the same
-/// build id, or without one, the same device and inode.
+/// path is used through the process's root held open (another mount
+/// namespace, a chroot), or as it is if the process shared our root (or
+/// the mapping was recorded), if the file there is still the one mapped:
+/// the same build id, or without one, the same device and inode.
 pub(super) fn binary_path(
     pid: u32,
     vma: &Vma,
@@ -111,10 +136,26 @@ pub(super) fn binary_path(
     if current && exact.exists() {
         return Some((exact, mapped_dir(pid, vma)));
     }
-    if !generation.by_path {
-        return None;
-    }
-    let path = PathBuf::from(&vma.path);
+    let path = match &generation.root {
+        Some(root) => {
+            let path = root.path_of(&vma.path);
+            let index = generation.vmas.iter().position(|(v, _)| v == vma);
+            let stamp = index.and_then(|i| generation.stamps.get(i).copied().flatten());
+            let same_file = match stamp {
+                Some(stamp) => FileStamp::of_path(&path) == Some(stamp),
+                None => {
+                    !mapping.build_id.is_empty()
+                        && build_id(&path).is_some_and(|id| id == mapping.build_id)
+                }
+            };
+            return same_file.then(|| {
+                let dir = path.parent().map(Path::to_path_buf);
+                (path, dir)
+            });
+        }
+        None if generation.by_path => PathBuf::from(&vma.path),
+        None => return None,
+    };
     let same_file = if mapping.build_id.is_empty() {
         vma.file.is_none_or(|id| id.matches(&path))
     } else {
@@ -184,6 +225,10 @@ impl ProcessInfo {
             .filter(|last| last.same_mappings(&generation))
         {
             last.by_path |= generation.by_path;
+            if last.root.is_none() {
+                last.root = generation.root;
+                last.stamps = generation.stamps;
+            }
             return;
         }
         self.generations.push(generation);
@@ -228,6 +273,8 @@ pub(super) enum Mappings {
 #[derive(Default)]
 pub(super) struct Processes {
     map: HashMap<u32, ProcessInfo>,
+    /// The roots of processes read here, held open.
+    roots: Roots,
 }
 
 impl Processes {
@@ -270,6 +317,8 @@ impl Processes {
         process.add_generation(Generation {
             vmas,
             by_path: snapshot.same_mount_ns,
+            root: snapshot.root.clone(),
+            stamps: snapshot.stamps.clone(),
         });
         process.last_seen = window;
     }
@@ -319,6 +368,8 @@ impl Processes {
         process.generations.push(Generation {
             vmas: Vec::new(),
             by_path: false,
+            root: None,
+            stamps: Vec::new(),
         });
     }
 
@@ -342,7 +393,9 @@ impl Processes {
             process.placement = placement;
         }
         if let Some(vmas) = vmas {
-            let generation = Generation::read(pid, vmas, process.generations.last());
+            let roots = &mut self.roots;
+            let process = self.map.get_mut(&pid).expect("entered above");
+            let generation = Generation::read(pid, vmas, process.generations.last(), roots);
             process.add_generation(generation);
             process.current = true;
             return Some(Mappings::Read);
@@ -351,6 +404,8 @@ impl Processes {
             process.generations.push(Generation {
                 vmas: Vec::new(),
                 by_path: false,
+                root: None,
+                stamps: Vec::new(),
             });
             return Some(Mappings::Unreadable);
         }

@@ -103,7 +103,9 @@ fn symbolizes_own_function_with_inlined_lines() {
 }
 
 /// JIT code: an address in anonymous executable memory is named from the
-/// process's perf map, and named once the map grows to cover it.
+/// process's perf map, and named once the map grows to cover it; both
+/// forms of the map's hex numbers (with `0x`, as HotSpot writes them, and
+/// without, as Node does) name code.
 #[test]
 fn anonymous_code_is_named_from_a_growing_perf_map() {
     use std::io::Write as _;
@@ -139,16 +141,25 @@ fn anonymous_code_is_named_from_a_growing_perf_map() {
     assert_eq!((stats.resolved, stats.failed), (1, 1), "not in the map yet");
     assert_eq!(name(&symbolizer), None);
 
+    // HotSpot's form (`jcmd PID Compiler.perfmap`): hex with `0x`.
     let mut file = std::fs::OpenOptions::new().append(true).open(&map).unwrap();
+    writeln!(file, "{:#x} 0x80 void Crypto.crypt()", code as u64 + 0x800).unwrap();
     writeln!(file, "{:x} 200 JS:*jitted /app/main.js:3", code as u64).unwrap();
     drop(file);
     let stats = symbolizer.prepare(window.samples(), window.processes(), window.recorded(), &[]);
     let named = name(&symbolizer);
+    let hotspot_window = one_sample(pid, code as u64 + 0x840, Stack::Absent);
+    symbolizer.prepare(hotspot_window.samples(), &[], &[], &[]);
+    let hotspot = symbolizer.user_locations(pid, &hotspot_window.samples()[0].user_stack)[0]
+        .lines
+        .first()
+        .map(|l| l.function.clone());
     let _ = std::fs::remove_file(&map);
     // SAFETY: `code` is the mapping made above, not used after this.
     unsafe { libc::munmap(code, LEN) };
     assert_eq!((stats.resolved, stats.failed), (1, 0), "looked up again");
     assert_eq!(named.as_deref(), Some("JS:*jitted /app/main.js:3"));
+    assert_eq!(hotspot.as_deref(), Some("void Crypto.crypt()"));
 }
 
 /// A sample with no user frames (a thread asleep all window) names its

@@ -80,6 +80,8 @@ fn build_with(profile: &Profile, types: &[usize]) -> proto::Profile {
         state: tables.string(&mut out, "state"),
         cgroup: tables.string(&mut out, "cgroup"),
         container_id: tables.string(&mut out, "container_id"),
+        container_runtime: tables.string(&mut out, "container_runtime"),
+        pod_uid: tables.string(&mut out, "pod_uid"),
         service: tables.string(&mut out, "service"),
     };
 
@@ -210,6 +212,8 @@ fn labels(
     for (key, value) in [
         (keys.cgroup, &placement.cgroup),
         (keys.container_id, &placement.container_id),
+        (keys.container_runtime, &placement.container_runtime),
+        (keys.pod_uid, &placement.pod_uid),
         (keys.service, &placement.service),
     ] {
         if !value.is_empty() {
@@ -227,6 +231,8 @@ struct Labels {
     state: i64,
     cgroup: i64,
     container_id: i64,
+    container_runtime: i64,
+    pod_uid: i64,
     service: i64,
 }
 

@@ -119,6 +119,8 @@ fn resource(series: &Series) -> Resource {
                 "service_name" => "service.name",
                 "hostname" => "host.name",
                 "container_id" => "container.id",
+                "container_runtime" => "container.runtime",
+                "pod_uid" => "k8s.pod.uid",
                 "cgroup" => "process.linux.cgroup",
                 other => other,
             }

@@ -7,7 +7,8 @@ use crate::profile::{Profile, Sample};
 /// A program's rows and the labels that name it in a backend.
 #[derive(Clone, Debug)]
 pub struct Series {
-    /// `service_name`, `hostname`, then `container_id` and `cgroup` where
+    /// `service_name`, `hostname`, then `container_id`, `container_runtime`,
+    /// `pod_uid` and `cgroup` where
     /// known; sorted by name, no `__name__` (each protocol adds its own).
     pub labels: Vec<(&'static str, String)>,
     /// The program's rows, with the push's times and comments.
@@ -94,14 +95,27 @@ pub fn split(profile: Profile, hostname: &str) -> Vec<Series> {
     programs
         .into_iter()
         .map(|((service, container_id, cgroup), samples)| {
-            let mut labels = Vec::with_capacity(4);
+            // The runtime and pod follow from the cgroup path.
+            let (runtime, pod) = samples.first().map_or_else(Default::default, |s| {
+                (
+                    s.placement.container_runtime.clone(),
+                    s.placement.pod_uid.clone(),
+                )
+            });
+            let mut labels = Vec::with_capacity(6);
             if !cgroup.is_empty() {
                 labels.push(("cgroup", cgroup));
             }
             if !container_id.is_empty() {
                 labels.push(("container_id", container_id));
             }
+            if !runtime.is_empty() {
+                labels.push(("container_runtime", runtime));
+            }
             labels.push(("hostname", hostname.to_owned()));
+            if !pod.is_empty() {
+                labels.push(("pod_uid", pod));
+            }
             labels.push(("service_name", service));
             Series {
                 labels,
@@ -165,6 +179,8 @@ mod tests {
                 },
                 service: service.to_owned(),
                 container_id: container_id.to_owned(),
+                container_runtime: String::new(),
+                pod_uid: String::new(),
             }),
             state: ThreadState::Running,
             stack: vec![Location::marker("f".to_owned())],
@@ -219,6 +235,43 @@ mod tests {
         );
         assert_eq!(series[0].label("container_id"), Some(container.as_str()));
         assert_eq!(nginx.profile.comments, ["x=1"]);
+    }
+
+    #[test]
+    fn a_pods_container_is_a_series_labelled_with_its_runtime_and_pod() {
+        let container = "3f4b".repeat(16);
+        let mut sample = row("worker", "", &container, 1);
+        sample.placement = Arc::new(Placement {
+            container_runtime: "containerd".to_owned(),
+            pod_uid: "4d8a1c2e-93f0-4b7a-a1d2-3c4e5f6a7b8c".to_owned(),
+            ..(*sample.placement).clone()
+        });
+        let profile = Profile {
+            view: View::Wall,
+            start: UNIX_EPOCH,
+            duration_ns: 1,
+            period_ns: 1,
+            samples: vec![sample],
+            comments: Vec::new(),
+        };
+        let series = split(profile, "host1");
+        let names: Vec<&str> = series[0].labels.iter().map(|(name, _)| *name).collect();
+        assert_eq!(
+            names,
+            [
+                "container_id",
+                "container_runtime",
+                "hostname",
+                "pod_uid",
+                "service_name"
+            ],
+            "sorted by name"
+        );
+        assert_eq!(series[0].label("container_runtime"), Some("containerd"));
+        assert_eq!(
+            series[0].label("pod_uid"),
+            Some("4d8a1c2e-93f0-4b7a-a1d2-3c4e5f6a7b8c")
+        );
     }
 
     #[test]

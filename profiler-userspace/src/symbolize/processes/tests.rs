@@ -25,6 +25,8 @@ fn generation(ranges: &[(u64, u64)]) -> Generation {
             })
             .collect(),
         by_path: true,
+        root: None,
+        stamps: Vec::new(),
     }
 }
 

@@ -194,6 +194,8 @@ fn placement_labels_only_where_known() {
     profile.samples[0].placement = Arc::new(crate::process::cgroup::Placement {
         cgroup: "/system.slice/nginx.service".into(),
         container_id: String::new(),
+        container_runtime: String::new(),
+        pod_uid: String::new(),
         service: "nginx.service".into(),
     });
     let p = decode(&encode(&profile));

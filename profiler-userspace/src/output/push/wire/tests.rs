@@ -29,6 +29,8 @@ fn row(comm: &str, service: &str, function: &str, samples: u64, off_cpu_ns: u64)
         placement: Arc::new(Placement {
             cgroup: format!("/system.slice/{service}"),
             container_id: String::new(),
+            container_runtime: String::new(),
+            pod_uid: String::new(),
             service: service.to_owned(),
         }),
         state: if off_cpu_ns > 0 {

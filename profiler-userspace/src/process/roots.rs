@@ -1,0 +1,139 @@
+//! Processes' roots, held open: a process in another mount namespace, or
+//! chrooted, maps files at paths that mean something else on the host.
+//! At first sight of a root the daemon keeps an `O_PATH` handle on it
+//! (`/proc/PID/root`), so that a file the process mapped can be opened as
+//! it saw it after the process is gone, through
+//! `/proc/self/fd/HANDLE/PATH` (with the same build-id or device-and-inode
+//! check as any path). One handle per distinct root, shared by whatever
+//! needs it, and closed when nothing does.
+use std::{
+    collections::HashMap,
+    fs::File,
+    os::{
+        fd::{AsRawFd as _, OwnedFd},
+        unix::fs::{MetadataExt as _, OpenOptionsExt as _},
+    },
+    path::{Path, PathBuf},
+    sync::{Arc, OnceLock, Weak},
+};
+
+/// What tells roots apart: the mount namespace, and the root directory
+/// in it (a chroot is another root in the same namespace).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+struct RootKey {
+    mount_ns: u64,
+    dev: u64,
+    ino: u64,
+}
+
+impl RootKey {
+    fn of(pid: u32) -> Option<Self> {
+        let ns = std::fs::metadata(format!("/proc/{pid}/ns/mnt")).ok()?;
+        let root = std::fs::metadata(format!("/proc/{pid}/root/")).ok()?;
+        Some(Self {
+            mount_ns: ns.ino(),
+            dev: root.dev(),
+            ino: root.ino(),
+        })
+    }
+}
+
+/// A process's root, held open.
+#[derive(Debug)]
+pub struct Root {
+    handle: OwnedFd,
+}
+
+impl Root {
+    /// Where `path`, as the process saw it, is read through this root.
+    #[must_use]
+    pub fn path_of(&self, path: &str) -> PathBuf {
+        Path::new(&format!("/proc/self/fd/{}", self.handle.as_raw_fd()))
+            .join(path.trim_start_matches('/'))
+    }
+}
+
+/// The roots held open, by what tells them apart; each is closed when
+/// the last holder of its [`Arc`] drops it.
+#[derive(Debug, Default)]
+pub struct Roots {
+    held: HashMap<RootKey, Weak<Root>>,
+}
+
+impl Roots {
+    /// `pid`'s root, held open, when it is not the daemon's own (`None`
+    /// too when the process is gone).
+    pub fn of(&mut self, pid: u32) -> Option<Arc<Root>> {
+        static OURS: OnceLock<Option<RootKey>> = OnceLock::new();
+        let key = RootKey::of(pid)?;
+        if OURS
+            .get_or_init(|| RootKey::of(std::process::id()))
+            .as_ref()
+            == Some(&key)
+        {
+            return None;
+        }
+        if let Some(root) = self.held.get(&key).and_then(Weak::upgrade) {
+            return Some(root);
+        }
+        let handle = File::options()
+            .read(true)
+            .custom_flags(libc::O_PATH | libc::O_DIRECTORY)
+            .open(format!("/proc/{pid}/root/"))
+            .ok()?;
+        let root = Arc::new(Root {
+            handle: handle.into(),
+        });
+        self.held.retain(|_, held| held.strong_count() > 0);
+        self.held.insert(key, Arc::downgrade(&root));
+        Some(root)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_daemons_own_root_is_not_held() {
+        assert!(Roots::default().of(std::process::id()).is_none());
+    }
+
+    #[test]
+    fn a_chrooted_process_root_is_held_and_reads_its_files_after_it_exits() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("bin")).unwrap();
+        std::fs::write(dir.path().join("bin/marker"), "inside").unwrap();
+        let busybox = Path::new("/bin/busybox");
+        assert!(
+            busybox.exists(),
+            "/bin/busybox is needed (apt install busybox-static; .ci/run does)"
+        );
+        std::fs::copy(busybox, dir.path().join("bin/busybox")).unwrap();
+        let mut child = std::process::Command::new("chroot")
+            .arg(dir.path())
+            .args(["/bin/busybox", "sleep", "5"])
+            .spawn()
+            .expect("chroot (root only)");
+        let pid = child.id();
+        let mut roots = Roots::default();
+        let mut root = None;
+        for _ in 0..100 {
+            // The chroot takes effect once the child has run it.
+            root = roots.of(pid).filter(|r| r.path_of("/bin/marker").exists());
+            if root.is_some() {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        let root = root.expect("the chrooted child's root");
+        let again = roots.of(pid).unwrap();
+        assert!(Arc::ptr_eq(&root, &again), "one handle per root");
+        child.kill().unwrap();
+        child.wait().unwrap();
+        assert_eq!(
+            std::fs::read_to_string(root.path_of("/bin/marker")).unwrap(),
+            "inside"
+        );
+    }
+}
