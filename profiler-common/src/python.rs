@@ -218,7 +218,17 @@ pub struct PythonWalk {
     pub recorded: u32,
     /// A [`gil`] constant: the thread's, once its state is found.
     pub gil: u32,
+    /// The frame being recorded: its code object, caller, instruction and
+    /// owner byte. Here rather than on the BPF stack, which the 6.1
+    /// verifier bounds to 512 bytes over the whole call chain.
+    pub owner: u32,
+    pub code: u64,
+    pub previous: u64,
+    pub instr: u32,
     pub pad: u32,
+    /// The code object recorded, as the key of `PYTHON_CODES` (map memory
+    /// too, for the same reason).
+    pub seen: CodeSeen,
 }
 
 /// A code object the walk recorded for the first time (`PYTHON_CODES`'s
@@ -247,7 +257,7 @@ mod pod {
 const _: () = assert!(size_of::<KernelLayout>() == 32);
 const _: () = assert!(size_of::<PythonProcess>() == 64);
 const _: () = assert!(size_of::<CodeSeen>() == 16);
-const _: () = assert!(size_of::<PythonWalk>() == 88);
+const _: () = assert!(size_of::<PythonWalk>() == 128);
 
 #[cfg(test)]
 mod tests {

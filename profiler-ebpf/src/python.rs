@@ -11,9 +11,8 @@ use aya_ebpf::helpers::{
 };
 use profiler_common::{
     python::{
-        CodeSeen, FRAME_OWNED_BY_CSTACK, FRAME_READ_MAX, FrameChain, KernelLayout, NO_OFFSET,
-        PYTHON_FRAME, PYTHON_TORN, PythonProcess, PythonWalk, THREAD_SCAN_MAX, frame_detail, gil,
-        phase,
+        FRAME_OWNED_BY_CSTACK, FRAME_READ_MAX, FrameChain, KernelLayout, NO_OFFSET, PYTHON_FRAME,
+        PYTHON_TORN, PythonProcess, PythonWalk, THREAD_SCAN_MAX, frame_detail, gil, phase,
     },
     stack::StackTrace,
     stats::Stat,
@@ -82,26 +81,25 @@ pub fn at(state: &mut WalkState, trace: &mut StackTrace, pc: u64, context: u32) 
 /// Records the activation's next frame, or ends the activation.
 #[inline(always)]
 fn record_next(state: &mut WalkState, trace: &mut StackTrace, context: u32) -> At {
-    let pid = state.pid;
     let python = &mut state.python;
-    let layout = python.process.layout;
-    let Some(chain) = FrameChain::from_raw(layout.chain) else {
+    let Some(chain) = FrameChain::from_raw(python.process.layout.chain) else {
         python.phase = phase::OFF;
         return At::Native;
     };
     if python.cursor == 0 {
         return end_activation(python);
     }
-    let Some(frame) = read_frame(python.cursor, &layout, context) else {
+    if !read_frame(python, context) {
         return torn(state, trace);
-    };
-    if chain == FrameChain::OwnerShim && frame.owner == FRAME_OWNED_BY_CSTACK {
-        python.cursor = frame.previous;
+    }
+    if chain == FrameChain::OwnerShim && python.owner == u32::from(FRAME_OWNED_BY_CSTACK) {
+        python.cursor = python.previous;
         return end_activation(python);
     }
-    let Some(first_line) =
-        read_user::<u32>(frame.code.wrapping_add(u64::from(layout.code_first_line)))
-    else {
+    let first_line_at = python
+        .code
+        .wrapping_add(u64::from(python.process.layout.code_first_line));
+    let Some(first_line) = read_user::<u32>(first_line_at) else {
         return torn(state, trace);
     };
     // Read here, right before its bounds check and the writes it guards:
@@ -112,21 +110,21 @@ fn record_next(state: &mut WalkState, trace: &mut StackTrace, context: u32) -> A
         state.truncated = 1;
         return At::Full;
     }
-    trace.ips[len] = PYTHON_FRAME | frame.code;
-    trace.ips[len + 1] = frame_detail(frame.instr, first_line);
+    let python = &mut state.python;
+    trace.ips[len] = PYTHON_FRAME | python.code;
+    trace.ips[len + 1] = frame_detail(python.instr, first_line);
     state.len += 2;
     maps::count(Stat::PythonFrames, 1);
-    maps::note_python_code(&CodeSeen {
-        pid,
-        first_line,
-        code: frame.code,
-    });
     let python = &mut state.python;
+    python.seen.pid = state.pid;
+    python.seen.first_line = first_line;
+    python.seen.code = python.code;
+    maps::note_python_code(&python.seen);
     python.recorded += 1;
-    python.cursor = frame.previous;
+    python.cursor = python.previous;
     let last = match chain {
         FrameChain::OnePerCall => true,
-        FrameChain::EntryFlag => frame.owner != 0,
+        FrameChain::EntryFlag => python.owner != 0,
         FrameChain::OwnerShim => false,
     };
     if last {
@@ -163,60 +161,62 @@ fn torn(state: &mut WalkState, trace: &mut StackTrace) -> At {
     At::Recorded
 }
 
-/// The fields of a frame the walk uses.
-struct Frame {
-    code: u64,
-    previous: u64,
-    instr: u32,
-    owner: u8,
-}
-
-/// Reads the frame at `at` (one read of its first bytes).
+/// Reads the frame at `python.cursor` (one read of its first bytes) into
+/// `python`'s frame fields; false when it cannot be read.
 #[inline(always)]
-fn read_frame(at: u64, layout: &KernelLayout, context: u32) -> Option<Frame> {
-    let buf = maps::python_scratch(context)?;
+fn read_frame(python: &mut PythonWalk, context: u32) -> bool {
+    let Some(buf) = maps::python_scratch(context) else {
+        return false;
+    };
+    let layout = &python.process.layout;
     #[expect(clippy::cast_possible_truncation, reason = "128")]
     let len = u32::from(layout.frame_read).clamp(8, FRAME_READ_MAX as u32);
     // SAFETY: `buf` is this CPU's scratch entry of FRAME_READ_MAX bytes and
     // `len` is at most that; the helper tolerates faults.
-    let read = unsafe { probe_read_user_raw(buf.cast(), len, at as *const _) };
+    let read = unsafe { probe_read_user_raw(buf.cast(), len, python.cursor as *const _) };
     if read != 0 {
-        return None;
+        return false;
     }
     // SAFETY: as above; only this walk uses the entry.
     let bytes = unsafe { &*buf };
-    let code = field_u64(bytes, layout.frame_code)?;
-    let previous = field_u64(bytes, layout.frame_previous)?;
+    let (Some(code), Some(previous), Some(instr)) = (
+        field_u64(bytes, layout.frame_code),
+        field_u64(bytes, layout.frame_previous),
+        field_u64(bytes, layout.frame_instr),
+    ) else {
+        return false;
+    };
     #[expect(
         clippy::cast_possible_truncation,
         reason = "an offset into the code object"
     )]
     let instr = if FrameChain::from_raw(layout.chain) == Some(FrameChain::OnePerCall) {
-        field_u64(bytes, layout.frame_instr)? as u32
+        instr as u32
     } else {
-        field_u64(bytes, layout.frame_instr)?.wrapping_sub(code) as u32
+        instr.wrapping_sub(code) as u32
     };
     let owner = if layout.frame_owner == NO_OFFSET {
         0
     } else {
-        *bytes.get(usize::from(layout.frame_owner) & (FRAME_READ_MAX - 1))?
+        bytes[usize::from(layout.frame_owner) & (FRAME_READ_MAX - 1)]
     };
-    (code != 0).then_some(Frame {
-        code,
-        previous,
-        instr,
-        owner,
-    })
+    python.code = code;
+    python.previous = previous;
+    python.instr = instr;
+    python.owner = u32::from(owner);
+    code != 0
 }
 
-/// The 8 bytes at `offset` of `bytes`.
+/// The 8 bytes at `offset` of `bytes`, read in place.
 #[inline(always)]
 fn field_u64(bytes: &[u8; FRAME_READ_MAX], offset: u16) -> Option<u64> {
     let offset = usize::from(offset) & (FRAME_READ_MAX - 1);
-    let field = bytes.get(offset..offset + 8)?;
-    let mut value = [0u8; 8];
-    value.copy_from_slice(field);
-    Some(u64::from_le_bytes(value))
+    if offset + 8 > FRAME_READ_MAX {
+        return None;
+    }
+    // SAFETY: `offset + 8` is within `bytes` (checked above); an unaligned
+    // read of plain bytes.
+    Some(unsafe { core::ptr::read_unaligned(bytes.as_ptr().add(offset).cast::<u64>()) })
 }
 
 /// The sampled thread's current frame, through its thread state, and

@@ -17,7 +17,7 @@ use aya_ebpf::helpers::{
 };
 use core::ffi::c_void;
 use profiler_common::{
-    python::{PythonWalk, gil},
+    python::gil,
     stack::{NO_STACK, StackTrace, TRUNCATED},
     stats::Stat,
     unwind::{
@@ -52,25 +52,25 @@ pub fn capture_user(slot: &Slot, pid: u32, context: Scratch) -> (u64, i32, u32) 
     };
     // SAFETY: `state` is this CPU's entry of a per-CPU array, valid for the
     // program's run; nothing else on this CPU uses it meanwhile.
+    // Field by field: a whole `WalkState` built on the BPF stack would
+    // take 300 bytes of the 6.1 verifier's 512 for the call chain. The
+    // Python part is set by `python::start`.
     unsafe {
-        *state = WalkState {
-            pc: regs.pc,
-            sp: regs.sp,
-            bp: regs.bp,
-            mapping: UnwindMapping::default(),
-            pid,
-            exact_pc: 1,
-            lo: 0,
-            hi: 0,
-            len: 0,
-            truncated: 0,
-            by_table: 0,
-            by_frame_pointer: 0,
-            without_table: 0,
-            pad: 0,
-            python: PythonWalk::default(),
-        };
-        python::start(&mut (*state).python, pid);
+        let state = &mut *state;
+        state.pc = regs.pc;
+        state.sp = regs.sp;
+        state.bp = regs.bp;
+        state.mapping = UnwindMapping::default();
+        state.pid = pid;
+        state.exact_pc = 1;
+        state.lo = 0;
+        state.hi = 0;
+        state.len = 0;
+        state.truncated = 0;
+        state.by_table = 0;
+        state.by_frame_pointer = 0;
+        state.without_table = 0;
+        python::start(&mut state.python, pid);
     }
     let callback: extern "C" fn(u64, *mut c_void) -> i64 = walk_one;
     // SAFETY: `callback` is a static function with bpf_loop's callback

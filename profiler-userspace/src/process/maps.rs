@@ -90,10 +90,12 @@ impl Vma {
         self.path.starts_with('/')
     }
 
-    /// The address as an offset into the mapped file.
+    /// The address as an offset into the mapped file (a return address
+    /// at the mapping's very start is looked up one byte before it: that
+    /// byte is the mapping's first).
     #[must_use]
     pub fn file_offset(&self, addr: u64) -> u64 {
-        addr - self.start + self.offset
+        addr.saturating_sub(self.start) + self.offset
     }
 }
 

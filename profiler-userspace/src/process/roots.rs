@@ -42,14 +42,19 @@ impl RootKey {
 #[derive(Debug)]
 pub struct Root {
     handle: OwnedFd,
+    /// Where the root is, in the terms `/proc/PID/maps` names files in
+    /// (`/proc/PID/root`'s link: the path in the process's mount
+    /// namespace, `/` unless it is chrooted).
+    at: PathBuf,
 }
 
 impl Root {
-    /// Where `path`, as the process saw it, is read through this root.
+    /// Where the file a mapping names `path` is read through this root;
+    /// `None` for a path outside it.
     #[must_use]
-    pub fn path_of(&self, path: &str) -> PathBuf {
-        Path::new(&format!("/proc/self/fd/{}", self.handle.as_raw_fd()))
-            .join(path.trim_start_matches('/'))
+    pub fn path_of(&self, path: &str) -> Option<PathBuf> {
+        let inside = Path::new(path).strip_prefix(&self.at).ok()?;
+        Some(Path::new(&format!("/proc/self/fd/{}", self.handle.as_raw_fd())).join(inside))
     }
 }
 
@@ -81,8 +86,10 @@ impl Roots {
             .custom_flags(libc::O_PATH | libc::O_DIRECTORY)
             .open(format!("/proc/{pid}/root/"))
             .ok()?;
+        let at = std::fs::read_link(format!("/proc/{pid}/root")).ok()?;
         let root = Arc::new(Root {
             handle: handle.into(),
+            at,
         });
         self.held.retain(|_, held| held.strong_count() > 0);
         self.held.insert(key, Arc::downgrade(&root));
@@ -120,7 +127,11 @@ mod tests {
         let mut root = None;
         for _ in 0..100 {
             // The chroot takes effect once the child has run it.
-            root = roots.of(pid).filter(|r| r.path_of("/bin/marker").exists());
+            let marker = dir.path().join("bin/marker");
+            root = roots.of(pid).filter(|r| {
+                r.path_of(marker.to_str().unwrap())
+                    .is_some_and(|p| p.exists())
+            });
             if root.is_some() {
                 break;
             }
@@ -131,9 +142,12 @@ mod tests {
         assert!(Arc::ptr_eq(&root, &again), "one handle per root");
         child.kill().unwrap();
         child.wait().unwrap();
-        assert_eq!(
-            std::fs::read_to_string(root.path_of("/bin/marker")).unwrap(),
-            "inside"
-        );
+        // The maps of a chrooted process in our namespace name its files
+        // by their whole path.
+        let marker = root
+            .path_of(dir.path().join("bin/marker").to_str().unwrap())
+            .unwrap();
+        assert_eq!(std::fs::read_to_string(marker).unwrap(), "inside");
+        assert_eq!(root.path_of("/etc/passwd"), None, "outside the root");
     }
 }

@@ -138,7 +138,7 @@ pub(super) fn binary_path(
     }
     let path = match &generation.root {
         Some(root) => {
-            let path = root.path_of(&vma.path);
+            let path = root.path_of(&vma.path)?;
             let index = generation.vmas.iter().position(|(v, _)| v == vma);
             let stamp = index.and_then(|i| generation.stamps.get(i).copied().flatten());
             let same_file = match stamp {
@@ -218,6 +218,8 @@ impl ProcessInfo {
         for known in &mut self.generations {
             fill_build_ids(&mut generation, known);
             fill_build_ids(known, &generation);
+            fill_root(&mut generation, known);
+            fill_root(known, &generation);
         }
         if let Some(last) = self
             .generations
@@ -235,6 +237,31 @@ impl ProcessInfo {
         if self.generations.len() > MAX_GENERATIONS {
             self.generations.remove(0);
         }
+    }
+}
+
+/// Gives `to`, without a root (an image the kernel's records told of),
+/// the root `from` was read with and its files' stamps, where `from` maps
+/// the same files at the same places: the same image, read while the
+/// process lived.
+fn fill_root(to: &mut Generation, from: &Generation) {
+    let Some(root) = from.root.as_ref().filter(|_| to.root.is_none()) else {
+        return;
+    };
+    let same = |a: &Vma, b: &Vma| {
+        (a.start, a.end, a.offset, &a.path) == (b.start, b.end, b.offset, &b.path)
+    };
+    let stamps: Vec<Option<FileStamp>> = to
+        .vmas
+        .iter()
+        .map(|(vma, _)| {
+            let i = from.vmas.iter().position(|(v, _)| same(v, vma))?;
+            from.stamps.get(i).copied().flatten()
+        })
+        .collect();
+    if stamps.iter().any(Option::is_some) {
+        to.root = Some(root.clone());
+        to.stamps = stamps;
     }
 }
 
