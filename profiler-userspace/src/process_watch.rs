@@ -40,7 +40,7 @@ pub struct ProcessWatch {
 }
 
 /// What is made of a process's mappings read anew: its publication as a
-/// Python process (or not), before its tables are built, and a snapshot.
+/// Python process (or not), as soon as they are published, and a snapshot.
 #[derive(Default)]
 struct Anew {
     /// Snapshots taken since the last [`ProcessWatch::take_snapshots`].
@@ -194,7 +194,7 @@ impl ProcessWatch {
 }
 
 /// Publishes (or forgets) a process as a Python process as soon as the
-/// unwinder has read its mappings, before its tables are built.
+/// unwinder has published its mappings.
 fn publisher<M: WatchMaps>(
     python: &mut Python,
 ) -> impl FnMut(&mut M, u32, &Stamped<'_>) -> Result<(), KernelError> + '_ {
