@@ -81,7 +81,8 @@ pub struct GoProcess {
     memory: Memory,
     /// By `g` address.
     identities: FxHashMap<u64, Identity>,
-    /// Function names by PC, for `startpc` and `gopc`.
+    /// Function names by PC, for `startpc`, `gopc` and the return into
+    /// `runtime.goexit`.
     names: FxHashMap<u64, Arc<str>>,
     /// SP deltas by (link-time) PC: the same few PCs recur in every read.
     deltas: FxHashMap<u64, Option<i32>>,
@@ -300,7 +301,8 @@ impl GoProcess {
 
     /// The PCs of a goroutine stopped as `core` says, with `stack` the
     /// bytes from its SP up: each frame's return address is its SP delta
-    /// above its SP. Empty when not even the first frame is known; and
+    /// above its SP, up to `runtime.goexit` as Go's own traceback stops.
+    /// Empty when not even the first frame is known; and
     /// whether the walk stopped at [`MAX_FRAMES`] or at the end of a
     /// stack read cut at [`MAX_STACK_READ`], with frames left.
     fn unwind(&mut self, core: &Core, stack: &[u8]) -> (Vec<u64>, bool) {
@@ -328,6 +330,11 @@ impl GoProcess {
                 break;
             }
             frames.push(ret);
+            // The goroutine's first frame returns into `runtime.goexit`:
+            // the words above it are whatever a reused stack held before.
+            if &*self.name(ret - 1) == "runtime.goexit" {
+                break;
+            }
             pc = ret;
             sp_off += delta + 8;
         }
