@@ -7,6 +7,8 @@
 #[cfg(test)]
 extern crate std;
 
+pub mod frames;
+pub mod java;
 pub mod maps;
 pub mod off_cpu;
 pub mod python;

@@ -112,6 +112,9 @@ pub const PYTHON_CODES: &str = "PYTHON_CODES";
 pub const PYTHON_CODE_REQUESTS: &str = "PYTHON_CODE_REQUESTS";
 /// Per-CPU bytes of the Python frame the walk is reading.
 pub const PYTHON_SCRATCH: &str = "PYTHON_SCRATCH";
+/// pid -> [`crate::java::JavaProcess`]: where the walk finds a JVM's code
+/// cache and how its blobs are laid out (an LRU map, as [`PYTHON_PROCS`]).
+pub const JAVA_PROCS: &str = "JAVA_PROCS";
 
 /// Name of the load-time global that switches target filtering off (`--all`).
 pub const GLOBAL_TARGET_ALL: &str = "TARGET_ALL";
@@ -142,7 +145,7 @@ pub const GLOBAL_INTERVAL_CELLS: &str = "INTERVAL_CELLS_IN_USE";
 /// Every map of the eBPF object (besides aya-log's own). A test in
 /// profiler-userspace checks the built object against this list both
 /// ways, so a map renamed on one side only, or left unused, fails it.
-pub const ALL: [&str; 26] = [
+pub const ALL: [&str; 27] = [
     SAMPLES_0,
     SAMPLES_1,
     STACKS_0,
@@ -169,6 +172,7 @@ pub const ALL: [&str; 26] = [
     PYTHON_CODES,
     PYTHON_CODE_REQUESTS,
     PYTHON_SCRATCH,
+    JAVA_PROCS,
 ];
 
 /// Every load-time global the daemon sets, checked the same way.
@@ -223,6 +227,8 @@ pub const fn interval_cell(tid: u32, cells: u32) -> u32 {
 pub const TARGET_COMMS_MAX_ENTRIES: u32 = 64;
 /// Capacity of [`PYTHON_PROCS`].
 pub const PYTHON_PROCS_MAX_ENTRIES: u32 = 4_096;
+/// Capacity of [`JAVA_PROCS`].
+pub const JAVA_PROCS_MAX_ENTRIES: u32 = 1_024;
 /// Capacity of [`PYTHON_THREADS`].
 pub const PYTHON_THREADS_MAX_ENTRIES: u32 = 16_384;
 /// Capacity of [`PYTHON_CODES`]: code objects remembered as asked for.

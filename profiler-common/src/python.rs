@@ -6,70 +6,11 @@
 //! (`_PyEval_EvalFrameDefault`), it records that activation's Python
 //! frames in the loop's place, from the thread's current frame back to
 //! the activation's entry frame, then unwinds the loop natively. A Python
-//! frame takes two stack entries: [`PYTHON_FRAME`] with the code object's
+//! frame takes two stack entries (`crate::frames`): a tagged entry with the code object's
 //! address, then the instruction offset and the code object's first line
 //! (a fingerprint that tells a code object from another later allocated at
 //! the same address). Names are read by the daemon (`profiler-userspace`'s
 //! `runtimes/python/`), from the code object, once per code object.
-
-/// Marks the first entry of a Python frame: user addresses (and so code
-/// objects' addresses) stay below 2^47.
-pub const PYTHON_FRAME: u64 = 1 << 63;
-
-/// One entry: the walk's Python frames end here because the next frame
-/// could not be read (the chain changed under the walk, or memory was
-/// unreadable). Shown as `[truncated]` below the frames read.
-pub const PYTHON_TORN: u64 = PYTHON_FRAME | 1;
-
-/// The second entry of a Python frame: its instruction (see
-/// [`KernelLayout::frame_instr`]) and its code object's first line.
-#[inline(always)]
-#[allow(clippy::inline_always, reason = "runs inside an eBPF program")]
-#[must_use]
-pub const fn frame_detail(instr: u32, first_line: u32) -> u64 {
-    (first_line as u64) << 32 | instr as u64
-}
-
-/// A user stack entry as the daemon reads it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum UserFrame {
-    /// A native PC (leaf) or return address.
-    Native(u64),
-    /// A Python frame: its code object, its instruction as recorded (a
-    /// byte offset from the code object's start for 3.11 and later, the
-    /// frame's `f_lasti` before) and the code object's first line then.
-    Python {
-        code: u64,
-        instr: u32,
-        first_line: u32,
-    },
-    /// Python frames that could not be read on (see [`PYTHON_TORN`]).
-    PythonTorn,
-}
-
-/// The frames of a recorded user stack, leaf first: a Python frame's two
-/// entries become one frame (a lone first entry at the end is dropped).
-pub fn user_frames(ips: &[u64]) -> impl Iterator<Item = UserFrame> + '_ {
-    let mut i = 0;
-    core::iter::from_fn(move || {
-        let ip = *ips.get(i)?;
-        i += 1;
-        if ip == PYTHON_TORN {
-            return Some(UserFrame::PythonTorn);
-        }
-        if ip & PYTHON_FRAME == 0 {
-            return Some(UserFrame::Native(ip));
-        }
-        let detail = *ips.get(i)?;
-        i += 1;
-        #[expect(clippy::cast_possible_truncation, reason = "two u32 halves")]
-        Some(UserFrame::Python {
-            code: ip & !PYTHON_FRAME,
-            instr: detail as u32,
-            first_line: (detail >> 32) as u32,
-        })
-    })
-}
 
 /// How the interpreter chains its frames, which tells the walk where one
 /// eval loop activation's frames end.
@@ -258,42 +199,3 @@ const _: () = assert!(size_of::<KernelLayout>() == 32);
 const _: () = assert!(size_of::<PythonProcess>() == 64);
 const _: () = assert!(size_of::<CodeSeen>() == 16);
 const _: () = assert!(size_of::<PythonWalk>() == 128);
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use std::vec::Vec;
-
-    #[test]
-    fn python_frames_take_two_entries_and_native_ones_one() {
-        let code = 0x7f00_1234_5670;
-        let ips = [
-            0x40_1000,
-            PYTHON_FRAME | code,
-            frame_detail(44, 12),
-            0x40_2000,
-            PYTHON_TORN,
-        ];
-        let frames: Vec<_> = user_frames(&ips).collect();
-        assert_eq!(
-            frames,
-            [
-                UserFrame::Native(0x40_1000),
-                UserFrame::Python {
-                    code,
-                    instr: 44,
-                    first_line: 12
-                },
-                UserFrame::Native(0x40_2000),
-                UserFrame::PythonTorn,
-            ]
-        );
-    }
-
-    #[test]
-    fn a_python_frame_cut_after_its_first_entry_is_dropped() {
-        let ips = [0x40_1000, PYTHON_FRAME | 0x7f00_0000_0010];
-        let frames: Vec<_> = user_frames(&ips).collect();
-        assert_eq!(frames, [UserFrame::Native(0x40_1000)]);
-    }
-}

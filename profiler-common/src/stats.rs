@@ -66,11 +66,16 @@ pub enum Stat {
     /// Stacks that reached a Python eval loop of a thread whose thread
     /// state was not found (the loop stays a native frame).
     PythonThreadsNotFound = 21,
+    /// Java frames recorded in user stacks (compiled and interpreted).
+    JavaFrames = 22,
+    /// PCs in a JVM's code cache whose code blob was not found (freed, or
+    /// the segment map changed under the walk): the walk ends there.
+    JavaBlobsNotFound = 23,
 }
 
 impl Stat {
     /// Every counter, in index order.
-    pub const ALL: [Self; 22] = [
+    pub const ALL: [Self; 24] = [
         Self::OnCpuSamples,
         Self::UserStackErrors,
         Self::KernelStackErrors,
@@ -93,6 +98,8 @@ impl Stat {
         Self::PythonFrames,
         Self::PythonChainsTorn,
         Self::PythonThreadsNotFound,
+        Self::JavaFrames,
+        Self::JavaBlobsNotFound,
     ];
 
     /// Name used in logs and profile comments.
@@ -121,6 +128,8 @@ impl Stat {
             Self::PythonFrames => "python_frames",
             Self::PythonChainsTorn => "python_chains_torn",
             Self::PythonThreadsNotFound => "python_threads_not_found",
+            Self::JavaFrames => "java_frames",
+            Self::JavaBlobsNotFound => "java_blobs_not_found",
         }
     }
 }

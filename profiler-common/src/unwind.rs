@@ -382,6 +382,8 @@ pub struct WalkState {
     pub pad: u32,
     /// The Python frames' walk, in a Python process.
     pub python: crate::python::PythonWalk,
+    /// The Java frames' walk, in a JVM.
+    pub java: crate::java::JavaWalk,
 }
 
 #[cfg(test)]

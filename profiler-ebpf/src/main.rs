@@ -16,6 +16,7 @@
 )]
 
 mod aggregate;
+mod java;
 mod maps;
 mod off_cpu;
 mod on_cpu;

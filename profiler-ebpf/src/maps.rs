@@ -10,13 +10,14 @@ use aya_ebpf::{
     maps::{Array, HashMap, LruHashMap, PerCpuArray, RingBuf},
 };
 use profiler_common::{
+    java::JavaProcess,
     maps::{
         CONTROL_ACTIVE_SLOT, CONTROL_LAST_FLIP_NS, CONTROL_LEN, IN_FLIGHT_MAX_ENTRIES,
-        INTERVAL_CELLS_LEN, PYTHON_CODE_REQUESTS_MAX_ENTRIES, PYTHON_CODES_MAX_ENTRIES,
-        PYTHON_PROCS_MAX_ENTRIES, PYTHON_THREADS_MAX_ENTRIES, SAMPLES_MAX_ENTRIES,
-        STACKS_MAX_ENTRIES, TARGET_COMMS_MAX_ENTRIES, TARGET_FILTER_SLOTS, TARGETS_MAX_ENTRIES,
-        UNWIND_DOORBELL_BYTES, UNWIND_PROCS_MAX_ENTRIES, UNWIND_REQUESTS_MAX_ENTRIES,
-        UNWIND_ROWS_DEFAULT_ENTRIES, target_filter_slot,
+        INTERVAL_CELLS_LEN, JAVA_PROCS_MAX_ENTRIES, PYTHON_CODE_REQUESTS_MAX_ENTRIES,
+        PYTHON_CODES_MAX_ENTRIES, PYTHON_PROCS_MAX_ENTRIES, PYTHON_THREADS_MAX_ENTRIES,
+        SAMPLES_MAX_ENTRIES, STACKS_MAX_ENTRIES, TARGET_COMMS_MAX_ENTRIES, TARGET_FILTER_SLOTS,
+        TARGETS_MAX_ENTRIES, UNWIND_DOORBELL_BYTES, UNWIND_PROCS_MAX_ENTRIES,
+        UNWIND_REQUESTS_MAX_ENTRIES, UNWIND_ROWS_DEFAULT_ENTRIES, target_filter_slot,
     },
     python::{CodeSeen, FRAME_READ_MAX, PythonProcess},
     sample::{COMM_LEN, SampleKey, SampleValue},
@@ -215,6 +216,10 @@ static PYTHON_CODES: LruHashMap<CodeSeen, u8> =
 #[map]
 static PYTHON_CODE_REQUESTS: HashMap<CodeSeen, u8> =
     HashMap::with_max_entries(PYTHON_CODE_REQUESTS_MAX_ENTRIES, 0);
+
+#[map]
+static JAVA_PROCS: LruHashMap<u32, JavaProcess> =
+    LruHashMap::with_max_entries(JAVA_PROCS_MAX_ENTRIES, 0);
 
 /// Per-CPU bytes of the Python frame being read, per [`Scratch`].
 #[map]
@@ -492,6 +497,14 @@ pub fn python_process(pid: u32) -> Option<&'static PythonProcess> {
     // SAFETY: a value of a successful lookup, valid for this program's run;
     // the daemon replaces entries whole.
     unsafe { PYTHON_PROCS.get(pid) }
+}
+
+/// What the walk needs of JVM `pid`, if it is one.
+#[inline(always)]
+pub fn java_process(pid: u32) -> Option<&'static JavaProcess> {
+    // SAFETY: a value of a successful lookup, valid for this program's run;
+    // the daemon replaces entries whole.
+    unsafe { JAVA_PROCS.get(pid) }
 }
 
 /// The thread state last found for thread `tid`.

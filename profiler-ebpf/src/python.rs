@@ -10,9 +10,10 @@ use aya_ebpf::helpers::{
     generated::{bpf_get_current_task_btf, bpf_probe_read_user as probe_read_user_raw},
 };
 use profiler_common::{
+    frames::{PYTHON_FRAME, PYTHON_TORN, python_detail},
     python::{
-        FRAME_OWNED_BY_CSTACK, FRAME_READ_MAX, FrameChain, KernelLayout, NO_OFFSET, PYTHON_FRAME,
-        PYTHON_TORN, PythonProcess, PythonWalk, THREAD_SCAN_MAX, frame_detail, gil, phase,
+        FRAME_OWNED_BY_CSTACK, FRAME_READ_MAX, FrameChain, KernelLayout, NO_OFFSET, PythonProcess,
+        PythonWalk, THREAD_SCAN_MAX, gil, phase,
     },
     stack::StackTrace,
     stats::Stat,
@@ -112,7 +113,7 @@ fn record_next(state: &mut WalkState, trace: &mut StackTrace, context: u32) -> A
     }
     let python = &mut state.python;
     trace.ips[len] = PYTHON_FRAME | python.code;
-    trace.ips[len + 1] = frame_detail(python.instr, first_line);
+    trace.ips[len + 1] = python_detail(python.instr, first_line);
     state.len += 2;
     maps::count(Stat::PythonFrames, 1);
     let python = &mut state.python;

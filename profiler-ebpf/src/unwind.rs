@@ -27,6 +27,7 @@ use profiler_common::{
 };
 
 use crate::{
+    java,
     maps::{self, Scratch, Slot},
     python::{self, At},
     stack,
@@ -71,6 +72,7 @@ pub fn capture_user(slot: &Slot, pid: u32, context: Scratch) -> (u64, i32, u32) 
         state.by_frame_pointer = 0;
         state.without_table = 0;
         python::start(&mut state.python, pid);
+        java::start(&mut state.java, pid);
     }
     let callback: extern "C" fn(u64, *mut c_void) -> i64 = walk_one;
     // SAFETY: `callback` is a static function with bpf_loop's callback
@@ -93,6 +95,7 @@ pub fn capture_user(slot: &Slot, pid: u32, context: Scratch) -> (u64, i32, u32) 
         u64::from(state.by_frame_pointer),
     );
     maps::count(Stat::PcsWithoutTable, u64::from(state.without_table));
+    java::finish(&state.java);
     let flags = if state.truncated == 0 {
         0
     } else {
@@ -146,7 +149,8 @@ extern "C" fn walk_one(_index: u64, context: *mut c_void) -> i64 {
 }
 
 /// Records the current PC (or in a Python eval loop, the Python frames
-/// it runs: `python.rs`) and moves to its caller, by the PC's table row
+/// it runs: `python.rs`; in a JVM's code cache, its Java frame:
+/// `java.rs`) and moves to its caller, by the PC's table row
 /// or, without one, by frame pointer; false at the end of the walk.
 #[inline(always)]
 fn frame(state: &mut WalkState, trace: &mut StackTrace, context: u32) -> bool {
@@ -159,6 +163,9 @@ fn frame(state: &mut WalkState, trace: &mut StackTrace, context: u32) -> bool {
     } else {
         state.pc.wrapping_sub(1)
     };
+    if let Some(more) = java::at(state, trace, lookup) {
+        return more;
+    }
     match python::at(state, trace, lookup, context) {
         At::Native => {
             trace.ips[i] = state.pc;

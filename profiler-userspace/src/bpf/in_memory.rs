@@ -6,6 +6,7 @@
 use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
 
 use profiler_common::{
+    java::JavaProcess,
     python::{CodeSeen, PythonProcess},
     stats::{STATS_LEN, Stat},
     unwind::{ProcessMappings, UnwindRow},
@@ -15,6 +16,7 @@ use super::{
     drain::{Drained, Flip, WindowMaps},
     error::KernelError,
     in_flight::{InFlightMaps, InFlightStats},
+    java_maps::JavaMaps,
     python_maps::PythonMaps,
     rng::Rng,
     targets::TargetMaps,
@@ -55,6 +57,8 @@ pub struct MemoryKernel {
     /// The Python processes published and the code objects asked for.
     pub python: HashMap<u32, PythonProcess>,
     pub code_requests: Vec<CodeSeen>,
+    /// The JVMs published.
+    pub java: HashMap<u32, JavaProcess>,
 }
 
 /// Rows the programs record, and time that passes, within one chunk.
@@ -210,5 +214,17 @@ impl PythonMaps for MemoryKernel {
 
     fn take_code_requests(&mut self) -> Result<Vec<CodeSeen>, KernelError> {
         Ok(std::mem::take(&mut self.code_requests))
+    }
+}
+
+impl JavaMaps for MemoryKernel {
+    fn set_java(&mut self, pid: u32, process: &JavaProcess) -> Result<(), KernelError> {
+        self.java.insert(pid, *process);
+        Ok(())
+    }
+
+    fn remove_java(&mut self, pid: u32) -> Result<(), KernelError> {
+        self.java.remove(&pid);
+        Ok(())
     }
 }

@@ -11,6 +11,7 @@ use aya::{
     util::online_cpus,
 };
 use profiler_common::{
+    java::JavaProcess,
     maps::{
         GLOBAL_FSBASE_OFFSET, GLOBAL_INTERVAL_CELLS, GLOBAL_OFF_CPU_DISPATCH_ONLY,
         GLOBAL_OFF_CPU_NAIVE, GLOBAL_OFF_CPU_RATE_NS, GLOBAL_SCHED_OFFSETS, GLOBAL_TARGET_ALL,
@@ -29,6 +30,7 @@ use super::{
     ebpf_log::{self, Logger},
     error::{KernelError, take_map},
     in_flight::{InFlight, InFlightMaps, InFlightStats},
+    java_maps::{JavaMaps, JavaTables},
     kfunc::{self, Kfunc},
     python_maps::{PythonMaps, PythonTables},
     rng::Rng,
@@ -102,6 +104,7 @@ pub struct Kernel {
     in_flight: InFlight,
     unwind: UnwindTables,
     python: PythonTables,
+    java: JavaTables,
     /// `UNWIND_DOORBELL`, until [`Kernel::doorbell`] takes it.
     doorbell: Option<Map>,
     logger: Option<Logger>,
@@ -188,6 +191,7 @@ impl Kernel {
             in_flight: InFlight::take(&mut ebpf)?,
             unwind: UnwindTables::take(&mut ebpf)?,
             python: PythonTables::take(&mut ebpf)?,
+            java: JavaTables::take(&mut ebpf)?,
             doorbell: Some(take_map(&mut ebpf, UNWIND_DOORBELL)?),
             logger,
             ebpf,
@@ -389,5 +393,15 @@ impl PythonMaps for Kernel {
 
     fn take_code_requests(&mut self) -> Result<Vec<CodeSeen>, KernelError> {
         self.python.take_code_requests()
+    }
+}
+
+impl JavaMaps for Kernel {
+    fn set_java(&mut self, pid: u32, process: &JavaProcess) -> Result<(), KernelError> {
+        self.java.set_java(pid, process)
+    }
+
+    fn remove_java(&mut self, pid: u32) -> Result<(), KernelError> {
+        self.java.remove_java(pid)
     }
 }

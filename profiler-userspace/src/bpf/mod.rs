@@ -6,12 +6,13 @@
 //! find the scheduler fields the off-CPU programs read (`btf_fields.rs`),
 //! probe the kernel for what the programs need (`features.rs`),
 //! link its kfunc calls (`kfunc.rs`), serve the unwinder's maps
-//! (`unwind_maps.rs`) and the Python walk's (`python_maps.rs`) and copy the programs' log into tracing
+//! (`unwind_maps.rs`), the Python walk's (`python_maps.rs`) and the Java
+//! walk's (`java_maps.rs`), and copy the programs' log into tracing
 //! (`ebpf_log.rs`). Only this module touches aya types.
 //!
 //! The rest of the daemon uses the kernel through narrow interfaces:
-//! [`WindowMaps`], [`InFlightMaps`], [`TargetMaps`], [`UnwindMaps`] and
-//! [`PythonMaps`]. [`KernelMaps`] is all five, as the daemon's window loop uses them.
+//! [`WindowMaps`], [`InFlightMaps`], [`TargetMaps`], [`UnwindMaps`],
+//! [`PythonMaps`] and [`JavaMaps`]. [`KernelMaps`] is all six, as the daemon's window loop uses them.
 //! [`Kernel`] implements each against the loaded programs; `in_memory.rs`
 //! implements them in memory, for tests that run without root.
 mod asleep;
@@ -28,6 +29,7 @@ mod handshake;
 mod in_flight;
 #[cfg(test)]
 pub mod in_memory;
+mod java_maps;
 mod kfunc;
 mod load;
 mod python_maps;
@@ -42,6 +44,7 @@ pub use doorbell::Doorbell;
 pub use drain::{Drained, WindowMaps};
 pub use error::KernelError;
 pub use in_flight::{InFlightMaps, InFlightStats};
+pub use java_maps::JavaMaps;
 pub use load::Kernel;
 pub use python_maps::PythonMaps;
 pub use rng::Rng;
@@ -50,11 +53,16 @@ pub use unwind_maps::UnwindMaps;
 
 /// Every map the daemon's window loop uses.
 pub trait KernelMaps:
-    WindowMaps + InFlightMaps + TargetMaps + UnwindMaps<Error = KernelError> + PythonMaps
+    WindowMaps + InFlightMaps + TargetMaps + UnwindMaps<Error = KernelError> + PythonMaps + JavaMaps
 {
 }
 
 impl<T> KernelMaps for T where
-    T: WindowMaps + InFlightMaps + TargetMaps + UnwindMaps<Error = KernelError> + PythonMaps
+    T: WindowMaps
+        + InFlightMaps
+        + TargetMaps
+        + UnwindMaps<Error = KernelError>
+        + PythonMaps
+        + JavaMaps
 {
 }

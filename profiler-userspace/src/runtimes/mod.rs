@@ -33,9 +33,11 @@
 mod binaries;
 pub mod dwarf;
 pub mod go;
+pub mod java;
 pub mod python;
 pub(crate) mod remote;
 mod seam;
+mod segments;
 mod thread;
 mod watcher;
 

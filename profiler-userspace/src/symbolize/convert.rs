@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use blazesym::symbolize::{Input, Symbolized, source::Source};
-use profiler_common::python::{self, UserFrame};
+use profiler_common::frames::{self, UserFrame};
 
 use crate::{
     process::maps::{self, Vma},
@@ -69,7 +69,7 @@ pub(super) fn lookup_addrs(frames: &[u64]) -> impl Iterator<Item = u64> + '_ {
 /// A user stack's frames, leaf first (see `profiler_common::python`),
 /// each native one with the address to look up (as [`lookup_addrs`]).
 pub(super) fn user_frames(frames: &[u64]) -> impl Iterator<Item = (UserFrame, u64)> + '_ {
-    python::user_frames(frames)
+    frames::user_frames(frames)
         .enumerate()
         .map(|(i, frame)| match frame {
             UserFrame::Native(addr) if i > 0 => (frame, addr.saturating_sub(1)),

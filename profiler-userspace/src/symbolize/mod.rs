@@ -24,6 +24,7 @@ mod convert;
 mod debug_files;
 pub mod debuginfod;
 mod inflated;
+mod java;
 mod kallsyms;
 mod kernel_symbols;
 mod parsed;
@@ -41,13 +42,13 @@ pub use convert::KERNEL_MAPPING;
 use convert::{binary_key, find_vma, locations, lookup_addrs, user_frames};
 pub use debuginfod::{Debuginfod, DebuginfodStats};
 use processes::Processes;
-use profiler_common::python::UserFrame;
+use profiler_common::frames::UserFrame;
 
 use crate::{
     config,
     process::cgroup::Placement,
     profile::{Line, Location, Mapping},
-    runtimes::python::PythonCode,
+    runtimes::{java::JavaVm, python::PythonCode},
     sample::Stack,
 };
 
@@ -111,6 +112,7 @@ pub struct Symbolizer {
     kernel_mapping: Arc<Mapping>,
     /// Python frames' names.
     python: python::PythonNames,
+    java: java::JavaNames,
     window: u64,
 }
 
@@ -155,6 +157,7 @@ impl Symbolizer {
                 build_id: String::new(),
             }),
             python: python::PythonNames::default(),
+            java: java::JavaNames::default(),
             window: 0,
         }
     }
@@ -179,6 +182,11 @@ impl Symbolizer {
     /// Keeps the Python code objects read while their processes ran.
     pub fn remember_python(&mut self, codes: &[Arc<PythonCode>]) {
         self.python.remember(codes);
+    }
+
+    /// Names the frames of the JVMs published.
+    pub fn remember_java(&mut self, vms: &[Arc<JavaVm>]) {
+        self.java.remember(vms);
     }
 
     /// The locations of a captured user stack, leaf first.
@@ -218,6 +226,9 @@ impl Symbolizer {
                         first_line,
                     } => self.python.location(pid, code, instr, first_line),
                     UserFrame::PythonTorn => Location::marker(convert::TRUNCATED.to_owned()),
+                    UserFrame::JavaCompiled { .. } | UserFrame::JavaInterpreted { .. } => {
+                        self.java.location(pid, frame)
+                    }
                 })
                 .collect()
         })

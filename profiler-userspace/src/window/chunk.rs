@@ -12,7 +12,7 @@ use crate::{
         recorded::{RecordStats, RecordedImage},
         snapshot::ProcessSnapshot,
     },
-    runtimes::{RuntimeFacts, python::PythonCode},
+    runtimes::{RuntimeFacts, java::JavaVm, python::PythonCode},
     sample::{KernelSymbol, RawSample},
 };
 
@@ -42,6 +42,8 @@ pub struct RawWindow {
     pub(super) runtimes: RuntimeFacts,
     /// Python code objects read (their names) since the last chunk.
     pub(super) python_codes: Vec<Arc<PythonCode>>,
+    /// JVMs published since the last chunk.
+    pub(super) java_vms: Vec<Arc<JavaVm>>,
 }
 
 impl RawWindow {
@@ -109,6 +111,12 @@ impl RawWindow {
     #[must_use]
     pub fn python_codes(&self) -> &[Arc<PythonCode>] {
         &self.python_codes
+    }
+
+    /// JVMs published to the walk, to name their frames from.
+    #[must_use]
+    pub fn java_vms(&self) -> &[Arc<JavaVm>] {
+        &self.java_vms
     }
 
     #[must_use]

@@ -9,7 +9,7 @@ use crate::{
     bpf::{Drained, InFlightStats},
     mapping_events::Recorded,
     process::snapshot::ProcessSnapshot,
-    runtimes::{RuntimeFacts, python::PythonCode},
+    runtimes::{RuntimeFacts, java::JavaVm, python::PythonCode},
     sample::{MapEntries, RawSample},
 };
 
@@ -69,6 +69,11 @@ impl ChunkCollector {
     /// The Python code objects read since the last chunk.
     pub fn add_python_codes(&mut self, codes: Vec<Arc<PythonCode>>) {
         self.chunk.python_codes = codes;
+    }
+
+    /// The JVMs published since the last chunk.
+    pub fn add_java_vms(&mut self, vms: Vec<Arc<JavaVm>>) {
+        self.chunk.java_vms = vms;
     }
 
     /// The language runtimes' rows, and what their reads found.

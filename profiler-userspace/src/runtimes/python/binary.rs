@@ -2,12 +2,13 @@
 //! a file that exports `_PyEval_EvalFrameDefault` and `_PyRuntime` (the
 //! `python3.X` executable with the interpreter linked in, as Debian
 //! ships it, or `libpython3.X.so`), its version and its layout.
-use object::{Object as _, ObjectSection as _, ObjectSegment as _, ObjectSymbol as _};
+use object::{Object as _, ObjectSection as _, ObjectSymbol as _};
 
 use super::{
     debug_offsets,
     layout::{self, Layout, Version},
 };
+use crate::runtimes::segments::Segments;
 
 /// What a file is to the Python walk.
 #[derive(Debug)]
@@ -33,8 +34,7 @@ pub struct Interpreter {
     pub runtime: u64,
     /// `PyCode_Type`: a code object's `ob_type`.
     pub code_type: u64,
-    /// Its loadable segments: (file offset, address).
-    segments: Vec<(u64, u64)>,
+    segments: Segments,
 }
 
 impl Interpreter {
@@ -48,7 +48,7 @@ impl Interpreter {
             eval: (0, 0),
             runtime: 0,
             code_type,
-            segments: vec![(0, 0)],
+            segments: Segments::identity(),
         }
     }
 
@@ -56,13 +56,7 @@ impl Interpreter {
     /// file offset `offset` at `start`.
     #[must_use]
     pub fn bias(&self, offset: u64, start: u64) -> Option<u64> {
-        let &(seg_offset, seg_vaddr) = self
-            .segments
-            .iter()
-            .rev()
-            .find(|&&(seg_offset, _)| seg_offset <= offset)?;
-        let vaddr = seg_vaddr + (offset - seg_offset);
-        Some(start.wrapping_sub(vaddr))
+        self.segments.bias(offset, start)
     }
 }
 
@@ -124,10 +118,7 @@ pub fn recognise(data: &[u8], path: &str) -> Recognised {
             why: "it exports no PyCode_Type".to_owned(),
         };
     };
-    let segments = file
-        .segments()
-        .map(|s| (s.file_range().0, s.address()))
-        .collect();
+    let segments = Segments::of(&file);
     Recognised::Python(Interpreter {
         version,
         layout,
