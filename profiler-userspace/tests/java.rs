@@ -19,7 +19,7 @@ use std::{
 };
 
 use profiler_userspace::output::pprof::proto::Sample;
-use support::{Fixture, Profile, Profiler, go_pprof_raw, profiles, require_root};
+use support::{Fixture, Profile, Profiler, assert_all_hold, require_root, shares, the_one_profile};
 
 /// Each JVM's measured phase.
 const PHASE_SECONDS: u32 = 12;
@@ -145,20 +145,6 @@ fn innermost_unit<'a>(mut functions: impl Iterator<Item = &'a str>) -> Option<&'
     functions.find_map(|f| UNITS.iter().find(|&&u| u == f).copied())
 }
 
-/// Each unit's share (%) of the units' total.
-fn shares(counts: &HashMap<&str, u64>) -> Vec<f64> {
-    let total: u64 = UNITS
-        .iter()
-        .map(|k| counts.get(k).copied().unwrap_or(0))
-        .sum();
-    assert!(total > 0, "no samples in any unit");
-    #[expect(clippy::cast_precision_loss, reason = "a percentage")]
-    UNITS
-        .iter()
-        .map(|k| counts.get(k).copied().unwrap_or(0) as f64 / total as f64 * 100.0)
-        .collect()
-}
-
 struct Run {
     label: String,
     fixture: Fixture,
@@ -206,22 +192,11 @@ fn java_methods_on_and_off_the_cpu_match_their_truth_and_jfr_in_every_jdk() {
         jcmd(pid, &["JFR.stop", "name=reference", &filename]);
     }
     let log = profiler.stop();
-    let files = profiles(&out);
-    assert_eq!(files.len(), 1, "one window: {log}");
-    go_pprof_raw(&files[0].0);
-    let profile = &files[0].1;
-    let mut failures = Vec::new();
-    for run in &runs {
-        failures.extend(
-            check(profile, run)
-                .into_iter()
-                .map(|f| format!("{}: {f}", run.label)),
-        );
-    }
-    assert!(
-        failures.is_empty(),
-        "{}\n\nprofiler log:\n{log}",
-        failures.join("\n")
+    let profile = the_one_profile(&out, &log);
+    assert_all_hold(
+        runs.iter()
+            .map(|run| (run.label.clone(), check(&profile, run))),
+        &log,
     );
 }
 
@@ -310,7 +285,7 @@ impl Part<'_> {
     /// truth's, and on the samples JFR takes, against JFR's.
     fn units(&self) -> Vec<String> {
         let ours = self.our_units(false);
-        let java_leaf = shares(&self.our_units(true));
+        let java_leaf = shares(&self.our_units(true), &UNITS);
         let truth: HashMap<&str, u64> = UNITS
             .iter()
             .map(|u| {
@@ -319,7 +294,11 @@ impl Part<'_> {
             })
             .collect();
         let jfr = jfr_units(&self.run.jfr, "compute");
-        let (ours, truth, jfr) = (shares(&ours), shares(&truth), shares(&jfr));
+        let (ours, truth, jfr) = (
+            shares(&ours, &UNITS),
+            shares(&truth, &UNITS),
+            shares(&jfr, &UNITS),
+        );
         let mut failures = Vec::new();
         for (i, unit) in UNITS.iter().enumerate() {
             eprintln!(

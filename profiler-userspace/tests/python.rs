@@ -18,7 +18,7 @@ use std::{
 
 use profiler_userspace::output::pprof::proto::Sample;
 use profiler_userspace::runtimes::python::{Recognised, dwarf, layout, recognise};
-use support::{Fixture, Profile, Profiler, go_pprof_raw, profiles, require_root};
+use support::{Fixture, Profile, Profiler, assert_all_hold, require_root, shares, the_one_profile};
 
 /// Each interpreter's measured phase.
 const PHASE_SECONDS: u32 = 12;
@@ -129,19 +129,6 @@ fn py_spy_units(out: &Path) -> HashMap<&'static str, u64> {
     counts
 }
 
-/// Each unit's share (%) of the units' total.
-fn shares<K: std::hash::Hash + Eq + Copy>(counts: &HashMap<K, u64>, keys: &[K]) -> Vec<f64> {
-    let total: u64 = keys
-        .iter()
-        .map(|k| counts.get(k).copied().unwrap_or(0))
-        .sum();
-    assert!(total > 0, "no samples in any unit");
-    #[expect(clippy::cast_precision_loss, reason = "a percentage")]
-    keys.iter()
-        .map(|k| counts.get(k).copied().unwrap_or(0) as f64 / total as f64 * 100.0)
-        .collect()
-}
-
 struct Run {
     label: String,
     fixture: Fixture,
@@ -187,22 +174,11 @@ fn python_functions_on_and_off_the_cpu_match_their_truth_and_py_spy_in_every_ver
         assert!(status.success(), "{}: py-spy failed", run.label);
     }
     let log = profiler.stop();
-    let files = profiles(&out);
-    assert_eq!(files.len(), 1, "one window: {log}");
-    go_pprof_raw(&files[0].0);
-    let profile = &files[0].1;
-    let mut failures = Vec::new();
-    for run in &runs {
-        failures.extend(
-            check(profile, run)
-                .into_iter()
-                .map(|f| format!("{}: {f}", run.label)),
-        );
-    }
-    assert!(
-        failures.is_empty(),
-        "{}\n\nprofiler log:\n{log}",
-        failures.join("\n")
+    let profile = the_one_profile(&out, &log);
+    assert_all_hold(
+        runs.iter()
+            .map(|run| (run.label.clone(), check(&profile, run))),
+        &log,
     );
 }
 

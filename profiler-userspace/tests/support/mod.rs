@@ -21,7 +21,10 @@ use profiler_fixtures::{client, http, openmetrics};
 
 use self::profile::finished_profiles;
 #[allow(unused_imports, reason = "each test binary uses a different subset")]
-pub use self::profile::{Profile, go_pprof_raw, profiles, read_profile, share, sum, weight_under};
+pub use self::profile::{
+    Profile, assert_all_hold, go_pprof_raw, profiles, read_profile, share, shares, sum,
+    the_one_profile, weight_under,
+};
 
 /// The `profiler` binary under test.
 pub fn profiler() -> Command {

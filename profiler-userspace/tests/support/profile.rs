@@ -259,3 +259,42 @@ pub fn weight_under(p: &Profile, samples: &[&proto::Sample], function: &str, ty:
         .map(|s| p.value(s, ty))
         .sum()
 }
+
+/// Each of `keys`' share (%) of their total in `counts`.
+pub fn shares<K: std::hash::Hash + Eq + Copy>(
+    counts: &std::collections::HashMap<K, u64>,
+    keys: &[K],
+) -> Vec<f64> {
+    let total: u64 = keys
+        .iter()
+        .map(|k| counts.get(k).copied().unwrap_or(0))
+        .sum();
+    assert!(total > 0, "no samples in any unit");
+    #[expect(clippy::cast_precision_loss, reason = "a percentage")]
+    keys.iter()
+        .map(|k| counts.get(k).copied().unwrap_or(0) as f64 / total as f64 * 100.0)
+        .collect()
+}
+
+/// The one profile a run wrote to `dir` (read by `go tool pprof` too);
+/// `log` is the profiler's, for the message.
+pub fn the_one_profile(dir: &Path, log: &str) -> Profile {
+    let mut files = profiles(dir);
+    assert_eq!(files.len(), 1, "one window: {log}");
+    go_pprof_raw(&files[0].0);
+    files.remove(0).1
+}
+
+/// Fails with every failure, each prefixed by its run's label, and the
+/// profiler's `log`.
+pub fn assert_all_hold(failures: impl IntoIterator<Item = (String, Vec<String>)>, log: &str) {
+    let failures: Vec<String> = failures
+        .into_iter()
+        .flat_map(|(label, f)| f.into_iter().map(move |f| format!("{label}: {f}")))
+        .collect();
+    assert!(
+        failures.is_empty(),
+        "{}\n\nprofiler log:\n{log}",
+        failures.join("\n")
+    );
+}
