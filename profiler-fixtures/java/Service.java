@@ -1,8 +1,8 @@
 // A Java service as a profiler meets one, after the seed's CryptoBench:
 // one thread hashes random strings (MessageDigest, JDK code inlined into
 // ours by the JIT), builds them, and sums numbers, in units drawn at
-// random; one thread sleeps in Thread.sleep, one blocks on a queue
-// (LockSupport.park). It measures its own truth: each unit's thread CPU
+// random; one thread sleeps in Thread.sleep, one blocks on a
+// ReentrantLock the main thread holds for the phase (LockSupport.park). It measures its own truth: each unit's thread CPU
 // time, each wait's wall time.
 //
 // Usage: java Service.java SECONDS. The fixture protocol of
@@ -24,7 +24,7 @@ import java.util.Random;
 import java.util.TreeMap;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CountDownLatch;
-import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.locks.ReentrantLock;
 
 public class Service {
     static final ThreadMXBean CPU = ManagementFactory.getThreadMXBean();
@@ -100,10 +100,11 @@ public class Service {
         RESULTS.put("waiter_ns", slept);
     }
 
-    static void consumer(LinkedBlockingQueue<String> queue) throws InterruptedException {
+    static void locker(ReentrantLock lock) {
         long begin = System.nanoTime();
-        queue.take();
-        RESULTS.put("consumer_ns", System.nanoTime() - begin);
+        lock.lock();
+        RESULTS.put("locker_ns", System.nanoTime() - begin);
+        lock.unlock();
     }
 
     /// The thread ids of this process's threads named `names`.
@@ -133,11 +134,12 @@ public class Service {
         long nanos = (long) (Double.parseDouble(args[0]) * 1e9);
         CountDownLatch go = new CountDownLatch(1);
         long[] deadline = new long[1];
-        LinkedBlockingQueue<String> queue = new LinkedBlockingQueue<>();
+        ReentrantLock lock = new ReentrantLock();
+        lock.lock();
         Map<String, Body> bodies = Map.of(
                 "compute", Service::compute,
                 "waiter", Service::waiter,
-                "consumer", d -> consumer(queue));
+                "locker", d -> locker(lock));
         Thread[] threads = bodies.entrySet().stream().map(e -> {
             Thread thread = new Thread(() -> {
                 try {
@@ -151,7 +153,7 @@ public class Service {
             thread.start();
             return thread;
         }).toArray(Thread[]::new);
-        Map<String, String> ids = tids("compute", "waiter", "consumer");
+        Map<String, String> ids = tids("compute", "waiter", "locker");
         StringBuilder ready = new StringBuilder("ready pid=" + ProcessHandle.current().pid());
         ids.forEach((k, v) -> ready.append(' ').append(k).append('=').append(v));
         System.out.println(ready);
@@ -160,12 +162,12 @@ public class Service {
         deadline[0] = System.nanoTime() + nanos;
         go.countDown();
         for (Thread thread : threads) {
-            if (thread.getName().equals("consumer")) {
+            if (thread.getName().equals("locker")) {
                 continue;
             }
             thread.join();
         }
-        queue.put("done");
+        lock.unlock();
         for (Thread thread : threads) {
             thread.join();
         }

@@ -96,7 +96,7 @@ pub fn assemble(
     view: View,
 ) -> (Profile, Accounting) {
     symbolizer.remember_python(raw.python_codes());
-    symbolizer.remember_java(raw.java_vms());
+    symbolizer.remember_java(raw.java_names());
     let sym_stats = symbolizer.prepare(
         raw.samples(),
         raw.processes(),

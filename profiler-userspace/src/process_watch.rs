@@ -14,8 +14,9 @@
 //!
 //! The same reads publish Python processes and JVMs to the kernel walk
 //! (`runtimes/python/`, `runtimes/java/`), and the walk's requests for
-//! Python code objects are served here too: the code objects read and the
-//! JVMs published go with each chunk.
+//! Python code objects are served here too: the code objects read go with
+//! each chunk, as do the chunk's Java frames, named here while their JVMs
+//! run.
 use std::sync::Arc;
 
 use crate::{
@@ -24,9 +25,10 @@ use crate::{
     mapping_events::{MappingEvents, Recorded},
     process::{build_ids::BuildIds, roots::Roots, snapshot::ProcessSnapshot},
     runtimes::{
-        java::{Java, JavaVm},
+        java::{Java, NamedFrame},
         python::{Python, PythonCode},
     },
+    sample::RawSample,
     unwind::{Published, Stamped, Unwinder},
 };
 
@@ -201,9 +203,15 @@ impl ProcessWatch {
         self.anew.walked.python.take_codes()
     }
 
-    /// The JVMs published since the last call, for the next chunk.
-    pub fn take_java_vms(&mut self) -> Vec<Arc<JavaVm>> {
-        self.anew.walked.java.take_vms()
+    /// The Java frames of `samples` (a chunk's) named, while their JVMs
+    /// run, for the chunk.
+    pub fn name_java(&mut self, samples: &[RawSample]) -> Vec<Arc<NamedFrame>> {
+        self.anew.walked.java.name(samples)
+    }
+
+    /// A window ends: the next names its Java frames again.
+    pub fn new_window(&mut self) {
+        self.anew.walked.java.new_window();
     }
 
     /// The unwinder's counters (none without tables) and the Python
@@ -216,7 +224,7 @@ impl ProcessWatch {
             Vec::new()
         };
         comments.extend(self.anew.walked.python.stats().comments());
-        comments.extend(self.anew.walked.java.stats().comments());
+        comments.extend(self.anew.walked.java.comments());
         comments
     }
 

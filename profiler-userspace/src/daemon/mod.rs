@@ -198,7 +198,7 @@ impl<'a, K: KernelMaps> Daemon<'a, K> {
         // Code objects first recorded up to the drain are named with it.
         self.watch.serve_python(&mut self.kernel)?;
         chunk.add_python_codes(self.watch.take_python_codes());
-        chunk.add_java_vms(self.watch.take_java_vms());
+        chunk.add_java_names(self.watch.name_java(chunk.samples()));
         self.runtimes.notice(&new);
         let (rows, facts) = self.runtimes.take();
         chunk.add_runtimes(rows, facts);
@@ -225,6 +225,7 @@ impl<'a, K: KernelMaps> Daemon<'a, K> {
         }
         let current = self.targets.current();
         let comments = self.watch.comments();
+        self.watch.new_window();
         if last {
             self.pipeline.push(self.config, end_ns);
         }

@@ -48,7 +48,7 @@ use crate::{
     config,
     process::cgroup::Placement,
     profile::{Line, Location, Mapping},
-    runtimes::{java::JavaVm, python::PythonCode},
+    runtimes::{java::NamedFrame, python::PythonCode},
     sample::Stack,
 };
 
@@ -184,9 +184,9 @@ impl Symbolizer {
         self.python.remember(codes);
     }
 
-    /// Names the frames of the JVMs published.
-    pub fn remember_java(&mut self, vms: &[Arc<JavaVm>]) {
-        self.java.remember(vms);
+    /// Keeps the Java frames named while their JVMs ran.
+    pub fn remember_java(&mut self, names: &[Arc<NamedFrame>]) {
+        self.java.remember(names);
     }
 
     /// The locations of a captured user stack, leaf first.

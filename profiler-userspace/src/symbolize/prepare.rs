@@ -55,7 +55,7 @@ impl Symbolizer {
         self.read_processes(samples, processes, recorded, &mut stats);
         self.take_kernel_symbols(kernel_symbols);
         let addrs = self.window_addrs(samples);
-        self.prepare_runtimes(samples);
+        self.prepare_python(samples);
         self.symbolize_user(&addrs.user, &mut stats);
         self.symbolize_kernel(addrs.kernel, &mut stats);
         stats.debug_files = self.binaries.take_debug_files();
@@ -249,20 +249,17 @@ impl Symbolizer {
             .end_window(&mut self.blaze, self.window, EVICT_AFTER_WINDOWS);
     }
 
-    /// Makes the lines of the window's Python and Java frames.
-    fn prepare_runtimes(&mut self, samples: &[RawSample]) {
+    /// Makes the lines of the window's Python frames.
+    fn prepare_python(&mut self, samples: &[RawSample]) {
         for sample in samples {
             for (frame, _) in user_frames(stack_frames(&sample.user_stack)) {
-                match frame {
-                    UserFrame::Python {
-                        code,
-                        instr,
-                        first_line,
-                    } => self.python.prepare(sample.pid, code, instr, first_line),
-                    UserFrame::JavaCompiled { .. } | UserFrame::JavaInterpreted { .. } => {
-                        self.java.prepare(sample.pid, frame);
-                    }
-                    _ => {}
+                if let UserFrame::Python {
+                    code,
+                    instr,
+                    first_line,
+                } = frame
+                {
+                    self.python.prepare(sample.pid, code, instr, first_line);
                 }
             }
         }

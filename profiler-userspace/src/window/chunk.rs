@@ -12,7 +12,7 @@ use crate::{
         recorded::{RecordStats, RecordedImage},
         snapshot::ProcessSnapshot,
     },
-    runtimes::{RuntimeFacts, java::JavaVm, python::PythonCode},
+    runtimes::{RuntimeFacts, java::NamedFrame, python::PythonCode},
     sample::{KernelSymbol, RawSample},
 };
 
@@ -42,8 +42,8 @@ pub struct RawWindow {
     pub(super) runtimes: RuntimeFacts,
     /// Python code objects read (their names) since the last chunk.
     pub(super) python_codes: Vec<Arc<PythonCode>>,
-    /// JVMs published since the last chunk.
-    pub(super) java_vms: Vec<Arc<JavaVm>>,
+    /// Java frames named (while their JVMs ran) since the last chunk.
+    pub(super) java_names: Vec<Arc<NamedFrame>>,
 }
 
 impl RawWindow {
@@ -113,10 +113,10 @@ impl RawWindow {
         &self.python_codes
     }
 
-    /// JVMs published to the walk, to name their frames from.
+    /// Java frames named while their JVMs ran.
     #[must_use]
-    pub fn java_vms(&self) -> &[Arc<JavaVm>] {
-        &self.java_vms
+    pub fn java_names(&self) -> &[Arc<NamedFrame>] {
+        &self.java_names
     }
 
     #[must_use]

@@ -9,7 +9,7 @@ use crate::{
     bpf::{Drained, InFlightStats},
     mapping_events::Recorded,
     process::snapshot::ProcessSnapshot,
-    runtimes::{RuntimeFacts, java::JavaVm, python::PythonCode},
+    runtimes::{RuntimeFacts, java::NamedFrame, python::PythonCode},
     sample::{MapEntries, RawSample},
 };
 
@@ -71,9 +71,15 @@ impl ChunkCollector {
         self.chunk.python_codes = codes;
     }
 
-    /// The JVMs published since the last chunk.
-    pub fn add_java_vms(&mut self, vms: Vec<Arc<JavaVm>>) {
-        self.chunk.java_vms = vms;
+    /// The chunk's rows so far (the kernel's, and open intervals').
+    #[must_use]
+    pub fn samples(&self) -> &[RawSample] {
+        &self.chunk.samples
+    }
+
+    /// The chunk's Java frames, named while their JVMs ran.
+    pub fn add_java_names(&mut self, names: Vec<Arc<NamedFrame>>) {
+        self.chunk.java_names = names;
     }
 
     /// The language runtimes' rows, and what their reads found.

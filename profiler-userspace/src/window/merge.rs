@@ -61,7 +61,7 @@ impl RawWindow {
         self.processes.extend(chunk.processes.iter().cloned());
         self.recorded.extend(chunk.recorded.iter().cloned());
         self.python_codes.extend(chunk.python_codes.iter().cloned());
-        self.java_vms.extend(chunk.java_vms.iter().cloned());
+        self.java_names.extend(chunk.java_names.iter().cloned());
         self.kernel_symbols
             .extend(chunk.kernel_symbols.iter().cloned());
         self.record_stats.add(&chunk.record_stats);

@@ -5,6 +5,7 @@
 pub mod build;
 pub mod checks;
 pub mod go;
+pub mod java;
 mod profile;
 pub mod schedstat;
 pub mod vm;

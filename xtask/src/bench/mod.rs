@@ -18,6 +18,7 @@ mod daemon_cost;
 mod daemon_metrics;
 mod floor;
 mod goroutines;
+mod java;
 mod kernel_cost;
 mod overhead;
 mod python;
@@ -49,6 +50,7 @@ pub fn run_only(section: &str) -> anyhow::Result<()> {
         }
         "goroutines" => goroutines::goroutine_view(report).map(drop),
         "python" => python::python_frames(report),
+        "java" => java::java_frames(report),
         "floor" => floor_pairs(report).map(drop),
         "syscalls" => syscalls::overhead_on_others(report).map(drop),
         "kernel" => program_costs(report).map(drop),
@@ -212,9 +214,9 @@ struct Later {
     goroutine_pingpong: f64,
 }
 
-/// Sections 6 to 12: the stack walk, the unwind tables, the cost to
+/// Sections 6 to 13: the stack walk, the unwind tables, the cost to
 /// processes not profiled, symbolization, brief processes, the goroutine
-/// view and Python frames.
+/// view, Python frames and Java frames.
 fn later_sections(report: &mut String) -> anyhow::Result<Later> {
     eprintln!("bench: stack walk cost, tables against frame pointers");
     let walk = unwinding::kernel_costs(report)?;
@@ -232,6 +234,8 @@ fn later_sections(report: &mut String) -> anyhow::Result<Later> {
     let goroutine_pingpong = goroutines::goroutine_view(report)?;
     eprintln!("bench: Python frames' cost");
     python::python_frames(report)?;
+    eprintln!("bench: Java frames' cost");
+    java::java_frames(report)?;
 
     Ok(Later {
         walk,

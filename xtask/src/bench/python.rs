@@ -15,7 +15,7 @@ use profiler_fixtures::client::Fixture;
 
 use super::{
     tools::{RUN_SECS, attach, profiler},
-    unwinding::{deep_stack, walk_cost_with_python},
+    unwinding::{deep_stack, walk_cost_with_runtime},
 };
 use crate::{procfs::cpu_ticks, workspace::workspace_root};
 
@@ -55,8 +55,8 @@ pub(super) fn python_frames(report: &mut String) -> anyhow::Result<()> {
             .map_or(f64::NAN, |(_, ns)| *ns)
     };
     let (python, native_frames, python_frames) =
-        walk_cost_with_python(deep_python(RUN_SECS), &args)?;
-    let (c, c_frames, _) = walk_cost_with_python(deep_stack(4)?, &args)?;
+        walk_cost_with_runtime(deep_python(RUN_SECS), &args, "python_frames")?;
+    let (c, c_frames, _) = walk_cost_with_runtime(deep_stack(4)?, &args, "python_frames")?;
     let (python_ns, c_ns) = (ns_of(&python), ns_of(&c));
     writeln!(
         report,

@@ -142,17 +142,19 @@ pub(super) fn deep_stack(levels: u32) -> anyhow::Result<Command> {
 /// run of each program and the native user frames per on-CPU sample
 /// (from the daemon's `/metrics` counters).
 fn walk_cost(fixture: Command, args: &[&str]) -> anyhow::Result<(Vec<(String, f64)>, f64)> {
-    let (per_run, native, _) = walk_cost_with_python(fixture, args)?;
+    let (per_run, native, _) = walk_cost_with_runtime(fixture, args, "python_frames")?;
     Ok((per_run, native))
 }
 
 /// Kernel ns per run of each program that ran.
 pub(super) type PerRun = Vec<(String, f64)>;
 
-/// As [`walk_cost`], and the Python frames per on-CPU sample.
-pub(super) fn walk_cost_with_python(
+/// As [`walk_cost`], and a runtime's frames per on-CPU sample (its
+/// counter: `python_frames`, `java_frames`).
+pub(super) fn walk_cost_with_runtime(
     fixture: Command,
     args: &[&str],
+    runtime_frames: &str,
 ) -> anyhow::Result<(PerRun, f64, f64)> {
     let mut workload = Fixture::spawn(fixture).context("starting the fixture")?;
     let metrics = Metrics::new()?;
@@ -181,10 +183,10 @@ pub(super) fn walk_cost_with_python(
         }
     }
     let frames = scrape.counter("frames_by_table")? + scrape.counter("frames_by_frame_pointer")?;
-    let python = scrape.counter("python_frames")?;
+    let runtime = scrape.counter(runtime_frames)?;
     let stacks = scrape.counter("on_cpu_samples")?;
     let per_stack = |n: f64| if stacks > 0.0 { n / stacks } else { 0.0 };
-    Ok((per_run, per_stack(frames), per_stack(python)))
+    Ok((per_run, per_stack(frames), per_stack(runtime)))
 }
 
 /// Time and kernel memory to build the tables of libc, the profiler and

@@ -15,21 +15,23 @@ pub enum CodeCacheError {
     Heaps(u64),
 }
 
-/// What the walk needs of the JVM process `memory` (the statics' addresses
-/// in `layout` are the process's own: the JVM's tables hold them
-/// relocated).
+/// What the walk needs of the JVM process `memory`, whose `libjvm.so` is
+/// loaded with `bias`.
 ///
 /// # Errors
 /// When the code cache cannot be read, or the JVM has not set it up yet.
-pub fn read(memory: Memory, layout: &Layout) -> Result<JavaProcess, CodeCacheError> {
+pub fn read(memory: Memory, layout: &Layout, bias: u64) -> Result<JavaProcess, CodeCacheError> {
     let cache = &layout.code_cache;
     let word = |at: u64| -> Result<u64, CodeCacheError> {
         let mut bytes = [0u8; 8];
         memory.read(at, &mut bytes).map_err(CodeCacheError::Read)?;
         Ok(u64::from_le_bytes(bytes))
     };
-    let (low, high) = (word(cache.low_bound)?, word(cache.high_bound)?);
-    let array = word(cache.heaps)?;
+    let (low, high) = (
+        word(cache.low_bound.wrapping_add(bias))?,
+        word(cache.high_bound.wrapping_add(bias))?,
+    );
+    let array = word(cache.heaps.wrapping_add(bias))?;
     if array == 0 || low == 0 || high <= low {
         return Err(CodeCacheError::NotReady);
     }

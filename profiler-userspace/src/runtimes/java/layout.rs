@@ -8,13 +8,34 @@ use super::{scopes::Encoding, vm_structs::VmStructs};
 /// Everything read of one JVM version.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Layout {
+    /// The JDK's major version (0: not read).
+    pub major: u32,
     /// The walk's offsets (heaps and segment shift set from the code cache).
     pub kernel: JavaLayout,
     pub code_cache: CodeCacheLayout,
     pub names: NameLayout,
+    /// The flag table, where the tables describe it.
+    pub flags: Option<FlagsLayout>,
 }
 
-/// Where the code cache's heaps are described.
+/// Where a JVM keeps its flags: `JVMFlag::flags` (a static pointer to
+/// the table) and `JVMFlag::numFlags` (a static count; both the file's
+/// addresses, as [`CodeCacheLayout`]'s), each entry
+/// `sizeof(JVMFlag)` bytes with its `_name` and `_addr` (the value's
+/// address).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FlagsLayout {
+    pub flags: u64,
+    pub count: u64,
+    pub size: u64,
+    pub name: u64,
+    pub address: u64,
+}
+
+/// Where the code cache's heaps are described. Statics are the file's
+/// addresses (the tables give them relocated: less the load bias of the
+/// process they were read from), so a layout serves every process of the
+/// same `libjvm.so`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct CodeCacheLayout {
     /// `CodeCache::_heaps`, a static `GrowableArray<CodeHeap*>*`.
@@ -115,12 +136,13 @@ pub enum ScopeRegions {
 pub struct Missing(pub &'static str);
 
 impl Layout {
-    /// The layout the JVM's `tables` describe, of JDK `major`.
+    /// The layout the JVM's `tables` describe, of JDK `major`, read from a
+    /// process whose `libjvm.so` is loaded with `bias`.
     ///
     /// # Errors
     /// When a field or type read is not in them (a JVM version whose
     /// structures this build does not know).
-    pub fn of(tables: &VmStructs, major: u32) -> Result<Self, Missing> {
+    pub fn of(tables: &VmStructs, major: u32, bias: u64) -> Result<Self, Missing> {
         let kernel = kernel(tables)?;
         let mut names = names(tables, &kernel)?;
         // JDK 20 moved to UNSIGNED5 with the byte 0 excluded (JDK-8298425).
@@ -128,9 +150,11 @@ impl Layout {
             excluded: u8::from(major >= 20),
         };
         Ok(Self {
+            major,
             kernel,
-            code_cache: code_cache(tables)?,
+            code_cache: code_cache(tables, bias)?,
             names,
+            flags: flags(tables, bias),
         })
     }
 }
@@ -188,8 +212,13 @@ fn kernel(tables: &VmStructs) -> Result<JavaLayout, Missing> {
     })
 }
 
-fn code_cache(tables: &VmStructs) -> Result<CodeCacheLayout, Missing> {
-    let stat = |name: &'static str, what| tables.address("CodeCache", name).ok_or(Missing(what));
+fn code_cache(tables: &VmStructs, bias: u64) -> Result<CodeCacheLayout, Missing> {
+    let stat = |name: &'static str, what| {
+        tables
+            .address("CodeCache", name)
+            .map(|a| a.wrapping_sub(bias))
+            .ok_or(Missing(what))
+    };
     let heap = |name: &'static str, what| field(tables, "CodeHeap", &[name], what);
     Ok(CodeCacheLayout {
         heaps: stat("_heaps", "CodeCache::_heaps")?,
@@ -263,6 +292,16 @@ fn names(tables: &VmStructs, kernel: &JavaLayout) -> Result<NameLayout, Missing>
         const_method_size: u64::from(kernel.const_method_size),
         encoding: Encoding::default(),
         scopes: scopes(tables, nmethod_type),
+    })
+}
+
+fn flags(tables: &VmStructs, bias: u64) -> Option<FlagsLayout> {
+    Some(FlagsLayout {
+        flags: tables.address("JVMFlag", "flags")?.wrapping_sub(bias),
+        count: tables.address("JVMFlag", "numFlags")?.wrapping_sub(bias),
+        size: tables.size("JVMFlag")?,
+        name: tables.offset("JVMFlag", &["_name"])?,
+        address: tables.offset("JVMFlag", &["_addr"])?,
     })
 }
 

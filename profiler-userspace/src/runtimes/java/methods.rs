@@ -79,7 +79,9 @@ struct Compiled {
 pub struct Namer {
     memory: Memory,
     layout: NameLayout,
-    methods: HashMap<u64, Option<Arc<JavaMethod>>>,
+    /// By `Method*` and its `ConstMethod*` (a class unloaded and another
+    /// method at the same address has another `ConstMethod`).
+    methods: HashMap<(u64, u64), Option<Arc<JavaMethod>>>,
     compiled: HashMap<(u64, u32), Option<Arc<Compiled>>>,
 }
 
@@ -237,17 +239,18 @@ impl Namer {
     }
 
     fn method(&mut self, method: u64) -> Option<Arc<JavaMethod>> {
-        if let Some(known) = self.methods.get(&method) {
+        let const_method = self.u64(method + self.layout.method_const_method)?;
+        if let Some(known) = self.methods.get(&(method, const_method)) {
             return known.clone();
         }
-        let read = self.read_method(method).map(Arc::new);
-        self.methods.insert(method, read.clone());
+        let read = self.read_method(const_method).map(Arc::new);
+        self.methods.insert((method, const_method), read.clone());
         read
     }
 
-    fn read_method(&self, method: u64) -> Option<JavaMethod> {
+    /// The names of the method whose `ConstMethod` is at `const_method`.
+    fn read_method(&self, const_method: u64) -> Option<JavaMethod> {
         let l = &self.layout;
-        let const_method = self.u64(method + l.method_const_method)?;
         let pool = self.u64(const_method + l.const_method_constants)?;
         let name_index = self.u16(const_method + l.const_method_name_index)?;
         let holder = self.u64(pool + l.constant_pool_holder)?;

@@ -10,15 +10,18 @@
 //!   heaps and segment maps are (`code_cache.rs`), when the unwinder reads
 //!   the process's mappings; a JVM still starting is tried again at each
 //!   poll until its code cache is set up.
-//! - The symbolizer names the frames (`methods.rs`) through the
-//!   [`JavaVm`]s published, which go with each chunk.
+//! - Each chunk's Java frames are named at once, while the JVM runs
+//!   (`naming.rs`, with `methods.rs` and `scopes.rs`); the names go with
+//!   the chunk to the symbolizer.
 //!
 //! A JVM whose tables lack something read is named once in the log; its
 //! processes keep native frames.
 mod binary;
 mod code_cache;
+mod flags;
 mod layout;
 mod methods;
+mod naming;
 mod scopes;
 mod vm_structs;
 
@@ -27,23 +30,20 @@ use std::{collections::HashMap, sync::Arc};
 pub use binary::{Jvm, recognise};
 pub use layout::{Layout, NameLayout};
 pub use methods::{JavaFrame, JavaMethod, Namer};
+pub use naming::NamedFrame;
 pub use vm_structs::VmStructs;
+
+use naming::Naming;
 
 use crate::{
     bpf::{JavaMaps, KernelError},
     process::maps::{FileStamp, Vma, map_files_path},
     runtimes::remote::Memory,
+    sample::RawSample,
 };
 
 /// Polls a JVM still starting is tried at before it is given up.
 const STARTING_TRIES: u32 = 600;
-
-/// A JVM process published to the walk, for the symbolizer.
-#[derive(Debug)]
-pub struct JavaVm {
-    pub pid: u32,
-    pub names: NameLayout,
-}
 
 /// What reading JVMs counted (a profile's comments).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -52,6 +52,10 @@ pub struct JavaStats {
     pub processes: u64,
     /// JVMs whose tables or code cache could not be read.
     pub unreadable: u64,
+    /// Java frames named, and frames whose compilation or method was gone
+    /// (or unreadable) when read: `[unknown Java method]`.
+    pub frames_named: u64,
+    pub frames_unnamed: u64,
 }
 
 impl JavaStats {
@@ -61,8 +65,19 @@ impl JavaStats {
         vec![
             format!("java_processes: {}", self.processes),
             format!("java_processes_unreadable: {}", self.unreadable),
+            format!("java_frames_named: {}", self.frames_named),
+            format!("java_frames_unnamed: {}", self.frames_unnamed),
         ]
     }
+}
+
+/// A JVM published to the walk.
+struct Published {
+    /// Its `libjvm.so`, and its JDK's major version.
+    stamp: FileStamp,
+    major: u32,
+    /// Whether it runs with `-XX:+DebugNonSafepoints` (`None`: unknown).
+    debug_non_safepoints: Option<bool>,
 }
 
 /// A JVM found in a process whose code cache is not set up yet.
@@ -81,10 +96,9 @@ pub struct Java {
     /// Layouts by file, read from the first of its processes (`None`: one
     /// this build cannot read).
     layouts: HashMap<FileStamp, Option<Layout>>,
-    published: HashMap<u32, FileStamp>,
+    published: HashMap<u32, Published>,
     starting: HashMap<u32, Starting>,
-    /// Published since the last [`Java::take_vms`].
-    vms: Vec<Arc<JavaVm>>,
+    naming: Naming,
     stats: JavaStats,
 }
 
@@ -109,10 +123,17 @@ impl Java {
                 let jvm = self.jvm(pid, vma, stamp)?;
                 Some((jvm.bias(vma.offset, vma.start)?, jvm, stamp))
             });
-        self.starting.remove(&pid);
         let Some((bias, jvm, stamp)) = found else {
             return self.forget(maps, pid);
         };
+        // Its mappings change as the JVM commits memory: once published,
+        // the same JVM stays so (its code heaps are reserved at start).
+        if self.published.get(&pid).is_some_and(|p| p.stamp == stamp) {
+            return Ok(());
+        }
+        if self.starting.get(&pid).is_some_and(|s| s.stamp == stamp) {
+            return self.try_starting(maps, pid);
+        }
         self.starting.insert(
             pid,
             Starting {
@@ -143,20 +164,56 @@ impl Java {
     /// When the kernel map cannot be written.
     pub fn forget(&mut self, maps: &mut impl JavaMaps, pid: u32) -> Result<(), KernelError> {
         self.starting.remove(&pid);
+        self.naming.forget(pid);
         if self.published.remove(&pid).is_some() {
             maps.remove_java(pid)?;
         }
         Ok(())
     }
 
-    /// The JVMs published since the last call, for the next chunk.
-    pub fn take_vms(&mut self) -> Vec<Arc<JavaVm>> {
-        std::mem::take(&mut self.vms)
+    /// Names the Java frames of `samples` (a chunk's) not named yet in
+    /// this window, while their JVMs run.
+    pub fn name(&mut self, samples: &[RawSample]) -> Vec<Arc<NamedFrame>> {
+        self.naming.name(samples)
+    }
+
+    /// A new window: its frames are named for it again.
+    pub fn new_window(&mut self) {
+        self.naming.new_window();
     }
 
     #[must_use]
     pub fn stats(&self) -> JavaStats {
-        self.stats
+        JavaStats {
+            frames_named: self.naming.frames_named,
+            frames_unnamed: self.naming.frames_unnamed,
+            ..self.stats
+        }
+    }
+
+    /// The counters, and a line per JVM published that says how exact its
+    /// leaf frames are, as profile comments.
+    #[must_use]
+    pub fn comments(&self) -> Vec<String> {
+        let mut comments = self.stats().comments();
+        let mut pids: Vec<&u32> = self.published.keys().collect();
+        pids.sort_unstable();
+        for pid in pids {
+            let p = &self.published[pid];
+            let exact = match p.debug_non_safepoints {
+                Some(true) => "on: leaf frames' inlining and lines are exact",
+                Some(false) => {
+                    "off: a leaf frame between recorded points takes the next one's \
+                     inlining and line"
+                }
+                None => "unknown",
+            };
+            comments.push(format!(
+                "java_process {pid}: JDK {}, DebugNonSafepoints {exact}",
+                p.major
+            ));
+        }
+        comments
     }
 
     /// Reads the tables and code cache of starting JVM `pid` and publishes
@@ -176,7 +233,7 @@ impl Java {
             }
             None => match VmStructs::read(memory, &starting.jvm, bias) {
                 Ok(tables) => {
-                    let layout = Layout::of(&tables, jdk_major(memory, &tables))
+                    let layout = Layout::of(&tables, jdk_major(memory, &tables), bias)
                         .inspect_err(|e| {
                             tracing::info!(
                                 "a JVM (pid {pid}): {e}; its processes show native frames"
@@ -196,16 +253,23 @@ impl Java {
                 }
             },
         };
-        match code_cache::read(memory, &layout) {
+        match code_cache::read(memory, &layout, bias) {
             Ok(process) => {
                 self.starting.remove(&pid);
                 maps.set_java(pid, &process)?;
-                self.published.insert(pid, stamp);
-                self.stats.processes += 1;
-                self.vms.push(Arc::new(JavaVm {
+                let debug_non_safepoints = layout
+                    .flags
+                    .and_then(|f| flags::bool_flag(memory, &f, bias, "DebugNonSafepoints"));
+                self.published.insert(
                     pid,
-                    names: layout.names,
-                }));
+                    Published {
+                        stamp,
+                        major: layout.major,
+                        debug_non_safepoints,
+                    },
+                );
+                self.stats.processes += 1;
+                self.naming.add(pid, layout.names);
             }
             Err(e) => self.not_yet(pid, &e),
         }
@@ -249,3 +313,6 @@ fn jdk_major(memory: Memory, tables: &VmStructs) -> u32 {
         .and_then(|at| memory.read(at, &mut bytes).ok())
         .map_or(0, |()| u32::from_le_bytes(bytes))
 }
+
+#[cfg(test)]
+mod tests;

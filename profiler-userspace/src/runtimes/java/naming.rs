@@ -1,0 +1,111 @@
+//! Java frames named while their JVM runs: each chunk's stacks are looked
+//! through for Java frames not named yet in the window, and each is named
+//! from its JVM's memory at once (`methods.rs`), so a JVM that exits
+//! before its window ends keeps its names.
+use std::{
+    collections::{HashMap, HashSet},
+    sync::Arc,
+};
+
+use profiler_common::frames::{UserFrame, user_frames};
+
+use super::{
+    layout::NameLayout,
+    methods::{JavaFrame, Namer},
+};
+use crate::sample::{RawSample, Stack};
+
+/// A Java frame as the walk recorded it in process `pid`, and its names:
+/// the methods inlined there, innermost first; `None` when its
+/// compilation or method was gone (freed, or another in its place) or
+/// unreadable by the time it was read.
+#[derive(Debug)]
+pub struct NamedFrame {
+    pub pid: u32,
+    pub frame: UserFrame,
+    pub frames: Option<Vec<JavaFrame>>,
+}
+
+/// The JVMs' namers, and the frames named in the window so far.
+#[derive(Default)]
+pub struct Naming {
+    namers: HashMap<u32, Namer>,
+    named: HashSet<(u32, UserFrame)>,
+    /// Frames named, and left unnamed, since start.
+    pub frames_named: u64,
+    pub frames_unnamed: u64,
+}
+
+impl Naming {
+    /// Names the frames of JVM `pid`, laid out as `layout` (a JVM that
+    /// exec'd, or a pid reused, starts afresh).
+    pub fn add(&mut self, pid: u32, layout: NameLayout) {
+        // (Published once per process image: an exec or a reused pid.)
+        self.namers.insert(pid, Namer::new(pid, layout));
+        self.named.retain(|(p, _)| *p != pid);
+    }
+
+    pub fn forget(&mut self, pid: u32) {
+        self.namers.remove(&pid);
+        self.named.retain(|(p, _)| *p != pid);
+    }
+
+    /// A new window: its frames are named for it again (from the namers'
+    /// caches: the symbolizer forgets a process it has not seen for a
+    /// while).
+    pub fn new_window(&mut self) {
+        self.named.clear();
+    }
+
+    /// The Java frames of `samples` not named yet in this window, named.
+    pub fn name(&mut self, samples: &[RawSample]) -> Vec<Arc<NamedFrame>> {
+        let mut out = Vec::new();
+        for sample in samples {
+            let (Stack::Frames(ips) | Stack::Truncated(ips)) = &sample.user_stack else {
+                continue;
+            };
+            let Some(namer) = self.namers.get_mut(&sample.pid) else {
+                continue;
+            };
+            for frame in user_frames(ips) {
+                if !matches!(
+                    frame,
+                    UserFrame::JavaCompiled { .. } | UserFrame::JavaInterpreted { .. }
+                ) || !self.named.insert((sample.pid, frame))
+                {
+                    continue;
+                }
+                let frames = name_one(namer, frame);
+                if frames.is_some() {
+                    self.frames_named += 1;
+                } else {
+                    self.frames_unnamed += 1;
+                }
+                out.push(Arc::new(NamedFrame {
+                    pid: sample.pid,
+                    frame,
+                    frames,
+                }));
+            }
+        }
+        out
+    }
+}
+
+fn name_one(namer: &mut Namer, frame: UserFrame) -> Option<Vec<JavaFrame>> {
+    match frame {
+        UserFrame::JavaCompiled {
+            nmethod,
+            compile_id,
+            pc_offset,
+        } => namer.compiled(nmethod, compile_id, pc_offset),
+        UserFrame::JavaInterpreted {
+            method,
+            const_method,
+            bci,
+        } => namer
+            .interpreted(method, const_method, bci)
+            .map(|f| vec![f]),
+        _ => None,
+    }
+}
