@@ -134,17 +134,35 @@ pub struct JavaWalk {
     /// The segment map byte read last.
     pub tag: u8,
     pub pad: [u8; 3],
+    /// The frame recorded, as the key of `JAVA_FRAMES` (map memory too).
+    pub seen: FrameSeen,
+}
+
+/// A Java frame the walk recorded for the first time (`JAVA_FRAMES`'s key
+/// and `JAVA_FRAME_REQUESTS`'): its process and its two stack entries.
+/// The daemon names it at once, while the JVM most likely runs.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct FrameSeen {
+    pub pid: u32,
+    pub pad: u32,
+    pub entry: u64,
+    pub detail: u64,
 }
 
 #[cfg(feature = "user")]
 mod pod {
-    use super::JavaProcess;
+    use super::{FrameSeen, JavaProcess};
 
     // SAFETY: repr(C): eleven u64, eight u16 and eight u8 (the layout's 24 bytes), no padding;
     // every bit pattern is valid.
     unsafe impl aya::Pod for JavaProcess {}
+    // SAFETY: repr(C): two u32 and two u64, no padding; every bit pattern
+    // is valid.
+    unsafe impl aya::Pod for FrameSeen {}
 }
 
 const _: () = assert!(size_of::<JavaLayout>() == 24);
 const _: () = assert!(size_of::<JavaProcess>() == 112);
-const _: () = assert!(size_of::<JavaWalk>() == 208);
+const _: () = assert!(size_of::<JavaWalk>() == 232);
+const _: () = assert!(size_of::<FrameSeen>() == 24);

@@ -115,6 +115,13 @@ pub const PYTHON_SCRATCH: &str = "PYTHON_SCRATCH";
 /// pid -> [`crate::java::JavaProcess`]: where the walk finds a JVM's code
 /// cache and how its blobs are laid out (an LRU map, as [`PYTHON_PROCS`]).
 pub const JAVA_PROCS: &str = "JAVA_PROCS";
+/// [`crate::java::FrameSeen`] -> 1: Java frames the walk has recorded (an
+/// LRU map), so that each is asked for once.
+pub const JAVA_FRAMES: &str = "JAVA_FRAMES";
+/// [`crate::java::FrameSeen`] -> 1: Java frames recorded for the first
+/// time, which the daemon names (and deletes) when the doorbell
+/// ([`UNWIND_DOORBELL`]) rings or at its next poll.
+pub const JAVA_FRAME_REQUESTS: &str = "JAVA_FRAME_REQUESTS";
 
 /// Name of the load-time global that switches target filtering off (`--all`).
 pub const GLOBAL_TARGET_ALL: &str = "TARGET_ALL";
@@ -145,7 +152,7 @@ pub const GLOBAL_INTERVAL_CELLS: &str = "INTERVAL_CELLS_IN_USE";
 /// Every map of the eBPF object (besides aya-log's own). A test in
 /// profiler-userspace checks the built object against this list both
 /// ways, so a map renamed on one side only, or left unused, fails it.
-pub const ALL: [&str; 27] = [
+pub const ALL: [&str; 29] = [
     SAMPLES_0,
     SAMPLES_1,
     STACKS_0,
@@ -173,6 +180,8 @@ pub const ALL: [&str; 27] = [
     PYTHON_CODE_REQUESTS,
     PYTHON_SCRATCH,
     JAVA_PROCS,
+    JAVA_FRAMES,
+    JAVA_FRAME_REQUESTS,
 ];
 
 /// Every load-time global the daemon sets, checked the same way.
@@ -229,6 +238,12 @@ pub const TARGET_COMMS_MAX_ENTRIES: u32 = 64;
 pub const PYTHON_PROCS_MAX_ENTRIES: u32 = 4_096;
 /// Capacity of [`JAVA_PROCS`].
 pub const JAVA_PROCS_MAX_ENTRIES: u32 = 1_024;
+/// Capacity of [`JAVA_FRAMES`]: Java frames remembered as asked for.
+pub const JAVA_FRAMES_MAX_ENTRIES: u32 = 65_536;
+/// Capacity of [`JAVA_FRAME_REQUESTS`]: Java frames waiting for the daemon
+/// (a full map drops the request; the frame is then named at the chunk's
+/// drain, if its JVM still runs).
+pub const JAVA_FRAME_REQUESTS_MAX_ENTRIES: u32 = 8_192;
 /// Capacity of [`PYTHON_THREADS`].
 pub const PYTHON_THREADS_MAX_ENTRIES: u32 = 16_384;
 /// Capacity of [`PYTHON_CODES`]: code objects remembered as asked for.

@@ -270,7 +270,13 @@ fn record(state: &mut WalkState, trace: &mut StackTrace, entry: u64, detail: u64
     trace.ips[len] = entry;
     trace.ips[len + 1] = detail;
     state.len += 2;
-    state.java.frames += 1;
+    let pid = state.pid;
+    let java = &mut state.java;
+    java.frames += 1;
+    java.seen.pid = pid;
+    java.seen.entry = entry;
+    java.seen.detail = detail;
+    maps::note_java_frame(&java.seen);
     true
 }
 

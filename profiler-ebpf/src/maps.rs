@@ -10,14 +10,15 @@ use aya_ebpf::{
     maps::{Array, HashMap, LruHashMap, PerCpuArray, RingBuf},
 };
 use profiler_common::{
-    java::JavaProcess,
+    java::{FrameSeen, JavaProcess},
     maps::{
         CONTROL_ACTIVE_SLOT, CONTROL_LAST_FLIP_NS, CONTROL_LEN, IN_FLIGHT_MAX_ENTRIES,
-        INTERVAL_CELLS_LEN, JAVA_PROCS_MAX_ENTRIES, PYTHON_CODE_REQUESTS_MAX_ENTRIES,
-        PYTHON_CODES_MAX_ENTRIES, PYTHON_PROCS_MAX_ENTRIES, PYTHON_THREADS_MAX_ENTRIES,
-        SAMPLES_MAX_ENTRIES, STACKS_MAX_ENTRIES, TARGET_COMMS_MAX_ENTRIES, TARGET_FILTER_SLOTS,
-        TARGETS_MAX_ENTRIES, UNWIND_DOORBELL_BYTES, UNWIND_PROCS_MAX_ENTRIES,
-        UNWIND_REQUESTS_MAX_ENTRIES, UNWIND_ROWS_DEFAULT_ENTRIES, target_filter_slot,
+        INTERVAL_CELLS_LEN, JAVA_FRAME_REQUESTS_MAX_ENTRIES, JAVA_FRAMES_MAX_ENTRIES,
+        JAVA_PROCS_MAX_ENTRIES, PYTHON_CODE_REQUESTS_MAX_ENTRIES, PYTHON_CODES_MAX_ENTRIES,
+        PYTHON_PROCS_MAX_ENTRIES, PYTHON_THREADS_MAX_ENTRIES, SAMPLES_MAX_ENTRIES,
+        STACKS_MAX_ENTRIES, TARGET_COMMS_MAX_ENTRIES, TARGET_FILTER_SLOTS, TARGETS_MAX_ENTRIES,
+        UNWIND_DOORBELL_BYTES, UNWIND_PROCS_MAX_ENTRIES, UNWIND_REQUESTS_MAX_ENTRIES,
+        UNWIND_ROWS_DEFAULT_ENTRIES, target_filter_slot,
     },
     python::{CodeSeen, FRAME_READ_MAX, PythonProcess},
     sample::{COMM_LEN, SampleKey, SampleValue},
@@ -220,6 +221,14 @@ static PYTHON_CODE_REQUESTS: HashMap<CodeSeen, u8> =
 #[map]
 static JAVA_PROCS: LruHashMap<u32, JavaProcess> =
     LruHashMap::with_max_entries(JAVA_PROCS_MAX_ENTRIES, 0);
+
+#[map]
+static JAVA_FRAMES: LruHashMap<FrameSeen, u8> =
+    LruHashMap::with_max_entries(JAVA_FRAMES_MAX_ENTRIES, 0);
+
+#[map]
+static JAVA_FRAME_REQUESTS: HashMap<FrameSeen, u8> =
+    HashMap::with_max_entries(JAVA_FRAME_REQUESTS_MAX_ENTRIES, 0);
 
 /// Per-CPU bytes of the Python frame being read, per [`Scratch`].
 #[map]
@@ -529,6 +538,22 @@ pub fn note_python_code(seen: &CodeSeen) {
     }
     let _ = PYTHON_CODES.insert(seen, 1, 0);
     if PYTHON_CODE_REQUESTS
+        .insert(seen, 1, u64::from(BPF_NOEXIST))
+        .is_ok()
+    {
+        let _ = UNWIND_DOORBELL.output::<u32>(seen.pid, 0);
+    }
+}
+
+/// Asks the daemon to name Java frame `seen` unless asked before, and
+/// rings it when the request is new.
+#[inline(always)]
+pub fn note_java_frame(seen: &FrameSeen) {
+    if JAVA_FRAMES.get_ptr(seen).is_some() {
+        return;
+    }
+    let _ = JAVA_FRAMES.insert(seen, 1, 0);
+    if JAVA_FRAME_REQUESTS
         .insert(seen, 1, u64::from(BPF_NOEXIST))
         .is_ok()
     {

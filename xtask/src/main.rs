@@ -54,7 +54,7 @@ enum Cmd {
         /// `goroutines` (section 11, the goroutine view's cost), `floor`
         /// (section 1b, the ping-pong at defaults over its floor, paired) or
         /// `syscalls` (section 8, system calls of a process not profiled).
-        #[arg(long, value_name = "SECTION", value_parser = ["kernel", "daemon", "unwinding", "processes", "goroutines", "python", "floor", "syscalls"])]
+        #[arg(long, value_name = "SECTION", value_parser = ["kernel", "daemon", "unwinding", "processes", "goroutines", "python", "java", "floor", "syscalls"])]
         only: Option<String>,
         /// Compare this tree's `sched_switch` program with the one of
         /// another build's profiler binary, both running at once, and print

@@ -6,7 +6,7 @@
 use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
 
 use profiler_common::{
-    java::JavaProcess,
+    java::{FrameSeen, JavaProcess},
     python::{CodeSeen, PythonProcess},
     stats::{STATS_LEN, Stat},
     unwind::{ProcessMappings, UnwindRow},
@@ -226,5 +226,9 @@ impl JavaMaps for MemoryKernel {
     fn remove_java(&mut self, pid: u32) -> Result<(), KernelError> {
         self.java.remove(&pid);
         Ok(())
+    }
+
+    fn take_frame_requests(&mut self) -> Result<Vec<FrameSeen>, KernelError> {
+        Ok(Vec::new())
     }
 }

@@ -11,7 +11,7 @@ use aya::{
     util::online_cpus,
 };
 use profiler_common::{
-    java::JavaProcess,
+    java::{FrameSeen, JavaProcess},
     maps::{
         GLOBAL_FSBASE_OFFSET, GLOBAL_INTERVAL_CELLS, GLOBAL_OFF_CPU_DISPATCH_ONLY,
         GLOBAL_OFF_CPU_NAIVE, GLOBAL_OFF_CPU_RATE_NS, GLOBAL_SCHED_OFFSETS, GLOBAL_TARGET_ALL,
@@ -403,5 +403,9 @@ impl JavaMaps for Kernel {
 
     fn remove_java(&mut self, pid: u32) -> Result<(), KernelError> {
         self.java.remove_java(pid)
+    }
+
+    fn take_frame_requests(&mut self) -> Result<Vec<FrameSeen>, KernelError> {
+        self.java.take_frame_requests()
     }
 }

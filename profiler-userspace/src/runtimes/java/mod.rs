@@ -99,6 +99,8 @@ pub struct Java {
     published: HashMap<u32, Published>,
     starting: HashMap<u32, Starting>,
     naming: Naming,
+    /// Frames named as the walk asked, since the last [`Java::name`].
+    named: Vec<Arc<NamedFrame>>,
     stats: JavaStats,
 }
 
@@ -146,7 +148,8 @@ impl Java {
         self.try_starting(maps, pid)
     }
 
-    /// Tries the JVMs still starting again (every poll).
+    /// Tries the JVMs still starting again, and names the frames the walk
+    /// recorded for the first time (every poll, and when rung).
     ///
     /// # Errors
     /// When the kernel map cannot be written.
@@ -155,6 +158,8 @@ impl Java {
         for pid in pids {
             self.try_starting(maps, pid)?;
         }
+        let seen = maps.take_frame_requests()?;
+        self.naming.name_seen(&seen, &mut self.named);
         Ok(())
     }
 
@@ -171,10 +176,12 @@ impl Java {
         Ok(())
     }
 
-    /// Names the Java frames of `samples` (a chunk's) not named yet in
-    /// this window, while their JVMs run.
+    /// The frames named as the walk asked since the last call, and those
+    /// of `samples` (a chunk's) not named yet in this window.
     pub fn name(&mut self, samples: &[RawSample]) -> Vec<Arc<NamedFrame>> {
-        self.naming.name(samples)
+        let mut names = std::mem::take(&mut self.named);
+        names.extend(self.naming.name(samples));
+        names
     }
 
     /// A new window: its frames are named for it again.

@@ -1,13 +1,17 @@
-//! Java frames named while their JVM runs: each chunk's stacks are looked
-//! through for Java frames not named yet in the window, and each is named
-//! from its JVM's memory at once (`methods.rs`), so a JVM that exits
-//! before its window ends keeps its names.
+//! Java frames named while their JVM runs: a frame the walk records for
+//! the first time is named at once (the walk asks, and rings), and each
+//! chunk's stacks are looked through for Java frames not named yet in the
+//! window; each is named from its JVM's memory (`methods.rs`), so a JVM
+//! that exits before its window ends keeps its names.
 use std::{
     collections::{HashMap, HashSet},
     sync::Arc,
 };
 
-use profiler_common::frames::{UserFrame, user_frames};
+use profiler_common::{
+    frames::{UserFrame, user_frames},
+    java::FrameSeen,
+};
 
 use super::{
     layout::NameLayout,
@@ -57,6 +61,16 @@ impl Naming {
         self.named.clear();
     }
 
+    /// Names the frames the walk recorded for the first time (`seen`), at
+    /// once, into `out`.
+    pub fn name_seen(&mut self, seen: &[FrameSeen], out: &mut Vec<Arc<NamedFrame>>) {
+        for s in seen {
+            if let Some(frame) = user_frames(&[s.entry, s.detail]).next() {
+                self.name_frame(s.pid, frame, out);
+            }
+        }
+    }
+
     /// The Java frames of `samples` not named yet in this window, named.
     pub fn name(&mut self, samples: &[RawSample]) -> Vec<Arc<NamedFrame>> {
         let mut out = Vec::new();
@@ -64,31 +78,38 @@ impl Naming {
             let (Stack::Frames(ips) | Stack::Truncated(ips)) = &sample.user_stack else {
                 continue;
             };
-            let Some(namer) = self.namers.get_mut(&sample.pid) else {
+            if !self.namers.contains_key(&sample.pid) {
                 continue;
-            };
+            }
             for frame in user_frames(ips) {
-                if !matches!(
-                    frame,
-                    UserFrame::JavaCompiled { .. } | UserFrame::JavaInterpreted { .. }
-                ) || !self.named.insert((sample.pid, frame))
-                {
-                    continue;
-                }
-                let frames = name_one(namer, frame);
-                if frames.is_some() {
-                    self.frames_named += 1;
-                } else {
-                    self.frames_unnamed += 1;
-                }
-                out.push(Arc::new(NamedFrame {
-                    pid: sample.pid,
-                    frame,
-                    frames,
-                }));
+                self.name_frame(sample.pid, frame, &mut out);
             }
         }
         out
+    }
+
+    /// Names Java frame `frame` of `pid` into `out`, unless named in this
+    /// window already.
+    fn name_frame(&mut self, pid: u32, frame: UserFrame, out: &mut Vec<Arc<NamedFrame>>) {
+        if !matches!(
+            frame,
+            UserFrame::JavaCompiled { .. } | UserFrame::JavaInterpreted { .. }
+        ) {
+            return;
+        }
+        let Some(namer) = self.namers.get_mut(&pid) else {
+            return;
+        };
+        if !self.named.insert((pid, frame)) {
+            return;
+        }
+        let frames = name_one(namer, frame);
+        if frames.is_some() {
+            self.frames_named += 1;
+        } else {
+            self.frames_unnamed += 1;
+        }
+        out.push(Arc::new(NamedFrame { pid, frame, frames }));
     }
 }
 
