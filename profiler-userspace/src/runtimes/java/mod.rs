@@ -10,9 +10,11 @@
 //!   heaps and segment maps are (`code_cache.rs`), when the unwinder reads
 //!   the process's mappings; a JVM still starting is tried again at each
 //!   poll until its code cache is set up.
-//! - Each chunk's Java frames are named at once, while the JVM runs
-//!   (`naming.rs`, with `methods.rs` and `scopes.rs`); the names go with
-//!   the chunk to the symbolizer.
+//! - Java frames are named while the JVM runs: each one the walk records
+//!   for the first time at once (it asks, and rings the daemon:
+//!   [`Java::serve`]), and each chunk's for its window (`naming.rs`, with
+//!   `methods.rs` and `scopes.rs`); the names go with the chunk to the
+//!   symbolizer.
 //!
 //! A JVM whose tables lack something read is named once in the log; its
 //! processes keep native frames.
