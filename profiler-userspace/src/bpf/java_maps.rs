@@ -12,8 +12,8 @@ use profiler_common::{
 
 use super::error::{KernelError, removed, take_map};
 
-/// The kernel map the Java runtime (`crate::runtimes::java`) writes:
-/// [`Kernel`](super::Kernel) here, in memory in tests.
+/// The kernel maps the Java runtime (`crate::runtimes::java`) writes and
+/// reads: [`Kernel`](super::Kernel) here, in memory in tests.
 pub trait JavaMaps {
     /// Publishes (replaces) what the walk needs of JVM `pid`.
     ///

@@ -41,10 +41,10 @@ pub struct Naming {
 }
 
 impl Naming {
-    /// Names the frames of JVM `pid`, laid out as `layout` (a JVM that
-    /// exec'd, or a pid reused, starts afresh).
+    /// Names the frames of JVM `pid`, laid out as `layout`: called once per
+    /// process image published (a JVM that exec'd, or a pid reused, starts
+    /// afresh).
     pub fn add(&mut self, pid: u32, layout: NameLayout) {
-        // (Published once per process image: an exec or a reused pid.)
         self.namers.insert(pid, Namer::new(pid, layout));
         self.named.retain(|(p, _)| *p != pid);
     }
