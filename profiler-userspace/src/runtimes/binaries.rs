@@ -10,6 +10,7 @@
 //! each, and the disk space of those deleted since.
 use std::collections::HashMap;
 
+use super::seam::Loaded;
 use crate::process::maps::FileId;
 
 /// Refreshes of the target set (one a second) a file stays known after
@@ -40,14 +41,26 @@ impl<T> Default for Binaries<T> {
 
 impl<T: Clone> Binaries<T> {
     /// What `file` is: known, or read now by `load` (`None`: not the
-    /// runtime's, or not readable, which is remembered too).
-    pub fn get_or_load(&mut self, file: FileId, load: impl FnOnce() -> Option<T>) -> Option<T> {
-        let known = self.files.entry(file).or_insert_with(|| Known {
-            loaded: load(),
-            last_used: 0,
-        });
-        known.last_used = self.refresh;
-        known.loaded.clone()
+    /// runtime's, or not readable, which is remembered too, or not
+    /// readable now, which is not).
+    pub fn get_or_load(&mut self, file: FileId, load: impl FnOnce() -> Loaded<T>) -> Option<T> {
+        if let Some(known) = self.files.get_mut(&file) {
+            known.last_used = self.refresh;
+            return known.loaded.clone();
+        }
+        let loaded = match load() {
+            Loaded::Runtime(binary) => Some(binary),
+            Loaded::Not => None,
+            Loaded::NotNow => return None,
+        };
+        self.files.insert(
+            file,
+            Known {
+                loaded: loaded.clone(),
+                last_used: self.refresh,
+            },
+        );
+        loaded
     }
 
     /// Ends a refresh, at which processes ran the files `in_use`; drops
@@ -86,7 +99,7 @@ mod tests {
         let loads = Cell::new(0);
         let load = || {
             loads.set(loads.get() + 1);
-            Some(7)
+            Loaded::Runtime(7)
         };
         let mut binaries = Binaries::default();
         assert_eq!(binaries.get_or_load(file(1), load), Some(7));
@@ -113,7 +126,7 @@ mod tests {
         let loads = Cell::new(0);
         let load = || {
             loads.set(loads.get() + 1);
-            None::<u32>
+            Loaded::<u32>::Not
         };
         let mut binaries = Binaries::default();
         // A short-lived process, never running at a refresh, every 50 s:
@@ -131,5 +144,24 @@ mod tests {
         assert_eq!(binaries.len(), 1);
         binaries.end_refresh([]);
         assert_eq!(binaries.len(), 0);
+    }
+
+    #[test]
+    fn a_file_not_readable_now_is_loaded_again_at_its_next_process() {
+        let loads = Cell::new(0);
+        let mut binaries = Binaries::default();
+        // Its process exec'd between being looked at and the load.
+        let not_now = || {
+            loads.set(loads.get() + 1);
+            Loaded::<u32>::NotNow
+        };
+        assert_eq!(binaries.get_or_load(file(3), not_now), None);
+        assert_eq!(binaries.len(), 0);
+        assert_eq!(
+            binaries.get_or_load(file(3), || Loaded::Runtime(9)),
+            Some(9)
+        );
+        assert_eq!(binaries.get_or_load(file(3), not_now), Some(9));
+        assert_eq!(loads.get(), 1);
     }
 }

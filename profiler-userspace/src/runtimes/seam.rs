@@ -18,13 +18,26 @@ pub trait Runtime: Send + 'static {
     /// Which runtime it is (its counters' names, its thread's name).
     const KIND: Kind;
 
-    /// What `pid`'s executable `file` is: `None` when it is not this
-    /// runtime (or cannot be read: one log line says why). Called once per
-    /// file while processes run it.
-    fn load(&self, pid: u32) -> Option<Self::Binary>;
+    /// What `pid`'s executable `file` is, read through the process.
+    /// Called once per file while processes run it, and again after
+    /// [`Loaded::NotNow`].
+    fn load(&self, pid: u32, file: FileId) -> Loaded<Self::Binary>;
 
     /// Starts reading `pid`, which runs `file`, a binary of this runtime.
     fn attach(&self, pid: u32, file: FileId, binary: &Self::Binary) -> Option<Self::Process>;
+}
+
+/// What a load of a runtime's binary found.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Loaded<T> {
+    /// A binary of the runtime.
+    Runtime(T),
+    /// Not one (or one that cannot be read: one log line says why):
+    /// remembered for the file.
+    Not,
+    /// The process no longer runs the file (it exited or exec'd since it
+    /// was looked at): nothing is known, and nothing remembered.
+    NotNow,
 }
 
 /// One process of a runtime, being read.

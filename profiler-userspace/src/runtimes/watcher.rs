@@ -260,7 +260,9 @@ impl<R: Runtime> Watcher<R> {
 
     fn attach(&mut self, pid: u32, file: FileId) -> Option<R::Process> {
         let runtime = &self.runtime;
-        let binary = self.binaries.get_or_load(file, || runtime.load(pid))?;
+        let binary = self
+            .binaries
+            .get_or_load(file, || runtime.load(pid, file))?;
         runtime.attach(pid, file, &binary)
     }
 

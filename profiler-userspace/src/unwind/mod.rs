@@ -310,7 +310,12 @@ impl Unwinder {
     }
 
     /// Builds the table of a binary seen for the first time and places it in
-    /// the kernel's array.
+    /// the kernel's array. A binary that cannot be read through this
+    /// mapping is not kept: the mapping was gone when its file was opened
+    /// (the process exec'd or unmapped it since its maps were read), and
+    /// the next process mapping the file builds the table. Kept as a binary
+    /// without table, libc once stayed without one for the daemon's life
+    /// after a worker exec'd while its process was read.
     fn add_binary<M: UnwindMaps>(
         &mut self,
         maps: &mut M,
@@ -319,9 +324,12 @@ impl Unwinder {
         id: &BinaryId,
     ) -> Result<(), M::Error> {
         let started = Instant::now();
-        let mut info = read_binary(pid, vma, id)
-            .and_then(|data| table::build(&data).ok())
-            .unwrap_or_default();
+        let Some(data) = read_binary(pid, vma, id) else {
+            self.stats.binaries_unreadable += 1;
+            return Ok(());
+        };
+        let mut info = table::build(&data).unwrap_or_default();
+        drop(data);
         self.stats.tables_built += 1;
         self.stats.table_build_time += started.elapsed();
         if info.table.rows.is_empty() {

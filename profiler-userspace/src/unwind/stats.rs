@@ -8,8 +8,11 @@ pub struct UnwindStats {
     pub table_build_time: Duration,
     /// Binaries whose table did not fit the budget (walked by frame pointer).
     pub tables_over_budget: u64,
-    /// Binaries with no usable CFI (or that could not be read).
+    /// Binaries with no usable CFI.
     pub binaries_without_table: u64,
+    /// Binaries whose mapping was gone before the file could be opened
+    /// through it: not kept, built when a process maps them next.
+    pub binaries_unreadable: u64,
     pub rows_in_use: u64,
     /// Mappings of a process written to the kernel (at first sight and
     /// after every change: mmap, dlopen, exec).
@@ -38,6 +41,10 @@ impl UnwindStats {
             format!(
                 "unwind_binaries_without_table_total={}",
                 self.binaries_without_table
+            ),
+            format!(
+                "unwind_binaries_unreadable_total={}",
+                self.binaries_unreadable
             ),
             format!("unwind_table_rows_in_use={}", self.rows_in_use),
             format!("unwind_mapping_publishes_total={}", self.mapping_publishes),

@@ -178,3 +178,40 @@ fn a_rung_request_that_changes_nothing_waits_for_the_poll() {
     );
     assert!(maps.requests.is_empty(), "the poll takes it");
 }
+
+/// A mapping gone before its file is opened (the process exec'd while its
+/// maps were read) leaves no binary behind: the next mapping of the file
+/// builds its table. Kept as a binary without rows, libc stayed without
+/// a table for the daemon's life.
+#[test]
+fn a_binary_unreadable_through_a_gone_mapping_is_built_at_its_next_mapping() {
+    let pid = std::process::id();
+    let vmas = crate::process::maps::read(pid).unwrap();
+    let pc = a_function_of_this_binary() as u64;
+    let vma = vmas
+        .iter()
+        .find(|v| v.start <= pc && pc < v.end)
+        .expect("this binary's code is mapped");
+    let id = super::binary_id(pid, vma).expect("this binary has an identity");
+    // The same file as seen through a range this process does not map.
+    let gone = crate::process::maps::Vma {
+        start: 0x1000,
+        end: 0x2000,
+        ..vma.clone()
+    };
+    let mut maps = maps(8 << 20);
+    let mut unwinder = Unwinder::new(8 << 20);
+    assert_eq!(
+        unwinder.table_for(&mut maps, pid, &gone, &id).unwrap(),
+        None
+    );
+    assert_eq!(unwinder.stats().binaries_unreadable, 1);
+    assert_eq!(unwinder.stats().tables_built, 0);
+
+    let (_, table, _) = unwinder
+        .table_for(&mut maps, pid, vma, &id)
+        .unwrap()
+        .expect("built through the live mapping");
+    assert!(table != 0);
+    assert_eq!(unwinder.stats().tables_built, 1);
+}

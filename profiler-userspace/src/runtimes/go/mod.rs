@@ -22,7 +22,7 @@ use g::GoroutineStatus;
 use process::{GoProcess, Read, ReadError};
 use runtime::GoRuntime;
 
-use super::seam::{self, Kind, Runtime, RuntimeProcess, Unit};
+use super::seam::{self, Kind, Loaded, Runtime, RuntimeProcess, Unit};
 use crate::{
     gopclntab::GoTable,
     process::maps::{self, FileId},
@@ -40,28 +40,34 @@ impl Runtime for Go {
     type Process = GoProcess;
     const KIND: Kind = Kind::Go;
 
-    /// The runtime facts and table of `pid`'s binary; `None`, with one log
-    /// line for a Go binary that cannot be read, when it has none.
-    fn load(&self, pid: u32) -> Option<Binary> {
+    /// The runtime facts and table of `pid`'s binary; [`Loaded::Not`],
+    /// with one log line for a Go binary that cannot be read, when it has
+    /// none.
+    fn load(&self, pid: u32, file: FileId) -> Loaded<Binary> {
+        let Some(map) = map_exe(pid, file) else {
+            return Loaded::NotNow;
+        };
         let exe = std::path::PathBuf::from(format!("/proc/{pid}/exe"));
-        let runtime = match GoRuntime::of_binary(&exe) {
+        let runtime = match GoRuntime::of_data(&map) {
             Ok(Some(runtime)) => runtime,
-            Ok(None) => return None,
+            Ok(None) => return Loaded::Not,
             Err(e) => {
                 log::warn!(
                     "pid {pid}: no goroutine view, thread-level profiling only: {}",
                     crate::error_chain(&e)
                 );
-                return None;
+                return Loaded::Not;
             }
         };
-        let table = GoTable::open(&exe).ok().flatten()?;
+        let Ok(Some(table)) = GoTable::from_data(map) else {
+            return Loaded::Not;
+        };
         log::info!(
             "pid {pid}: goroutine view on ({}, {})",
             runtime.version,
             exe.read_link().unwrap_or_default().display()
         );
-        Some(Arc::new((Arc::new(runtime), Arc::new(table))))
+        Loaded::Runtime(Arc::new((Arc::new(runtime), Arc::new(table))))
     }
 
     fn attach(&self, pid: u32, file: FileId, binary: &Binary) -> Option<GoProcess> {
@@ -188,4 +194,23 @@ pub fn goroutine_labels(
         replaces_thread: true,
         labels,
     }
+}
+
+/// `pid`'s executable, mapped, if it is still `file` (an exec since the
+/// process was looked at would load another file under `file`'s name).
+fn map_exe(pid: u32, file: FileId) -> Option<memmap2::Mmap> {
+    use std::os::unix::fs::MetadataExt;
+    let exe = std::fs::File::open(format!("/proc/{pid}/exe")).ok()?;
+    let meta = exe.metadata().ok()?;
+    if (FileId {
+        dev: meta.dev(),
+        inode: meta.ino(),
+    }) != file
+    {
+        return None;
+    }
+    // SAFETY: read-only and private; a binary truncated while mapped is
+    // the hazard every reader of binaries here accepts (see
+    // `GoTable::open`).
+    unsafe { memmap2::MmapOptions::new().map_copy_read_only(&exe) }.ok()
 }
