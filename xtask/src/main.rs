@@ -1,5 +1,8 @@
-//! Project automation: `cargo xtask <setup|build|run|test|vm-test|bench|soak|install>`.
+//! Project automation: `cargo xtask <setup|build|run|test|vm-test|bench|soak|install|deb>`.
 mod bench;
+mod deb;
+#[cfg(test)]
+mod deb_root;
 mod install;
 mod procfs;
 mod report;
@@ -77,6 +80,16 @@ enum Cmd {
         #[arg(long, default_value = "/")]
         destdir: std::path::PathBuf,
     },
+    /// Build a Debian package (`target/deb/profiler_VERSION_ARCH.deb`):
+    /// the release binary, the unit, the options file and the README.
+    Deb {
+        /// Package this binary instead of building the release one.
+        #[arg(long, value_name = "PATH")]
+        binary: Option<std::path::PathBuf>,
+        /// Where the package goes.
+        #[arg(long, value_name = "DIR")]
+        out_dir: Option<std::path::PathBuf>,
+    },
 }
 
 fn main() -> anyhow::Result<()> {
@@ -124,6 +137,17 @@ fn main() -> anyhow::Result<()> {
             cargo(&["build", "--release", "--package", "profiler-userspace"])?;
             let binary = workspace_root().join("target/release/profiler");
             install::install(&binary, &prefix, &destdir).map(drop)
+        }
+        Cmd::Deb { binary, out_dir } => {
+            let binary = if let Some(binary) = binary {
+                binary
+            } else {
+                setup::run()?;
+                cargo(&["build", "--release", "--package", "profiler-userspace"])?;
+                workspace_root().join("target/release/profiler")
+            };
+            let out_dir = out_dir.unwrap_or_else(|| workspace_root().join("target/deb"));
+            deb::build(&binary, &out_dir).map(drop)
         }
     }
 }
