@@ -19,6 +19,12 @@ fn main() -> anyhow::Result<()> {
     } else {
         &[]
     };
+    // aya-build passes every line the eBPF crate's cargo prints on as a
+    // warning of this crate (about 40 `Compiling ...` lines per build):
+    // quiet, that cargo prints only what went wrong.
+    // SAFETY: a build script is single-threaded here; nothing else reads
+    // the environment concurrently.
+    unsafe { std::env::set_var("CARGO_TERM_QUIET", "true") };
     aya_build::build_ebpf(
         [Package {
             name: "profiler-ebpf",
