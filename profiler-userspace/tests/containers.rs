@@ -6,10 +6,11 @@ mod support;
 
 use std::{
     path::Path,
-    process::{Command, Stdio},
+    process::{Child, Command, Stdio},
     time::{Duration, Instant},
 };
 
+use profiler_fixtures::backend::{Backend, Protocol};
 use support::{Profile, Profiler, profiles, require_root};
 
 /// Debian's stripped, static Go formatter: no GNU build id, so a file
@@ -137,12 +138,25 @@ impl Drop for Cgroups {
     }
 }
 
+/// Processes started for a test, killed with it (a failed assertion
+/// left seven busy loops running after the test).
+struct Children(Vec<Child>);
+
+impl Drop for Children {
+    fn drop(&mut self) {
+        for child in &mut self.0 {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
 const ID: &str = "3f4b0c7f9d2a1e6b8c5d4e3f2a1b0c9d8e7f6a5b4c3d2e1f0a9b8c7d6e5f4a3b";
 const POD: &str = "4d8a1c2e-93f0-4b7a-a1d2-3c4e5f6a7b8c";
 
 /// Each runtime's cgroup layout, made as real cgroup directories with a
 /// busy process in each: its samples carry the container's id, runtime
-/// and pod, in the profile and in the series a push sends.
+/// and pod, in the profile and in the series pushed to Pyroscope.
 #[test]
 fn each_runtimes_cgroup_layout_labels_its_processes() {
     require_root();
@@ -175,7 +189,7 @@ fn each_runtimes_cgroup_layout_labels_its_processes() {
         ),
     ];
     let mut made = Cgroups(Vec::new());
-    let mut busy = Vec::new();
+    let mut busy = Children(Vec::new());
     for (path, ..) in &layouts {
         let dir = base.join(path);
         let mut at = base.clone();
@@ -191,30 +205,37 @@ fn each_runtimes_cgroup_layout_labels_its_processes() {
             .unwrap();
         std::fs::write(dir.join("cgroup.procs"), child.id().to_string())
             .unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
-        busy.push(child);
+        busy.0.push(child);
     }
     made.0.dedup();
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("profiles");
+    let pyroscope = Backend::start(Protocol::Pyroscope);
     let profiler = Profiler::start(&[
         "--all",
         "--output-dir",
         out.to_str().unwrap(),
         "--interval",
         "5m",
+        "--push",
+        &pyroscope.url(),
+        "--push-protocol",
+        "pyroscope",
+        "--push-interval",
+        "1s",
+        "--push-spool-dir",
+        dir.path().join("spool").to_str().unwrap(),
     ]);
     std::thread::sleep(Duration::from_secs(3));
     let log = profiler.stop();
-    for child in &mut busy {
-        let _ = child.kill();
-        let _ = child.wait();
-    }
+    let pids: Vec<u32> = busy.0.iter().map(Child::id).collect();
+    drop(busy);
     let files = profiles(&out);
     assert_eq!(files.len(), 1, "{log}");
     let profile = &files[0].1;
-    for ((path, id, runtime, pod), child) in layouts.iter().zip(&busy) {
+    for ((path, id, runtime, pod), &pid) in layouts.iter().zip(&pids) {
         let sample = profile
-            .samples_of(child.id())
+            .samples_of(pid)
             .next()
             .unwrap_or_else(|| panic!("{path}: no sample of its process"));
         let label = |key: &str| profile.str_label(sample, key).unwrap_or("");
@@ -231,6 +252,24 @@ fn each_runtimes_cgroup_layout_labels_its_processes() {
             label("cgroup").ends_with(path.as_str()),
             "{path}: {}",
             label("cgroup")
+        );
+        // The container's series, as Pyroscope receives it (OTLP's
+        // resource attributes are the same labels renamed: `otlp.rs`).
+        let received = pyroscope.accepted();
+        let series = received
+            .iter()
+            .find(|r| r.labels.get("cgroup").map(String::as_str) == Some(label("cgroup")))
+            .unwrap_or_else(|| panic!("{path}: no series pushed\n{log}"));
+        let get = |key: &str| series.labels.get(key).map_or("", String::as_str);
+        assert_eq!(
+            (
+                get("container_id"),
+                get("container_runtime"),
+                get("pod_uid")
+            ),
+            (*id, *runtime, *pod),
+            "{path}: {:?}",
+            series.labels
         );
     }
 }
