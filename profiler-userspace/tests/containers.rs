@@ -5,13 +5,14 @@
 mod support;
 
 use std::{
-    path::Path,
-    process::{Child, Command, Stdio},
+    collections::HashSet,
+    path::{Path, PathBuf},
+    process::{Command, Stdio},
     time::{Duration, Instant},
 };
 
-use profiler_fixtures::backend::{Backend, Protocol};
-use support::{Profile, Profiler, profiles, require_root};
+use object::{Object as _, ObjectSymbol as _};
+use support::{Profile, Profiler, build, profiles, require_root};
 
 /// Debian's stripped, static Go formatter: no GNU build id, so a file
 /// read after the process is gone is known only by its identity.
@@ -63,44 +64,20 @@ fn a_brief_program_in_a_container_root_is_named() {
         );
     }
     let dir = tempfile::tempdir().unwrap();
-    let [lower, upper, work, merged] =
-        ["lower", "upper", "work", "merged"].map(|d| dir.path().join(d));
-    for d in [&lower, &upper, &work, &merged] {
-        std::fs::create_dir_all(d).unwrap();
-    }
-    std::fs::create_dir_all(lower.join("bin")).unwrap();
-    std::fs::create_dir_all(lower.join("src")).unwrap();
+    let container = Container::new(dir.path());
     // Its own name, so the host has no file of that name anywhere.
-    std::fs::copy(GOFMT, lower.join("bin/contained_fmt")).unwrap();
-    std::fs::copy(SOURCE, lower.join("src/a.go")).unwrap();
+    container.add(Path::new(GOFMT), "bin/contained_fmt");
+    container.add(Path::new(SOURCE), "src/a.go");
     let out = dir.path().join("profiles");
-    let profiler = Profiler::start(&[
-        "--all",
-        "--output-dir",
-        out.to_str().unwrap(),
-        "--interval",
-        "5m",
-    ]);
-    let script = format!(
-        "mount -t overlay overlay -o lowerdir={},upperdir={},workdir={} {} && \
-         exec chroot {} /bin/contained_fmt /src/a.go /src/a.go /src/a.go",
-        lower.display(),
-        upper.display(),
-        work.display(),
-        merged.display(),
-        merged.display()
-    );
-    let started = Instant::now();
-    let mut runs = 0;
-    while started.elapsed() < Duration::from_secs(6) {
-        let status = Command::new("unshare")
-            .args(["-m", "-p", "-f", "sh", "-c", &script])
-            .stdout(Stdio::null())
-            .status()
-            .expect("unshare");
-        assert!(status.success(), "run {runs}: {status}");
-        runs += 1;
-    }
+    let profiler = start_all(&out);
+    let runs = container.run_for(Duration::from_secs(6), |_| {
+        vec![
+            "/bin/contained_fmt".into(),
+            "/src/a.go".into(),
+            "/src/a.go".into(),
+            "/src/a.go".into(),
+        ]
+    });
     let log = profiler.stop();
     let files = profiles(&out);
     assert_eq!(files.len(), 1, "{log}");
@@ -114,162 +91,174 @@ fn a_brief_program_in_a_container_root_is_named() {
     );
 }
 
-/// The cgroup v2 hierarchy's mount point (`/sys/fs/cgroup`, or
-/// `/sys/fs/cgroup/unified` in a hybrid hierarchy).
-fn cgroup2_root() -> std::path::PathBuf {
-    let mounts = std::fs::read_to_string("/proc/self/mounts").unwrap();
-    mounts
-        .lines()
-        .find_map(|line| {
-            let fields: Vec<&str> = line.split_whitespace().collect();
-            (fields.get(2) == Some(&"cgroup2")).then(|| std::path::PathBuf::from(fields[1]))
-        })
-        .expect("a cgroup2 mount")
-}
-
-/// Cgroup directories made for a test, removed (deepest first) with it.
-struct Cgroups(Vec<std::path::PathBuf>);
-
-impl Drop for Cgroups {
-    fn drop(&mut self) {
-        for dir in self.0.iter().rev() {
-            let _ = std::fs::remove_dir(dir);
-        }
-    }
-}
-
-/// Processes started for a test, killed with it (a failed assertion
-/// left seven busy loops running after the test).
-struct Children(Vec<Child>);
-
-impl Drop for Children {
-    fn drop(&mut self) {
-        for child in &mut self.0 {
-            let _ = child.kill();
-            let _ = child.wait();
-        }
-    }
-}
-
-const ID: &str = "3f4b0c7f9d2a1e6b8c5d4e3f2a1b0c9d8e7f6a5b4c3d2e1f0a9b8c7d6e5f4a3b";
-const POD: &str = "4d8a1c2e-93f0-4b7a-a1d2-3c4e5f6a7b8c";
-
-/// Each runtime's cgroup layout, made as real cgroup directories with a
-/// busy process in each: its samples carry the container's id, runtime
-/// and pod, in the profile and in the series pushed to Pyroscope.
-#[test]
-fn each_runtimes_cgroup_layout_labels_its_processes() {
-    require_root();
-    let base = cgroup2_root().join(format!("profiler-test-{}", std::process::id()));
-    let pod_slice = POD.replace('-', "_");
-    let layouts = [
-        (format!("system.slice/docker-{ID}.scope"), ID, "docker", ""),
-        (format!("docker/{ID}"), ID, "docker", ""),
-        (
-            format!(
-                "kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod{pod_slice}.slice/cri-containerd-{ID}.scope"
-            ),
-            ID,
-            "containerd",
-            POD,
-        ),
-        (format!("kubepods/besteffort/pod{POD}/{ID}"), ID, "cri", POD),
-        (format!("system.slice/crio-{ID}.scope"), ID, "cri-o", ""),
-        (
-            format!("machine.slice/libpod-{ID}.scope/container"),
-            ID,
-            "podman",
-            "",
-        ),
-        (
-            "machine.slice/machine-web\\x2d1.scope".to_owned(),
-            "web-1",
-            "systemd-nspawn",
-            "",
-        ),
-    ];
-    let mut made = Cgroups(Vec::new());
-    let mut busy = Children(Vec::new());
-    for (path, ..) in &layouts {
-        let dir = base.join(path);
-        let mut at = base.clone();
-        made.0.push(base.clone());
-        for part in Path::new(path).components() {
-            at.push(part);
-            made.0.push(at.clone());
-        }
-        std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
-        let child = Command::new("sh")
-            .args(["-c", "while :; do :; done"])
-            .spawn()
-            .unwrap();
-        std::fs::write(dir.join("cgroup.procs"), child.id().to_string())
-            .unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
-        busy.0.push(child);
-    }
-    made.0.dedup();
-    let dir = tempfile::tempdir().unwrap();
-    let out = dir.path().join("profiles");
-    let pyroscope = Backend::start(Protocol::Pyroscope);
-    let profiler = Profiler::start(&[
+/// The daemon under `--all`, writing one window to `out` when stopped.
+fn start_all(out: &Path) -> Profiler {
+    Profiler::start(&[
         "--all",
         "--output-dir",
         out.to_str().unwrap(),
         "--interval",
         "5m",
-        "--push",
-        &pyroscope.url(),
-        "--push-protocol",
-        "pyroscope",
-        "--push-interval",
-        "1s",
-        "--push-spool-dir",
-        dir.path().join("spool").to_str().unwrap(),
-    ]);
-    std::thread::sleep(Duration::from_secs(3));
+    ])
+}
+
+/// A container's root, as a runtime makes one: an image's files in an
+/// overlayfs lower layer, mounted by each run in its own mount namespace
+/// (so nothing of it is visible on the host), in its own pid namespace,
+/// chrooted into.
+struct Container {
+    lower: PathBuf,
+    upper: PathBuf,
+    work: PathBuf,
+    merged: PathBuf,
+}
+
+impl Container {
+    fn new(dir: &Path) -> Self {
+        let [lower, upper, work, merged] =
+            ["lower", "upper", "work", "merged"].map(|d| dir.join(d));
+        for d in [&lower, &upper, &work, &merged] {
+            std::fs::create_dir_all(d).unwrap();
+        }
+        Self {
+            lower,
+            upper,
+            work,
+            merged,
+        }
+    }
+
+    /// Copies `file` into the image at `at`.
+    fn add(&self, file: &Path, at: &str) {
+        let to = self.lower.join(at);
+        std::fs::create_dir_all(to.parent().unwrap()).unwrap();
+        std::fs::copy(file, &to).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
+    }
+
+    /// Runs the command `argv(run)` in a fresh container, one run after
+    /// another, for `duration`; returns the number of runs.
+    fn run_for(&self, duration: Duration, argv: impl Fn(usize) -> Vec<String>) -> usize {
+        let started = Instant::now();
+        let mut runs = 0;
+        while started.elapsed() < duration {
+            let script = format!(
+                "mount -t overlay overlay -o lowerdir={},upperdir={},workdir={} {} && exec chroot {} {}",
+                self.lower.display(),
+                self.upper.display(),
+                self.work.display(),
+                self.merged.display(),
+                self.merged.display(),
+                argv(runs).join(" ")
+            );
+            let status = Command::new("unshare")
+                .args(["-m", "-p", "-f", "sh", "-c", &script])
+                .stdout(Stdio::null())
+                .status()
+                .expect("unshare");
+            assert!(status.success(), "run {runs}: {status}");
+            runs += 1;
+        }
+        runs
+    }
+}
+
+/// A file made on the host for a test, removed with it.
+struct HostFile(PathBuf);
+
+impl Drop for HostFile {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// The functions a binary's symbol table defines.
+fn functions_of(bin: &Path) -> HashSet<String> {
+    let data = std::fs::read(bin).unwrap();
+    let file = object::File::parse(&*data).unwrap();
+    file.symbols()
+        .filter(|s| s.kind() == object::SymbolKind::Text && s.is_definition())
+        .filter_map(|s| s.name().ok().map(str::to_owned))
+        .collect()
+}
+
+/// A `cc -O2` program, each run living 20 to 500 ms in a container whose
+/// image carries its own copy of libc, at a path where the host holds a
+/// different program: its leaves are named with their callers, as on the
+/// host, and never with the host program's names.
+#[test]
+fn a_brief_c_program_in_a_container_is_named_never_from_the_hosts_file() {
+    require_root();
+    let dir = tempfile::tempdir().unwrap();
+    let inside = build::c_program("short_lived", dir.path());
+    let on_host = build::c_program("thread_exec", dir.path());
+    let at = format!("opt/profiler-test-{}/bin/app", std::process::id());
+    let host = HostFile(Path::new("/").join(at.split('/').take(2).collect::<PathBuf>()));
+    std::fs::create_dir_all(Path::new("/").join(&at).parent().unwrap()).unwrap();
+    std::fs::copy(&on_host, Path::new("/").join(&at)).unwrap();
+    let container = Container::new(&dir.path().join("root"));
+    container.add(&inside, &at);
+    container.add(
+        Path::new("/lib/x86_64-linux-gnu/libc.so.6"),
+        "lib/x86_64-linux-gnu/libc.so.6",
+    );
+    container.add(
+        Path::new("/lib64/ld-linux-x86-64.so.2"),
+        "lib64/ld-linux-x86-64.so.2",
+    );
+
+    let out = dir.path().join("profiles");
+    let profiler = start_all(&out);
+    let spins = ["0.02", "0.05", "0.1", "0.2", "0.5"];
+    let runs = container.run_for(Duration::from_secs(8), |run| {
+        vec![
+            format!("/{at}"),
+            spins[run % spins.len()].to_owned(),
+            "0".to_owned(),
+        ]
+    });
     let log = profiler.stop();
-    let pids: Vec<u32> = busy.0.iter().map(Child::id).collect();
-    drop(busy);
+    drop(host);
     let files = profiles(&out);
     assert_eq!(files.len(), 1, "{log}");
     let profile = &files[0].1;
-    for ((path, id, runtime, pod), &pid) in layouts.iter().zip(&pids) {
-        let sample = profile
-            .samples_of(pid)
-            .next()
-            .unwrap_or_else(|| panic!("{path}: no sample of its process"));
-        let label = |key: &str| profile.str_label(sample, key).unwrap_or("");
-        assert_eq!(
-            (
-                label("container_id"),
-                label("container_runtime"),
-                label("pod_uid")
-            ),
-            (*id, *runtime, *pod),
-            "{path}"
-        );
-        assert!(
-            label("cgroup").ends_with(path.as_str()),
-            "{path}: {}",
-            label("cgroup")
-        );
-        // The container's series, as Pyroscope receives it (OTLP's
-        // resource attributes are the same labels renamed: `otlp.rs`).
-        let received = pyroscope.accepted();
-        let series = received
+    let (share, samples) = named_leaves(profile, "app");
+    eprintln!("{runs} runs: {share:.1}% of {samples} on-CPU samples with a named leaf");
+    assert!(samples >= 200, "{samples} samples of {runs} runs\n{log}");
+    assert!(
+        share >= 90.0,
+        "{share:.1}% of {samples} samples named\n{log}"
+    );
+
+    let host_only: HashSet<String> = functions_of(&on_host)
+        .difference(&functions_of(&inside))
+        .cloned()
+        .collect();
+    assert!(!host_only.is_empty(), "the host's program: {host_only:?}");
+    let (mut in_work, mut with_caller) = (0, 0);
+    for sample in &profile.0.sample {
+        if profile.str_label(sample, "comm") != Some("app") {
+            continue;
+        }
+        let frames = profile.user_frames(sample);
+        let wrong: Vec<_> = frames
             .iter()
-            .find(|r| r.labels.get("cgroup").map(String::as_str) == Some(label("cgroup")))
-            .unwrap_or_else(|| panic!("{path}: no series pushed\n{log}"));
-        let get = |key: &str| series.labels.get(key).map_or("", String::as_str);
-        assert_eq!(
-            (
-                get("container_id"),
-                get("container_runtime"),
-                get("pod_uid")
-            ),
-            (*id, *runtime, *pod),
-            "{path}: {:?}",
-            series.labels
-        );
+            .filter(|(f, _)| host_only.contains(*f))
+            .collect();
+        assert!(wrong.is_empty(), "named from the host's file: {wrong:?}");
+        if frames.first().is_some_and(|(f, _)| *f == "brief_work") {
+            let n = profile.value(sample, "samples");
+            in_work += n;
+            if frames.get(1).is_some_and(|(f, _)| *f == "main") {
+                with_caller += n;
+            }
+        }
     }
+    assert!(
+        in_work >= samples / 2,
+        "{in_work} of {samples} samples in brief_work"
+    );
+    assert!(
+        with_caller * 10 >= in_work * 9,
+        "{with_caller} of {in_work} brief_work samples under main"
+    );
 }

@@ -1,11 +1,31 @@
 //! Which file a mapping is (its identity across processes) and its bytes,
 //! for building its unwind table.
-use crate::process::maps::{FileStamp, Vma};
+use std::sync::Arc;
 
-/// How a binary is recognised across processes: the file as stamped.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+use crate::process::{
+    build_ids::BuildIds,
+    maps::{FileStamp, Vma},
+};
+
+/// How a binary is recognised across processes: by its GNU build id where
+/// it has one (the same code in every copy: a container image's libc seen
+/// through each new overlay mount, a program copied), else by its file as
+/// stamped. Two ids are the same binary when their build ids are equal,
+/// whatever their stamps.
+#[derive(Clone, Debug)]
 pub(super) enum BinaryId {
-    File(FileStamp),
+    File {
+        stamp: FileStamp,
+        build_id: Option<Arc<str>>,
+    },
+    Vdso,
+}
+
+/// What tells binaries apart.
+#[derive(PartialEq, Eq, Hash)]
+enum Key<'a> {
+    BuildId(&'a str),
+    Stamp(&'a FileStamp),
     Vdso,
 }
 
@@ -13,22 +33,52 @@ impl BinaryId {
     /// The file's stamp (none for the vDSO).
     pub(super) fn stamp(&self) -> Option<FileStamp> {
         match self {
-            Self::File(stamp) => Some(*stamp),
+            Self::File { stamp, .. } => Some(*stamp),
             Self::Vdso => None,
+        }
+    }
+
+    fn key(&self) -> Key<'_> {
+        match self {
+            Self::File {
+                build_id: Some(id), ..
+            } => Key::BuildId(id),
+            Self::File { stamp, .. } => Key::Stamp(stamp),
+            Self::Vdso => Key::Vdso,
         }
     }
 }
 
+impl PartialEq for BinaryId {
+    fn eq(&self, other: &Self) -> bool {
+        self.key() == other.key()
+    }
+}
+
+impl Eq for BinaryId {}
+
+impl std::hash::Hash for BinaryId {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.key().hash(state);
+    }
+}
+
 /// The identity of the binary behind `vma`; `None` for anonymous memory
-/// (JIT code) and files that cannot be opened.
-pub(super) fn binary_id(pid: u32, vma: &Vma) -> Option<BinaryId> {
+/// (JIT code) and files that cannot be opened. Its build id is looked up
+/// only with `build_ids` (by stamp, so once per file).
+pub(super) fn binary_id(pid: u32, vma: &Vma, build_ids: Option<&mut BuildIds>) -> Option<BinaryId> {
     if vma.path == "[vdso]" {
         return Some(BinaryId::Vdso);
     }
     if !vma.is_file() {
         return None;
     }
-    FileStamp::of_mapping(pid, vma).map(BinaryId::File)
+    let stamp = FileStamp::of_mapping(pid, vma)?;
+    let build_id = build_ids
+        .map(|ids| ids.of(pid, vma, Some(stamp)))
+        .filter(|id| !id.is_empty())
+        .map(Arc::from);
+    Some(BinaryId::File { stamp, build_id })
 }
 
 /// The bytes of the binary behind `vma`: the file (through map_files, so
@@ -36,7 +86,7 @@ pub(super) fn binary_id(pid: u32, vma: &Vma) -> Option<BinaryId> {
 /// which is the same image in every process.
 pub(super) fn read_binary(pid: u32, vma: &Vma, id: &BinaryId) -> Option<Bytes> {
     match id {
-        BinaryId::File(_) => {
+        BinaryId::File { .. } => {
             let file = std::fs::File::open(crate::process::maps::map_files_path(pid, vma)).ok()?;
             // Private, as every mapping the daemon makes itself
             // (`symbolize/resident.rs` takes shared ones for blazesym's).

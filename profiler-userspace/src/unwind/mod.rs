@@ -9,7 +9,10 @@
 //! the same requests are served without tables: the mappings read are
 //! still what the symbolizer needs of processes gone by the window's end. Tables are shared by every
 //! process that maps the same file (same device, inode, size and mtime),
-//! kept while unused until their space is needed, and built at most once.
+//! kept while unused until their space is needed, and built at most once;
+//! a file with a GNU build id shares its table with every copy of it (a
+//! container image's libc, seen through each new overlay mount, is one
+//! table, not one per container).
 mod binary;
 mod stats;
 mod store;
@@ -24,7 +27,10 @@ use profiler_common::unwind::{MAX_MAPPINGS, ProcessMappings, UnwindMapping, Unwi
 
 use crate::{
     bpf::UnwindMaps,
-    process::maps::{self, FileStamp, Vma},
+    process::{
+        build_ids::BuildIds,
+        maps::{self, FileStamp, Vma},
+    },
 };
 use binary::{BinaryId, binary_id, read_binary};
 pub use stats::UnwindStats;
@@ -74,6 +80,8 @@ pub struct Unwinder {
     tables: bool,
     space: RowSpace,
     binaries: HashMap<BinaryId, Binary>,
+    /// Build ids of the files mapped, read once per file as stamped.
+    build_ids: BuildIds,
     processes: HashMap<u32, Process>,
     stats: UnwindStats,
 }
@@ -86,6 +94,7 @@ impl Unwinder {
             tables: true,
             space: RowSpace::new(rows),
             binaries: HashMap::new(),
+            build_ids: BuildIds::default(),
             processes: HashMap::new(),
             stats: UnwindStats::default(),
         }
@@ -241,8 +250,10 @@ impl Unwinder {
         if kept < vmas.len() {
             self.stats.publishes_over_mapping_limit += 1;
         }
-        let ids: Vec<Option<BinaryId>> =
-            vmas[..kept].iter().map(|vma| binary_id(pid, vma)).collect();
+        let ids: Vec<Option<BinaryId>> = vmas[..kept]
+            .iter()
+            .map(|vma| binary_id(pid, vma, self.tables.then_some(&mut self.build_ids)))
+            .collect();
         let stamped: Vec<_> = vmas
             .iter()
             .zip(&ids)

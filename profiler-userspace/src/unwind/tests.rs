@@ -192,7 +192,7 @@ fn a_binary_unreadable_through_a_gone_mapping_is_built_at_its_next_mapping() {
         .iter()
         .find(|v| v.start <= pc && pc < v.end)
         .expect("this binary's code is mapped");
-    let id = super::binary_id(pid, vma).expect("this binary has an identity");
+    let id = super::binary_id(pid, vma, None).expect("this binary has an identity");
     // The same file as seen through a range this process does not map.
     let gone = crate::process::maps::Vma {
         start: 0x1000,
@@ -213,5 +213,48 @@ fn a_binary_unreadable_through_a_gone_mapping_is_built_at_its_next_mapping() {
         .unwrap()
         .expect("built through the live mapping");
     assert!(table != 0);
+    assert_eq!(unwinder.stats().tables_built, 1);
+}
+
+/// A copy of a file (another stamp: here, the same file as if seen
+/// through a new overlay mount) with the same build id is the same
+/// binary: its table is built once.
+#[test]
+fn copies_of_a_binary_with_one_build_id_share_one_table() {
+    let pid = std::process::id();
+    let vmas = crate::process::maps::read(pid).unwrap();
+    let pc = a_function_of_this_binary() as u64;
+    let vma = vmas
+        .iter()
+        .find(|v| v.start <= pc && pc < v.end)
+        .expect("this binary's code is mapped");
+    let mut build_ids = crate::process::build_ids::BuildIds::default();
+    let id = super::binary_id(pid, vma, Some(&mut build_ids)).unwrap();
+    let super::binary::BinaryId::File { stamp, build_id } = id.clone() else {
+        panic!("a file: {id:?}");
+    };
+    assert!(build_id.is_some(), "Rust binaries carry a build id");
+    let copy = super::binary::BinaryId::File {
+        stamp: crate::process::maps::FileStamp {
+            dev: stamp.dev + 1,
+            ..stamp
+        },
+        build_id: build_id.clone(),
+    };
+    let without = super::binary::BinaryId::File {
+        stamp: copy.stamp().unwrap(),
+        build_id: None,
+    };
+    assert_eq!(id, copy);
+    assert_ne!(id, without, "known by its stamp alone, it is another file");
+
+    let mut maps = maps(8 << 20);
+    let mut unwinder = Unwinder::new(8 << 20);
+    let first = unwinder.table_for(&mut maps, pid, vma, &id).unwrap();
+    assert!(first.is_some());
+    assert_eq!(
+        unwinder.table_for(&mut maps, pid, vma, &copy).unwrap(),
+        first
+    );
     assert_eq!(unwinder.stats().tables_built, 1);
 }
