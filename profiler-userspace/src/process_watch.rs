@@ -140,6 +140,12 @@ impl ProcessWatch {
         Ok(watch)
     }
 
+    /// Calls `notice` with the processes the kernel asks about (new,
+    /// exec'd, mapped more) before any of their unwind tables is built.
+    pub fn on_requests(&mut self, notice: impl FnMut(&[u32]) + Send + 'static) {
+        self.unwinder.on_requests(notice);
+    }
+
     /// Serves the kernel's requests when it rings; returns the processes
     /// whose mappings were read anew (first seen, or exec'd).
     ///

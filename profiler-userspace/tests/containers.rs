@@ -6,13 +6,14 @@ mod support;
 
 use std::{
     collections::HashSet,
+    io::{BufRead as _, BufReader, Write as _},
     path::{Path, PathBuf},
-    process::{Command, Stdio},
+    process::{Child, Command, Stdio},
     time::{Duration, Instant},
 };
 
 use object::{Object as _, ObjectSymbol as _};
-use support::{Profile, Profiler, build, profiles, require_root};
+use support::{Profile, Profiler, build, go, profiles, require_root};
 
 /// Debian's stripped, static Go formatter: no GNU build id, so a file
 /// read after the process is gone is known only by its identity.
@@ -135,23 +136,51 @@ impl Container {
         std::fs::copy(file, &to).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
     }
 
+    /// Copies the host's libc and loader into the image, as a Debian-based
+    /// image carries its own.
+    fn add_libc(&self) {
+        for (from, at) in [
+            (
+                "/lib/x86_64-linux-gnu/libc.so.6",
+                "lib/x86_64-linux-gnu/libc.so.6",
+            ),
+            ("/lib64/ld-linux-x86-64.so.2", "lib64/ld-linux-x86-64.so.2"),
+        ] {
+            self.add(Path::new(from), at);
+        }
+    }
+
+    /// The shell command that mounts a fresh root and execs `argv` in it.
+    fn script(&self, argv: &[String]) -> String {
+        format!(
+            "mount -t overlay overlay -o lowerdir={},upperdir={},workdir={} {} && exec chroot {} {}",
+            self.lower.display(),
+            self.upper.display(),
+            self.work.display(),
+            self.merged.display(),
+            self.merged.display(),
+            argv.join(" ")
+        )
+    }
+
+    /// Starts `argv` in a fresh container, its stdin and stdout piped.
+    fn spawn(&self, argv: &[String]) -> Child {
+        Command::new("unshare")
+            .args(["-m", "-p", "-f", "sh", "-c", &self.script(argv)])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("unshare")
+    }
+
     /// Runs the command `argv(run)` in a fresh container, one run after
     /// another, for `duration`; returns the number of runs.
     fn run_for(&self, duration: Duration, argv: impl Fn(usize) -> Vec<String>) -> usize {
         let started = Instant::now();
         let mut runs = 0;
         while started.elapsed() < duration {
-            let script = format!(
-                "mount -t overlay overlay -o lowerdir={},upperdir={},workdir={} {} && exec chroot {} {}",
-                self.lower.display(),
-                self.upper.display(),
-                self.work.display(),
-                self.merged.display(),
-                self.merged.display(),
-                argv(runs).join(" ")
-            );
             let status = Command::new("unshare")
-                .args(["-m", "-p", "-f", "sh", "-c", &script])
+                .args(["-m", "-p", "-f", "sh", "-c", &self.script(&argv(runs))])
                 .stdout(Stdio::null())
                 .status()
                 .expect("unshare");
@@ -197,14 +226,7 @@ fn a_brief_c_program_in_a_container_is_named_never_from_the_hosts_file() {
     std::fs::copy(&on_host, Path::new("/").join(&at)).unwrap();
     let container = Container::new(&dir.path().join("root"));
     container.add(&inside, &at);
-    container.add(
-        Path::new("/lib/x86_64-linux-gnu/libc.so.6"),
-        "lib/x86_64-linux-gnu/libc.so.6",
-    );
-    container.add(
-        Path::new("/lib64/ld-linux-x86-64.so.2"),
-        "lib64/ld-linux-x86-64.so.2",
-    );
+    container.add_libc();
 
     let out = dir.path().join("profiles");
     let profiler = start_all(&out);
@@ -260,5 +282,56 @@ fn a_brief_c_program_in_a_container_is_named_never_from_the_hosts_file() {
     assert!(
         with_caller * 10 >= in_work * 9,
         "{with_caller} of {in_work} brief_work samples under main"
+    );
+}
+
+/// A stripped Go server in a container: the goroutine view reads it
+/// (its binary through the process, its goroutines from its memory) as
+/// one on the host: 100 receivers waiting through its 2 s phase hold
+/// three quarters of their time at least.
+#[test]
+fn a_go_program_in_a_container_gets_the_goroutine_view() {
+    require_root();
+    let toolchain = go::toolchains().pop().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let bin = go::build(&toolchain, "goroutines", dir.path(), "goview_boxed", true);
+    let container = Container::new(&dir.path().join("root"));
+    container.add(&bin, "srv/goview_boxed");
+    container.add_libc();
+    std::fs::create_dir_all(container.lower.join("tmp")).unwrap();
+    let out = dir.path().join("profiles");
+    let profiler = start_all(&out);
+    let mut server = container.spawn(&[
+        "/srv/goview_boxed".into(),
+        "2".into(),
+        "/tmp/reference.txt".into(),
+    ]);
+    let mut stdout = BufReader::new(server.stdout.take().unwrap());
+    let mut line = String::new();
+    stdout.read_line(&mut line).unwrap();
+    assert!(line.starts_with("ready"), "{line:?}");
+    let mut stdin = server.stdin.take().unwrap();
+    writeln!(stdin, "go").unwrap();
+    line.clear();
+    stdout.read_line(&mut line).unwrap();
+    assert!(line.contains("samples="), "{line:?}");
+    drop(stdin);
+    server.wait().unwrap();
+    let log = profiler.stop();
+    assert!(log.contains("goroutine view on (go1."), "{log}");
+    let files = profiles(&out);
+    let profile = &files[0].1;
+    let receiving: i64 = profile
+        .0
+        .sample
+        .iter()
+        .filter(|s| profile.str_label(s, "comm") == Some("goview_boxed"))
+        .filter(|s| profile.functions(s).contains(&"main.receiver"))
+        .map(|s| profile.value(s, "goroutine"))
+        .sum();
+    eprintln!("{receiving} ns under main.receiver");
+    assert!(
+        receiving >= 150_000_000_000,
+        "{receiving} ns under main.receiver\n{log}"
     );
 }

@@ -190,12 +190,10 @@ impl Waits {
                 segment = pipeline.next_assembled() => return Ok(Woken::Assembled(segment)),
                 rung = ring(self.doorbell.as_mut()) => {
                     rung?;
-                    let new = watch.serve_rung(kernel)?;
-                    runtimes.notice(&new);
+                    watch.serve_rung(kernel)?;
                 }
                 _ = self.poll.tick() => {
-                    let new = watch.serve(kernel)?;
-                    runtimes.notice(&new);
+                    watch.serve(kernel)?;
                     if maps_filling(kernel)? {
                         return Ok(Event::MapsFilling.into());
                     }

@@ -44,7 +44,12 @@ mod watcher;
 pub use seam::{Kind, Read, ReadStats, Runtime, RuntimeFacts, RuntimeProcess, Unit};
 use thread::RuntimeThread;
 
+use std::sync::Arc;
+
 use crate::{config::Target, sample::RawSample};
+
+/// Tells the runtimes' readers of processes started or exec'd.
+pub type Noticer = Arc<dyn Fn(&[u32]) + Send + Sync>;
 
 /// The runtimes being read, each on its thread.
 pub struct Runtimes {
@@ -54,7 +59,7 @@ pub struct Runtimes {
 /// A runtime's thread, whatever the runtime.
 trait Reading: Send {
     fn set_target(&self, target: &Target);
-    fn notice(&self, pids: &[u32]);
+    fn noticer(&self) -> Noticer;
     fn take_into(&self, samples: &mut Vec<RawSample>, facts: &mut RuntimeFacts);
 }
 
@@ -63,8 +68,8 @@ impl<R: Runtime> Reading for RuntimeThread<R> {
         RuntimeThread::set_target(self, target);
     }
 
-    fn notice(&self, pids: &[u32]) {
-        RuntimeThread::notice(self, pids);
+    fn noticer(&self) -> Noticer {
+        Arc::new(RuntimeThread::noticer(self))
     }
 
     fn take_into(&self, samples: &mut Vec<RawSample>, facts: &mut RuntimeFacts) {
@@ -98,12 +103,21 @@ impl Runtimes {
     /// Processes `pids` started or exec'd: they are looked at now, not at
     /// the next refresh.
     pub fn notice(&self, pids: &[u32]) {
-        if pids.is_empty() {
-            return;
-        }
-        for thread in &self.threads {
-            thread.notice(pids);
-        }
+        (self.noticer())(pids);
+    }
+
+    /// What tells every runtime's reader of processes started or exec'd,
+    /// from wherever they are first seen.
+    #[must_use]
+    pub fn noticer(&self) -> Noticer {
+        let each: Vec<_> = self.threads.iter().map(|t| t.noticer()).collect();
+        Arc::new(move |pids: &[u32]| {
+            if !pids.is_empty() {
+                for notice in &each {
+                    notice(pids);
+                }
+            }
+        })
     }
 
     /// The rows read since the last call, and what the reads found.

@@ -60,19 +60,23 @@ impl<R: Runtime> RuntimeThread<R> {
         }
     }
 
-    /// Processes `pids` started or exec'd (their mappings were just read):
-    /// the reader is woken to look at them now, so a target that execs
-    /// into the runtime is read from within milliseconds, not at the next
-    /// refresh.
-    pub(super) fn notice(&self, pids: &[u32]) {
-        if pids.is_empty() {
-            return;
-        }
-        if let Ok(mut noticed) = self.shared.noticed.lock() {
-            noticed.extend_from_slice(pids);
-        }
-        if let Some(thread) = &self.thread {
-            thread.thread().unpark();
+    /// What tells the reader of processes started or exec'd (their
+    /// mappings were just read): it is woken to look at them now, so a
+    /// target that execs into the runtime is read from within
+    /// milliseconds, not at the next refresh.
+    pub(super) fn noticer(&self) -> impl Fn(&[u32]) + Send + Sync + 'static {
+        let shared = Arc::clone(&self.shared);
+        let thread = self.thread.as_ref().map(|t| t.thread().clone());
+        move |pids: &[u32]| {
+            if pids.is_empty() {
+                return;
+            }
+            if let Ok(mut noticed) = shared.noticed.lock() {
+                noticed.extend_from_slice(pids);
+            }
+            if let Some(thread) = &thread {
+                thread.unpark();
+            }
         }
     }
 

@@ -75,6 +75,9 @@ pub enum Published {
     Gone,
 }
 
+/// What is told of the processes the kernel asks about.
+type Notice = Box<dyn FnMut(&[u32]) + Send>;
+
 pub struct Unwinder {
     /// Whether tables are built (else mappings are published bare).
     tables: bool,
@@ -83,6 +86,9 @@ pub struct Unwinder {
     /// Build ids of the files mapped, read once per file as stamped.
     build_ids: BuildIds,
     processes: HashMap<u32, Process>,
+    /// Told of the processes the kernel asks about, before any of their
+    /// tables is built (a large binary's takes most of a second).
+    on_requests: Option<Notice>,
     stats: UnwindStats,
 }
 
@@ -96,6 +102,7 @@ impl Unwinder {
             binaries: HashMap::new(),
             build_ids: BuildIds::default(),
             processes: HashMap::new(),
+            on_requests: None,
             stats: UnwindStats::default(),
         }
     }
@@ -108,6 +115,13 @@ impl Unwinder {
             tables: false,
             ..Self::new(0)
         }
+    }
+
+    /// Calls `notice` with the processes the kernel asks about (new,
+    /// exec'd, mapped more) as soon as their requests are read, before
+    /// they are served.
+    pub fn on_requests(&mut self, notice: impl FnMut(&[u32]) + Send + 'static) {
+        self.on_requests = Some(Box::new(notice));
     }
 
     /// Whether it builds tables.
@@ -186,6 +200,9 @@ impl Unwinder {
         let started = Instant::now();
         let (mut published, mut unchanged) = (Vec::new(), Vec::new());
         let requests = maps.take_requests()?;
+        if let Some(notice) = &mut self.on_requests {
+            notice(&requests);
+        }
         for &pid in &requests {
             // A full mappings map (more processes than it holds under
             // --all) costs that process its table walk, not the daemon.
