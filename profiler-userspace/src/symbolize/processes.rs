@@ -36,6 +36,10 @@ use crate::{
 /// execs more often than this keeps its newest images.
 const MAX_GENERATIONS: usize = 4;
 
+/// Windows a process that is gone is kept unseen: its last samples may
+/// come with the window after the one it exited in.
+const GONE_AFTER_WINDOWS: u64 = 2;
+
 /// One image of a process: its executable mappings, as pprof mappings.
 #[derive(Clone, Debug)]
 pub(super) struct Generation {
@@ -439,12 +443,17 @@ impl Processes {
         Some(Mappings::Remembered)
     }
 
-    /// Drops processes unseen for `after` windows; returns their pids,
-    /// whose blazesym caches (of their anonymous memory) go with them.
+    /// Drops processes unseen for `after` windows, and those gone unseen
+    /// for [`GONE_AFTER_WINDOWS`] (with the root of a container they
+    /// hold open: kept `after` windows, fifty containers' short processes
+    /// left the daemon a hundred descriptors); returns their pids, whose
+    /// blazesym caches (of their anonymous memory) go with them.
     pub fn evict(&mut self, window: u64, after: u64) -> Vec<u32> {
         let mut pids = Vec::new();
         self.map.retain(|&pid, p| {
-            let keep = window - p.last_seen < after;
+            let unseen = window - p.last_seen;
+            let keep = unseen < after
+                && (unseen < GONE_AFTER_WINDOWS || Path::new(&format!("/proc/{pid}")).exists());
             if !keep {
                 pids.push(pid);
             }

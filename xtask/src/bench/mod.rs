@@ -14,6 +14,7 @@ use crate::workspace::workspace_root;
 mod accuracy;
 mod against;
 mod brief;
+mod containers;
 mod daemon_cost;
 mod daemon_metrics;
 mod floor;
@@ -51,6 +52,7 @@ pub fn run_only(section: &str) -> anyhow::Result<()> {
         "goroutines" => goroutines::goroutine_view(report).map(drop),
         "python" => python::python_frames(report),
         "java" => java::java_frames(report),
+        "containers" => containers::containers(report),
         "floor" => floor_pairs(report).map(drop),
         "syscalls" => syscalls::overhead_on_others(report).map(drop),
         "kernel" => program_costs(report).map(drop),
@@ -214,9 +216,9 @@ struct Later {
     goroutine_pingpong: f64,
 }
 
-/// Sections 6 to 13: the stack walk, the unwind tables, the cost to
+/// Sections 6 to 14: the stack walk, the unwind tables, the cost to
 /// processes not profiled, symbolization, brief processes, the goroutine
-/// view, Python frames and Java frames.
+/// view, Python frames, Java frames and containers.
 fn later_sections(report: &mut String) -> anyhow::Result<Later> {
     eprintln!("bench: stack walk cost, tables against frame pointers");
     let walk = unwinding::kernel_costs(report)?;
@@ -236,6 +238,8 @@ fn later_sections(report: &mut String) -> anyhow::Result<Later> {
     python::python_frames(report)?;
     eprintln!("bench: Java frames' cost");
     java::java_frames(report)?;
+    eprintln!("bench: containers of short processes");
+    containers::containers(report)?;
 
     Ok(Later {
         walk,

@@ -93,3 +93,20 @@ fn images_share_build_ids_of_the_same_file_at_the_same_place() {
     assert_eq!(process.generations[1].vmas[1].1.build_id, "cd");
     assert_eq!(process.generations[1].vmas[0].1.build_id, "ab");
 }
+
+/// A process gone is dropped (with any container root it holds) two
+/// windows after it was last seen; one that lives, after `after`.
+#[test]
+fn a_gone_process_is_dropped_two_windows_after_its_last_samples() {
+    let mut child = std::process::Command::new("true").spawn().unwrap();
+    let gone = child.id();
+    child.wait().unwrap();
+    let live = std::process::id();
+    let mut processes = Processes::default();
+    processes.know(gone, "true", 1);
+    processes.know(live, "tests", 1);
+    assert!(processes.evict(2, 10).is_empty(), "seen a window ago");
+    assert_eq!(processes.evict(3, 10), vec![gone]);
+    assert!(processes.evict(10, 10).is_empty());
+    assert_eq!(processes.evict(11, 10), vec![live]);
+}
