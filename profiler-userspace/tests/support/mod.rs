@@ -4,6 +4,7 @@
 
 pub mod build;
 pub mod checks;
+pub mod container;
 pub mod go;
 pub mod java;
 mod profile;
