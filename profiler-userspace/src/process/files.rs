@@ -1,9 +1,91 @@
-//! The file a mapping saw: opened through the process's own view of it
-//! (`/proc/PID/map_files/`, `/proc/PID/root/`), so a deleted file or one
-//! in another mount namespace is still the right one; and its build id.
-use std::path::{Path, PathBuf};
+//! The file a mapping saw, the one way every reader of binaries finds it
+//! (symbolization, unwind tables, the runtimes' readers, build ids):
+//! through the process's own view of it while it maps it
+//! (`/proc/PID/map_files/`, exact even for a deleted file or one in
+//! another mount namespace), and once it may be gone, through its root
+//! held open or its path, checked to be the file it mapped.
+use std::{
+    fs::File,
+    path::{Path, PathBuf},
+};
 
-use super::maps::{Vma, map_files_path};
+use super::{
+    maps::{FileId, FileStamp, Vma, map_files_path},
+    roots::Root,
+};
+
+/// Opens the file `pid` maps at `vma`, while it maps it.
+///
+/// # Errors
+/// When the mapping is gone (the process exited, exec'd or unmapped it).
+pub(crate) fn open_mapped(pid: u32, vma: &Vma) -> std::io::Result<File> {
+    File::open(map_files_path(pid, vma))
+}
+
+/// What is known of how a process saw a mapping's file, for finding that
+/// file once the process may be gone.
+pub(crate) struct Seen<'a> {
+    /// Whether the process maps it now (its image is current).
+    pub current: bool,
+    /// Its root, held open, when it is not ours (another mount
+    /// namespace, a chroot).
+    pub root: Option<&'a Root>,
+    /// Whether the path means the same file here (same mount namespace,
+    /// or a mapping the kernel recorded, checked by build id or inode).
+    pub by_path: bool,
+    /// The file's stamp as the process saw it, where it was read.
+    pub stamp: Option<FileStamp>,
+    /// Its build id (empty for none).
+    pub build_id: &'a str,
+}
+
+/// Where to read the file `pid` mapped at `vma` (and the directory it was
+/// mapped from), as `seen`; `None` when it cannot be read safely.
+///
+/// `/proc/PID/map_files` is exact but only for the image the process runs
+/// now. Otherwise the path is used through the process's root held open,
+/// or as it is if the process shared our root (or the mapping was
+/// recorded), if the file there is still the one mapped: the same stamp
+/// through a root (the device and inode of `/proc/PID/maps` are those of
+/// the file below an overlay, not of the file seen through it), else the
+/// same build id, or without one, the same device and inode.
+pub(crate) fn mapped_file_path(
+    pid: u32,
+    vma: &Vma,
+    seen: &Seen<'_>,
+) -> Option<(PathBuf, Option<PathBuf>)> {
+    let exact = map_files_path(pid, vma);
+    if seen.current && exact.exists() {
+        return Some((exact, mapped_dir(pid, vma)));
+    }
+    let same_build_id = |path: &Path| {
+        !seen.build_id.is_empty() && build_id(path).is_some_and(|id| id == seen.build_id)
+    };
+    let (path, same_file) = match seen.root {
+        Some(root) => {
+            let path = root.path_of(&vma.path)?;
+            let same = match seen.stamp {
+                Some(stamp) => FileStamp::of_path(&path) == Some(stamp),
+                None => same_build_id(&path),
+            };
+            (path, same)
+        }
+        None if seen.by_path => {
+            let path = PathBuf::from(&vma.path);
+            let same = if seen.build_id.is_empty() {
+                vma.file.is_none_or(|id: FileId| id.matches(&path))
+            } else {
+                same_build_id(&path)
+            };
+            (path, same)
+        }
+        None => return None,
+    };
+    same_file.then(|| {
+        let dir = path.parent().map(Path::to_path_buf);
+        (path, dir)
+    })
+}
 
 /// The directory a mapped file was mapped from, as the process sees it
 /// (through `/proc/PID/root`, for processes in other mount namespaces).

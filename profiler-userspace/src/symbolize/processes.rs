@@ -23,8 +23,8 @@ use crate::{
     process::cgroup::{self, Placement},
     process::procfs,
     process::{
-        files::{build_id, mapped_dir, read_build_id},
-        maps::{self, FileStamp, Vma, map_files_path},
+        files::{Seen, mapped_file_path, read_build_id},
+        maps::{self, FileStamp, Vma},
         recorded::RecordedImage,
         roots::{Root, Roots},
         snapshot::{ProcessSnapshot, same_mount_ns},
@@ -121,14 +121,8 @@ impl Generation {
 }
 
 /// Where to read the file behind `vma` of `pid`, in `generation`, and the
-/// directory it was mapped from; `None` when it cannot be read safely.
-///
-/// `/proc/PID/map_files` is exact (even for deleted files and other mount
-/// namespaces) but only for the image the process runs now. Otherwise the
-/// path is used through the process's root held open (another mount
-/// namespace, a chroot), or as it is if the process shared our root (or
-/// the mapping was recorded), if the file there is still the one mapped:
-/// the same build id, or without one, the same device and inode.
+/// directory it was mapped from; `None` when it cannot be read safely
+/// (`process::files::mapped_file_path`).
 pub(super) fn binary_path(
     pid: u32,
     vma: &Vma,
@@ -136,39 +130,19 @@ pub(super) fn binary_path(
     generation: &Generation,
     current: bool,
 ) -> Option<(PathBuf, Option<PathBuf>)> {
-    let exact = map_files_path(pid, vma);
-    if current && exact.exists() {
-        return Some((exact, mapped_dir(pid, vma)));
-    }
-    let path = match &generation.root {
-        Some(root) => {
-            let path = root.path_of(&vma.path)?;
-            let index = generation.vmas.iter().position(|(v, _)| v == vma);
-            let stamp = index.and_then(|i| generation.stamps.get(i).copied().flatten());
-            let same_file = match stamp {
-                Some(stamp) => FileStamp::of_path(&path) == Some(stamp),
-                None => {
-                    !mapping.build_id.is_empty()
-                        && build_id(&path).is_some_and(|id| id == mapping.build_id)
-                }
-            };
-            return same_file.then(|| {
-                let dir = path.parent().map(Path::to_path_buf);
-                (path, dir)
-            });
-        }
-        None if generation.by_path => PathBuf::from(&vma.path),
-        None => return None,
+    let stamp = generation
+        .vmas
+        .iter()
+        .position(|(v, _)| v == vma)
+        .and_then(|i| generation.stamps.get(i).copied().flatten());
+    let seen = Seen {
+        current,
+        root: generation.root.as_deref(),
+        by_path: generation.by_path,
+        stamp,
+        build_id: &mapping.build_id,
     };
-    let same_file = if mapping.build_id.is_empty() {
-        vma.file.is_none_or(|id| id.matches(&path))
-    } else {
-        build_id(&path).is_some_and(|id| id == mapping.build_id)
-    };
-    same_file.then(|| {
-        let dir = path.parent().map(Path::to_path_buf);
-        (path, dir)
-    })
+    mapped_file_path(pid, vma, &seen)
 }
 
 pub(super) struct ProcessInfo {

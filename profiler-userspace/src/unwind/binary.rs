@@ -87,7 +87,7 @@ pub(super) fn binary_id(pid: u32, vma: &Vma, build_ids: Option<&mut BuildIds>) -
 pub(super) fn read_binary(pid: u32, vma: &Vma, id: &BinaryId) -> Option<Bytes> {
     match id {
         BinaryId::File { .. } => {
-            let file = std::fs::File::open(crate::process::maps::map_files_path(pid, vma)).ok()?;
+            let file = crate::process::files::open_mapped(pid, vma).ok()?;
             // Private, as every mapping the daemon makes itself
             // (`symbolize/resident.rs` takes shared ones for blazesym's).
             // SAFETY: the file is only read, while the table is built. A

@@ -39,7 +39,10 @@ use naming::Naming;
 
 use crate::{
     bpf::{JavaMaps, KernelError},
-    process::maps::{FileStamp, Vma, map_files_path},
+    process::{
+        files::open_mapped,
+        maps::{FileStamp, Vma},
+    },
     runtimes::remote::Memory,
     sample::RawSample,
 };
@@ -303,7 +306,7 @@ impl Java {
         if let Some(known) = self.binaries.get(&stamp) {
             return known.clone();
         }
-        let file = std::fs::File::open(map_files_path(pid, vma)).ok()?;
+        let file = open_mapped(pid, vma).ok()?;
         // SAFETY: the file is only read, here; a library is replaced by
         // rename on upgrade, which leaves this mapping intact.
         let data = unsafe { memmap2::Mmap::map(&file) }.ok()?;

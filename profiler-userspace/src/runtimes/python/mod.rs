@@ -34,7 +34,10 @@ pub use layout::{LineTable, Version};
 
 use crate::{
     bpf::{KernelError, PythonMaps},
-    process::maps::{FileStamp, Vma, map_files_path},
+    process::{
+        files::open_mapped,
+        maps::{FileStamp, Vma},
+    },
     runtimes::remote::Memory,
 };
 
@@ -216,7 +219,7 @@ impl Python {
 /// An error when the file could not be read (the process exited or
 /// exec'd meanwhile): then it is looked at again with the next process.
 fn read_interpreter(pid: u32, vma: &Vma) -> std::io::Result<Option<Arc<Interpreter>>> {
-    let file = std::fs::File::open(map_files_path(pid, vma))?;
+    let file = open_mapped(pid, vma)?;
     // SAFETY: the file is only read, here; a binary is replaced by rename
     // on upgrade, which leaves this mapping intact.
     let data = unsafe { memmap2::Mmap::map(&file) }?;
