@@ -156,8 +156,8 @@ fn each_runtimes_cgroup_layout_labels_its_processes() {
             "{path}: {}",
             label("cgroup")
         );
-        // The container's series, as Pyroscope receives it (OTLP's
-        // resource attributes are the same labels renamed: `otlp.rs`).
+        // The container's series, as Pyroscope receives it (Parca's and
+        // OTLP's names for the same labels: `output/push/wire/tests.rs`).
         let received = pyroscope.accepted();
         let series = received
             .iter()

@@ -356,3 +356,60 @@ fn every_protocol_carries_python_frames() {
         }
     }
 }
+
+/// A container's series carries its id, runtime and pod under each
+/// backend's names: series labels for Pyroscope and Parca, resource
+/// attributes (`container.id`, `container.runtime`, `k8s.pod.uid`) for
+/// OTLP.
+#[test]
+fn every_protocol_carries_a_containers_id_runtime_and_pod() {
+    let mut sample = row("api", "", "handle", 2, 0);
+    sample.placement = Arc::new(Placement {
+        cgroup: "/kubepods/besteffort/pod4d8a/3f4b".to_owned(),
+        container_id: "3f4b0c7f9d2a".to_owned(),
+        container_runtime: "cri".to_owned(),
+        pod_uid: "4d8a1c2e".to_owned(),
+        service: String::new(),
+    });
+    let profile = Profile {
+        view: View::Wall,
+        start: UNIX_EPOCH,
+        duration_ns: 15_000_000_000,
+        period_ns: 10_101_010,
+        samples: vec![sample],
+        comments: Vec::new(),
+    };
+    let series = series::split(profile, "host1");
+    for (protocol, ours, [runtime, pod]) in [
+        (
+            Protocol::Pyroscope,
+            PushProtocol::Pyroscope,
+            ["container_runtime", "pod_uid"],
+        ),
+        (
+            Protocol::Parca,
+            PushProtocol::Parca,
+            ["container_runtime", "pod_uid"],
+        ),
+        (
+            Protocol::Otlp,
+            PushProtocol::Otlp,
+            ["container.runtime", "k8s.pod.uid"],
+        ),
+    ] {
+        let received: Vec<_> = bodies(ours, &series, None)
+            .iter()
+            .flat_map(|body| backend::decode(protocol, body).unwrap())
+            .collect();
+        assert!(!received.is_empty(), "{protocol:?}");
+        for profile in &received {
+            let label = |key: &str| profile.labels.get(key).map(String::as_str);
+            assert_eq!(
+                (label("container_id"), label(runtime), label(pod)),
+                (Some("3f4b0c7f9d2a"), Some("cri"), Some("4d8a1c2e")),
+                "{protocol:?}: {:?}",
+                profile.labels
+            );
+        }
+    }
+}
