@@ -179,6 +179,16 @@ fn a_rung_request_that_changes_nothing_waits_for_the_poll() {
     assert!(maps.requests.is_empty(), "the poll takes it");
 }
 
+/// This test binary's code mapping.
+fn own_code() -> crate::process::maps::Vma {
+    let pc = a_function_of_this_binary() as u64;
+    crate::process::maps::read(std::process::id())
+        .unwrap()
+        .into_iter()
+        .find(|v| v.start <= pc && pc < v.end)
+        .expect("this binary's code is mapped")
+}
+
 /// A mapping gone before its file is opened (the process exec'd while its
 /// maps were read) leaves no binary behind: the next mapping of the file
 /// builds its table. Kept as a binary without rows, libc stayed without
@@ -186,12 +196,7 @@ fn a_rung_request_that_changes_nothing_waits_for_the_poll() {
 #[test]
 fn a_binary_unreadable_through_a_gone_mapping_is_built_at_its_next_mapping() {
     let pid = std::process::id();
-    let vmas = crate::process::maps::read(pid).unwrap();
-    let pc = a_function_of_this_binary() as u64;
-    let vma = vmas
-        .iter()
-        .find(|v| v.start <= pc && pc < v.end)
-        .expect("this binary's code is mapped");
+    let vma = &own_code();
     let id = super::binary_id(pid, vma, None).expect("this binary has an identity");
     // The same file as seen through a range this process does not map.
     let gone = crate::process::maps::Vma {
@@ -222,12 +227,7 @@ fn a_binary_unreadable_through_a_gone_mapping_is_built_at_its_next_mapping() {
 #[test]
 fn copies_of_a_binary_with_one_build_id_share_one_table() {
     let pid = std::process::id();
-    let vmas = crate::process::maps::read(pid).unwrap();
-    let pc = a_function_of_this_binary() as u64;
-    let vma = vmas
-        .iter()
-        .find(|v| v.start <= pc && pc < v.end)
-        .expect("this binary's code is mapped");
+    let vma = &own_code();
     let mut build_ids = crate::process::build_ids::BuildIds::default();
     let id = super::binary_id(pid, vma, Some(&mut build_ids)).unwrap();
     let super::binary::BinaryId::File { stamp, build_id } = id.clone() else {
