@@ -56,16 +56,23 @@ pub fn build(binary: &Path, out_dir: &Path) -> anyhow::Result<PathBuf> {
 
     fs::create_dir_all(out_dir).with_context(|| format!("creating {}", out_dir.display()))?;
     let deb = out_dir.join(format!("profiler_{}_{arch}.deb", env!("CARGO_PKG_VERSION")));
+    // Built beside, then renamed: a failed build leaves no package.
+    let partial = stage.path().join("profiler.deb");
     let status = Command::new("dpkg-deb")
         .args(["--root-owner-group", "--build"])
         .arg(&root)
-        .arg(&deb)
+        .arg(&partial)
         .stdout(std::process::Stdio::null())
         .status()
         .context("dpkg-deb (Debian's dpkg)")?;
     if !status.success() {
         bail!("dpkg-deb --build {} failed: {status}", root.display());
     }
+    // Into the output directory beside it first (the stage may be on
+    // another file system), then renamed over it whole.
+    let beside = deb.with_extension("deb.partial");
+    fs::copy(&partial, &beside).with_context(|| format!("writing {}", beside.display()))?;
+    fs::rename(&beside, &deb).with_context(|| format!("writing {}", deb.display()))?;
     eprintln!("xtask: built {}", deb.display());
     Ok(deb)
 }
