@@ -72,6 +72,19 @@ fn two_programs() -> Vec<Series> {
     series::split(profile, "host1")
 }
 
+/// The series of a window holding only `sample`.
+fn one_program(sample: Sample) -> Vec<Series> {
+    let profile = Profile {
+        view: View::Wall,
+        start: UNIX_EPOCH,
+        duration_ns: 15_000_000_000,
+        period_ns: 10_101_010,
+        samples: vec![sample],
+        comments: Vec::new(),
+    };
+    series::split(profile, "host1")
+}
+
 #[test]
 fn every_protocol_carries_each_programs_functions_and_totals() {
     let series = two_programs();
@@ -330,15 +343,7 @@ fn every_protocol_carries_python_frames() {
     sample
         .stack
         .splice(0..0, [python("Worker.handle", 12), python("main", 40)]);
-    let profile = Profile {
-        view: View::Wall,
-        start: UNIX_EPOCH,
-        duration_ns: 15_000_000_000,
-        period_ns: 10_101_010,
-        samples: vec![sample],
-        comments: Vec::new(),
-    };
-    let series = series::split(profile, "host1");
+    let series = one_program(sample);
     for (protocol, ours) in [
         (Protocol::Pyroscope, PushProtocol::Pyroscope),
         (Protocol::Parca, PushProtocol::Parca),
@@ -371,15 +376,7 @@ fn every_protocol_carries_a_containers_id_runtime_and_pod() {
         pod_uid: "4d8a1c2e".to_owned(),
         service: String::new(),
     });
-    let profile = Profile {
-        view: View::Wall,
-        start: UNIX_EPOCH,
-        duration_ns: 15_000_000_000,
-        period_ns: 10_101_010,
-        samples: vec![sample],
-        comments: Vec::new(),
-    };
-    let series = series::split(profile, "host1");
+    let series = one_program(sample);
     for (protocol, ours, [runtime, pod]) in [
         (
             Protocol::Pyroscope,
