@@ -67,9 +67,11 @@ pub enum UserFrame {
     },
     /// Python frames that could not be read on (see [`PYTHON_TORN`]).
     PythonTorn,
-    /// A frame of JIT-compiled Java code: the `nmethod`, the PC's offset
-    /// from its code's start, and its compilation's id, which tells it
-    /// from a later `nmethod` at the same address.
+    /// A frame of JIT-compiled Java code: the `nmethod`, the offset from
+    /// its code's start of the instruction the frame is in (the PC at the
+    /// walk's first frame, a caller's return address less one), and its
+    /// compilation's id, which tells it from a later `nmethod` at the same
+    /// address.
     JavaCompiled {
         nmethod: u64,
         pc_offset: u32,

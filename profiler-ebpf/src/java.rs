@@ -140,7 +140,8 @@ fn read_blob(java: &mut JavaWalk) -> bool {
     true
 }
 
-/// A compiled method's frame: recorded as its `nmethod` and PC offset,
+/// A compiled method's frame: recorded as its `nmethod` and instruction
+/// offset,
 /// unwound by its frame size (the return address and the saved frame
 /// pointer are its top two words). At the walk's first frame, a PC in the
 /// prologue or epilogue has less pushed: the return address found is
@@ -149,14 +150,17 @@ fn read_blob(java: &mut JavaWalk) -> bool {
 /// leaves are tried.
 #[inline(always)]
 fn compiled(state: &mut WalkState, trace: &mut StackTrace) -> bool {
+    let first = state.exact_pc != 0;
+    // The offset of the instruction the frame is in: a caller's is its
+    // call's, one byte before the return address.
     #[expect(clippy::cast_possible_truncation, reason = "an offset into one blob")]
     let offset = state.pc.wrapping_sub(state.java.code_begin) as u32;
+    let offset = offset.wrapping_sub(u32::from(!first));
     let entry = JAVA_FRAME | state.java.blob;
     let detail = java_detail(offset, state.java.compile_id);
     if !record(state, trace, entry, detail) {
         return false;
     }
-    let first = state.exact_pc != 0;
     let java = &mut state.java;
     if !first || state.pc >= java.code_begin + u64::from(java.frame_complete) {
         // The whole frame: the caller's SP is its frame size above.

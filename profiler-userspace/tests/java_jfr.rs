@@ -2,11 +2,12 @@
 //! Inlined.java`: plain Java whose hot small methods the JIT inlines into
 //! their callers, nothing JFR cannot sample), JFR with
 //! `-XX:+DebugNonSafepoints` (without it, JFR itself names the wrong
-//! inlined method) at a 1 ms period: the ten methods JFR finds most often
-//! at the top of the compute thread's stack take, in the profiler's
-//! samples of Java code (JFR's are only those), shares within
-//! [`JFR_POINTS`] of JFR's; and each unit of work, within 2.5 points of
-//! the time the program measures it takes.
+//! inlined method) at a 1 ms period: each unit of work takes, in the
+//! profiler's samples of Java code (JFR's are only those), within 2.5
+//! points of the time the program measures it takes; and the ten methods
+//! JFR finds most often at the top of the compute thread's stack take
+//! shares within [`JFR_POINTS`] of JFR's, once JFR's are scaled so that
+//! each unit takes its true share.
 mod support;
 
 use std::collections::HashMap;
@@ -34,12 +35,15 @@ const UNITS: [(&str, &[&str]); 3] = [
         ],
     ),
 ];
-/// How far a method's share may be from JFR's. JFR's own units stray
-/// from the truth the program measures by up to 5.1 points here (it
-/// finds the sum loop a third as often as it runs, on JDK 21), where ours
-/// stay within 0.6 (checked at 2.5 against the truth): 3 points, the
-/// goal, would fail on JFR's error, not ours.
-const JFR_POINTS: f64 = 6.0;
+/// How far a method's share may be from JFR's, JFR's scaled by its unit's
+/// error: JFR's units stray from the truth the program measures by up to 5
+/// points here (it finds the sum loop a tenth as often as it runs), where
+/// ours stay within 2.5; the scaling leaves the part this test is about,
+/// which inlined method a PC is named as. Three runs here differed by at
+/// most 2.6 points; naming a sampled PC by the `PcDesc` at it rather than
+/// the first after it (as JFR does) differed by up to 3.7 on JDK 21, which
+/// the unit tests of `pc_desc_for` catch.
+const JFR_POINTS: f64 = 4.0;
 
 #[test]
 fn the_top_methods_match_jfr_on_the_same_run_in_every_jdk() {
@@ -109,8 +113,10 @@ fn check(profile: &Profile, run: &JavaRun) -> Vec<String> {
     top.sort_by(|a, b| b.1.total_cmp(&a.1));
     let mut failures = Vec::new();
     // Each unit (its methods' leaf shares) against the truth, for ours and
-    // JFR's alike.
+    // JFR's alike; and how much JFR's share of each unit's methods is to be
+    // scaled by to be the truth's.
     let total: u64 = UNITS.iter().map(|(key, _)| run.truth[*key]).sum();
+    let mut jfr_scale: HashMap<&str, f64> = HashMap::new();
     for (key, methods) in UNITS {
         let of = |shares: &HashMap<&str, f64>| -> f64 {
             methods
@@ -125,6 +131,9 @@ fn check(profile: &Profile, run: &JavaRun) -> Vec<String> {
             "{}: unit {key}: {mine:.1}% (truth {truth:.1}%, JFR {theirs:.1}%)",
             run.label
         );
+        for method in methods {
+            jfr_scale.insert(method, if theirs > 0.0 { truth / theirs } else { 1.0 });
+        }
         if (mine - truth).abs() > 2.5 {
             failures.push(format!(
                 "unit {key}: {mine:.1}% of samples, truth {truth:.1}%"
@@ -134,9 +143,15 @@ fn check(profile: &Profile, run: &JavaRun) -> Vec<String> {
     eprintln!("{}: JFR took {} samples", run.label, stacks.len());
     for (method, theirs) in top.into_iter().take(10) {
         let mine = ours.get(method).copied().unwrap_or(0.0);
-        eprintln!("{}: {method} {mine:.1}% (JFR {theirs:.1}%)", run.label);
-        if (mine - theirs).abs() > JFR_POINTS {
-            failures.push(format!("{method}: {mine:.1}% of samples, JFR {theirs:.1}%"));
+        let scaled = theirs * jfr_scale.get(method).copied().unwrap_or(1.0);
+        eprintln!(
+            "{}: {method} {mine:.1}% (JFR {theirs:.1}%, scaled {scaled:.1}%)",
+            run.label
+        );
+        if (mine - scaled).abs() > JFR_POINTS {
+            failures.push(format!(
+                "{method}: {mine:.1}% of samples, JFR {theirs:.1}% scaled to {scaled:.1}%"
+            ));
         }
     }
     failures

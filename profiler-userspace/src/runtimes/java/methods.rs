@@ -97,7 +97,8 @@ impl Namer {
     }
 
     /// The frames of the compiled frame recorded as `nmethod` with
-    /// `compile_id` at `pc_offset` from its code's start, innermost first:
+    /// `compile_id` with its instruction at `pc_offset` from its code's
+    /// start (see `UserFrame::JavaCompiled`), innermost first:
     /// the methods inlined there, each its own frame, then the compiled
     /// method; `None` when that compilation is gone or unreadable.
     pub fn compiled(
@@ -131,7 +132,7 @@ impl Namer {
 
     /// The scopes at `pc_offset`, innermost first, named.
     fn inlined(&mut self, compiled: &Compiled, pc_offset: u32) -> Option<Vec<JavaFrame>> {
-        let (desc, _) = scopes::pc_desc_for(&compiled.pcs, pc_offset)?;
+        let desc = scopes::pc_desc_for(&compiled.pcs, pc_offset)?;
         let chain = scopes::scope_chain(&compiled.scopes, desc.scope, self.layout.encoding);
         if chain.is_empty() {
             return None;

@@ -86,16 +86,16 @@ pub struct PcDesc {
     pub scope: u32,
 }
 
-/// The `PcDesc` for a frame at `pc_offset`: the one recorded there (every
-/// call's return address has one), else the first after it, as HotSpot
-/// takes for a PC between two (`pc_desc_near`); and whether it is that
-/// approximation. `descs` are in PC order.
+/// The `PcDesc` of the instruction at `instruction` (an offset from the
+/// code's start): the first recorded after it, as HotSpot records a
+/// `PcDesc` at the end of the code it describes (a call's at its return
+/// address) and JFR takes `pc_desc_near(pc + 1)` for a sampled PC.
+/// `descs` are in PC order.
 #[must_use]
-pub fn pc_desc_for(descs: &[PcDesc], pc_offset: u32) -> Option<(PcDesc, bool)> {
-    let pc = i64::from(pc_offset);
-    let i = descs.partition_point(|d| i64::from(d.pc_offset) < pc);
-    let desc = *descs.get(i)?;
-    Some((desc, i64::from(desc.pc_offset) != pc))
+pub fn pc_desc_for(descs: &[PcDesc], instruction: u32) -> Option<PcDesc> {
+    let at = i64::from(instruction);
+    let i = descs.partition_point(|d| i64::from(d.pc_offset) <= at);
+    descs.get(i).copied()
 }
 
 /// The scopes at `scope` in `scopes` (the scopes data), innermost first:
@@ -236,7 +236,7 @@ mod tests {
     }
 
     #[test]
-    fn a_pc_takes_its_own_desc_or_the_next_one() {
+    fn an_instruction_takes_the_first_desc_after_it() {
         let descs = [
             PcDesc {
                 pc_offset: -1,
@@ -251,9 +251,11 @@ mod tests {
                 scope: 9,
             },
         ];
-        assert_eq!(pc_desc_for(&descs, 0x20), Some((descs[1], false)));
-        assert_eq!(pc_desc_for(&descs, 0x30), Some((descs[2], true)));
-        assert_eq!(pc_desc_for(&descs, 0x49), None);
+        // A call whose return address is 0x20, and the instruction there.
+        assert_eq!(pc_desc_for(&descs, 0x1f), Some(descs[1]));
+        assert_eq!(pc_desc_for(&descs, 0x20), Some(descs[2]));
+        assert_eq!(pc_desc_for(&descs, 0x30), Some(descs[2]));
+        assert_eq!(pc_desc_for(&descs, 0x48), None);
     }
 
     #[test]

@@ -148,7 +148,8 @@ fn names(frames: &[super::JavaFrame]) -> Vec<(String, String, u32)> {
 fn a_compiled_frame_names_the_methods_inlined_at_its_pc_with_their_lines() {
     let jvm = Jvm::new();
     let mut namer = Namer::new(std::process::id(), LAYOUT);
-    let frames = namer.compiled(jvm.nmethod(), 7, 0x40).unwrap();
+    // A call whose return address has the PcDesc.
+    let frames = namer.compiled(jvm.nmethod(), 7, 0x3f).unwrap();
     assert_eq!(
         names(&frames),
         [
@@ -156,11 +157,14 @@ fn a_compiled_frame_names_the_methods_inlined_at_its_pc_with_their_lines() {
             ("demo.Service.outer".into(), "Service.java".into(), 12),
         ]
     );
-    // A PC between recorded points takes the next one, as HotSpot does.
+    // A sampled PC between recorded points takes the next one, as JFR
+    // does; the instruction at the recorded point is the next one's.
     assert_eq!(
         names(&namer.compiled(jvm.nmethod(), 7, 0x3a).unwrap()),
         names(&frames)
     );
+    let next = namer.compiled(jvm.nmethod(), 7, 0x40).unwrap();
+    assert_eq!(names(&next), [("demo.Service.outer".into(), "Service.java".into(), 0)]);
 }
 
 #[test]
