@@ -3,7 +3,10 @@
 //! as addresses, and the labels a runtime puts on a row; and the kernel
 //! code the kernel's records say was loaded. Both `bpf/` and
 //! `runtimes/` produce these; this file imports nothing of the crate.
-use std::sync::{Arc, LazyLock};
+use std::{
+    borrow::Cow,
+    sync::{Arc, LazyLock},
+};
 
 use profiler_common::{
     maps::{SAMPLES_MAX_ENTRIES, STACKS_MAX_ENTRIES},
@@ -67,11 +70,12 @@ pub struct RowLabels {
     pub labels: Vec<Label>,
 }
 
-/// One label: its pprof key, its OTLP attribute name, and its value.
+/// One label: its pprof key, its OTLP attribute name, and its value
+/// (the program's own, as a Go program's pprof labels, or ours).
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Label {
-    pub key: &'static str,
-    pub attribute: &'static str,
+    pub key: Cow<'static, str>,
+    pub attribute: Cow<'static, str>,
     pub value: LabelValue,
 }
 
@@ -102,8 +106,8 @@ fn gil_labels(value: &'static str) -> Arc<RowLabels> {
     Arc::new(RowLabels {
         replaces_thread: false,
         labels: vec![Label {
-            key: "gil",
-            attribute: "python.gil",
+            key: Cow::Borrowed("gil"),
+            attribute: Cow::Borrowed("python.gil"),
             value: LabelValue::Static(value),
         }],
     })

@@ -197,7 +197,7 @@ fn labels(
         ]);
     }
     for runtime_label in runtime.iter().flat_map(|r| &r.labels) {
-        let key = tables.string(out, runtime_label.key);
+        let key = tables.string(out, &runtime_label.key);
         label.push(match &runtime_label.value {
             LabelValue::Num(num) => proto::Label {
                 key,

@@ -374,7 +374,7 @@ impl Dictionary {
                 LabelValue::Str(value) => Attribute::Str(value.to_string()),
                 LabelValue::Static(value) => Attribute::Str((*value).to_owned()),
             };
-            attribute_indices.push(self.attribute(label.attribute, value));
+            attribute_indices.push(self.attribute(&label.attribute, value));
         }
         attribute_indices.sort_unstable();
         otlp::Sample {

@@ -9,7 +9,10 @@ use crate::runtimes::dwarf::structures;
 /// # Errors
 /// When the DWARF is malformed.
 pub fn layout(file: &object::File<'_>) -> Result<Option<Layout>, gimli::Error> {
-    let found = structures(file, &["runtime.g", "runtime.gobuf", "runtime.stack"])?;
+    let found = structures(
+        file,
+        &["runtime.g", "runtime.gobuf", "runtime.stack", "runtime.m"],
+    )?;
     let field = |s: &str, m: &str| found.get(s).and_then(|f| f.member(m));
     let Some(sched) = field("runtime.g", "sched") else {
         return Ok(None);
@@ -26,6 +29,9 @@ pub fn layout(file: &object::File<'_>) -> Result<Option<Layout>, gimli::Error> {
             waitreason: field("runtime.g", "waitreason")?,
             gopc: field("runtime.g", "gopc")?,
             startpc: field("runtime.g", "startpc")?,
+            labels: field("runtime.g", "labels")?,
+            m: field("runtime.g", "m")?,
+            m_curg: field("runtime.m", "curg")?,
         })
     })())
 }

@@ -49,6 +49,8 @@ pub struct Core {
     pub pc: u64,
     pub sp: u64,
     pub hi: u64,
+    /// Its pprof label set (`g.labels`; 0: none).
+    pub labels: u64,
 }
 
 impl Core {
@@ -62,6 +64,7 @@ impl Core {
             pc: field(layout.sched_pc),
             sp: field(layout.sched_sp),
             hi: field(layout.stack_hi),
+            labels: field(layout.labels),
         }
     }
 

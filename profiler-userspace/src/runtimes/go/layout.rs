@@ -21,11 +21,18 @@ pub struct Layout {
     pub gopc: u64,
     /// The PC of the function the goroutine started in.
     pub startpc: u64,
+    /// `g.labels`: its pprof labels (a `*labelMap`; 0: none).
+    pub labels: u64,
+    /// `g.m`, and `m.curg`: the thread a goroutine runs on, and the user
+    /// goroutine a thread runs (the kernel's way from the thread's `g`,
+    /// which may be its system stack's, to the labels).
+    pub m: u64,
+    pub m_curg: u64,
 }
 
 impl Layout {
     /// How many bytes of a `g`, from its start, hold the fields that
-    /// change as it runs (all but `startpc` and `gopc`).
+    /// change as it runs (all but `startpc`, `gopc` and `m`).
     #[must_use]
     pub fn core_len(&self) -> u64 {
         [
@@ -36,6 +43,7 @@ impl Layout {
             self.atomicstatus,
             self.goid,
             self.waitreason,
+            self.labels,
         ]
         .into_iter()
         .max()

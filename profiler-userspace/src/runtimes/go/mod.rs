@@ -12,11 +12,12 @@
 mod dwarf;
 pub(crate) mod g;
 pub mod known;
+mod labels;
 pub mod layout;
 pub(crate) mod process;
 pub mod runtime;
 
-use std::sync::Arc;
+use std::{borrow::Cow, sync::Arc};
 
 use g::GoroutineStatus;
 use process::{GoProcess, Read, ReadError};
@@ -102,6 +103,8 @@ pub struct GoroutineKey {
     pub wait_reason: Option<Arc<str>>,
     /// The function whose `go` statement created it; empty when unknown.
     pub created_by: Arc<str>,
+    /// Its pprof labels, sorted by key.
+    pub labels: Arc<[Label]>,
 }
 
 impl RuntimeProcess for GoProcess {
@@ -109,12 +112,7 @@ impl RuntimeProcess for GoProcess {
     type Key = GoroutineKey;
 
     fn labels(key: &GoroutineKey) -> RowLabels {
-        goroutine_labels(
-            key.goid,
-            key.status,
-            key.wait_reason.clone().unwrap_or_else(|| Arc::from("")),
-            &key.created_by,
-        )
+        goroutine_labels(key)
     }
 
     fn read(
@@ -138,6 +136,7 @@ impl RuntimeProcess for GoProcess {
                         status: o.status,
                         wait_reason,
                         created_by: o.created_by,
+                        labels: o.labels,
                     },
                     stack: if o.truncated {
                         Stack::Truncated(Arc::from(o.stack))
@@ -155,41 +154,38 @@ impl RuntimeProcess for GoProcess {
     }
 }
 
-/// A goroutine's labels: its id, its state, and what it waits on and who
-/// created it where known (`go tool pprof -tagfocus` selects by them).
+/// A goroutine's labels: its id, its state, what it waits on and who
+/// created it where known (`go tool pprof -tagfocus` selects by them),
+/// then the program's own pprof labels, each under its own key.
 #[must_use]
-pub fn goroutine_labels(
-    goid: u64,
-    status: GoroutineStatus,
-    wait_reason: Arc<str>,
-    created_by: &Arc<str>,
-) -> RowLabels {
+pub fn goroutine_labels(key: &GoroutineKey) -> RowLabels {
     let mut labels = vec![
         Label {
-            key: "goroutine",
-            attribute: "go.goroutine.id",
-            value: LabelValue::Num(i64::try_from(goid).unwrap_or(i64::MAX)),
+            key: Cow::Borrowed("goroutine"),
+            attribute: Cow::Borrowed("go.goroutine.id"),
+            value: LabelValue::Num(i64::try_from(key.goid).unwrap_or(i64::MAX)),
         },
         Label {
-            key: "state",
-            attribute: "go.goroutine.state",
-            value: LabelValue::Static(status.label()),
+            key: Cow::Borrowed("state"),
+            attribute: Cow::Borrowed("go.goroutine.state"),
+            value: LabelValue::Static(key.status.label()),
         },
     ];
-    if !wait_reason.is_empty() {
+    if let Some(wait_reason) = key.wait_reason.as_ref().filter(|w| !w.is_empty()) {
         labels.push(Label {
-            key: "wait_reason",
-            attribute: "go.goroutine.wait_reason",
-            value: LabelValue::Str(wait_reason),
+            key: Cow::Borrowed("wait_reason"),
+            attribute: Cow::Borrowed("go.goroutine.wait_reason"),
+            value: LabelValue::Str(Arc::clone(wait_reason)),
         });
     }
-    if !created_by.is_empty() {
+    if !key.created_by.is_empty() {
         labels.push(Label {
-            key: "created_by",
-            attribute: "go.goroutine.created_by",
-            value: LabelValue::Str(Arc::clone(created_by)),
+            key: Cow::Borrowed("created_by"),
+            attribute: Cow::Borrowed("go.goroutine.created_by"),
+            value: LabelValue::Str(Arc::clone(&key.created_by)),
         });
     }
+    labels.extend(key.labels.iter().cloned());
     RowLabels {
         replaces_thread: true,
         labels,

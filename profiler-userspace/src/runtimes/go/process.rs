@@ -8,11 +8,13 @@ use rustc_hash::FxHashMap;
 
 use super::{
     g::{Core, GoroutineStatus, start_and_creation},
+    labels::LabelSets,
     runtime::GoRuntime,
 };
 use crate::{
     gopclntab::GoTable,
     runtimes::remote::{Memory, u64_at},
+    sample::Label,
 };
 
 /// The most goroutines a list may claim before it is taken as torn.
@@ -37,6 +39,8 @@ pub struct Observed {
     pub truncated: bool,
     /// The function whose `go` statement created it.
     pub created_by: Arc<str>,
+    /// Its pprof labels, sorted by key.
+    pub labels: Arc<[Label]>,
 }
 
 /// What one read of a process found.
@@ -86,11 +90,13 @@ pub struct GoProcess {
     names: FxHashMap<u64, Arc<str>>,
     /// SP deltas by (link-time) PC: the same few PCs recur in every read.
     deltas: FxHashMap<u64, Option<i32>>,
+    labels: LabelSets,
 }
 
 impl GoProcess {
     #[must_use]
     pub fn new(pid: u32, runtime: Arc<GoRuntime>, table: Arc<GoTable>, bias: u64) -> Self {
+        let labels = LabelSets::new(runtime.labels, Memory { pid });
         Self {
             pid,
             runtime,
@@ -100,6 +106,7 @@ impl GoProcess {
             identities: FxHashMap::default(),
             names: FxHashMap::default(),
             deltas: FxHashMap::default(),
+            labels,
         }
     }
 
@@ -166,6 +173,7 @@ impl GoProcess {
                 stack: frames,
                 truncated,
                 created_by: self.identity(g, core.goid).1,
+                labels: self.labels.of(core.labels),
             });
         }
         Ok(read)

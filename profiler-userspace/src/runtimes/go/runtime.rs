@@ -7,7 +7,7 @@ use std::{fs, path::Path, sync::Arc};
 
 use object::{Object as _, ObjectSection as _, ObjectSegment as _, ObjectSymbol as _};
 
-use super::{known, layout::Layout};
+use super::{known, labels, layout::Layout};
 use crate::gopclntab::GoTable;
 
 /// Everything read from one Go binary.
@@ -27,6 +27,8 @@ pub struct GoRuntime {
     /// a mapping of it at `start` (file offset `offset`) has the load
     /// bias `start - offset - text_delta`.
     pub text_delta: u64,
+    /// How its pprof label sets are kept.
+    pub labels: labels::Form,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -97,6 +99,7 @@ impl GoRuntime {
             .find(|s| matches!(s.flags(), object::SegmentFlags::Elf { p_flags } if p_flags & object::elf::PF_X != 0))
             .map_or(0, |s| s.address().wrapping_sub(s.file_range().0));
         let wait_reason_names = wait_reasons.iter().map(|s| Arc::from(s.as_str())).collect();
+        let labels = labels::Form::of_minor(minor(&version).unwrap_or(0));
         Ok(Some(Self {
             version,
             layout,
@@ -104,6 +107,7 @@ impl GoRuntime {
             wait_reasons,
             wait_reason_names,
             text_delta,
+            labels,
         }))
     }
 

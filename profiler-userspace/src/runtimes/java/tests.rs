@@ -164,7 +164,10 @@ fn a_compiled_frame_names_the_methods_inlined_at_its_pc_with_their_lines() {
         names(&frames)
     );
     let next = namer.compiled(jvm.nmethod(), 7, 0x40).unwrap();
-    assert_eq!(names(&next), [("demo.Service.outer".into(), "Service.java".into(), 0)]);
+    assert_eq!(
+        names(&next),
+        [("demo.Service.outer".into(), "Service.java".into(), 0)]
+    );
 }
 
 #[test]

@@ -4,7 +4,7 @@ use profiler_common::sample::ThreadState;
 use prost::Message as _;
 
 use super::*;
-use crate::runtimes::go::{g::GoroutineStatus, goroutine_labels};
+use crate::runtimes::go::{GoroutineKey, g::GoroutineStatus, goroutine_labels};
 
 fn line(function: &str, file: &str, line: u32) -> Line {
     Line {
@@ -257,12 +257,13 @@ fn goroutine_rows_carry_their_goroutine_and_replace_their_threads_off_cpu_in_wal
             thread: String::new(),
             off_cpu_ns: 0,
             off_cpu_count: 0,
-            labels: Some(Arc::new(goroutine_labels(
-                42,
-                GoroutineStatus::Waiting,
-                Arc::from("chan receive"),
-                &Arc::from("main.serve"),
-            ))),
+            labels: Some(Arc::new(goroutine_labels(&GoroutineKey {
+                goid: 42,
+                status: GoroutineStatus::Waiting,
+                wait_reason: Some(Arc::from("chan receive")),
+                created_by: Arc::from("main.serve"),
+                labels: Arc::from([program_label("endpoint", "/heavy")]),
+            }))),
             runtime_ns: 7_000_000,
             ..thread
         },
@@ -290,6 +291,7 @@ fn goroutine_rows_carry_their_goroutine_and_replace_their_threads_off_cpu_in_wal
         ("state", "waiting"),
         ("wait_reason", "chan receive"),
         ("created_by", "main.serve"),
+        ("endpoint", "/heavy"),
     ];
     assert_eq!(
         labels,
@@ -302,4 +304,13 @@ fn goroutine_rows_carry_their_goroutine_and_replace_their_threads_off_cpu_in_wal
         ..profile
     }));
     assert_eq!(cpu_only.sample.len(), 1);
+}
+
+/// A label of the program's own (a Go pprof label).
+fn program_label(key: &str, value: &str) -> crate::sample::Label {
+    crate::sample::Label {
+        key: key.to_owned().into(),
+        attribute: key.to_owned().into(),
+        value: LabelValue::Str(Arc::from(value)),
+    }
 }

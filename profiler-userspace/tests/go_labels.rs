@@ -1,0 +1,139 @@
+//! Go's pprof labels on the goroutine view, read from outside
+//! (`profiler-fixtures/go/labels.go`: goroutines waiting under
+//! `runtime/pprof.Do` labels), against Go's own goroutine profile written
+//! by the same process, for Debian's Go 1.19 and the toolchains `cargo
+//! xtask setup` installs (a map of labels up to Go 1.23, a slice from
+//! 1.24), each built plainly and stripped.
+mod support;
+
+use std::{collections::HashMap, process::Command};
+
+use profiler_userspace::output::pprof::proto;
+use support::{Fixture, Profile, go, profile_fixture, read_profile, require_root};
+
+/// The fixture's waiting functions and the `endpoint` label each runs
+/// under ("" for none).
+const KINDS: [(&str, &str); 3] = [
+    ("main.slowRequest", "/slow"),
+    ("main.queued", "/queue"),
+    ("main.idle", ""),
+];
+
+/// Share (%) of each kind's weight, by `endpoint` label ("" for none), of
+/// the samples of `samples` with a kind's function on their stack.
+fn by_endpoint<'a>(
+    p: &'a Profile,
+    samples: impl Iterator<Item = &'a proto::Sample>,
+    ty: &str,
+) -> HashMap<(&'static str, String), f64> {
+    let mut weights: HashMap<(&'static str, String), i64> = HashMap::new();
+    let mut total = 0;
+    for s in samples {
+        let functions = p.functions(s);
+        let Some((kind, _)) = KINDS.iter().find(|(f, _)| functions.contains(f)) else {
+            continue;
+        };
+        let value = p.value(s, ty);
+        let endpoint = p.str_label(s, "endpoint").unwrap_or_default().to_owned();
+        *weights.entry((kind, endpoint)).or_default() += value;
+        total += value;
+    }
+    #[expect(clippy::cast_precision_loss, reason = "a percentage")]
+    weights
+        .into_iter()
+        .map(|(k, v)| (k, v as f64 / total.max(1) as f64 * 100.0))
+        .collect()
+}
+
+/// What is wrong with the labels of the one profile of a run.
+fn check(profile: &Profile, pid: u32, reference: &Profile) -> Vec<String> {
+    let mut failures = Vec::new();
+    let ours = by_endpoint(profile, profile.samples_of(pid), "goroutine");
+    let theirs = by_endpoint(reference, reference.0.sample.iter(), "goroutine");
+    // Each kind under its own label only, in the share Go's profile has.
+    for ((kind, endpoint), share) in &ours {
+        let want = KINDS.iter().find(|(f, _)| f == kind).unwrap().1;
+        if endpoint != want && *share > 0.0 {
+            failures.push(format!("{kind}: {share:.1}% under endpoint={endpoint:?}"));
+        }
+    }
+    for (kind, endpoint) in KINDS {
+        let key = (kind, endpoint.to_owned());
+        let (mine, want) = (
+            ours.get(&key).copied().unwrap_or(0.0),
+            theirs.get(&key).copied().unwrap_or(0.0),
+        );
+        eprintln!("{kind} endpoint={endpoint:?}: {mine:.1}% (Go's own {want:.1}%)");
+        if (mine - want).abs() > 5.0 {
+            failures.push(format!(
+                "{kind} endpoint={endpoint:?}: {mine:.1}% of goroutine time, Go's own {want:.1}%"
+            ));
+        }
+    }
+    // The goroutine rows (threads' rows get labels from the on-CPU walk).
+    let rows_of = |function: &str| -> Vec<&proto::Sample> {
+        profile
+            .samples_of(pid)
+            .filter(|s| profile.value(s, "goroutine") > 0)
+            .filter(|s| profile.functions(s).contains(&function))
+            .collect()
+    };
+    // The other label of /slow, full length labels and 70 of them.
+    if rows_of("main.slowRequest")
+        .iter()
+        .any(|s| profile.str_label(s, "tenant") != Some("a"))
+    {
+        failures.push("main.slowRequest: a row without tenant=a".to_owned());
+    }
+    let (long_key, long_value) = ("k".repeat(100), "v".repeat(300));
+    let long = rows_of("main.longLabelled");
+    if long.is_empty()
+        || long
+            .iter()
+            .any(|s| profile.str_label(s, &long_key) != Some(long_value.as_str()))
+    {
+        failures.push(format!(
+            "main.longLabelled: {} rows, not all with the long label",
+            long.len()
+        ));
+    }
+    let many = rows_of("main.manyLabelled");
+    let all_70 = |s: &proto::Sample| {
+        (0..70).all(|i| profile.str_label(s, &format!("l{i:02}")) == Some(&format!("v{i:02}")))
+    };
+    if many.is_empty() || !many.iter().all(|s| all_70(s)) {
+        failures.push(format!(
+            "main.manyLabelled: {} rows, not all with its 70 labels",
+            many.len()
+        ));
+    }
+    failures
+}
+
+#[test]
+fn waiting_goroutines_carry_their_pprof_labels_as_gos_own_profile_has_them() {
+    require_root();
+    let mut failures = Vec::new();
+    for toolchain in go::toolchains() {
+        for stripped in [false, true] {
+            let what = format!("{} stripped={stripped}", go::version(&toolchain));
+            let dir = tempfile::tempdir().unwrap();
+            let bin = go::build(&toolchain, "labels", dir.path(), "labels", stripped);
+            let reference_file = dir.path().join("reference.pb.gz");
+            let mut command = Command::new(&bin);
+            command.arg("3").arg(&reference_file);
+            let mut fixture = Fixture::spawn_command(command);
+            let out = dir.path().join("out");
+            let (truth, profiles) = profile_fixture(&mut fixture, &out, &[]);
+            assert!(truth["goroutines"] > 80, "{what}: {truth:?}");
+            assert_eq!(profiles.len(), 1, "{what}: one window");
+            let reference = read_profile(&reference_file);
+            failures.extend(
+                check(&profiles[0].1, fixture.pid(), &reference)
+                    .into_iter()
+                    .map(|f| format!("{what}: {f}")),
+            );
+        }
+    }
+    assert!(failures.is_empty(), "{failures:#?}");
+}
