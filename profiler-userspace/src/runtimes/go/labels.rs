@@ -188,3 +188,106 @@ impl LabelSets {
 const BUCKET_SIZE: u64 = 8 + 8 * 16 + 8 * 16 + 8;
 /// Overflow buckets followed per bucket.
 const MAX_OVERFLOW: usize = 16;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn put(buf: &mut [u8], at: u64, word: u64) {
+        let at = usize::try_from(at).unwrap();
+        buf[at..at + 8].copy_from_slice(&word.to_le_bytes());
+    }
+
+    /// A Go string header for `text` at `at` in `buf`.
+    fn put_string(buf: &mut [u8], at: u64, text: &'static str) {
+        put(buf, at, text.as_ptr() as u64);
+        put(buf, at + 8, text.len() as u64);
+    }
+
+    fn pairs(set: &[Label]) -> Vec<(String, String)> {
+        set.iter()
+            .map(|l| {
+                let LabelValue::Str(value) = &l.value else {
+                    panic!("a string label")
+                };
+                assert_eq!(l.key, l.attribute);
+                (l.key.to_string(), value.to_string())
+            })
+            .collect()
+    }
+
+    fn sets(form: Form) -> LabelSets {
+        LabelSets::new(
+            form,
+            Memory {
+                pid: std::process::id(),
+            },
+        )
+    }
+
+    #[test]
+    fn a_slice_of_pairs_reads_in_key_order() {
+        let mut list = vec![0u8; 64];
+        put_string(&mut list, 0, "endpoint");
+        put_string(&mut list, 16, "/heavy");
+        put_string(&mut list, 32, "tenant");
+        put_string(&mut list, 48, "");
+        let mut header = vec![0u8; 24];
+        put(&mut header, 0, list.as_ptr() as u64);
+        put(&mut header, 8, 2);
+        put(&mut header, 16, 2);
+        let set = sets(Form::Slice).of(header.as_ptr() as u64);
+        assert_eq!(
+            pairs(&set),
+            [
+                ("endpoint".into(), "/heavy".into()),
+                ("tenant".into(), String::new())
+            ]
+        );
+        assert!(sets(Form::Slice).of(0).is_empty());
+    }
+
+    #[test]
+    fn a_growing_map_reads_its_live_cells_in_both_bucket_arrays() {
+        // Two buckets (B = 1): a live cell in the first, an emptied one
+        // (tophash 1) in the second, whose overflow bucket has another;
+        // one old bucket with a cell not moved yet and one moved (2).
+        let size = usize::try_from(BUCKET_SIZE).unwrap();
+        let mut new = vec![0u8; 2 * size];
+        let mut overflow = vec![0u8; size];
+        let mut old = vec![0u8; size];
+        new[0] = 9;
+        put_string(&mut new, 8, "b");
+        put_string(&mut new, 136, "2");
+        new[size] = 1;
+        put_string(&mut new, BUCKET_SIZE + 8, "gone");
+        put_string(&mut new, BUCKET_SIZE + 136, "x");
+        overflow[3] = 200;
+        put_string(&mut overflow, 8 + 3 * 16, "c");
+        put_string(&mut overflow, 136 + 3 * 16, "3");
+        put(&mut new, 2 * BUCKET_SIZE - 8, overflow.as_ptr() as u64);
+        old[0] = 7;
+        put_string(&mut old, 8, "a");
+        put_string(&mut old, 136, "1");
+        old[1] = 2;
+        put_string(&mut old, 24, "b");
+        put_string(&mut old, 152, "stale");
+        let mut hmap = vec![0u8; 48];
+        put(&mut hmap, 0, 3);
+        hmap[9] = 1;
+        put(&mut hmap, 16, new.as_ptr() as u64);
+        put(&mut hmap, 24, old.as_ptr() as u64);
+        // `g.labels` points at the map variable, which holds the header's
+        // address.
+        let variable = hmap.as_ptr() as u64;
+        let set = sets(Form::Map).of(std::ptr::from_ref(&variable) as u64);
+        assert_eq!(
+            pairs(&set),
+            [
+                ("a".into(), "1".into()),
+                ("b".into(), "2".into()),
+                ("c".into(), "3".into())
+            ]
+        );
+    }
+}
