@@ -8,6 +8,7 @@
 extern crate std;
 
 pub mod frames;
+pub mod go;
 pub mod java;
 pub mod maps;
 pub mod off_cpu;

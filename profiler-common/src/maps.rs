@@ -112,6 +112,17 @@ pub const PYTHON_CODES: &str = "PYTHON_CODES";
 pub const PYTHON_CODE_REQUESTS: &str = "PYTHON_CODE_REQUESTS";
 /// Per-CPU bytes of the Python frame the walk is reading.
 pub const PYTHON_SCRATCH: &str = "PYTHON_SCRATCH";
+/// pid -> [`crate::go::GoProcess`]: where the on-CPU sample finds the
+/// pprof labels of a Go process's running goroutine (an LRU map, as
+/// [`PYTHON_PROCS`]).
+pub const GO_PROCS: &str = "GO_PROCS";
+/// [`crate::go::LabelSetSeen`] -> 1: label sets the samples have recorded
+/// (an LRU map), so that each is asked for once.
+pub const GO_LABEL_SETS: &str = "GO_LABEL_SETS";
+/// [`crate::go::LabelSetSeen`] -> 1: label sets recorded for the first
+/// time, which the daemon reads (and deletes) when the doorbell
+/// ([`UNWIND_DOORBELL`]) rings or at its next poll.
+pub const GO_LABEL_REQUESTS: &str = "GO_LABEL_REQUESTS";
 /// pid -> [`crate::java::JavaProcess`]: where the walk finds a JVM's code
 /// cache and how its blobs are laid out (an LRU map, as [`PYTHON_PROCS`]).
 pub const JAVA_PROCS: &str = "JAVA_PROCS";
@@ -152,7 +163,7 @@ pub const GLOBAL_INTERVAL_CELLS: &str = "INTERVAL_CELLS_IN_USE";
 /// Every map of the eBPF object (besides aya-log's own). A test in
 /// profiler-userspace checks the built object against this list both
 /// ways, so a map renamed on one side only, or left unused, fails it.
-pub const ALL: [&str; 29] = [
+pub const ALL: [&str; 32] = [
     SAMPLES_0,
     SAMPLES_1,
     STACKS_0,
@@ -182,6 +193,9 @@ pub const ALL: [&str; 29] = [
     JAVA_PROCS,
     JAVA_FRAMES,
     JAVA_FRAME_REQUESTS,
+    GO_PROCS,
+    GO_LABEL_SETS,
+    GO_LABEL_REQUESTS,
 ];
 
 /// Every load-time global the daemon sets, checked the same way.
@@ -236,6 +250,13 @@ pub const fn interval_cell(tid: u32, cells: u32) -> u32 {
 pub const TARGET_COMMS_MAX_ENTRIES: u32 = 64;
 /// Capacity of [`PYTHON_PROCS`].
 pub const PYTHON_PROCS_MAX_ENTRIES: u32 = 4_096;
+/// Capacity of [`GO_PROCS`].
+pub const GO_PROCS_MAX_ENTRIES: u32 = 4_096;
+/// Capacity of [`GO_LABEL_SETS`].
+pub const GO_LABEL_SETS_MAX_ENTRIES: u32 = 65_536;
+/// Capacity of [`GO_LABEL_REQUESTS`] (a full map drops the request; the
+/// set is then read at the chunk's drain, if it still lives).
+pub const GO_LABEL_REQUESTS_MAX_ENTRIES: u32 = 4_096;
 /// Capacity of [`JAVA_PROCS`].
 pub const JAVA_PROCS_MAX_ENTRIES: u32 = 1_024;
 /// Capacity of [`JAVA_FRAMES`]: Java frames remembered as asked for.

@@ -95,6 +95,11 @@ pub struct SampleKey {
     /// In a Python thread, whether it held the GIL
     /// ([`crate::python::gil`]); 0 elsewhere.
     pub python_gil: u32,
+    /// In a Go thread's sample, the label set of the goroutine it ran
+    /// (`g.labels`, see [`crate::go`]) and the set's identity then; 0
+    /// elsewhere.
+    pub go_labels: u64,
+    pub go_labels_identity: u64,
 }
 
 /// Aggregated weight of one [`SampleKey`].
@@ -116,7 +121,8 @@ mod pod {
     use super::{SampleKey, SampleValue};
 
     // SAFETY: SampleKey is repr(C) with no padding (two u32, two u64, four
-    // 32-bit fields, `python_gil` included: 40 bytes) and every bit pattern is valid.
+    // 32-bit fields, `python_gil` included, then two u64: 56 bytes) and
+    // every bit pattern is valid.
     unsafe impl aya::Pod for SampleKey {}
     // SAFETY: SampleValue is repr(C): three u64 then 16 bytes, 40 bytes
     // with no padding, and every bit pattern is valid.
@@ -142,7 +148,7 @@ pub fn comm_key(name: &str) -> [u8; COMM_LEN] {
 
 // The layouts both sides agree on, checked wherever this crate is built
 // (the eBPF target included): no padding.
-const _: () = assert!(size_of::<SampleKey>() == 40);
+const _: () = assert!(size_of::<SampleKey>() == 56);
 const _: () = assert!(size_of::<SampleValue>() == 40);
 
 #[cfg(test)]

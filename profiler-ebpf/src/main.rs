@@ -16,6 +16,7 @@
 )]
 
 mod aggregate;
+mod go;
 mod java;
 mod maps;
 mod off_cpu;
@@ -25,6 +26,7 @@ mod sched_info;
 mod stack;
 mod target;
 mod task_storage;
+mod tls;
 mod unwind;
 
 use aya_ebpf::{

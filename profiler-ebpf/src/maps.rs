@@ -10,15 +10,17 @@ use aya_ebpf::{
     maps::{Array, HashMap, LruHashMap, PerCpuArray, RingBuf},
 };
 use profiler_common::{
+    go::{GoProcess, LabelSetSeen},
     java::{FrameSeen, JavaProcess},
     maps::{
-        CONTROL_ACTIVE_SLOT, CONTROL_LAST_FLIP_NS, CONTROL_LEN, IN_FLIGHT_MAX_ENTRIES,
-        INTERVAL_CELLS_LEN, JAVA_FRAME_REQUESTS_MAX_ENTRIES, JAVA_FRAMES_MAX_ENTRIES,
-        JAVA_PROCS_MAX_ENTRIES, PYTHON_CODE_REQUESTS_MAX_ENTRIES, PYTHON_CODES_MAX_ENTRIES,
-        PYTHON_PROCS_MAX_ENTRIES, PYTHON_THREADS_MAX_ENTRIES, SAMPLES_MAX_ENTRIES,
-        STACKS_MAX_ENTRIES, TARGET_COMMS_MAX_ENTRIES, TARGET_FILTER_SLOTS, TARGETS_MAX_ENTRIES,
-        UNWIND_DOORBELL_BYTES, UNWIND_PROCS_MAX_ENTRIES, UNWIND_REQUESTS_MAX_ENTRIES,
-        UNWIND_ROWS_DEFAULT_ENTRIES, target_filter_slot,
+        CONTROL_ACTIVE_SLOT, CONTROL_LAST_FLIP_NS, CONTROL_LEN, GO_LABEL_REQUESTS_MAX_ENTRIES,
+        GO_LABEL_SETS_MAX_ENTRIES, GO_PROCS_MAX_ENTRIES, IN_FLIGHT_MAX_ENTRIES, INTERVAL_CELLS_LEN,
+        JAVA_FRAME_REQUESTS_MAX_ENTRIES, JAVA_FRAMES_MAX_ENTRIES, JAVA_PROCS_MAX_ENTRIES,
+        PYTHON_CODE_REQUESTS_MAX_ENTRIES, PYTHON_CODES_MAX_ENTRIES, PYTHON_PROCS_MAX_ENTRIES,
+        PYTHON_THREADS_MAX_ENTRIES, SAMPLES_MAX_ENTRIES, STACKS_MAX_ENTRIES,
+        TARGET_COMMS_MAX_ENTRIES, TARGET_FILTER_SLOTS, TARGETS_MAX_ENTRIES, UNWIND_DOORBELL_BYTES,
+        UNWIND_PROCS_MAX_ENTRIES, UNWIND_REQUESTS_MAX_ENTRIES, UNWIND_ROWS_DEFAULT_ENTRIES,
+        target_filter_slot,
     },
     python::{CodeSeen, FRAME_READ_MAX, PythonProcess},
     sample::{COMM_LEN, SampleKey, SampleValue},
@@ -201,6 +203,17 @@ pub enum Scratch {
 
 /// Entries of each per-CPU scratch map: one per [`Scratch`] variant.
 const SCRATCH_CONTEXTS: u32 = 2;
+
+#[map]
+static GO_PROCS: LruHashMap<u32, GoProcess> = LruHashMap::with_max_entries(GO_PROCS_MAX_ENTRIES, 0);
+
+#[map]
+static GO_LABEL_SETS: LruHashMap<LabelSetSeen, u8> =
+    LruHashMap::with_max_entries(GO_LABEL_SETS_MAX_ENTRIES, 0);
+
+#[map]
+static GO_LABEL_REQUESTS: HashMap<LabelSetSeen, u8> =
+    HashMap::with_max_entries(GO_LABEL_REQUESTS_MAX_ENTRIES, 0);
 
 #[map]
 static PYTHON_PROCS: LruHashMap<u32, PythonProcess> =
@@ -500,6 +513,14 @@ pub fn walk_scratch(context: u32) -> Option<(*mut WalkState, *mut StackTrace)> {
     ))
 }
 
+/// The Go process `pid`, when the daemon has published one.
+#[inline(always)]
+pub fn go_process(pid: u32) -> Option<&'static GoProcess> {
+    // SAFETY: a value of a successful lookup, valid for this program's run;
+    // the daemon replaces entries whole.
+    unsafe { GO_PROCS.get(pid) }
+}
+
 /// The Python process `pid`, when the daemon has published one.
 #[inline(always)]
 pub fn python_process(pid: u32) -> Option<&'static PythonProcess> {
@@ -538,6 +559,22 @@ pub fn note_python_code(seen: &CodeSeen) {
     }
     let _ = PYTHON_CODES.insert(seen, 1, 0);
     if PYTHON_CODE_REQUESTS
+        .insert(seen, 1, u64::from(BPF_NOEXIST))
+        .is_ok()
+    {
+        let _ = UNWIND_DOORBELL.output::<u32>(seen.pid, 0);
+    }
+}
+
+/// Asks the daemon to read Go label set `seen` unless asked before, and
+/// rings it when the request is new.
+#[inline(always)]
+pub fn note_go_label_set(seen: &LabelSetSeen) {
+    if GO_LABEL_SETS.get_ptr(seen).is_some() {
+        return;
+    }
+    let _ = GO_LABEL_SETS.insert(seen, 1, 0);
+    if GO_LABEL_REQUESTS
         .insert(seen, 1, u64::from(BPF_NOEXIST))
         .is_ok()
     {

@@ -6,7 +6,7 @@ use profiler_common::{
     stats::Stat,
 };
 
-use crate::{aggregate, maps, maps::Scratch, stack, target, unwind};
+use crate::{aggregate, go, maps, maps::Scratch, stack, target, unwind};
 
 pub fn record(ctx: &PerfEventContext) {
     let Some((pid, tid)) = target::current() else {
@@ -18,6 +18,7 @@ pub fn record(ctx: &PerfEventContext) {
         unwind::capture_user(&slot, pid, Scratch::Sampling);
     let (kernel_stack, kernel_stack_err) =
         stack::capture_current(ctx, &slot, 0, Stat::KernelStackErrors, Scratch::Sampling);
+    let (go_labels, go_labels_identity) = go::labels(pid);
     let key = SampleKey {
         pid,
         tid,
@@ -27,6 +28,8 @@ pub fn record(ctx: &PerfEventContext) {
         kernel_stack_err,
         state: ThreadState::Running as u32,
         python_gil,
+        go_labels,
+        go_labels_identity,
     };
     let mut weight = aggregate::weight(1, 0, 0);
     weight.comm = bpf_get_current_comm().unwrap_or([0u8; COMM_LEN]);

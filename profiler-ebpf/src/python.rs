@@ -6,8 +6,8 @@
 //! the main interpreter's list whose `thread_id` (`pthread_self()`) is the
 //! thread's `fsbase`, cached per thread in `PYTHON_THREADS`.
 use aya_ebpf::helpers::{
-    bpf_get_current_pid_tgid, bpf_probe_read_kernel, bpf_probe_read_user,
-    generated::{bpf_get_current_task_btf, bpf_probe_read_user as probe_read_user_raw},
+    bpf_get_current_pid_tgid, bpf_probe_read_user,
+    generated::bpf_probe_read_user as probe_read_user_raw,
 };
 use profiler_common::{
     frames::{PYTHON_FRAME, PYTHON_TORN, python_detail},
@@ -20,7 +20,7 @@ use profiler_common::{
     unwind::{MAX_FRAMES, WalkState},
 };
 
-use crate::maps;
+use crate::{maps, tls};
 
 /// What the walk does at its current native frame.
 pub enum At {
@@ -225,7 +225,7 @@ fn field_u64(bytes: &[u8; FRAME_READ_MAX], offset: u16) -> Option<u64> {
 #[inline(always)]
 fn current_frame(process: &PythonProcess) -> Option<(u64, u32)> {
     let (layout, interpreters_head) = (&process.layout, process.interpreters_head);
-    let fsbase = fsbase()?;
+    let fsbase = tls::fsbase()?;
     #[expect(clippy::cast_possible_truncation, reason = "the low half is the tid")]
     let tid = bpf_get_current_pid_tgid() as u32;
     let thread_id_at = |tstate: u64| tstate.wrapping_add(u64::from(layout.tstate_thread_id));
@@ -286,20 +286,6 @@ fn find_thread(layout: &KernelLayout, interpreters_head: u64, fsbase: u64) -> Op
         tstate = read_user::<u64>(tstate.wrapping_add(u64::from(layout.tstate_next)))?;
     }
     None
-}
-
-/// The current thread's `fsbase`: its thread pointer, which glibc and
-/// musl return as `pthread_self()`.
-#[inline(always)]
-fn fsbase() -> Option<u64> {
-    let offset = maps::fsbase_offset();
-    if offset == 0 {
-        return None;
-    }
-    // SAFETY: the helper returns the current task, valid for this run.
-    let task = unsafe { bpf_get_current_task_btf() } as u64;
-    // SAFETY: a read of kernel memory through the fault-tolerant helper.
-    unsafe { bpf_probe_read_kernel((task + u64::from(offset)) as *const u64).ok() }
 }
 
 #[inline(always)]

@@ -276,6 +276,7 @@ mod tests {
             off_cpu_count: 1,
             labels: None,
             runtime_ns: 0,
+            label_set: None,
         };
         // Above the kernel's largest pid_max (2^22): never a process.
         let raw = RawWindow::of_samples(vec![sample(u32::MAX - 1), sample(std::process::id())]);

@@ -13,18 +13,21 @@
 //! the kernel's records of BPF programs loaded (always).
 //!
 //! The same reads publish Python processes and JVMs to the kernel walk
-//! (`runtimes/python/`, `runtimes/java/`), and the walk's requests for
+//! (`runtimes/python/`, `runtimes/java/`), and Go processes to the on-CPU
+//! sample, which records their goroutines' pprof labels (read here into
+//! each chunk's rows: `runtimes/go/labelled.rs`); the walk's requests for
 //! Python code objects are served here too: the code objects read go with
 //! each chunk, as do the chunk's Java frames, named here while their JVMs
 //! run.
 use std::sync::Arc;
 
 use crate::{
-    bpf::{JavaMaps, KernelError, PythonMaps, UnwindMaps},
+    bpf::{GoMaps, JavaMaps, KernelError, PythonMaps, UnwindMaps},
     config::{Target, Unwind},
     mapping_events::{MappingEvents, Recorded},
     process::{build_ids::BuildIds, roots::Roots, snapshot::ProcessSnapshot},
     runtimes::{
+        go::GoLabels,
         java::{Java, NamedFrame},
         python::{Python, PythonCode},
     },
@@ -33,9 +36,9 @@ use crate::{
 };
 
 /// The maps the watch writes.
-pub trait WatchMaps: UnwindMaps<Error = KernelError> + PythonMaps + JavaMaps {}
+pub trait WatchMaps: UnwindMaps<Error = KernelError> + PythonMaps + JavaMaps + GoMaps {}
 
-impl<T: UnwindMaps<Error = KernelError> + PythonMaps + JavaMaps> WatchMaps for T {}
+impl<T: UnwindMaps<Error = KernelError> + PythonMaps + JavaMaps + GoMaps> WatchMaps for T {}
 
 pub struct ProcessWatch {
     unwinder: Unwinder,
@@ -64,6 +67,7 @@ struct Anew {
 struct Walked {
     python: Python,
     java: Java,
+    go: GoLabels,
 }
 
 impl Walked {
@@ -75,19 +79,22 @@ impl Walked {
         mappings: &Stamped<'_>,
     ) -> Result<(), KernelError> {
         self.python.publish(kernel, pid, mappings)?;
-        self.java.publish(kernel, pid, mappings)
+        self.java.publish(kernel, pid, mappings)?;
+        self.go.publish(kernel, pid, mappings)
     }
 
-    /// Serves the Python walk's requests, and tries the JVMs still
-    /// starting again.
+    /// Serves the Python walk's and the Go labels' requests, and tries the
+    /// JVMs still starting again.
     fn serve(&mut self, kernel: &mut impl WatchMaps) -> Result<(), KernelError> {
         self.python.serve(kernel)?;
-        self.java.serve(kernel)
+        self.java.serve(kernel)?;
+        self.go.serve(kernel)
     }
 
     fn forget(&mut self, kernel: &mut impl WatchMaps, pid: u32) -> Result<(), KernelError> {
         self.python.forget(kernel, pid)?;
-        self.java.forget(kernel, pid)
+        self.java.forget(kernel, pid)?;
+        self.go.forget(kernel, pid)
     }
 }
 
@@ -215,6 +222,12 @@ impl ProcessWatch {
         self.anew.walked.java.name(samples)
     }
 
+    /// Reads the Go label sets `samples` (a chunk's) recorded into their
+    /// labels, while their processes run.
+    pub fn label_go(&mut self, samples: &mut [RawSample]) {
+        self.anew.walked.go.label(samples);
+    }
+
     /// A window ends: the next names its Java frames again.
     pub fn new_window(&mut self) {
         self.anew.walked.java.new_window();
@@ -231,6 +244,10 @@ impl ProcessWatch {
         };
         comments.extend(self.anew.walked.python.stats().comments());
         comments.extend(self.anew.walked.java.comments());
+        comments.push(format!(
+            "go_label_sets_gone: {}",
+            self.anew.walked.go.sets_gone()
+        ));
         comments
     }
 
@@ -250,7 +267,8 @@ impl ProcessWatch {
     }
 }
 
-/// Publishes (or forgets) a process as a Python process or a JVM as soon
+/// Publishes (or forgets) a process as a Python process, a JVM or a Go
+/// process as soon
 /// as the unwinder has published its mappings.
 fn publisher<M: WatchMaps>(
     walked: &mut Walked,

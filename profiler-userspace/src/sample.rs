@@ -59,6 +59,25 @@ pub struct RawSample {
     /// the weight of the rows a runtime adds (the `goroutine` sample
     /// type).
     pub runtime_ns: u64,
+    /// The program's label set the kernel saw current at the row's
+    /// samples, until read into `labels` (a Go goroutine's pprof labels).
+    pub label_set: Option<LabelSetAt>,
+}
+
+/// Where a program's label set was when sampled, and its identity then
+/// (which tells it from a set made later at the same address).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct LabelSetAt {
+    pub address: u64,
+    pub identity: u64,
+}
+
+impl LabelSetAt {
+    /// As the kernel recorded it (`address` 0: none).
+    #[must_use]
+    pub fn of(address: u64, identity: u64) -> Option<Self> {
+        (address != 0).then_some(Self { address, identity })
+    }
 }
 
 /// The labels a language runtime puts on a row, in order.

@@ -46,6 +46,7 @@ pub fn row(tid: u32, state: ThreadState, samples: u64, off_cpu_ns: u64) -> RawSa
         off_cpu_count: u64::from(off_cpu_ns > 0),
         labels: None,
         runtime_ns: 0,
+        label_set: None,
     }
 }
 

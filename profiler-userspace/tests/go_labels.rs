@@ -1,9 +1,9 @@
-//! Go's pprof labels on the goroutine view, read from outside
-//! (`profiler-fixtures/go/labels.go`: goroutines waiting under
-//! `runtime/pprof.Do` labels), against Go's own goroutine profile written
-//! by the same process, for Debian's Go 1.19 and the toolchains `cargo
-//! xtask setup` installs (a map of labels up to Go 1.23, a slice from
-//! 1.24), each built plainly and stripped.
+//! Go's pprof labels read from outside (`profiler-fixtures/go/labels.go`:
+//! goroutines waiting under `runtime/pprof.Do` labels, and one on the CPU
+//! under two in turn), against Go's own goroutine and CPU profiles written
+//! by the same process and the time it measures, for Debian's Go 1.19 and
+//! the toolchains `cargo xtask setup` installs (a map of labels up to Go
+//! 1.23, a slice from 1.24), each built plainly and stripped.
 mod support;
 
 use std::{collections::HashMap, process::Command};
@@ -119,21 +119,100 @@ fn waiting_goroutines_carry_their_pprof_labels_as_gos_own_profile_has_them() {
             let what = format!("{} stripped={stripped}", go::version(&toolchain));
             let dir = tempfile::tempdir().unwrap();
             let bin = go::build(&toolchain, "labels", dir.path(), "labels", stripped);
-            let reference_file = dir.path().join("reference.pb.gz");
             let mut command = Command::new(&bin);
-            command.arg("3").arg(&reference_file);
+            command.arg("3").arg(dir.path());
             let mut fixture = Fixture::spawn_command(command);
             let out = dir.path().join("out");
             let (truth, profiles) = profile_fixture(&mut fixture, &out, &[]);
             assert!(truth["goroutines"] > 80, "{what}: {truth:?}");
             assert_eq!(profiles.len(), 1, "{what}: one window");
-            let reference = read_profile(&reference_file);
+            let (profile, pid) = (&profiles[0].1, fixture.pid());
+            let goroutines = read_profile(&dir.path().join("goroutine.pb.gz"));
+            let cpu = read_profile(&dir.path().join("cpu.pb.gz"));
             failures.extend(
-                check(&profiles[0].1, fixture.pid(), &reference)
+                check(profile, pid, &goroutines)
                     .into_iter()
+                    .chain(check_on_cpu(profile, pid, &cpu, &truth))
                     .map(|f| format!("{what}: {f}")),
             );
         }
     }
     assert!(failures.is_empty(), "{failures:#?}");
 }
+
+/// What is wrong with the labels of the on-CPU samples: every sample in
+/// `main.heavy` or `main.light` under its own label, and each label's
+/// share of them within 5 points of the time the program measured, and
+/// within 10 of Go's own CPU profile's share (100 Hz over 3 s: about 300
+/// samples; a label swapped or lost is off by 50).
+fn check_on_cpu(
+    profile: &Profile,
+    pid: u32,
+    reference: &Profile,
+    truth: &HashMap<String, u64>,
+) -> Vec<String> {
+    let mut failures = Vec::new();
+    let shares = |p: &Profile, samples: &mut dyn Iterator<Item = &proto::Sample>, ty: &str| {
+        let mut by: HashMap<(&'static str, Option<String>), i64> = HashMap::new();
+        for s in samples {
+            let functions = p.functions(s);
+            for (function, _) in CPU_KINDS {
+                if functions.contains(&function) {
+                    let endpoint = p.str_label(s, "endpoint").map(str::to_owned);
+                    *by.entry((function, endpoint)).or_default() += p.value(s, ty);
+                }
+            }
+        }
+        by
+    };
+    let ours = shares(
+        profile,
+        &mut profile
+            .samples_of(pid)
+            .filter(|s| profile.value(s, "samples") > 0),
+        "samples",
+    );
+    let theirs = shares(reference, &mut reference.0.sample.iter(), "samples");
+    let total = |by: &HashMap<(&'static str, Option<String>), i64>| by.values().sum::<i64>().max(1);
+    let (our_total, their_total) = (total(&ours), total(&theirs));
+    #[expect(clippy::cast_precision_loss, reason = "a percentage")]
+    let pct = |n: i64, of: i64| n as f64 / of as f64 * 100.0;
+    let measured = truth["heavy_ns"] + truth["light_ns"];
+    for (function, endpoint) in CPU_KINDS {
+        let key = (function, Some(endpoint.to_owned()));
+        let labelled = ours.get(&key).copied().unwrap_or(0);
+        let all: i64 = ours
+            .iter()
+            .filter(|((f, _), _)| *f == function)
+            .map(|(_, n)| n)
+            .sum();
+        let (mine, go) = (
+            pct(labelled, our_total),
+            pct(theirs.get(&key).copied().unwrap_or(0), their_total),
+        );
+        #[expect(clippy::cast_possible_wrap, reason = "nanoseconds of a run")]
+        let want = pct(
+            truth[&format!("{}_ns", &function[5..])] as i64,
+            measured as i64,
+        );
+        eprintln!(
+            "{function} endpoint={endpoint}: {mine:.1}% of on-CPU samples ({labelled} of {all} \
+             labelled), measured {want:.1}%, Go's own CPU profile {go:.1}%"
+        );
+        if all == 0 || pct(labelled, all) < 99.0 {
+            failures.push(format!(
+                "{function}: {labelled} of its {all} on-CPU samples under endpoint={endpoint}"
+            ));
+        }
+        if (mine - want).abs() > 5.0 || (mine - go).abs() > 10.0 {
+            failures.push(format!(
+                "{function} endpoint={endpoint}: {mine:.1}% of on-CPU samples, measured \
+                 {want:.1}%, Go's own {go:.1}%"
+            ));
+        }
+    }
+    failures
+}
+
+/// The functions the goroutine on the CPU runs, and each one's label.
+const CPU_KINDS: [(&str, &str); 2] = [("main.heavy", "/heavy"), ("main.light", "/light")];

@@ -14,7 +14,7 @@ use profiler_common::{
 };
 
 use super::interval_cell;
-use crate::{aggregate, maps, unwind};
+use crate::{aggregate, go, maps, unwind};
 
 /// Where a thread's pending weight is flushed (see `off_cpu/mod.rs`).
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -95,6 +95,7 @@ pub fn flush(entry: *mut TaskState, hook: Flush) {
         let slot = maps::active_slot();
         let (user_stack, user_stack_err, python_gil) =
             unwind::capture_user(&slot, (*entry).pid, maps::Scratch::Tracing);
+        let (go_labels, go_labels_identity) = go::labels((*entry).pid);
         let mut key = SampleKey {
             pid: (*entry).pid,
             tid: (*entry).tid,
@@ -104,6 +105,8 @@ pub fn flush(entry: *mut TaskState, hook: Flush) {
             kernel_stack_err: (*entry).kernel_stack_err,
             state: (*entry).pending_state,
             python_gil,
+            go_labels,
+            go_labels_identity,
         };
         if (*entry).blocked_count != 0 {
             let mut weight = aggregate::weight(0, (*entry).blocked_ns, (*entry).blocked_count);

@@ -20,7 +20,7 @@ use super::{
     batch,
     error::{KernelError, take_map},
 };
-use crate::sample::{MapEntries, RawSample, Stack, python_gil_labels};
+use crate::sample::{LabelSetAt, MapEntries, RawSample, Stack, python_gil_labels};
 
 /// A window's end as the kernel saw it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -223,6 +223,7 @@ impl WindowMaps for Windows {
                 off_cpu_count: value.off_cpu_count,
                 labels: python_gil_labels(key.python_gil),
                 runtime_ns: 0,
+                label_set: LabelSetAt::of(key.go_labels, key.go_labels_identity),
             });
         }
         window.stats = self.stats_delta()?;

@@ -386,5 +386,6 @@ fn push_part(
         off_cpu_count: count,
         labels: None,
         runtime_ns: 0,
+        label_set: None,
     });
 }

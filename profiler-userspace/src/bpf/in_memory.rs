@@ -6,6 +6,7 @@
 use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
 
 use profiler_common::{
+    go::{GoProcess, LabelSetSeen},
     java::{FrameSeen, JavaProcess},
     python::{CodeSeen, PythonProcess},
     stats::{STATS_LEN, Stat},
@@ -15,6 +16,7 @@ use profiler_common::{
 use super::{
     drain::{Drained, Flip, WindowMaps},
     error::KernelError,
+    go_maps::GoMaps,
     in_flight::{InFlightMaps, InFlightStats},
     java_maps::JavaMaps,
     python_maps::PythonMaps,
@@ -59,6 +61,9 @@ pub struct MemoryKernel {
     pub code_requests: Vec<CodeSeen>,
     /// The JVMs published.
     pub java: HashMap<u32, JavaProcess>,
+    /// The Go processes published and the label sets asked for.
+    pub go: HashMap<u32, GoProcess>,
+    pub label_requests: Vec<LabelSetSeen>,
 }
 
 /// Rows the programs record, and time that passes, within one chunk.
@@ -214,6 +219,22 @@ impl PythonMaps for MemoryKernel {
 
     fn take_code_requests(&mut self) -> Result<Vec<CodeSeen>, KernelError> {
         Ok(std::mem::take(&mut self.code_requests))
+    }
+}
+
+impl GoMaps for MemoryKernel {
+    fn set_go(&mut self, pid: u32, process: &GoProcess) -> Result<(), KernelError> {
+        self.go.insert(pid, *process);
+        Ok(())
+    }
+
+    fn remove_go(&mut self, pid: u32) -> Result<(), KernelError> {
+        self.go.remove(&pid);
+        Ok(())
+    }
+
+    fn take_label_requests(&mut self) -> Result<Vec<LabelSetSeen>, KernelError> {
+        Ok(std::mem::take(&mut self.label_requests))
     }
 }
 

@@ -11,6 +11,7 @@ use aya::{
     util::online_cpus,
 };
 use profiler_common::{
+    go::{GoProcess, LabelSetSeen},
     java::{FrameSeen, JavaProcess},
     maps::{
         GLOBAL_FSBASE_OFFSET, GLOBAL_INTERVAL_CELLS, GLOBAL_OFF_CPU_DISPATCH_ONLY,
@@ -29,6 +30,7 @@ use super::{
     drain::{Drained, Flip, WindowMaps, Windows},
     ebpf_log::{self, Logger},
     error::{KernelError, take_map},
+    go_maps::{GoMaps, GoTables},
     in_flight::{InFlight, InFlightMaps, InFlightStats},
     java_maps::{JavaMaps, JavaTables},
     kfunc::{self, Kfunc},
@@ -105,6 +107,7 @@ pub struct Kernel {
     unwind: UnwindTables,
     python: PythonTables,
     java: JavaTables,
+    go: GoTables,
     /// `UNWIND_DOORBELL`, until [`Kernel::doorbell`] takes it.
     doorbell: Option<Map>,
     logger: Option<Logger>,
@@ -192,6 +195,7 @@ impl Kernel {
             unwind: UnwindTables::take(&mut ebpf)?,
             python: PythonTables::take(&mut ebpf)?,
             java: JavaTables::take(&mut ebpf)?,
+            go: GoTables::take(&mut ebpf)?,
             doorbell: Some(take_map(&mut ebpf, UNWIND_DOORBELL)?),
             logger,
             ebpf,
@@ -393,6 +397,20 @@ impl PythonMaps for Kernel {
 
     fn take_code_requests(&mut self) -> Result<Vec<CodeSeen>, KernelError> {
         self.python.take_code_requests()
+    }
+}
+
+impl GoMaps for Kernel {
+    fn set_go(&mut self, pid: u32, process: &GoProcess) -> Result<(), KernelError> {
+        self.go.set_go(pid, process)
+    }
+
+    fn remove_go(&mut self, pid: u32) -> Result<(), KernelError> {
+        self.go.remove_go(pid)
+    }
+
+    fn take_label_requests(&mut self) -> Result<Vec<LabelSetSeen>, KernelError> {
+        self.go.take_label_requests()
     }
 }
 

@@ -6,13 +6,13 @@
 //! find the scheduler fields the off-CPU programs read (`btf_fields.rs`),
 //! probe the kernel for what the programs need (`features.rs`),
 //! link its kfunc calls (`kfunc.rs`), serve the unwinder's maps
-//! (`unwind_maps.rs`), the Python walk's (`python_maps.rs`) and the Java
-//! walk's (`java_maps.rs`), and copy the programs' log into tracing
+//! (`unwind_maps.rs`), the Python walk's (`python_maps.rs`), the Java
+//! walk's (`java_maps.rs`) and the Go labels' (`go_maps.rs`), and copy the programs' log into tracing
 //! (`ebpf_log.rs`). Only this module touches aya types.
 //!
 //! The rest of the daemon uses the kernel through narrow interfaces:
 //! [`WindowMaps`], [`InFlightMaps`], [`TargetMaps`], [`UnwindMaps`],
-//! [`PythonMaps`] and [`JavaMaps`]. [`KernelMaps`] is all six, as the daemon's window loop uses them.
+//! [`PythonMaps`], [`JavaMaps`] and [`GoMaps`]. [`KernelMaps`] is all seven, as the daemon's window loop uses them.
 //! [`Kernel`] implements each against the loaded programs; `in_memory.rs`
 //! implements them in memory, for tests that run without root.
 mod asleep;
@@ -25,6 +25,7 @@ mod drain;
 mod ebpf_log;
 mod error;
 pub mod features;
+mod go_maps;
 mod handshake;
 mod in_flight;
 #[cfg(test)]
@@ -43,6 +44,7 @@ pub use btf_fields::{BtfFieldError, KernelTypes};
 pub use doorbell::Doorbell;
 pub use drain::{Drained, WindowMaps};
 pub use error::KernelError;
+pub use go_maps::GoMaps;
 pub use in_flight::{InFlightMaps, InFlightStats};
 pub use java_maps::JavaMaps;
 pub use load::Kernel;
@@ -53,7 +55,13 @@ pub use unwind_maps::UnwindMaps;
 
 /// Every map the daemon's window loop uses.
 pub trait KernelMaps:
-    WindowMaps + InFlightMaps + TargetMaps + UnwindMaps<Error = KernelError> + PythonMaps + JavaMaps
+    WindowMaps
+    + InFlightMaps
+    + TargetMaps
+    + UnwindMaps<Error = KernelError>
+    + PythonMaps
+    + JavaMaps
+    + GoMaps
 {
 }
 
@@ -64,5 +72,6 @@ impl<T> KernelMaps for T where
         + UnwindMaps<Error = KernelError>
         + PythonMaps
         + JavaMaps
+        + GoMaps
 {
 }

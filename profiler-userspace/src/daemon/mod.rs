@@ -205,6 +205,7 @@ impl<'a, K: KernelMaps> Daemon<'a, K> {
         self.watch.serve_python(&mut self.kernel)?;
         chunk.add_python_codes(self.watch.take_python_codes());
         chunk.add_java_names(self.watch.name_java(chunk.samples()));
+        self.watch.label_go(chunk.samples_mut());
         let (rows, facts) = self.runtimes.take();
         chunk.add_runtimes(rows, facts);
         self.runtimes.set_target(&current);

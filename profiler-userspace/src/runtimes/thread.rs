@@ -101,6 +101,7 @@ impl<R: Runtime> RuntimeThread<R> {
                 off_cpu_count: 0,
                 labels: Some(Arc::new(R::Process::labels(&key.key))),
                 runtime_ns: ns,
+                label_set: None,
             })
             .collect();
         (samples, pids, stats)

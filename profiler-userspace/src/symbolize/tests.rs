@@ -29,6 +29,7 @@ fn one_sample(pid: u32, addr: u64, kernel_stack: Stack) -> RawWindow {
         off_cpu_count: 0,
         labels: None,
         runtime_ns: 0,
+        label_set: None,
     }])
 }
 

@@ -77,6 +77,11 @@ impl ChunkCollector {
         &self.chunk.samples
     }
 
+    /// The kernel's rows, to label.
+    pub fn samples_mut(&mut self) -> &mut [RawSample] {
+        &mut self.chunk.samples
+    }
+
     /// The chunk's Java frames, named while their JVMs ran.
     pub fn add_java_names(&mut self, names: Vec<Arc<NamedFrame>>) {
         self.chunk.java_names = names;

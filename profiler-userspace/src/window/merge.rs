@@ -101,6 +101,7 @@ mod tests {
             off_cpu_count: off_cpu_ns / 100,
             labels: None,
             runtime_ns: 0,
+            label_set: None,
         }
     }
 

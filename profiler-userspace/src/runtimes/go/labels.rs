@@ -3,10 +3,12 @@
 //! `map[string]string` up to Go 1.23, a sorted slice of key and value
 //! pairs from 1.24. A goroutine is given a new set whenever its labels
 //! change (a set is never changed in place), so each set is read once,
-//! known by its address and its first word (the map's or the slice's
-//! storage), which a set freed and another made in its place changes.
+//! known by its address and identity (`profiler_common::go::set_identity`,
+//! which the kernel's samples record too), which a set freed and another
+//! made in its place changes.
 use std::{borrow::Cow, sync::Arc};
 
+use profiler_common::go::{MAP_HASH0, PAIR_VALUE, SLICE_LEN, form, set_identity};
 use rustc_hash::FxHashMap;
 
 use crate::{
@@ -35,13 +37,25 @@ impl Form {
     pub fn of_minor(minor: u32) -> Self {
         if minor >= 24 { Self::Slice } else { Self::Map }
     }
+
+    /// As the kernel's samples know it (`profiler_common::go::form`).
+    #[must_use]
+    pub fn kernel(self) -> u32 {
+        match self {
+            Self::Map => form::MAP,
+            Self::Slice => form::SLICE,
+        }
+    }
 }
 
 /// One process's label sets, read as met.
 pub struct LabelSets {
     form: Form,
     memory: Memory,
+    /// By address and identity.
     sets: FxHashMap<(u64, u64), Arc<[Label]>>,
+    /// Sets gone (or another in their place) by the time they were read.
+    pub gone: u64,
 }
 
 impl LabelSets {
@@ -51,6 +65,7 @@ impl LabelSets {
             form,
             memory,
             sets: FxHashMap::default(),
+            gone: 0,
         }
     }
 
@@ -60,14 +75,24 @@ impl LabelSets {
         if at == 0 {
             return Arc::from([]);
         }
-        let Some(first) = self.u64(at) else {
-            return Arc::from([]);
-        };
-        if let Some(set) = self.sets.get(&(at, first)) {
+        match self.identity(at) {
+            Some(identity) => self.of_checked(at, identity),
+            None => Arc::from([]),
+        }
+    }
+
+    /// The labels of the set at `at` whose identity was `identity` when
+    /// sampled; empty when the set there now is another (or none).
+    pub fn of_checked(&mut self, at: u64, identity: u64) -> Arc<[Label]> {
+        if let Some(set) = self.sets.get(&(at, identity)) {
             return Arc::clone(set);
         }
+        if self.identity(at) != Some(identity) {
+            self.gone += 1;
+            return Arc::from([]);
+        }
         let pairs = match self.form {
-            Form::Map => self.map(first),
+            Form::Map => self.u64(at).and_then(|header| self.map(header)),
             Form::Slice => self.slice(at),
         };
         let mut labels: Vec<Label> = pairs
@@ -87,8 +112,21 @@ impl LabelSets {
         if self.sets.len() >= MAX_SETS {
             self.sets.clear();
         }
-        self.sets.insert((at, first), Arc::clone(&set));
+        self.sets.insert((at, identity), Arc::clone(&set));
         set
+    }
+
+    /// The identity of the set at `at` now (`set_identity`).
+    fn identity(&self, at: u64) -> Option<u64> {
+        let first = self.u64(at)?;
+        let words = match self.form {
+            Form::Map => [first, self.u64(first + MAP_HASH0)? & 0xffff_ffff, 0, 0],
+            Form::Slice => match self.u64(at + SLICE_LEN)? {
+                0 => [first, 0, 0, 0],
+                len => [first, len, self.u64(first)?, self.u64(first + PAIR_VALUE)?],
+            },
+        };
+        Some(set_identity(words))
     }
 
     /// A slice of pairs: its storage, length and capacity at `at`.

@@ -12,12 +12,15 @@
 mod dwarf;
 pub(crate) mod g;
 pub mod known;
+mod labelled;
 mod labels;
 pub mod layout;
 pub(crate) mod process;
 pub mod runtime;
 
 use std::{borrow::Cow, sync::Arc};
+
+pub use labelled::GoLabels;
 
 use g::GoroutineStatus;
 use process::{GoProcess, Read, ReadError};

@@ -29,6 +29,8 @@ pub struct GoRuntime {
     pub text_delta: u64,
     /// How its pprof label sets are kept.
     pub labels: labels::Form,
+    /// Where a thread keeps its `g`: an offset from its thread pointer.
+    pub tls_g: i64,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -76,7 +78,9 @@ impl GoRuntime {
         let symbols: Vec<(String, u64, u64)> = file
             .symbols()
             .filter_map(|s| Some((s.name().ok()?.to_owned(), s.address(), s.size())))
-            .filter(|(n, _, _)| n == "runtime.allgs" || n == "runtime.waitReasonStrings")
+            .filter(|(n, _, _)| {
+                ["runtime.allgs", "runtime.waitReasonStrings", "runtime.tlsg"].contains(&n.as_str())
+            })
             .collect();
         let symbol = |name: &str| symbols.iter().find(|(n, _, _)| n == name);
         let known = minor(&version).and_then(known::known);
@@ -100,6 +104,7 @@ impl GoRuntime {
             .map_or(0, |s| s.address().wrapping_sub(s.file_range().0));
         let wait_reason_names = wait_reasons.iter().map(|s| Arc::from(s.as_str())).collect();
         let labels = labels::Form::of_minor(minor(&version).unwrap_or(0));
+        let tls_g = tls_g(&file, symbol("runtime.tlsg").map(|&(_, offset, _)| offset));
         Ok(Some(Self {
             version,
             layout,
@@ -108,6 +113,7 @@ impl GoRuntime {
             wait_reason_names,
             text_delta,
             labels,
+            tls_g,
         }))
     }
 
@@ -119,6 +125,28 @@ impl GoRuntime {
             _ => Arc::from(format!("waitreason {index}")),
         }
     }
+}
+
+/// Where the thread's `g` is, from its thread pointer: `runtime.tlsg`'s
+/// offset in the executable's TLS block (0 where the symbol table is
+/// gone: Go's own linker puts it first), which on x86-64 ends at the
+/// thread pointer. -8 for a binary without a TLS block.
+fn tls_g(file: &object::File<'_>, tlsg: Option<u64>) -> i64 {
+    let tls: Vec<(u64, u64, u64)> = file
+        .sections()
+        .filter(|s| {
+            matches!(s.flags(), object::SectionFlags::Elf { sh_flags }
+                if sh_flags & u64::from(object::elf::SHF_TLS) != 0)
+        })
+        .map(|s| (s.address(), s.address() + s.size(), s.align().max(1)))
+        .collect();
+    let (Some(start), Some(end)) = (tls.iter().map(|t| t.0).min(), tls.iter().map(|t| t.1).max())
+    else {
+        return -8;
+    };
+    let align = tls.iter().map(|t| t.2).max().unwrap_or(1);
+    let size = (end - start).next_multiple_of(align);
+    i64::try_from(tlsg.unwrap_or(0)).unwrap_or(0) - i64::try_from(size).unwrap_or(8)
 }
 
 /// The Go version in `.go.buildinfo` (Go 1.18+ keeps it inline: a magic,

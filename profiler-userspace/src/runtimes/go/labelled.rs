@@ -1,0 +1,144 @@
+//! The Go processes whose threads' samples carry the pprof labels of the
+//! goroutine they ran: published to the kernel (`GO_PROCS`) when the
+//! unwinder reads a process's mappings, as Python processes and JVMs are,
+//! and the label sets the samples recorded read while the process runs.
+use std::{collections::HashMap, sync::Arc};
+
+use profiler_common::go::GoProcess;
+
+use super::{labels::LabelSets, runtime::GoRuntime};
+use crate::{
+    bpf::{GoMaps, KernelError},
+    process::{files::open_mapped, maps::FileStamp},
+    runtimes::remote::Memory,
+    sample::{RawSample, RowLabels},
+    unwind::Stamped,
+};
+
+/// The daemon's side of the samples' Go labels.
+#[derive(Default)]
+pub struct GoLabels {
+    /// Go runtimes by file, read once (`None`: not Go, or not readable
+    /// as Go).
+    binaries: HashMap<FileStamp, Option<Arc<GoRuntime>>>,
+    /// The label sets of each process published.
+    processes: HashMap<u32, LabelSets>,
+    /// Label sets gone, of processes forgotten.
+    gone: u64,
+}
+
+impl GoLabels {
+    /// Publishes `pid` as a Go process if one of its `mappings` is a Go
+    /// binary whose layout is known, and forgets it otherwise (it exec'd
+    /// into something else).
+    ///
+    /// # Errors
+    /// When the kernel map cannot be written.
+    pub fn publish(
+        &mut self,
+        maps: &mut impl GoMaps,
+        pid: u32,
+        mappings: &Stamped<'_>,
+    ) -> Result<(), KernelError> {
+        let found = mappings
+            .iter()
+            .find_map(|&(vma, stamp)| self.runtime(pid, vma, stamp?));
+        let Some(runtime) = found else {
+            return self.forget(maps, pid);
+        };
+        let layout = runtime.layout;
+        let offset = |at: u64| u32::try_from(at).unwrap_or(0);
+        maps.set_go(
+            pid,
+            &GoProcess {
+                tls_g: runtime.tls_g,
+                g_m: offset(layout.m),
+                m_curg: offset(layout.m_curg),
+                g_labels: offset(layout.labels),
+                form: runtime.labels.kernel(),
+            },
+        )?;
+        let sets = LabelSets::new(runtime.labels, Memory { pid });
+        if let Some(old) = self.processes.insert(pid, sets) {
+            self.gone += old.gone;
+        }
+        Ok(())
+    }
+
+    /// Forgets `pid` (exited, or no longer Go).
+    ///
+    /// # Errors
+    /// When the kernel map cannot be written.
+    pub fn forget(&mut self, maps: &mut impl GoMaps, pid: u32) -> Result<(), KernelError> {
+        if let Some(sets) = self.processes.remove(&pid) {
+            self.gone += sets.gone;
+            maps.remove_go(pid)?;
+        }
+        Ok(())
+    }
+
+    /// Reads the label sets the samples asked for, at once (the set most
+    /// likely still lives).
+    ///
+    /// # Errors
+    /// When the kernel map cannot be read.
+    pub fn serve(&mut self, maps: &mut impl GoMaps) -> Result<(), KernelError> {
+        for seen in maps.take_label_requests()? {
+            if let Some(sets) = self.processes.get_mut(&seen.pid) {
+                sets.of_checked(seen.address, seen.identity);
+            }
+        }
+        Ok(())
+    }
+
+    /// Label sets gone by the time they were read, since start.
+    #[must_use]
+    pub fn sets_gone(&self) -> u64 {
+        self.gone + self.processes.values().map(|s| s.gone).sum::<u64>()
+    }
+
+    /// Reads the label sets `samples` recorded into their labels, while
+    /// their processes run.
+    pub fn label(&mut self, samples: &mut [RawSample]) {
+        for sample in samples {
+            let Some(at) = sample.label_set.take() else {
+                continue;
+            };
+            let Some(sets) = self.processes.get_mut(&sample.pid) else {
+                continue;
+            };
+            let labels = sets.of_checked(at.address, at.identity);
+            if !labels.is_empty() && sample.labels.is_none() {
+                sample.labels = Some(Arc::new(RowLabels {
+                    replaces_thread: false,
+                    labels: labels.to_vec(),
+                }));
+            }
+        }
+    }
+
+    /// The Go runtime of the file `vma` of `pid` maps, read once per file.
+    fn runtime(
+        &mut self,
+        pid: u32,
+        vma: &crate::process::maps::Vma,
+        stamp: FileStamp,
+    ) -> Option<Arc<GoRuntime>> {
+        if let Some(known) = self.binaries.get(&stamp) {
+            return known.clone();
+        }
+        // A file that cannot be opened now (the process gone) is tried
+        // again with the next process that maps it.
+        let file = open_mapped(pid, vma).ok()?;
+        // SAFETY: read-only; a binary is replaced by rename on upgrade,
+        // which leaves this mapping intact.
+        let data = unsafe { memmap2::Mmap::map(&file) }.ok()?;
+        let runtime = GoRuntime::of_data(&data)
+            .ok()
+            .flatten()
+            .filter(|r| r.layout.labels != 0 && r.layout.m_curg != 0)
+            .map(Arc::new);
+        self.binaries.insert(stamp, runtime.clone());
+        runtime
+    }
+}
