@@ -410,3 +410,40 @@ fn every_protocol_carries_a_containers_id_runtime_and_pod() {
         }
     }
 }
+
+#[test]
+fn every_protocol_carries_a_go_programs_own_labels_whole() {
+    let mut sample = row("api", "api.service", "handle", 2, 0);
+    let long = "v".repeat(300);
+    let label = |key: &str, value: &str| crate::sample::Label {
+        key: key.to_owned().into(),
+        attribute: key.to_owned().into(),
+        value: crate::sample::LabelValue::Str(Arc::from(value)),
+    };
+    sample.labels = Some(Arc::new(crate::sample::RowLabels {
+        replaces_thread: false,
+        labels: vec![label("endpoint", "/heavy"), label("span_id", &long)],
+    }));
+    let series = one_program(sample);
+    for (protocol, ours) in [
+        (Protocol::Pyroscope, PushProtocol::Pyroscope),
+        (Protocol::Parca, PushProtocol::Parca),
+        (Protocol::Otlp, PushProtocol::Otlp),
+    ] {
+        let received: Vec<_> = bodies(ours, &series, None)
+            .iter()
+            .flat_map(|body| backend::decode(protocol, body).unwrap())
+            .collect();
+        let samples: Vec<_> = received.iter().flat_map(|p| &p.samples).collect();
+        assert!(!samples.is_empty(), "{protocol:?}");
+        for s in samples {
+            let label = |key: &str| s.labels.get(key).map(String::as_str);
+            assert_eq!(
+                (label("endpoint"), label("span_id")),
+                (Some("/heavy"), Some(long.as_str())),
+                "{protocol:?}: {:?}",
+                s.labels
+            );
+        }
+    }
+}
