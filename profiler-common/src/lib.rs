@@ -18,4 +18,5 @@ pub mod sched;
 pub mod stack;
 pub mod stats;
 pub mod task;
+pub mod thread_ctx;
 pub mod unwind;

@@ -123,6 +123,9 @@ pub const GO_LABEL_SETS: &str = "GO_LABEL_SETS";
 /// time, which the daemon reads (and deletes) when the doorbell
 /// ([`UNWIND_DOORBELL`]) rings or at its next poll.
 pub const GO_LABEL_REQUESTS: &str = "GO_LABEL_REQUESTS";
+/// pid -> [`crate::thread_ctx::ThreadCtxProcess`]: where a process keeps
+/// its OpenTelemetry thread context (an LRU map, as [`PYTHON_PROCS`]).
+pub const THREAD_CTX_PROCS: &str = "THREAD_CTX_PROCS";
 /// pid -> [`crate::java::JavaProcess`]: where the walk finds a JVM's code
 /// cache and how its blobs are laid out (an LRU map, as [`PYTHON_PROCS`]).
 pub const JAVA_PROCS: &str = "JAVA_PROCS";
@@ -163,7 +166,7 @@ pub const GLOBAL_INTERVAL_CELLS: &str = "INTERVAL_CELLS_IN_USE";
 /// Every map of the eBPF object (besides aya-log's own). A test in
 /// profiler-userspace checks the built object against this list both
 /// ways, so a map renamed on one side only, or left unused, fails it.
-pub const ALL: [&str; 32] = [
+pub const ALL: [&str; 33] = [
     SAMPLES_0,
     SAMPLES_1,
     STACKS_0,
@@ -196,6 +199,7 @@ pub const ALL: [&str; 32] = [
     GO_PROCS,
     GO_LABEL_SETS,
     GO_LABEL_REQUESTS,
+    THREAD_CTX_PROCS,
 ];
 
 /// Every load-time global the daemon sets, checked the same way.
@@ -252,6 +256,8 @@ pub const TARGET_COMMS_MAX_ENTRIES: u32 = 64;
 pub const PYTHON_PROCS_MAX_ENTRIES: u32 = 4_096;
 /// Capacity of [`GO_PROCS`].
 pub const GO_PROCS_MAX_ENTRIES: u32 = 4_096;
+/// Capacity of [`THREAD_CTX_PROCS`].
+pub const THREAD_CTX_PROCS_MAX_ENTRIES: u32 = 4_096;
 /// Capacity of [`GO_LABEL_SETS`].
 pub const GO_LABEL_SETS_MAX_ENTRIES: u32 = 65_536;
 /// Capacity of [`GO_LABEL_REQUESTS`] (a full map drops the request; the

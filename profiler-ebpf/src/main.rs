@@ -26,6 +26,7 @@ mod sched_info;
 mod stack;
 mod target;
 mod task_storage;
+mod thread_ctx;
 mod tls;
 mod unwind;
 

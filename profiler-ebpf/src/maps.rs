@@ -18,9 +18,9 @@ use profiler_common::{
         JAVA_FRAME_REQUESTS_MAX_ENTRIES, JAVA_FRAMES_MAX_ENTRIES, JAVA_PROCS_MAX_ENTRIES,
         PYTHON_CODE_REQUESTS_MAX_ENTRIES, PYTHON_CODES_MAX_ENTRIES, PYTHON_PROCS_MAX_ENTRIES,
         PYTHON_THREADS_MAX_ENTRIES, SAMPLES_MAX_ENTRIES, STACKS_MAX_ENTRIES,
-        TARGET_COMMS_MAX_ENTRIES, TARGET_FILTER_SLOTS, TARGETS_MAX_ENTRIES, UNWIND_DOORBELL_BYTES,
-        UNWIND_PROCS_MAX_ENTRIES, UNWIND_REQUESTS_MAX_ENTRIES, UNWIND_ROWS_DEFAULT_ENTRIES,
-        target_filter_slot,
+        TARGET_COMMS_MAX_ENTRIES, TARGET_FILTER_SLOTS, TARGETS_MAX_ENTRIES,
+        THREAD_CTX_PROCS_MAX_ENTRIES, UNWIND_DOORBELL_BYTES, UNWIND_PROCS_MAX_ENTRIES,
+        UNWIND_REQUESTS_MAX_ENTRIES, UNWIND_ROWS_DEFAULT_ENTRIES, target_filter_slot,
     },
     python::{CodeSeen, FRAME_READ_MAX, PythonProcess},
     sample::{COMM_LEN, SampleKey, SampleValue},
@@ -28,6 +28,7 @@ use profiler_common::{
     stack::StackTrace,
     stats::{STATS_LEN, Stat},
     task::{IntervalCell, TaskState, TaskWork},
+    thread_ctx::ThreadCtxProcess,
     unwind::{ProcessMappings, UnwindRow, WalkState},
 };
 
@@ -206,6 +207,10 @@ const SCRATCH_CONTEXTS: u32 = 2;
 
 #[map]
 static GO_PROCS: LruHashMap<u32, GoProcess> = LruHashMap::with_max_entries(GO_PROCS_MAX_ENTRIES, 0);
+
+#[map]
+static THREAD_CTX_PROCS: LruHashMap<u32, ThreadCtxProcess> =
+    LruHashMap::with_max_entries(THREAD_CTX_PROCS_MAX_ENTRIES, 0);
 
 #[map]
 static GO_LABEL_SETS: LruHashMap<LabelSetSeen, u8> =
@@ -511,6 +516,15 @@ pub fn walk_scratch(context: u32) -> Option<(*mut WalkState, *mut StackTrace)> {
         UNWIND_STATE.get_ptr_mut(context)?,
         STACK_SCRATCH.get_ptr_mut(context)?,
     ))
+}
+
+/// Where process `pid` keeps its thread context, when the daemon has
+/// published it.
+#[inline(always)]
+pub fn thread_ctx_process(pid: u32) -> Option<&'static ThreadCtxProcess> {
+    // SAFETY: a value of a successful lookup, valid for this program's run;
+    // the daemon replaces entries whole.
+    unsafe { THREAD_CTX_PROCS.get(pid) }
 }
 
 /// The Go process `pid`, when the daemon has published one.

@@ -6,7 +6,7 @@ use profiler_common::{
     stats::Stat,
 };
 
-use crate::{aggregate, go, maps, maps::Scratch, stack, target, unwind};
+use crate::{aggregate, go, maps, maps::Scratch, stack, target, thread_ctx, unwind};
 
 pub fn record(ctx: &PerfEventContext) {
     let Some((pid, tid)) = target::current() else {
@@ -19,6 +19,7 @@ pub fn record(ctx: &PerfEventContext) {
     let (kernel_stack, kernel_stack_err) =
         stack::capture_current(ctx, &slot, 0, Stat::KernelStackErrors, Scratch::Sampling);
     let (go_labels, go_labels_identity) = go::labels(pid);
+    let (trace_id, span_id) = thread_ctx::ids(pid);
     let key = SampleKey {
         pid,
         tid,
@@ -30,6 +31,8 @@ pub fn record(ctx: &PerfEventContext) {
         python_gil,
         go_labels,
         go_labels_identity,
+        trace_id,
+        span_id,
     };
     let mut weight = aggregate::weight(1, 0, 0);
     weight.comm = bpf_get_current_comm().unwrap_or([0u8; COMM_LEN]);

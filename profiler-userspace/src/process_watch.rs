@@ -15,14 +15,16 @@
 //! The same reads publish Python processes and JVMs to the kernel walk
 //! (`runtimes/python/`, `runtimes/java/`), and Go processes to the on-CPU
 //! sample, which records their goroutines' pprof labels (read here into
-//! each chunk's rows: `runtimes/go/labelled.rs`); the walk's requests for
+//! each chunk's rows: `runtimes/go/labelled.rs`), and processes that
+//! publish OpenTelemetry's thread context (`runtimes/thread_ctx.rs`); the
+//! walk's requests for
 //! Python code objects are served here too: the code objects read go with
 //! each chunk, as do the chunk's Java frames, named here while their JVMs
 //! run.
 use std::sync::Arc;
 
 use crate::{
-    bpf::{GoMaps, JavaMaps, KernelError, PythonMaps, UnwindMaps},
+    bpf::{GoMaps, JavaMaps, KernelError, PythonMaps, ThreadCtxMaps, UnwindMaps},
     config::{Target, Unwind},
     mapping_events::{MappingEvents, Recorded},
     process::{build_ids::BuildIds, roots::Roots, snapshot::ProcessSnapshot},
@@ -30,15 +32,22 @@ use crate::{
         go::GoLabels,
         java::{Java, NamedFrame},
         python::{Python, PythonCode},
+        thread_ctx::ThreadContexts,
     },
     sample::RawSample,
     unwind::{Published, Stamped, Unwinder},
 };
 
 /// The maps the watch writes.
-pub trait WatchMaps: UnwindMaps<Error = KernelError> + PythonMaps + JavaMaps + GoMaps {}
+pub trait WatchMaps:
+    UnwindMaps<Error = KernelError> + PythonMaps + JavaMaps + GoMaps + ThreadCtxMaps
+{
+}
 
-impl<T: UnwindMaps<Error = KernelError> + PythonMaps + JavaMaps + GoMaps> WatchMaps for T {}
+impl<T> WatchMaps for T where
+    T: UnwindMaps<Error = KernelError> + PythonMaps + JavaMaps + GoMaps + ThreadCtxMaps
+{
+}
 
 pub struct ProcessWatch {
     unwinder: Unwinder,
@@ -68,6 +77,7 @@ struct Walked {
     python: Python,
     java: Java,
     go: GoLabels,
+    thread_ctx: ThreadContexts,
 }
 
 impl Walked {
@@ -80,7 +90,8 @@ impl Walked {
     ) -> Result<(), KernelError> {
         self.python.publish(kernel, pid, mappings)?;
         self.java.publish(kernel, pid, mappings)?;
-        self.go.publish(kernel, pid, mappings)
+        self.go.publish(kernel, pid, mappings)?;
+        self.thread_ctx.publish(kernel, pid, mappings)
     }
 
     /// Serves the Python walk's and the Go labels' requests, and tries the
@@ -94,7 +105,8 @@ impl Walked {
     fn forget(&mut self, kernel: &mut impl WatchMaps, pid: u32) -> Result<(), KernelError> {
         self.python.forget(kernel, pid)?;
         self.java.forget(kernel, pid)?;
-        self.go.forget(kernel, pid)
+        self.go.forget(kernel, pid)?;
+        self.thread_ctx.forget(kernel, pid)
     }
 }
 

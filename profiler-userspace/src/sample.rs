@@ -121,6 +121,36 @@ pub fn python_gil_labels(gil: u32) -> Option<Arc<RowLabels>> {
     }
 }
 
+/// The labels of a sample taken in trace `trace_id`, span `span_id` (as
+/// the kernel read them from OpenTelemetry's thread context,
+/// `runtimes/thread_ctx.rs`; zeros for none): W3C's lowercase hex, under
+/// `trace_id` and `span_id` (Pyroscope's key for span profiles).
+#[must_use]
+pub fn trace_labels(trace_id: [u8; 16], span_id: [u8; 8]) -> Vec<Label> {
+    if trace_id == [0; 16] {
+        return Vec::new();
+    }
+    let hex = |bytes: &[u8]| -> Arc<str> {
+        let text = bytes.iter().fold(String::new(), |mut out, b| {
+            let _ = std::fmt::Write::write_fmt(&mut out, format_args!("{b:02x}"));
+            out
+        });
+        Arc::from(text)
+    };
+    vec![
+        Label {
+            key: "trace_id".into(),
+            attribute: "trace_id".into(),
+            value: LabelValue::Str(hex(&trace_id)),
+        },
+        Label {
+            key: "span_id".into(),
+            attribute: "span_id".into(),
+            value: LabelValue::Str(hex(&span_id)),
+        },
+    ]
+}
+
 fn gil_labels(value: &'static str) -> Arc<RowLabels> {
     Arc::new(RowLabels {
         replaces_thread: false,

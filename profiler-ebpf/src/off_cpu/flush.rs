@@ -14,7 +14,7 @@ use profiler_common::{
 };
 
 use super::interval_cell;
-use crate::{aggregate, go, maps, unwind};
+use crate::{aggregate, go, maps, thread_ctx, unwind};
 
 /// Where a thread's pending weight is flushed (see `off_cpu/mod.rs`).
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -96,6 +96,7 @@ pub fn flush(entry: *mut TaskState, hook: Flush) {
         let (user_stack, user_stack_err, python_gil) =
             unwind::capture_user(&slot, (*entry).pid, maps::Scratch::Tracing);
         let (go_labels, go_labels_identity) = go::labels((*entry).pid);
+        let (trace_id, span_id) = thread_ctx::ids((*entry).pid);
         let mut key = SampleKey {
             pid: (*entry).pid,
             tid: (*entry).tid,
@@ -107,6 +108,8 @@ pub fn flush(entry: *mut TaskState, hook: Flush) {
             python_gil,
             go_labels,
             go_labels_identity,
+            trace_id,
+            span_id,
         };
         if (*entry).blocked_count != 0 {
             let mut weight = aggregate::weight(0, (*entry).blocked_ns, (*entry).blocked_count);

@@ -351,6 +351,23 @@ fn otlp_request(body: &[u8]) -> Result<Vec<Received>, String> {
                         };
                         attributes.insert(string(kv.key_strindex)?, value);
                     }
+                    // A link: the trace and span, as W3C hex, with the
+                    // attributes (the link table's rule: 16 and 8 bytes).
+                    if s.link_index != 0 {
+                        let link = &d.link_table[get(s.link_index, d.link_table.len(), "link")?];
+                        if link.trace_id.len() != 16 || link.span_id.len() != 8 {
+                            return Err("a link whose ids are not 16 and 8 bytes".into());
+                        }
+                        let hex = |b: &[u8]| {
+                            b.iter().fold(String::new(), |mut out, x| {
+                                let _ =
+                                    std::fmt::Write::write_fmt(&mut out, format_args!("{x:02x}"));
+                                out
+                            })
+                        };
+                        attributes.insert("trace_id".to_owned(), hex(&link.trace_id));
+                        attributes.insert("span_id".to_owned(), hex(&link.span_id));
+                    }
                     samples.push(ReceivedSample {
                         functions,
                         values: s.values.clone(),

@@ -1,6 +1,6 @@
 //! End of a window: flip the kernel to the other slot, then read and clear
 //! the slot it was writing to. What leaves here is plain owned data.
-use std::collections::HashMap as StdHashMap;
+use std::{collections::HashMap as StdHashMap, sync::Arc};
 
 use aya::{
     Ebpf, Pod,
@@ -20,7 +20,9 @@ use super::{
     batch,
     error::{KernelError, take_map},
 };
-use crate::sample::{LabelSetAt, MapEntries, RawSample, Stack, python_gil_labels};
+use crate::sample::{
+    LabelSetAt, MapEntries, RawSample, RowLabels, Stack, python_gil_labels, trace_labels,
+};
 
 /// A window's end as the kernel saw it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -221,7 +223,7 @@ impl WindowMaps for Windows {
                 samples: value.samples,
                 off_cpu_ns: value.off_cpu_ns,
                 off_cpu_count: value.off_cpu_count,
-                labels: python_gil_labels(key.python_gil),
+                labels: row_labels(&key),
                 runtime_ns: 0,
                 label_set: LabelSetAt::of(key.go_labels, key.go_labels_identity),
             });
@@ -286,4 +288,20 @@ fn resolve_stack(
             },
         })
         .clone()
+}
+
+/// The labels the kernel recorded in `key`: a Python thread's GIL, the
+/// trace and span its thread ran in.
+fn row_labels(key: &SampleKey) -> Option<Arc<RowLabels>> {
+    let gil = python_gil_labels(key.python_gil);
+    let trace = trace_labels(key.trace_id, key.span_id);
+    if trace.is_empty() {
+        return gil;
+    }
+    let mut labels = gil.map(|g| g.labels.clone()).unwrap_or_default();
+    labels.extend(trace);
+    Some(Arc::new(RowLabels {
+        replaces_thread: false,
+        labels,
+    }))
 }

@@ -10,6 +10,7 @@ use profiler_common::{
     java::{FrameSeen, JavaProcess},
     python::{CodeSeen, PythonProcess},
     stats::{STATS_LEN, Stat},
+    thread_ctx::ThreadCtxProcess,
     unwind::{ProcessMappings, UnwindRow},
 };
 
@@ -22,6 +23,7 @@ use super::{
     python_maps::PythonMaps,
     rng::Rng,
     targets::TargetMaps,
+    thread_ctx_maps::ThreadCtxMaps,
     unwind_maps::UnwindMaps,
 };
 use crate::{
@@ -64,6 +66,8 @@ pub struct MemoryKernel {
     /// The Go processes published and the label sets asked for.
     pub go: HashMap<u32, GoProcess>,
     pub label_requests: Vec<LabelSetSeen>,
+    /// The thread contexts published.
+    pub thread_ctx: HashMap<u32, ThreadCtxProcess>,
 }
 
 /// Rows the programs record, and time that passes, within one chunk.
@@ -235,6 +239,18 @@ impl GoMaps for MemoryKernel {
 
     fn take_label_requests(&mut self) -> Result<Vec<LabelSetSeen>, KernelError> {
         Ok(std::mem::take(&mut self.label_requests))
+    }
+}
+
+impl ThreadCtxMaps for MemoryKernel {
+    fn set_thread_ctx(&mut self, pid: u32, process: ThreadCtxProcess) -> Result<(), KernelError> {
+        self.thread_ctx.insert(pid, process);
+        Ok(())
+    }
+
+    fn remove_thread_ctx(&mut self, pid: u32) -> Result<(), KernelError> {
+        self.thread_ctx.remove(&pid);
+        Ok(())
     }
 }
 

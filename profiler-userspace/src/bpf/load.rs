@@ -21,6 +21,7 @@ use profiler_common::{
     },
     python::{CodeSeen, PythonProcess},
     sched::SchedOffsets,
+    thread_ctx::ThreadCtxProcess,
     unwind::{ProcessMappings, UnwindRow},
 };
 
@@ -37,6 +38,7 @@ use super::{
     python_maps::{PythonMaps, PythonTables},
     rng::Rng,
     targets::{TargetMaps, TargetSet},
+    thread_ctx_maps::{ThreadCtxMaps, ThreadCtxTables},
     unwind_maps::{UnwindMaps, UnwindTables},
 };
 use crate::{
@@ -108,6 +110,7 @@ pub struct Kernel {
     python: PythonTables,
     java: JavaTables,
     go: GoTables,
+    thread_ctx: ThreadCtxTables,
     /// `UNWIND_DOORBELL`, until [`Kernel::doorbell`] takes it.
     doorbell: Option<Map>,
     logger: Option<Logger>,
@@ -196,6 +199,7 @@ impl Kernel {
             python: PythonTables::take(&mut ebpf)?,
             java: JavaTables::take(&mut ebpf)?,
             go: GoTables::take(&mut ebpf)?,
+            thread_ctx: ThreadCtxTables::take(&mut ebpf)?,
             doorbell: Some(take_map(&mut ebpf, UNWIND_DOORBELL)?),
             logger,
             ebpf,
@@ -411,6 +415,16 @@ impl GoMaps for Kernel {
 
     fn take_label_requests(&mut self) -> Result<Vec<LabelSetSeen>, KernelError> {
         self.go.take_label_requests()
+    }
+}
+
+impl ThreadCtxMaps for Kernel {
+    fn set_thread_ctx(&mut self, pid: u32, process: ThreadCtxProcess) -> Result<(), KernelError> {
+        self.thread_ctx.set_thread_ctx(pid, process)
+    }
+
+    fn remove_thread_ctx(&mut self, pid: u32) -> Result<(), KernelError> {
+        self.thread_ctx.remove_thread_ctx(pid)
     }
 }
 

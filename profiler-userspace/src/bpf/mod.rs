@@ -7,12 +7,13 @@
 //! probe the kernel for what the programs need (`features.rs`),
 //! link its kfunc calls (`kfunc.rs`), serve the unwinder's maps
 //! (`unwind_maps.rs`), the Python walk's (`python_maps.rs`), the Java
-//! walk's (`java_maps.rs`) and the Go labels' (`go_maps.rs`), and copy the programs' log into tracing
+//! walk's (`java_maps.rs`), the Go labels' (`go_maps.rs`) and the thread
+//! contexts' (`thread_ctx_maps.rs`), and copy the programs' log into tracing
 //! (`ebpf_log.rs`). Only this module touches aya types.
 //!
 //! The rest of the daemon uses the kernel through narrow interfaces:
 //! [`WindowMaps`], [`InFlightMaps`], [`TargetMaps`], [`UnwindMaps`],
-//! [`PythonMaps`], [`JavaMaps`] and [`GoMaps`]. [`KernelMaps`] is all seven, as the daemon's window loop uses them.
+//! [`PythonMaps`], [`JavaMaps`], [`GoMaps`] and [`ThreadCtxMaps`]. [`KernelMaps`] is all eight, as the daemon's window loop uses them.
 //! [`Kernel`] implements each against the loaded programs; `in_memory.rs`
 //! implements them in memory, for tests that run without root.
 mod asleep;
@@ -37,6 +38,7 @@ mod python_maps;
 mod rng;
 mod targets;
 mod task_storage;
+mod thread_ctx_maps;
 mod tracked_thread;
 mod unwind_maps;
 
@@ -51,6 +53,7 @@ pub use load::Kernel;
 pub use python_maps::PythonMaps;
 pub use rng::Rng;
 pub use targets::TargetMaps;
+pub use thread_ctx_maps::ThreadCtxMaps;
 pub use unwind_maps::UnwindMaps;
 
 /// Every map the daemon's window loop uses.
@@ -62,6 +65,7 @@ pub trait KernelMaps:
     + PythonMaps
     + JavaMaps
     + GoMaps
+    + ThreadCtxMaps
 {
 }
 
@@ -73,5 +77,6 @@ impl<T> KernelMaps for T where
         + PythonMaps
         + JavaMaps
         + GoMaps
+        + ThreadCtxMaps
 {
 }

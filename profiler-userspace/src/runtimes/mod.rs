@@ -17,7 +17,10 @@
 //! - `thread.rs`: the watcher's thread, and what the daemon takes from it;
 //! - `remote.rs`: another process's memory, by `process_vm_readv`;
 //! - `dwarf.rs`: structure layouts from a binary's DWARF;
-//! - `go/`: Go, whose rows are the goroutine view.
+//! - `tls.rs`: where an executable's thread-local variables are;
+//! - `go/`: Go, whose rows are the goroutine view;
+//! - `thread_ctx.rs`: OpenTelemetry's thread context (trace and span ids),
+//!   published to the samples as `python/` is.
 //!
 //! Adding a runtime: a folder beside `go/` with a type that implements
 //! [`Runtime`], a [`Kind`] for it (`seam.rs`), and its line in
@@ -39,6 +42,8 @@ pub(crate) mod remote;
 mod seam;
 mod segments;
 mod thread;
+pub mod thread_ctx;
+mod tls;
 mod watcher;
 
 pub use seam::{Kind, Read, ReadStats, Runtime, RuntimeFacts, RuntimeProcess, Unit};

@@ -32,6 +32,21 @@ pub fn c_program(name: &str, dir: &Path) -> PathBuf {
     bin
 }
 
+/// Builds `profiler-fixtures/c/NAME.c` into the program `dir/NAME` with
+/// linker options `link` too (as an SDK's build asks for).
+pub fn c_program_linked(name: &str, dir: &Path, link: &[&str]) -> PathBuf {
+    let bin = dir.join(name);
+    let mut command = Command::new("cc");
+    command
+        .args(["-O2", "-pthread"])
+        .args(link)
+        .arg("-o")
+        .arg(&bin);
+    command.arg(source("c", &format!("{name}.c")));
+    run(command, &format!("cc -O2 {name}.c {}", link.join(" ")));
+    bin
+}
+
 /// Builds `profiler-fixtures/c/NAME.c` into the shared library
 /// `dir/libNAME.so`.
 pub fn c_library(name: &str, dir: &Path) -> PathBuf {

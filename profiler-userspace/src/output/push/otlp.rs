@@ -195,6 +195,7 @@ struct Dictionary {
     locations: HashMap<(i32, u64, Arc<[Line]>), i32>,
     stacks: HashMap<Vec<i32>, i32>,
     attributes: HashMap<(i32, Attribute), i32>,
+    links: HashMap<(Vec<u8>, Vec<u8>), i32>,
 }
 
 /// An attribute value that can be interned.
@@ -227,6 +228,7 @@ impl Dictionary {
             locations: HashMap::new(),
             stacks: HashMap::from([(Vec::new(), 0)]),
             attributes: HashMap::new(),
+            links: HashMap::new(),
         }
     }
 
@@ -347,6 +349,26 @@ impl Dictionary {
         i
     }
 
+    /// The link of a trace and span (W3C hex) in the table.
+    fn link(&mut self, trace: &str, span: &str) -> i32 {
+        let bytes = |hex: &str| -> Vec<u8> {
+            (0..hex.len() / 2)
+                .filter_map(|i| u8::from_str_radix(hex.get(2 * i..2 * i + 2)?, 16).ok())
+                .collect()
+        };
+        let key = (bytes(trace), bytes(span));
+        if let Some(&i) = self.links.get(&key) {
+            return i;
+        }
+        let i = index(self.tables.link_table.len());
+        self.tables.link_table.push(otlp::Link {
+            trace_id: key.0.clone(),
+            span_id: key.1.clone(),
+        });
+        self.links.insert(key, i);
+        i
+    }
+
     /// A row as a sample with one value; its pid, tid, names and state as
     /// attributes (OpenTelemetry's names where there are some), unless a
     /// runtime's labels stand for the thread (a goroutine's id, status and
@@ -368,7 +390,22 @@ impl Dictionary {
                 self.attribute("thread.state", Attribute::Str(row.state.label().to_owned())),
             ]);
         }
+        // A trace and span are the sample's link, as OTLP keeps them (a
+        // `span_id` alone, a Go program's own label, stays an attribute).
+        let id = |key: &str| {
+            runtime
+                .iter()
+                .flat_map(|r| &r.labels)
+                .find_map(|l| match &l.value {
+                    LabelValue::Str(id) if l.key == key => Some(Arc::clone(id)),
+                    _ => None,
+                })
+        };
+        let link = id("trace_id").zip(id("span_id"));
         for label in runtime.iter().flat_map(|r| &r.labels) {
+            if link.is_some() && matches!(label.key.as_ref(), "trace_id" | "span_id") {
+                continue;
+            }
             let value = match &label.value {
                 LabelValue::Num(num) => Attribute::Int(*num),
                 LabelValue::Str(value) => Attribute::Str(value.to_string()),
@@ -377,10 +414,11 @@ impl Dictionary {
             attribute_indices.push(self.attribute(&label.attribute, value));
         }
         attribute_indices.sort_unstable();
+        let link_index = link.map_or(0, |(trace, span)| self.link(&trace, &span));
         otlp::Sample {
             stack_index,
             attribute_indices,
-            link_index: 0,
+            link_index,
             values: vec![i64::try_from(value).unwrap_or(i64::MAX)],
             timestamps_unix_nano: Vec::new(),
         }

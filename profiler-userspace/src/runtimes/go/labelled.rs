@@ -107,13 +107,20 @@ impl GoLabels {
             let Some(sets) = self.processes.get_mut(&sample.pid) else {
                 continue;
             };
-            let labels = sets.of_checked(at.address, at.identity);
-            if !labels.is_empty() && sample.labels.is_none() {
-                sample.labels = Some(Arc::new(RowLabels {
-                    replaces_thread: false,
-                    labels: labels.to_vec(),
-                }));
+            let set = sets.of_checked(at.address, at.identity);
+            if set.is_empty() {
+                continue;
             }
+            let mut labels = sample
+                .labels
+                .as_ref()
+                .map(|l| l.labels.clone())
+                .unwrap_or_default();
+            labels.extend(set.iter().cloned());
+            sample.labels = Some(Arc::new(RowLabels {
+                replaces_thread: false,
+                labels,
+            }));
         }
     }
 

@@ -127,26 +127,11 @@ impl GoRuntime {
     }
 }
 
-/// Where the thread's `g` is, from its thread pointer: `runtime.tlsg`'s
-/// offset in the executable's TLS block (0 where the symbol table is
-/// gone: Go's own linker puts it first), which on x86-64 ends at the
-/// thread pointer. -8 for a binary without a TLS block.
+/// Where the thread's `g` is, from its thread pointer: `runtime.tlsg` in
+/// the executable's TLS block (at its start where the symbol table is
+/// gone: Go's own linker puts it first); -8 for a binary without one.
 fn tls_g(file: &object::File<'_>, tlsg: Option<u64>) -> i64 {
-    let tls: Vec<(u64, u64, u64)> = file
-        .sections()
-        .filter(|s| {
-            matches!(s.flags(), object::SectionFlags::Elf { sh_flags }
-                if sh_flags & u64::from(object::elf::SHF_TLS) != 0)
-        })
-        .map(|s| (s.address(), s.address() + s.size(), s.align().max(1)))
-        .collect();
-    let (Some(start), Some(end)) = (tls.iter().map(|t| t.0).min(), tls.iter().map(|t| t.1).max())
-    else {
-        return -8;
-    };
-    let align = tls.iter().map(|t| t.2).max().unwrap_or(1);
-    let size = (end - start).next_multiple_of(align);
-    i64::try_from(tlsg.unwrap_or(0)).unwrap_or(0) - i64::try_from(size).unwrap_or(8)
+    crate::runtimes::tls::static_tls_offset(file, tlsg.unwrap_or(0)).unwrap_or(-8)
 }
 
 /// The Go version in `.go.buildinfo` (Go 1.18+ keeps it inline: a magic,

@@ -447,3 +447,37 @@ fn every_protocol_carries_a_go_programs_own_labels_whole() {
         }
     }
 }
+
+#[test]
+fn every_protocol_carries_a_samples_trace_and_span() {
+    let mut sample = row("api", "api.service", "handle", 2, 0);
+    sample.labels = Some(Arc::new(crate::sample::RowLabels {
+        replaces_thread: false,
+        labels: crate::sample::trace_labels([0xab; 16], [0xcd; 8]),
+    }));
+    let series = one_program(sample);
+    for (protocol, ours) in [
+        (Protocol::Pyroscope, PushProtocol::Pyroscope),
+        (Protocol::Parca, PushProtocol::Parca),
+        (Protocol::Otlp, PushProtocol::Otlp),
+    ] {
+        let received: Vec<_> = bodies(ours, &series, None)
+            .iter()
+            .flat_map(|body| backend::decode(protocol, body).unwrap())
+            .collect();
+        let samples: Vec<_> = received.iter().flat_map(|p| &p.samples).collect();
+        assert!(!samples.is_empty(), "{protocol:?}");
+        for s in samples {
+            let label = |key: &str| s.labels.get(key).map(String::as_str);
+            assert_eq!(
+                (label("trace_id"), label("span_id")),
+                (
+                    Some("ab".repeat(16).as_str()),
+                    Some("cd".repeat(8).as_str())
+                ),
+                "{protocol:?} (OTLP: as the sample's link): {:?}",
+                s.labels
+            );
+        }
+    }
+}

@@ -1,0 +1,172 @@
+/*
+ * A traced C service in miniature, publishing OpenTelemetry's thread
+ * context as OTEP 4947 specifies: the thread-local `otel_thread_ctx_v1`
+ * (exported in the dynamic symbol table: built with
+ * `-Wl,--export-dynamic-symbol=otel_thread_ctx_v1`) points at the record
+ * of the span the thread runs in, NULL between spans.
+ *
+ * Thread "worker", in turn:
+ *   - span "checkout" (trace 0af7651916cd43dd8448eb211c80319c, span
+ *     b7ad6b7169203331): handle_checkout spins 3 units, then sleeps 2 ms
+ *     in nanosleep;
+ *   - span "search" (trace 4bf92f3577b34da6a3ce929d0e0e4736, span
+ *     00f067aa0ba902b7): handle_search spins 1 unit;
+ *   - no span: between_requests spins 1 unit.
+ * Each measures its CPU time and the sleep its wall time.
+ *
+ * Protocol (as the Rust fixtures): "ready pid=P worker=T", wait for "go",
+ * run for argv[1] seconds, print the measurements, then linger until
+ * stdin closes.
+ */
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+/* The record: 28 bytes, then the attributes (key index, length, value). */
+struct record {
+    uint8_t trace_id[16];
+    uint8_t span_id[8];
+    uint8_t valid;
+    uint8_t trace_flags;
+    uint16_t attrs_size;
+    uint8_t attrs[32];
+} __attribute__((packed, aligned(8)));
+
+__thread struct record *otel_thread_ctx_v1;
+
+static double run_seconds;
+static uint64_t checkout_ns, search_ns, between_ns, checkout_sleep_ns;
+
+static uint64_t ns(clockid_t clock) {
+    struct timespec ts;
+    clock_gettime(clock, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static void hex(uint8_t *out, const char *text, size_t len) {
+    for (size_t i = 0; i < len; i++) {
+        unsigned byte;
+        sscanf(text + 2 * i, "%2x", &byte);
+        out[i] = (uint8_t)byte;
+    }
+}
+
+static void make(struct record *r, const char *trace, const char *span, const char *route) {
+    memset(r, 0, sizeof *r);
+    hex(r->trace_id, trace, 16);
+    hex(r->span_id, span, 8);
+    r->trace_flags = 1;
+    size_t len = strlen(route);
+    r->attrs[0] = 0; /* key index 0: http_route */
+    r->attrs[1] = (uint8_t)len;
+    memcpy(r->attrs + 2, route, len);
+    r->attrs_size = (uint16_t)(2 + len);
+    atomic_signal_fence(memory_order_seq_cst);
+    r->valid = 1;
+}
+
+/* Attaches `r` to the thread (NULL: detaches), as an SDK's context
+ * attach and detach do. */
+static void attach(struct record *r) {
+    atomic_signal_fence(memory_order_seq_cst);
+    *(struct record *volatile *)&otel_thread_ctx_v1 = r;
+    atomic_signal_fence(memory_order_seq_cst);
+}
+
+__attribute__((noinline)) uint64_t spin(uint64_t iterations) {
+    uint64_t x = iterations;
+    for (uint64_t i = 0; i < iterations; i++) {
+        x = x * 6364136223846793005u + 1442695040888963407u;
+        __asm__ volatile("" : "+r"(x));
+    }
+    return x;
+}
+
+static uint64_t sink;
+
+__attribute__((noinline)) void handle_checkout(uint64_t unit) {
+    uint64_t start = ns(CLOCK_THREAD_CPUTIME_ID);
+    sink += spin(3 * unit);
+    checkout_ns += ns(CLOCK_THREAD_CPUTIME_ID) - start;
+    struct timespec nap = {0, 2000000};
+    uint64_t slept = ns(CLOCK_MONOTONIC);
+    nanosleep(&nap, NULL);
+    checkout_sleep_ns += ns(CLOCK_MONOTONIC) - slept;
+}
+
+__attribute__((noinline)) void handle_search(uint64_t unit) {
+    uint64_t start = ns(CLOCK_THREAD_CPUTIME_ID);
+    sink += spin(unit);
+    search_ns += ns(CLOCK_THREAD_CPUTIME_ID) - start;
+}
+
+__attribute__((noinline)) void between_requests(uint64_t unit) {
+    uint64_t start = ns(CLOCK_THREAD_CPUTIME_ID);
+    sink += spin(unit);
+    between_ns += ns(CLOCK_THREAD_CPUTIME_ID) - start;
+}
+
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t cond = PTHREAD_COND_INITIALIZER;
+static int started, worker_tid;
+
+static void *worker(void *arg) {
+    (void)arg;
+    static struct record checkout, search;
+    make(&checkout, "0af7651916cd43dd8448eb211c80319c", "b7ad6b7169203331", "/checkout");
+    make(&search, "4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7", "/search");
+    pthread_mutex_lock(&lock);
+    worker_tid = (int)syscall(SYS_gettid);
+    pthread_cond_broadcast(&cond);
+    while (!started)
+        pthread_cond_wait(&cond, &lock);
+    pthread_mutex_unlock(&lock);
+    uint64_t end = ns(CLOCK_MONOTONIC) + (uint64_t)(run_seconds * 1e9);
+    const uint64_t unit = 400000;
+    while (ns(CLOCK_MONOTONIC) < end) {
+        attach(&checkout);
+        handle_checkout(unit);
+        attach(&search);
+        handle_search(unit);
+        attach(NULL);
+        between_requests(unit);
+    }
+    return NULL;
+}
+
+int main(int argc, char **argv) {
+    if (argc != 2 || (run_seconds = atof(argv[1])) <= 0) {
+        fprintf(stderr, "usage: trace_ctx SECONDS\n");
+        return 2;
+    }
+    pthread_t thread;
+    pthread_create(&thread, NULL, worker, NULL);
+    pthread_mutex_lock(&lock);
+    while (!worker_tid)
+        pthread_cond_wait(&cond, &lock);
+    pthread_mutex_unlock(&lock);
+    printf("ready pid=%d worker=%d\n", getpid(), worker_tid);
+    fflush(stdout);
+    char line[64];
+    if (!fgets(line, sizeof line, stdin))
+        return 1;
+    pthread_mutex_lock(&lock);
+    started = 1;
+    pthread_cond_broadcast(&cond);
+    pthread_mutex_unlock(&lock);
+    pthread_join(thread, NULL);
+    printf("checkout_ns=%llu search_ns=%llu between_ns=%llu checkout_sleep_ns=%llu\n",
+           (unsigned long long)checkout_ns, (unsigned long long)search_ns,
+           (unsigned long long)between_ns, (unsigned long long)checkout_sleep_ns);
+    fflush(stdout);
+    while (fgets(line, sizeof line, stdin))
+        ;
+    return 0;
+}

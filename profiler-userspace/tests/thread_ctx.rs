@@ -1,0 +1,122 @@
+//! OpenTelemetry's thread context (OTEP 4947) read from outside
+//! (`profiler-fixtures/c/trace_ctx.c`: a plain `-O2` C program that
+//! attaches a record per span to `otel_thread_ctx_v1`, exported as the
+//! specification asks): every on-CPU sample in a span's handler carries
+//! that span's `trace_id` and `span_id`, none outside a span does, each
+//! span's share of the samples is within 5 points of the CPU time the
+//! program measured, and the span's sleep is its off-CPU time, within 5%
+//! of the wall time the program measured.
+mod support;
+
+use std::collections::HashMap;
+
+use profiler_userspace::output::pprof::proto;
+use support::{Fixture, Profile, build, profile_fixture, require_root};
+
+/// Each handler, the span it runs in (trace, span; empty: none) and the
+/// truth's key for its CPU time.
+const HANDLERS: [(&str, &str, &str, &str); 3] = [
+    (
+        "handle_checkout",
+        "0af7651916cd43dd8448eb211c80319c",
+        "b7ad6b7169203331",
+        "checkout_ns",
+    ),
+    (
+        "handle_search",
+        "4bf92f3577b34da6a3ce929d0e0e4736",
+        "00f067aa0ba902b7",
+        "search_ns",
+    ),
+    ("between_requests", "", "", "between_ns"),
+];
+
+#[test]
+fn samples_carry_the_trace_and_span_their_thread_published() {
+    require_root();
+    let dir = tempfile::tempdir().unwrap();
+    let bin = build::c_program_linked(
+        "trace_ctx",
+        dir.path(),
+        &["-Wl,--export-dynamic-symbol=otel_thread_ctx_v1"],
+    );
+    let mut fixture = Fixture::spawn_path(&bin, 4.0);
+    let out = dir.path().join("out");
+    // Every 2 ms sleep kept (the sampling rule's threshold below it): the
+    // comparison is of the labels, not of the sampling's spread; and ten
+    // times the samples, for the shares.
+    let (truth, profiles) = profile_fixture(
+        &mut fixture,
+        &out,
+        &["--off-cpu-rate", "1ms", "--frequency", "999"],
+    );
+    let (pid, tid) = (fixture.pid(), fixture.tid("worker"));
+    let mut failures = Vec::new();
+    let cpu_total: u64 = HANDLERS.iter().map(|h| truth[h.3]).sum();
+    let mut by_handler: HashMap<&str, (i64, i64)> = HashMap::new();
+    let mut off_cpu_in_checkout = 0;
+    for (_, p) in &profiles {
+        for s in p.samples_of(pid).filter(|s| p.is_thread(s, tid)) {
+            let functions = p.functions(s);
+            let Some(&(handler, trace, span, _)) =
+                HANDLERS.iter().find(|h| functions.contains(&h.0))
+            else {
+                continue;
+            };
+            let labelled = ids(p, s) == (trace, span);
+            let samples = p.value(s, "samples");
+            let entry = by_handler.entry(handler).or_default();
+            entry.0 += samples;
+            if labelled {
+                entry.1 += samples;
+                if handler == "handle_checkout" && functions.iter().any(|f| f.contains("nanosleep"))
+                {
+                    off_cpu_in_checkout += p.value(s, "off_cpu");
+                }
+            }
+        }
+    }
+    let all: i64 = by_handler.values().map(|v| v.0).sum();
+    for (handler, _, span, key) in HANDLERS {
+        let (samples, labelled) = by_handler.get(handler).copied().unwrap_or_default();
+        #[expect(clippy::cast_precision_loss, reason = "a percentage")]
+        let want = truth[key] as f64 / cpu_total as f64 * 100.0;
+        let got = percent(samples, all);
+        eprintln!(
+            "{handler}: {got:.1}% of the samples ({labelled} of {samples} with its span \
+             {span:?}), measured {want:.1}%"
+        );
+        if samples == 0 || percent(labelled, samples) < 99.0 {
+            failures.push(format!(
+                "{handler}: {labelled} of {samples} samples with span {span:?}"
+            ));
+        }
+        if (got - want).abs() > 5.0 {
+            failures.push(format!(
+                "{handler}: {got:.1}% of samples, measured {want:.1}%"
+            ));
+        }
+    }
+    #[expect(clippy::cast_precision_loss, reason = "a ratio")]
+    let ratio = off_cpu_in_checkout as f64 / truth["checkout_sleep_ns"] as f64;
+    eprintln!("the checkout span's sleep: {ratio:.3} of the measured time");
+    if (ratio - 1.0).abs() > 0.05 {
+        failures.push(format!(
+            "the checkout span's off-CPU time in nanosleep is {ratio:.3} of the measured"
+        ));
+    }
+    assert!(failures.is_empty(), "{failures:#?}");
+}
+
+/// The trace and span ids of `sample` ("" where it has none).
+fn ids<'a>(p: &'a Profile, sample: &proto::Sample) -> (&'a str, &'a str) {
+    (
+        p.str_label(sample, "trace_id").unwrap_or_default(),
+        p.str_label(sample, "span_id").unwrap_or_default(),
+    )
+}
+
+#[expect(clippy::cast_precision_loss, reason = "a percentage")]
+fn percent(part: i64, whole: i64) -> f64 {
+    part as f64 / whole.max(1) as f64 * 100.0
+}
