@@ -18,6 +18,9 @@ pub const STACKS_0: &str = "STACKS_0";
 pub const STACKS_1: &str = "STACKS_1";
 /// Per-CPU scratch [`crate::stack::StackTrace`] that stacks are captured into.
 pub const STACK_SCRATCH: &str = "STACK_SCRATCH";
+/// Per-CPU sample keys being built (too big for the BPF stack beside the
+/// rest), one per context, as [`STACK_SCRATCH`].
+pub const KEY_SCRATCH: &str = "KEY_SCRATCH";
 
 /// Array of `u64` control words written by userspace.
 pub const CONTROL: &str = "CONTROL";
@@ -166,12 +169,13 @@ pub const GLOBAL_INTERVAL_CELLS: &str = "INTERVAL_CELLS_IN_USE";
 /// Every map of the eBPF object (besides aya-log's own). A test in
 /// profiler-userspace checks the built object against this list both
 /// ways, so a map renamed on one side only, or left unused, fails it.
-pub const ALL: [&str; 33] = [
+pub const ALL: [&str; 34] = [
     SAMPLES_0,
     SAMPLES_1,
     STACKS_0,
     STACKS_1,
     STACK_SCRATCH,
+    KEY_SCRATCH,
     CONTROL,
     TARGETS,
     TARGET_FILTER,

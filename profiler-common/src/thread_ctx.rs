@@ -15,18 +15,14 @@ pub struct ThreadCtxProcess {
     pub tls_offset: i64,
 }
 
-/// The record's fixed part, as the sample reads it.
-#[repr(C)]
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct RecordHeader {
-    pub trace_id: [u8; 16],
-    pub span_id: [u8; 8],
-    pub valid: u8,
-    pub trace_flags: u8,
-    pub attrs_size: u16,
-}
+/// Where the record's fields are: the trace id (16 bytes), the span id
+/// (8), the valid flag (1 byte), then the trace flags (1) and the size of
+/// the attributes (2) that the samples do not read.
+pub const TRACE_ID: u64 = 0;
+pub const SPAN_ID: u64 = 16;
+pub const VALID_AT: u64 = 24;
 
-/// The value of [`RecordHeader::valid`] for a record that may be read.
+/// The valid flag of a record that may be read.
 pub const VALID: u8 = 1;
 
 #[cfg(feature = "user")]
@@ -36,5 +32,3 @@ mod pod {
     // SAFETY: repr(C): one i64, no padding; every bit pattern is valid.
     unsafe impl aya::Pod for ThreadCtxProcess {}
 }
-
-const _: () = assert!(size_of::<RecordHeader>() == 28);

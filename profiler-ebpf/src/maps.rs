@@ -156,6 +156,12 @@ static PENDING: Array<u64> = Array::with_max_entries(1, 0);
 #[map]
 static STACK_SCRATCH: PerCpuArray<StackTrace> = PerCpuArray::with_max_entries(SCRATCH_CONTEXTS, 0);
 
+/// Per-CPU sample keys being built, one per [`Scratch`] context: beside
+/// the stacks' walk, an 80-byte key on the BPF stack passes the 512 bytes
+/// a program's calls may use together (Linux 6.1's verifier counts it).
+#[map]
+static KEY_SCRATCH: PerCpuArray<SampleKey> = PerCpuArray::with_max_entries(SCRATCH_CONTEXTS, 0);
+
 /// Unwind rows of every binary; the daemon sizes it at load time and
 /// writes it through mmap.
 #[map]
@@ -273,6 +279,20 @@ pub fn active_slot() -> Slot {
             samples: &SAMPLES_1,
             stacks: &STACKS_1,
         }
+    }
+}
+
+/// This CPU's sample key being built for `context`, zeroed.
+#[inline(always)]
+pub fn key_scratch(context: Scratch) -> Option<&'static mut SampleKey> {
+    let key = KEY_SCRATCH.get_ptr_mut(context as u32)?;
+    // SAFETY: a per-CPU map value, valid for this program's run; programs
+    // of one context do not nest on a CPU (see `Scratch`), so nothing else
+    // uses it meanwhile. Zeroed in place (a literal would be built on the
+    // stack first); all zeros is a valid key.
+    unsafe {
+        core::ptr::write_bytes(key, 0, 1);
+        Some(&mut *key)
     }
 }
 

@@ -2,7 +2,7 @@
 //! (stacks, state = running) key.
 use aya_ebpf::{helpers::bpf_get_current_comm, programs::PerfEventContext};
 use profiler_common::{
-    sample::{COMM_LEN, SampleKey, ThreadState},
+    sample::{COMM_LEN, ThreadState},
     stats::Stat,
 };
 
@@ -18,23 +18,17 @@ pub fn record(ctx: &PerfEventContext) {
         unwind::capture_user(&slot, pid, Scratch::Sampling);
     let (kernel_stack, kernel_stack_err) =
         stack::capture_current(ctx, &slot, 0, Stat::KernelStackErrors, Scratch::Sampling);
-    let (go_labels, go_labels_identity) = go::labels(pid);
-    let (trace_id, span_id) = thread_ctx::ids(pid);
-    let key = SampleKey {
-        pid,
-        tid,
-        user_stack,
-        kernel_stack,
-        user_stack_err,
-        kernel_stack_err,
-        state: ThreadState::Running as u32,
-        python_gil,
-        go_labels,
-        go_labels_identity,
-        trace_id,
-        span_id,
+    let Some(key) = maps::key_scratch(Scratch::Sampling) else {
+        return;
     };
+    (key.pid, key.tid) = (pid, tid);
+    (key.user_stack, key.user_stack_err) = (user_stack, user_stack_err);
+    (key.kernel_stack, key.kernel_stack_err) = (kernel_stack, kernel_stack_err);
+    key.state = ThreadState::Running as u32;
+    key.python_gil = python_gil;
+    (key.go_labels, key.go_labels_identity) = go::labels(pid);
+    thread_ctx::read_ids(pid, &mut key.trace_id, &mut key.span_id);
     let mut weight = aggregate::weight(1, 0, 0);
     weight.comm = bpf_get_current_comm().unwrap_or([0u8; COMM_LEN]);
-    aggregate::add(slot.samples, &key, &weight);
+    aggregate::add(slot.samples, key, &weight);
 }

@@ -1,20 +1,34 @@
 //! OpenTelemetry's thread context (see `profiler_common::thread_ctx`): the
 //! trace and span the current thread runs in, for its samples.
-use aya_ebpf::helpers::bpf_probe_read_user;
-use profiler_common::thread_ctx::{RecordHeader, VALID};
+use aya_ebpf::helpers::{bpf_probe_read_user, bpf_probe_read_user_buf};
+use profiler_common::thread_ctx::{SPAN_ID, TRACE_ID, VALID, VALID_AT};
 
 use crate::{maps, tls};
 
-/// The trace and span ids the current thread of process `pid` has
-/// published; zeros for none (no context published, no record attached,
-/// a record being written, or memory out of reach).
+/// Reads into `trace_id` and `span_id` (zeros on entry) the trace and span
+/// the current thread of process `pid` has published; leaves them zero
+/// for none (no context published, no record attached, a record being
+/// written, or memory out of reach). Read in place: the callers' stacks
+/// are near the verifier's limit.
 #[inline(always)]
-pub fn ids(pid: u32) -> ([u8; 16], [u8; 8]) {
-    read_ids(pid).unwrap_or(([0; 16], [0; 8]))
+pub fn read_ids(pid: u32, trace_id: &mut [u8; 16], span_id: &mut [u8; 8]) {
+    let Some(record) = record(pid) else {
+        return;
+    };
+    // SAFETY: reads user memory through the fault-tolerant helpers.
+    let read = unsafe {
+        bpf_probe_read_user_buf((record + TRACE_ID) as *const u8, trace_id).is_ok()
+            && bpf_probe_read_user_buf((record + SPAN_ID) as *const u8, span_id).is_ok()
+    };
+    if !read {
+        *trace_id = [0; 16];
+        *span_id = [0; 8];
+    }
 }
 
+/// The record attached to the current thread, when it is whole.
 #[inline(always)]
-fn read_ids(pid: u32) -> Option<([u8; 16], [u8; 8])> {
+fn record(pid: u32) -> Option<u64> {
     let process = maps::thread_ctx_process(pid)?;
     let at = tls::fsbase()?.wrapping_add_signed(process.tls_offset);
     // SAFETY: reads user memory through the fault-tolerant helper.
@@ -23,6 +37,6 @@ fn read_ids(pid: u32) -> Option<([u8; 16], [u8; 8])> {
         return None;
     }
     // SAFETY: as above.
-    let header = unsafe { bpf_probe_read_user(record as *const RecordHeader) }.ok()?;
-    (header.valid == VALID).then_some((header.trace_id, header.span_id))
+    let valid = unsafe { bpf_probe_read_user((record + VALID_AT) as *const u8) }.ok()?;
+    (valid == VALID).then_some(record)
 }

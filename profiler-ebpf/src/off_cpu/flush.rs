@@ -6,12 +6,7 @@ use aya_ebpf::{
     helpers::{bpf_get_current_pid_tgid, bpf_get_current_task_btf},
 };
 use core::intrinsics::{AtomicOrdering, atomic_xadd};
-use profiler_common::{
-    sample::{SampleKey, ThreadState},
-    stack::NO_STACK,
-    stats::Stat,
-    task::TaskState,
-};
+use profiler_common::{sample::ThreadState, stack::NO_STACK, stats::Stat, task::TaskState};
 
 use super::interval_cell;
 use crate::{aggregate, go, maps, thread_ctx, unwind};
@@ -95,32 +90,27 @@ pub fn flush(entry: *mut TaskState, hook: Flush) {
         let slot = maps::active_slot();
         let (user_stack, user_stack_err, python_gil) =
             unwind::capture_user(&slot, (*entry).pid, maps::Scratch::Tracing);
-        let (go_labels, go_labels_identity) = go::labels((*entry).pid);
-        let (trace_id, span_id) = thread_ctx::ids((*entry).pid);
-        let mut key = SampleKey {
-            pid: (*entry).pid,
-            tid: (*entry).tid,
-            user_stack,
-            kernel_stack: (*entry).kernel_stack,
-            user_stack_err,
-            kernel_stack_err: (*entry).kernel_stack_err,
-            state: (*entry).pending_state,
-            python_gil,
-            go_labels,
-            go_labels_identity,
-            trace_id,
-            span_id,
+        let Some(key) = maps::key_scratch(maps::Scratch::Tracing) else {
+            return;
         };
+        (key.pid, key.tid) = ((*entry).pid, (*entry).tid);
+        (key.user_stack, key.user_stack_err) = (user_stack, user_stack_err);
+        (key.kernel_stack, key.kernel_stack_err) =
+            ((*entry).kernel_stack, (*entry).kernel_stack_err);
+        key.state = (*entry).pending_state;
+        key.python_gil = python_gil;
+        (key.go_labels, key.go_labels_identity) = go::labels((*entry).pid);
+        thread_ctx::read_ids((*entry).pid, &mut key.trace_id, &mut key.span_id);
         if (*entry).blocked_count != 0 {
             let mut weight = aggregate::weight(0, (*entry).blocked_ns, (*entry).blocked_count);
             weight.comm = (*entry).comm;
-            aggregate::add(slot.samples, &key, &weight);
+            aggregate::add(slot.samples, key, &weight);
         }
         if (*entry).runqueue_count != 0 {
             key.state = ThreadState::Runqueue as u32;
             let mut weight = aggregate::weight(0, (*entry).runqueue_ns, (*entry).runqueue_count);
             weight.comm = (*entry).comm;
-            aggregate::add(slot.samples, &key, &weight);
+            aggregate::add(slot.samples, key, &weight);
         }
         // Without rseq, the thread may have run user code since it blocked.
         if hook == Flush::Later && (*entry).rseq == 0 && user_stack != NO_STACK {
