@@ -263,7 +263,7 @@ pub const GO_PROCS_MAX_ENTRIES: u32 = 4_096;
 /// Capacity of [`THREAD_CTX_PROCS`].
 pub const THREAD_CTX_PROCS_MAX_ENTRIES: u32 = 4_096;
 /// Capacity of [`GO_LABEL_SETS`].
-pub const GO_LABEL_SETS_MAX_ENTRIES: u32 = 65_536;
+pub const GO_LABEL_SETS_MAX_ENTRIES: u32 = 16_384;
 /// Capacity of [`GO_LABEL_REQUESTS`] (a full map drops the request; the
 /// set is then read at the chunk's drain, if it still lives).
 pub const GO_LABEL_REQUESTS_MAX_ENTRIES: u32 = 4_096;

@@ -14,7 +14,11 @@
  *   - no span: between_requests spins 1 unit.
  * Each measures its CPU time and the sleep its wall time.
  *
- * Protocol (as the Rust fixtures): "ready pid=P worker=T", wait for "go",
+ * Thread "other" spins in handle_report under its own span (trace
+ * 5b8aa5a2d2c872e8321cf37308d69df2, span 051581bf3cb55c13) all along: no
+ * sample of either thread may carry the other's.
+ *
+ * Protocol (as the Rust fixtures): "ready pid=P worker=T other=T", wait for "go",
  * run for argv[1] seconds, print the measurements, then linger until
  * stdin closes.
  */
@@ -113,21 +117,43 @@ __attribute__((noinline)) void between_requests(uint64_t unit) {
     between_ns += ns(CLOCK_THREAD_CPUTIME_ID) - start;
 }
 
+__attribute__((noinline)) void handle_report(uint64_t unit) {
+    sink += spin(unit);
+}
+
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t cond = PTHREAD_COND_INITIALIZER;
-static int started, worker_tid;
+static int started, worker_tid, other_tid;
+static volatile int stopping;
+
+/* Waits for "go", having said its tid in `tid`. */
+static void wait_start(int *tid) {
+    pthread_mutex_lock(&lock);
+    *tid = (int)syscall(SYS_gettid);
+    pthread_cond_broadcast(&cond);
+    while (!started)
+        pthread_cond_wait(&cond, &lock);
+    pthread_mutex_unlock(&lock);
+}
+
+static void *other(void *arg) {
+    (void)arg;
+    static struct record report;
+    make(&report, "5b8aa5a2d2c872e8321cf37308d69df2", "051581bf3cb55c13", "/report");
+    wait_start(&other_tid);
+    attach(&report);
+    while (!stopping)
+        handle_report(400000);
+    attach(NULL);
+    return NULL;
+}
 
 static void *worker(void *arg) {
     (void)arg;
     static struct record checkout, search;
     make(&checkout, "0af7651916cd43dd8448eb211c80319c", "b7ad6b7169203331", "/checkout");
     make(&search, "4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7", "/search");
-    pthread_mutex_lock(&lock);
-    worker_tid = (int)syscall(SYS_gettid);
-    pthread_cond_broadcast(&cond);
-    while (!started)
-        pthread_cond_wait(&cond, &lock);
-    pthread_mutex_unlock(&lock);
+    wait_start(&worker_tid);
     uint64_t end = ns(CLOCK_MONOTONIC) + (uint64_t)(run_seconds * 1e9);
     const uint64_t unit = 400000;
     while (ns(CLOCK_MONOTONIC) < end) {
@@ -146,13 +172,14 @@ int main(int argc, char **argv) {
         fprintf(stderr, "usage: trace_ctx SECONDS\n");
         return 2;
     }
-    pthread_t thread;
+    pthread_t thread, other_thread;
     pthread_create(&thread, NULL, worker, NULL);
+    pthread_create(&other_thread, NULL, other, NULL);
     pthread_mutex_lock(&lock);
-    while (!worker_tid)
+    while (!worker_tid || !other_tid)
         pthread_cond_wait(&cond, &lock);
     pthread_mutex_unlock(&lock);
-    printf("ready pid=%d worker=%d\n", getpid(), worker_tid);
+    printf("ready pid=%d worker=%d other=%d\n", getpid(), worker_tid, other_tid);
     fflush(stdout);
     char line[64];
     if (!fgets(line, sizeof line, stdin))
@@ -162,6 +189,8 @@ int main(int argc, char **argv) {
     pthread_cond_broadcast(&cond);
     pthread_mutex_unlock(&lock);
     pthread_join(thread, NULL);
+    stopping = 1;
+    pthread_join(other_thread, NULL);
     printf("checkout_ns=%llu search_ns=%llu between_ns=%llu checkout_sleep_ns=%llu\n",
            (unsigned long long)checkout_ns, (unsigned long long)search_ns,
            (unsigned long long)between_ns, (unsigned long long)checkout_sleep_ns);

@@ -19,8 +19,8 @@
 // The references are Go's own profiles of the same run, written to the
 // directory named by the second argument: its goroutine profile at the
 // end (goroutine.pb.gz, each goroutine with its labels) and its CPU
-// profile of the whole run (cpu.pb.gz, each sample with the labels of the
-// goroutine it caught).
+// profile of the whole run at 1000 Hz (cpu.pb.gz, each sample with the
+// labels of the goroutine it caught).
 //
 // Protocol (as the other fixtures'): prints `ready pid=P`, waits for a
 // line on stdin, runs for the given seconds, writes the references,
@@ -148,6 +148,9 @@ func main() {
 		fmt.Fprintln(os.Stderr, "labels: the CPU profile:", err)
 		os.Exit(1)
 	}
+	// 1000 Hz, not Go's 100: enough samples for shares within a few
+	// points (StartCPUProfile keeps a rate set before it, with a warning).
+	runtime.SetCPUProfileRate(1000)
 	if err := pprof.StartCPUProfile(cpu); err != nil {
 		fmt.Fprintln(os.Stderr, "labels: the CPU profile:", err)
 		os.Exit(1)

@@ -5,7 +5,9 @@
 //! that span's `trace_id` and `span_id`, none outside a span does, each
 //! span's share of the samples is within 5 points of the CPU time the
 //! program measured, and the span's sleep is its off-CPU time, within 5%
-//! of the wall time the program measured.
+//! of the wall time the program measured. A second thread in its own span
+//! all along: its samples carry its span, and no sample of either thread
+//! carries the other's.
 mod support;
 
 use std::collections::HashMap;
@@ -51,7 +53,7 @@ fn samples_carry_the_trace_and_span_their_thread_published() {
         &["--off-cpu-rate", "1ms", "--frequency", "999"],
     );
     let (pid, tid) = (fixture.pid(), fixture.tid("worker"));
-    let mut failures = Vec::new();
+    let mut failures = other_thread(&profiles, pid, fixture.tid("other"), tid);
     let cpu_total: u64 = HANDLERS.iter().map(|h| truth[h.3]).sum();
     let mut by_handler: HashMap<&str, (i64, i64)> = HashMap::new();
     let mut off_cpu_in_checkout = 0;
@@ -107,6 +109,48 @@ fn samples_carry_the_trace_and_span_their_thread_published() {
     }
     assert!(failures.is_empty(), "{failures:#?}");
 }
+
+/// What is wrong with the spans of the thread `other` (always in span
+/// `OTHER`) and of thread `worker` (never).
+fn other_thread(
+    profiles: &[(std::path::PathBuf, Profile)],
+    pid: u32,
+    other: u32,
+    worker: u32,
+) -> Vec<String> {
+    let (mut samples, mut labelled, mut crossed) = (0, 0, 0);
+    for (_, p) in profiles {
+        for s in p.samples_of(pid) {
+            let in_other = ids(p, s) == OTHER;
+            if p.is_thread(s, other) && p.functions(s).contains(&"handle_report") {
+                samples += p.value(s, "samples");
+                labelled += if in_other { p.value(s, "samples") } else { 0 };
+            }
+            let in_workers = HANDLERS
+                .iter()
+                .any(|h| !h.1.is_empty() && ids(p, s) == (h.1, h.2));
+            if (p.is_thread(s, other) && in_workers) || (p.is_thread(s, worker) && in_other) {
+                crossed += p.value(s, "samples") + p.value(s, "off_cpu");
+            }
+        }
+    }
+    eprintln!("handle_report: {labelled} of {samples} samples with its span; {crossed} crossed");
+    let mut failures = Vec::new();
+    if samples == 0 || percent(labelled, samples) < 99.0 {
+        failures.push(format!(
+            "handle_report: {labelled} of {samples} samples with its span"
+        ));
+    }
+    if crossed != 0 {
+        failures.push(format!(
+            "{crossed} samples (or ns) with the other thread's span"
+        ));
+    }
+    failures
+}
+
+/// The other thread's trace and span.
+const OTHER: (&str, &str) = ("5b8aa5a2d2c872e8321cf37308d69df2", "051581bf3cb55c13");
 
 /// The trace and span ids of `sample` ("" where it has none).
 fn ids<'a>(p: &'a Profile, sample: &proto::Sample) -> (&'a str, &'a str) {
