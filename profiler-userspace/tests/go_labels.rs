@@ -9,7 +9,9 @@ mod support;
 use std::{collections::HashMap, process::Command};
 
 use profiler_userspace::output::pprof::proto;
-use support::{Fixture, Profile, go, profile_fixture, read_profile, require_root};
+use support::{
+    Fixture, Profile, Profiler, go, profile_fixture, profiles, read_profile, require_root,
+};
 
 /// The fixture's waiting functions and the `endpoint` label each runs
 /// under ("" for none).
@@ -137,6 +139,54 @@ fn waiting_goroutines_carry_their_pprof_labels_as_gos_own_profile_has_them() {
                     .map(|f| format!("{what}: {f}")),
             );
         }
+    }
+    assert!(failures.is_empty(), "{failures:#?}");
+}
+
+/// The same, on the newest toolchain's stripped build, for targets that
+/// arrive by name (`--comm NAME --wait`, as the systemd unit is used) and
+/// under `--all`: the daemon started first, the program after.
+#[test]
+fn labels_reach_targets_found_by_name_and_under_all() {
+    require_root();
+    let toolchain = go::toolchains().pop().unwrap();
+    let mut failures = Vec::new();
+    for route in [&["--comm", "labels", "--wait"][..], &["--all"]] {
+        let what = format!("{} {}", go::version(&toolchain), route.join(" "));
+        let dir = tempfile::tempdir().unwrap();
+        let bin = go::build(&toolchain, "labels", dir.path(), "labels", true);
+        let out = dir.path().join("out");
+        let mut args = route.to_vec();
+        let out_arg = out.to_str().unwrap();
+        args.extend([
+            "--output-dir",
+            out_arg,
+            "--interval",
+            "60s",
+            "--frequency",
+            "999",
+        ]);
+        let running = Profiler::start(&args);
+        let mut command = Command::new(&bin);
+        command.arg("3").arg(dir.path());
+        let mut fixture = Fixture::spawn_command(command);
+        // Adopted (by name) and its goroutines read (under --all) before
+        // the measured phase.
+        std::thread::sleep(std::time::Duration::from_secs(1));
+        fixture.go();
+        let truth = fixture.results();
+        running.stop();
+        let profiles = profiles(&out);
+        assert_eq!(profiles.len(), 1, "{what}: one window");
+        let (profile, pid) = (&profiles[0].1, fixture.pid());
+        let goroutines = read_profile(&dir.path().join("goroutine.pb.gz"));
+        let cpu = read_profile(&dir.path().join("cpu.pb.gz"));
+        failures.extend(
+            check(profile, pid, &goroutines)
+                .into_iter()
+                .chain(check_on_cpu(profile, pid, &cpu, &truth))
+                .map(|f| format!("{what}: {f}")),
+        );
     }
     assert!(failures.is_empty(), "{failures:#?}");
 }
