@@ -261,24 +261,29 @@ pub const PYTHON_PROCS_MAX_ENTRIES: u32 = 4_096;
 /// Capacity of [`GO_PROCS`].
 pub const GO_PROCS_MAX_ENTRIES: u32 = 4_096;
 /// Capacity of [`THREAD_CTX_PROCS`].
-pub const THREAD_CTX_PROCS_MAX_ENTRIES: u32 = 4_096;
-/// Capacity of [`GO_LABEL_SETS`].
-pub const GO_LABEL_SETS_MAX_ENTRIES: u32 = 16_384;
+pub const THREAD_CTX_PROCS_MAX_ENTRIES: u32 = 1_024;
+/// Capacity of [`GO_LABEL_SETS`] (allocated whole, as [`JAVA_FRAMES`]; a
+/// set forgotten is asked for again, and found in the daemon's cache).
+pub const GO_LABEL_SETS_MAX_ENTRIES: u32 = 4_096;
 /// Capacity of [`GO_LABEL_REQUESTS`] (a full map drops the request; the
 /// set is then read at the chunk's drain, if it still lives).
 pub const GO_LABEL_REQUESTS_MAX_ENTRIES: u32 = 4_096;
 /// Capacity of [`JAVA_PROCS`].
 pub const JAVA_PROCS_MAX_ENTRIES: u32 = 1_024;
-/// Capacity of [`JAVA_FRAMES`]: Java frames remembered as asked for.
-pub const JAVA_FRAMES_MAX_ENTRIES: u32 = 65_536;
+/// Capacity of [`JAVA_FRAMES`]: Java frames remembered as asked for (an
+/// LRU map, allocated whole: about 96 bytes an entry; one forgotten is
+/// asked for again, and named again from the daemon's cache).
+pub const JAVA_FRAMES_MAX_ENTRIES: u32 = 16_384;
 /// Capacity of [`JAVA_FRAME_REQUESTS`]: Java frames waiting for the daemon
 /// (a full map drops the request; the frame is then named at the chunk's
 /// drain, if its JVM still runs).
 pub const JAVA_FRAME_REQUESTS_MAX_ENTRIES: u32 = 8_192;
 /// Capacity of [`PYTHON_THREADS`].
 pub const PYTHON_THREADS_MAX_ENTRIES: u32 = 16_384;
-/// Capacity of [`PYTHON_CODES`]: code objects remembered as asked for.
-pub const PYTHON_CODES_MAX_ENTRIES: u32 = 65_536;
+/// Capacity of [`PYTHON_CODES`]: code objects remembered as asked for
+/// (allocated whole, as [`JAVA_FRAMES`]; one forgotten is asked for
+/// again).
+pub const PYTHON_CODES_MAX_ENTRIES: u32 = 16_384;
 /// Capacity of [`PYTHON_CODE_REQUESTS`]: code objects waiting for the
 /// daemon (a full map drops the request; the frame is then unnamed).
 pub const PYTHON_CODE_REQUESTS_MAX_ENTRIES: u32 = 8_192;

@@ -224,7 +224,7 @@ static GO_LABEL_SETS: LruHashMap<LabelSetSeen, u8> =
 
 #[map]
 static GO_LABEL_REQUESTS: HashMap<LabelSetSeen, u8> =
-    HashMap::with_max_entries(GO_LABEL_REQUESTS_MAX_ENTRIES, 0);
+    HashMap::with_max_entries(GO_LABEL_REQUESTS_MAX_ENTRIES, BPF_F_NO_PREALLOC);
 
 #[map]
 static PYTHON_PROCS: LruHashMap<u32, PythonProcess> =
@@ -240,7 +240,7 @@ static PYTHON_CODES: LruHashMap<CodeSeen, u8> =
 
 #[map]
 static PYTHON_CODE_REQUESTS: HashMap<CodeSeen, u8> =
-    HashMap::with_max_entries(PYTHON_CODE_REQUESTS_MAX_ENTRIES, 0);
+    HashMap::with_max_entries(PYTHON_CODE_REQUESTS_MAX_ENTRIES, BPF_F_NO_PREALLOC);
 
 #[map]
 static JAVA_PROCS: LruHashMap<u32, JavaProcess> =
@@ -252,7 +252,7 @@ static JAVA_FRAMES: LruHashMap<FrameSeen, u8> =
 
 #[map]
 static JAVA_FRAME_REQUESTS: HashMap<FrameSeen, u8> =
-    HashMap::with_max_entries(JAVA_FRAME_REQUESTS_MAX_ENTRIES, 0);
+    HashMap::with_max_entries(JAVA_FRAME_REQUESTS_MAX_ENTRIES, BPF_F_NO_PREALLOC);
 
 /// Per-CPU bytes of the Python frame being read, per [`Scratch`].
 #[map]
