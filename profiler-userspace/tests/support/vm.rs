@@ -59,10 +59,15 @@ pub fn boot(kernel: &Path, files: &BTreeMap<String, PathBuf>) -> Result<Boot, St
         .arg("-initrd")
         .arg(&initramfs)
         // Warnings and stack dumps reach the console (loglevel=5), and a
-        // soft lockup panics, which ends the VM at once (-no-reboot).
+        // soft lockup panics, which ends the VM at once (-no-reboot). A
+        // lockup is one of 120 s (watchdog_thresh=60): under TCG on a
+        // loaded host, a vCPU stalled for 26 s in plain code (`do_exit` of
+        // a `sleep`, no BPF program on its stack) panicked a CI run at
+        // the default 20 s; a real hang still ends the VM well within
+        // TIMEOUT.
         .args([
             "-append",
-            "console=ttyS0 loglevel=5 softlockup_panic=1 panic=-1 rdinit=/init",
+            "console=ttyS0 loglevel=5 softlockup_panic=1 watchdog_thresh=60 panic=-1 rdinit=/init",
         ])
         .args(["-nographic", "-no-reboot"])
         .stdin(Stdio::null())
