@@ -218,4 +218,6 @@ pub fn bodies(protocol: PushProtocol, series: &[Series], tenant: Option<&str>) -
 }
 
 #[cfg(test)]
+mod label_tests;
+#[cfg(test)]
 mod tests;

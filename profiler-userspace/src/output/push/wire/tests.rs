@@ -13,7 +13,13 @@ use crate::{
     profile::{Line, Location, Mapping, Sample},
 };
 
-fn row(comm: &str, service: &str, function: &str, samples: u64, off_cpu_ns: u64) -> Sample {
+pub(super) fn row(
+    comm: &str,
+    service: &str,
+    function: &str,
+    samples: u64,
+    off_cpu_ns: u64,
+) -> Sample {
     let mapping = Arc::new(Mapping {
         start: 0x1000,
         limit: 0x9000,
@@ -73,7 +79,7 @@ fn two_programs() -> Vec<Series> {
 }
 
 /// The series of a window holding only `sample`.
-fn one_program(sample: Sample) -> Vec<Series> {
+pub(super) fn one_program(sample: Sample) -> Vec<Series> {
     let profile = Profile {
         view: View::Wall,
         start: UNIX_EPOCH,
@@ -358,126 +364,6 @@ fn every_protocol_carries_python_frames() {
         for function in ["Worker.handle", "main", "Py_RunMain"] {
             let total: i64 = received.iter().map(|p| p.total("cpu", function)).sum();
             assert_eq!(total, 5 * 10_101_010, "{protocol:?}: {function}");
-        }
-    }
-}
-
-/// A container's series carries its id, runtime and pod under each
-/// backend's names: series labels for Pyroscope and Parca, resource
-/// attributes (`container.id`, `container.runtime`, `k8s.pod.uid`) for
-/// OTLP.
-#[test]
-fn every_protocol_carries_a_containers_id_runtime_and_pod() {
-    let mut sample = row("api", "", "handle", 2, 0);
-    sample.placement = Arc::new(Placement {
-        cgroup: "/kubepods/besteffort/pod4d8a/3f4b".to_owned(),
-        container_id: "3f4b0c7f9d2a".to_owned(),
-        container_runtime: "cri".to_owned(),
-        pod_uid: "4d8a1c2e".to_owned(),
-        service: String::new(),
-    });
-    let series = one_program(sample);
-    for (protocol, ours, [runtime, pod]) in [
-        (
-            Protocol::Pyroscope,
-            PushProtocol::Pyroscope,
-            ["container_runtime", "pod_uid"],
-        ),
-        (
-            Protocol::Parca,
-            PushProtocol::Parca,
-            ["container_runtime", "pod_uid"],
-        ),
-        (
-            Protocol::Otlp,
-            PushProtocol::Otlp,
-            ["container.runtime", "k8s.pod.uid"],
-        ),
-    ] {
-        let received: Vec<_> = bodies(ours, &series, None)
-            .iter()
-            .flat_map(|body| backend::decode(protocol, body).unwrap())
-            .collect();
-        assert!(!received.is_empty(), "{protocol:?}");
-        for profile in &received {
-            let label = |key: &str| profile.labels.get(key).map(String::as_str);
-            assert_eq!(
-                (label("container_id"), label(runtime), label(pod)),
-                (Some("3f4b0c7f9d2a"), Some("cri"), Some("4d8a1c2e")),
-                "{protocol:?}: {:?}",
-                profile.labels
-            );
-        }
-    }
-}
-
-#[test]
-fn every_protocol_carries_a_go_programs_own_labels_whole() {
-    let mut sample = row("api", "api.service", "handle", 2, 0);
-    let long = "v".repeat(300);
-    let label = |key: &str, value: &str| crate::sample::Label {
-        key: key.to_owned().into(),
-        attribute: key.to_owned().into(),
-        value: crate::sample::LabelValue::Str(Arc::from(value)),
-    };
-    sample.labels = Some(Arc::new(crate::sample::RowLabels {
-        replaces_thread: false,
-        labels: vec![label("endpoint", "/heavy"), label("span_id", &long)],
-    }));
-    let series = one_program(sample);
-    for (protocol, ours) in [
-        (Protocol::Pyroscope, PushProtocol::Pyroscope),
-        (Protocol::Parca, PushProtocol::Parca),
-        (Protocol::Otlp, PushProtocol::Otlp),
-    ] {
-        let received: Vec<_> = bodies(ours, &series, None)
-            .iter()
-            .flat_map(|body| backend::decode(protocol, body).unwrap())
-            .collect();
-        let samples: Vec<_> = received.iter().flat_map(|p| &p.samples).collect();
-        assert!(!samples.is_empty(), "{protocol:?}");
-        for s in samples {
-            let label = |key: &str| s.labels.get(key).map(String::as_str);
-            assert_eq!(
-                (label("endpoint"), label("span_id")),
-                (Some("/heavy"), Some(long.as_str())),
-                "{protocol:?}: {:?}",
-                s.labels
-            );
-        }
-    }
-}
-
-#[test]
-fn every_protocol_carries_a_samples_trace_and_span() {
-    let mut sample = row("api", "api.service", "handle", 2, 0);
-    sample.labels = Some(Arc::new(crate::sample::RowLabels {
-        replaces_thread: false,
-        labels: crate::sample::trace_labels([0xab; 16], [0xcd; 8]),
-    }));
-    let series = one_program(sample);
-    for (protocol, ours) in [
-        (Protocol::Pyroscope, PushProtocol::Pyroscope),
-        (Protocol::Parca, PushProtocol::Parca),
-        (Protocol::Otlp, PushProtocol::Otlp),
-    ] {
-        let received: Vec<_> = bodies(ours, &series, None)
-            .iter()
-            .flat_map(|body| backend::decode(protocol, body).unwrap())
-            .collect();
-        let samples: Vec<_> = received.iter().flat_map(|p| &p.samples).collect();
-        assert!(!samples.is_empty(), "{protocol:?}");
-        for s in samples {
-            let label = |key: &str| s.labels.get(key).map(String::as_str);
-            assert_eq!(
-                (label("trace_id"), label("span_id")),
-                (
-                    Some("ab".repeat(16).as_str()),
-                    Some("cd".repeat(8).as_str())
-                ),
-                "{protocol:?} (OTLP: as the sample's link): {:?}",
-                s.labels
-            );
         }
     }
 }
