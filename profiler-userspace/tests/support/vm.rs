@@ -53,7 +53,22 @@ pub fn boot(kernel: &Path, files: &BTreeMap<String, PathBuf>) -> Result<Boot, St
     let initramfs = dir.join("initramfs.cpio");
     write_initramfs(&initramfs, files);
     let mut qemu = Command::new("qemu-system-x86_64")
-        .args(["-accel", "tcg", "-cpu", "max", "-smp", "2", "-m", "2048"])
+        // One host thread runs both vCPUs (thread=single): with a thread
+        // each, a CI run livelocked while the kernel patched a
+        // tracepoint's site in `__schedule` (one vCPU looping in
+        // `exc_int3`, the other waiting for it in
+        // `smp_call_function_many_cond`, an RCU stall), which is TCG's
+        // cross-vCPU code modification, not the guest's.
+        .args([
+            "-accel",
+            "tcg,thread=single",
+            "-cpu",
+            "max",
+            "-smp",
+            "2",
+            "-m",
+            "2048",
+        ])
         .arg("-kernel")
         .arg(kernel)
         .arg("-initrd")
