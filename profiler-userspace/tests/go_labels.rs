@@ -128,16 +128,13 @@ fn waiting_goroutines_carry_their_pprof_labels_as_gos_own_profile_has_them() {
             // 999 Hz: enough samples for shares within 3 points.
             let (truth, profiles) = profile_fixture(&mut fixture, &out, &["--frequency", "999"]);
             assert!(truth["goroutines"] > 80, "{what}: {truth:?}");
-            assert_eq!(profiles.len(), 1, "{what}: one window");
-            let (profile, pid) = (&profiles[0].1, fixture.pid());
-            let goroutines = read_profile(&dir.path().join("goroutine.pb.gz"));
-            let cpu = read_profile(&dir.path().join("cpu.pb.gz"));
-            failures.extend(
-                check(profile, pid, &goroutines)
-                    .into_iter()
-                    .chain(check_on_cpu(profile, pid, &cpu, &truth))
-                    .map(|f| format!("{what}: {f}")),
-            );
+            failures.extend(check_run(
+                &what,
+                dir.path(),
+                &profiles,
+                fixture.pid(),
+                &truth,
+            ));
         }
     }
     assert!(failures.is_empty(), "{failures:#?}");
@@ -177,18 +174,35 @@ fn labels_reach_targets_found_by_name_and_under_all() {
         let truth = fixture.results();
         running.stop();
         let profiles = profiles(&out);
-        assert_eq!(profiles.len(), 1, "{what}: one window");
-        let (profile, pid) = (&profiles[0].1, fixture.pid());
-        let goroutines = read_profile(&dir.path().join("goroutine.pb.gz"));
-        let cpu = read_profile(&dir.path().join("cpu.pb.gz"));
-        failures.extend(
-            check(profile, pid, &goroutines)
-                .into_iter()
-                .chain(check_on_cpu(profile, pid, &cpu, &truth))
-                .map(|f| format!("{what}: {f}")),
-        );
+        failures.extend(check_run(
+            &what,
+            dir.path(),
+            &profiles,
+            fixture.pid(),
+            &truth,
+        ));
     }
     assert!(failures.is_empty(), "{failures:#?}");
+}
+
+/// What is wrong with one run's window (`profiles`, one) against the
+/// references the fixture wrote to `dir`, each failure prefixed by `what`.
+fn check_run(
+    what: &str,
+    dir: &std::path::Path,
+    profiles: &[(std::path::PathBuf, Profile)],
+    pid: u32,
+    truth: &HashMap<String, u64>,
+) -> Vec<String> {
+    assert_eq!(profiles.len(), 1, "{what}: one window");
+    let profile = &profiles[0].1;
+    let goroutines = read_profile(&dir.join("goroutine.pb.gz"));
+    let cpu = read_profile(&dir.join("cpu.pb.gz"));
+    check(profile, pid, &goroutines)
+        .into_iter()
+        .chain(check_on_cpu(profile, pid, &cpu, truth))
+        .map(|f| format!("{what}: {f}"))
+        .collect()
 }
 
 /// What is wrong with the labels of the on-CPU samples: every sample in
