@@ -75,17 +75,7 @@ fn every_protocol_carries_a_go_programs_own_labels_whole() {
         labels: vec![label("endpoint", "/heavy"), label("span_id", &long)],
     }));
     let series = one_program(sample);
-    for (protocol, ours) in [
-        (Protocol::Pyroscope, PushProtocol::Pyroscope),
-        (Protocol::Parca, PushProtocol::Parca),
-        (Protocol::Otlp, PushProtocol::Otlp),
-    ] {
-        let received: Vec<_> = bodies(ours, &series, None)
-            .iter()
-            .flat_map(|body| backend::decode(protocol, body).unwrap())
-            .collect();
-        let samples: Vec<_> = received.iter().flat_map(|p| &p.samples).collect();
-        assert!(!samples.is_empty(), "{protocol:?}");
+    for (protocol, samples) in samples_by_protocol(&series) {
         for s in samples {
             let label = |key: &str| s.labels.get(key).map(String::as_str);
             assert_eq!(
@@ -106,17 +96,7 @@ fn every_protocol_carries_a_samples_trace_and_span() {
         labels: crate::sample::trace_labels([0xab; 16], [0xcd; 8]),
     }));
     let series = one_program(sample);
-    for (protocol, ours) in [
-        (Protocol::Pyroscope, PushProtocol::Pyroscope),
-        (Protocol::Parca, PushProtocol::Parca),
-        (Protocol::Otlp, PushProtocol::Otlp),
-    ] {
-        let received: Vec<_> = bodies(ours, &series, None)
-            .iter()
-            .flat_map(|body| backend::decode(protocol, body).unwrap())
-            .collect();
-        let samples: Vec<_> = received.iter().flat_map(|p| &p.samples).collect();
-        assert!(!samples.is_empty(), "{protocol:?}");
+    for (protocol, samples) in samples_by_protocol(&series) {
         for s in samples {
             let label = |key: &str| s.labels.get(key).map(String::as_str);
             assert_eq!(
@@ -130,4 +110,26 @@ fn every_protocol_carries_a_samples_trace_and_span() {
             );
         }
     }
+}
+
+/// The samples each backend decodes from `series`' bodies (some in each).
+fn samples_by_protocol(
+    series: &[crate::output::push::series::Series],
+) -> Vec<(Protocol, Vec<backend::ReceivedSample>)> {
+    [
+        (Protocol::Pyroscope, PushProtocol::Pyroscope),
+        (Protocol::Parca, PushProtocol::Parca),
+        (Protocol::Otlp, PushProtocol::Otlp),
+    ]
+    .into_iter()
+    .map(|(protocol, ours)| {
+        let samples: Vec<_> = bodies(ours, series, None)
+            .iter()
+            .flat_map(|body| backend::decode(protocol, body).unwrap())
+            .flat_map(|p| p.samples)
+            .collect();
+        assert!(!samples.is_empty(), "{protocol:?}");
+        (protocol, samples)
+    })
+    .collect()
 }
