@@ -6,6 +6,7 @@ use std::{sync::Arc, time::SystemTime};
 use profiler_common::{sample::ThreadState, stats::Stat};
 
 use crate::{
+    process::roots::Unheld,
     profile::{Location, Profile, Sample, View},
     symbolize::{SymbolizeStats, Symbolizer, Unnamed},
     window::RawWindow,
@@ -179,6 +180,11 @@ impl Accounting {
             (Unnamed::ALL[2].counter(), user_frames.unnamed[2]),
             ("debug_files_opened", symbolize.debug_files),
         ]);
+        counters.extend(
+            Unheld::ALL
+                .iter()
+                .map(|cause| (cause.counter(), symbolize.roots_unheld[cause.index()])),
+        );
         let mut gauges = Vec::new();
         if let Some((debuginfod, pending)) = symbolize.debuginfod {
             counters.extend([

@@ -161,7 +161,15 @@ fn a_brief_c_program_in_a_container_is_named_never_from_the_hosts_file() {
     assert_eq!(files.len(), 1, "{log}");
     let profile = &files[0].1;
     let (share, samples) = named_leaves(profile, "app");
-    eprintln!("{runs} runs: {share:.1}% of {samples} on-CPU samples with a named leaf");
+    let unheld: Vec<u64> = ["gone", "denied", "other"]
+        .iter()
+        .map(|cause| profile.comment_value(&format!("process_roots_unheld_{cause}")))
+        .collect();
+    eprintln!(
+        "{runs} runs: {share:.1}% of {samples} on-CPU samples with a named leaf; \
+         roots not held (gone, denied, other): {unheld:?}"
+    );
+    assert_eq!(unheld[1..], [0, 0], "root is never denied a root");
     assert!(samples >= 200, "{samples} samples of {runs} runs\n{log}");
     assert!(
         share >= 90.0,

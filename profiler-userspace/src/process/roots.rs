@@ -5,10 +5,14 @@
 //! it saw it after the process is gone, through
 //! `/proc/self/fd/HANDLE/PATH` (with the same build-id or device-and-inode
 //! check as any path). One handle per distinct root, shared by whatever
-//! needs it, and closed when nothing does.
+//! needs it, and closed when nothing does. A root that could not be held
+//! is an [`Unheld`] cause: that process's files are then read only by
+//! path, where the host's file must match the mapping's build id or inode,
+//! and otherwise keep their addresses.
 use std::{
     collections::HashMap,
     fs::File,
+    io,
     os::{
         fd::{AsRawFd as _, OwnedFd},
         unix::fs::{MetadataExt as _, OpenOptionsExt as _},
@@ -27,14 +31,53 @@ struct RootKey {
 }
 
 impl RootKey {
-    fn of(pid: u32) -> Option<Self> {
-        let ns = std::fs::metadata(format!("/proc/{pid}/ns/mnt")).ok()?;
-        let root = std::fs::metadata(format!("/proc/{pid}/root/")).ok()?;
-        Some(Self {
+    fn of(pid: u32) -> io::Result<Self> {
+        let ns = std::fs::metadata(format!("/proc/{pid}/ns/mnt"))?;
+        let root = std::fs::metadata(format!("/proc/{pid}/root/"))?;
+        Ok(Self {
             mount_ns: ns.ino(),
             dev: root.dev(),
             ino: root.ino(),
         })
+    }
+}
+
+/// Why a process's root could not be held.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Unheld {
+    /// The process was gone before its root was opened (it had just been
+    /// read: it exited in between).
+    Gone,
+    /// Not allowed (another user namespace's `/proc`, a security module).
+    Denied,
+    /// Any other failure.
+    Other,
+}
+
+impl Unheld {
+    pub const ALL: [Self; 3] = [Self::Gone, Self::Denied, Self::Other];
+
+    fn of(err: &io::Error) -> Self {
+        match err.raw_os_error() {
+            Some(libc::ENOENT | libc::ESRCH) => Self::Gone,
+            Some(libc::EACCES | libc::EPERM) => Self::Denied,
+            _ => Self::Other,
+        }
+    }
+
+    /// Its counter in the profile's comments and `/metrics`.
+    #[must_use]
+    pub const fn counter(self) -> &'static str {
+        match self {
+            Self::Gone => "process_roots_unheld_gone",
+            Self::Denied => "process_roots_unheld_denied",
+            Self::Other => "process_roots_unheld_other",
+        }
+    }
+
+    #[must_use]
+    pub const fn index(self) -> usize {
+        self as usize
     }
 }
 
@@ -66,34 +109,40 @@ pub struct Roots {
 }
 
 impl Roots {
-    /// `pid`'s root, held open, when it is not the daemon's own (`None`
-    /// too when the process is gone).
-    pub fn of(&mut self, pid: u32) -> Option<Arc<Root>> {
+    /// `pid`'s root, held open, when it is not the daemon's own (then
+    /// `None`); `pid` was just read, so a failure is that process's.
+    ///
+    /// # Errors
+    /// Why its root could not be held.
+    pub fn of(&mut self, pid: u32) -> Result<Option<Arc<Root>>, Unheld> {
         static OURS: OnceLock<Option<RootKey>> = OnceLock::new();
-        let key = RootKey::of(pid)?;
+        let key = RootKey::of(pid).map_err(|e| Unheld::of(&e))?;
         if OURS
-            .get_or_init(|| RootKey::of(std::process::id()))
+            .get_or_init(|| RootKey::of(std::process::id()).ok())
             .as_ref()
             == Some(&key)
         {
-            return None;
+            return Ok(None);
         }
         if let Some(root) = self.held.get(&key).and_then(Weak::upgrade) {
-            return Some(root);
+            return Ok(Some(root));
         }
+        let root = Self::open(pid).map_err(|e| Unheld::of(&e))?;
+        self.held.retain(|_, held| held.strong_count() > 0);
+        self.held.insert(key, Arc::downgrade(&root));
+        Ok(Some(root))
+    }
+
+    fn open(pid: u32) -> io::Result<Arc<Root>> {
         let handle = File::options()
             .read(true)
             .custom_flags(libc::O_PATH | libc::O_DIRECTORY)
-            .open(format!("/proc/{pid}/root/"))
-            .ok()?;
-        let at = std::fs::read_link(format!("/proc/{pid}/root")).ok()?;
-        let root = Arc::new(Root {
+            .open(format!("/proc/{pid}/root/"))?;
+        let at = std::fs::read_link(format!("/proc/{pid}/root"))?;
+        Ok(Arc::new(Root {
             handle: handle.into(),
             at,
-        });
-        self.held.retain(|_, held| held.strong_count() > 0);
-        self.held.insert(key, Arc::downgrade(&root));
-        Some(root)
+        }))
     }
 }
 
@@ -103,7 +152,27 @@ mod tests {
 
     #[test]
     fn the_daemons_own_root_is_not_held() {
-        assert!(Roots::default().of(std::process::id()).is_none());
+        assert!(Roots::default().of(std::process::id()).unwrap().is_none());
+    }
+
+    #[test]
+    fn a_gone_process_root_is_unheld_as_gone() {
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let pid = child.id();
+        child.wait().unwrap();
+        assert_eq!(Roots::default().of(pid).unwrap_err(), Unheld::Gone);
+    }
+
+    #[test]
+    fn causes_are_told_apart_by_errno() {
+        let cause = |errno| Unheld::of(&io::Error::from_raw_os_error(errno));
+        assert_eq!(cause(libc::ESRCH), Unheld::Gone);
+        assert_eq!(cause(libc::EACCES), Unheld::Denied);
+        assert_eq!(cause(libc::EPERM), Unheld::Denied);
+        assert_eq!(cause(libc::ELOOP), Unheld::Other);
+        let names: Vec<_> = Unheld::ALL.iter().map(|u| u.counter()).collect();
+        assert_eq!(names.len(), 3);
+        assert!(Unheld::ALL.iter().enumerate().all(|(i, u)| u.index() == i));
     }
 
     #[test]
@@ -128,7 +197,7 @@ mod tests {
         for _ in 0..100 {
             // The chroot takes effect once the child has run it.
             let marker = dir.path().join("bin/marker");
-            root = roots.of(pid).filter(|r| {
+            root = roots.of(pid).ok().flatten().filter(|r| {
                 r.path_of(marker.to_str().unwrap())
                     .is_some_and(|p| p.exists())
             });
@@ -138,7 +207,7 @@ mod tests {
             std::thread::sleep(std::time::Duration::from_millis(10));
         }
         let root = root.expect("the chrooted child's root");
-        let again = roots.of(pid).unwrap();
+        let again = roots.of(pid).unwrap().unwrap();
         assert!(Arc::ptr_eq(&root, &again), "one handle per root");
         child.kill().unwrap();
         child.wait().unwrap();

@@ -9,7 +9,7 @@ use super::{
     cgroup::{self, Placement},
     maps::{FileStamp, Vma},
     procfs,
-    roots::{Root, Roots},
+    roots::{Root, Roots, Unheld},
 };
 
 /// What was read of one process while it lived.
@@ -28,6 +28,8 @@ pub struct ProcessSnapshot {
     /// the file read through the root must match.
     pub root: Option<Arc<Root>>,
     pub stamps: Vec<Option<FileStamp>>,
+    /// Why its root could not be held, when it could not.
+    pub unheld: Option<Unheld>,
 }
 
 impl ProcessSnapshot {
@@ -41,7 +43,10 @@ impl ProcessSnapshot {
         build_ids: &mut BuildIds,
         roots: &mut Roots,
     ) -> Self {
-        let root = roots.of(pid);
+        let (root, unheld) = match roots.of(pid) {
+            Ok(root) => (root, None),
+            Err(cause) => (None, Some(cause)),
+        };
         let (vmas, stamps) = mappings
             .map(|(vma, stamp)| {
                 let build_id = build_ids.of(pid, vma, stamp);
@@ -56,6 +61,7 @@ impl ProcessSnapshot {
             same_mount_ns: same_mount_ns(pid),
             root,
             stamps,
+            unheld,
         }
     }
 }

@@ -93,6 +93,9 @@ pub struct SymbolizeStats {
     pub processes_remembered: u64,
     /// Images of sampled processes taken from the kernel's mmap records.
     pub images_recorded: u64,
+    /// Roots of processes in other mount namespaces (or chrooted) that
+    /// could not be held open, by cause (`Unheld::index`).
+    pub roots_unheld: [u64; 3],
     /// Separate debug files (local or downloaded) first used this window.
     pub debug_files: u64,
     /// Debuginfod's accounting this window, and downloads under way at its

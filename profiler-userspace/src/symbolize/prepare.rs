@@ -53,6 +53,7 @@ impl Symbolizer {
         let mut stats = SymbolizeStats::default();
         self.binaries.collect_downloads();
         self.read_processes(samples, processes, recorded, &mut stats);
+        stats.roots_unheld = self.processes.take_unheld();
         self.take_kernel_symbols(kernel_symbols);
         let addrs = self.window_addrs(samples);
         self.prepare_python(samples);

@@ -26,7 +26,7 @@ use crate::{
         files::{Seen, mapped_file_path, read_build_id},
         maps::{self, FileStamp, Vma},
         recorded::RecordedImage,
-        roots::{Root, Roots},
+        roots::{Root, Roots, Unheld},
         snapshot::{ProcessSnapshot, same_mount_ns},
     },
     profile::Mapping,
@@ -61,7 +61,12 @@ pub(super) struct Generation {
 impl Generation {
     /// `vmas` of `pid` with their build ids, reusing `previous`'s pprof
     /// mapping where a mapping did not change, and its root from `roots`.
-    fn read(pid: u32, vmas: Vec<Vma>, previous: Option<&Generation>, roots: &mut Roots) -> Self {
+    fn read(
+        pid: u32,
+        vmas: Vec<Vma>,
+        previous: Option<&Generation>,
+        roots: &mut Roots,
+    ) -> (Self, Option<Unheld>) {
         let vmas: Vec<(Vma, Arc<Mapping>)> = vmas
             .into_iter()
             .map(|vma| {
@@ -76,7 +81,10 @@ impl Generation {
                 (vma, mapping)
             })
             .collect();
-        let root = roots.of(pid);
+        let (root, unheld) = match roots.of(pid) {
+            Ok(root) => (root, None),
+            Err(cause) => (None, Some(cause)),
+        };
         let stamps = if root.is_some() {
             vmas.iter()
                 .map(|(vma, _)| {
@@ -88,12 +96,13 @@ impl Generation {
         } else {
             Vec::new()
         };
-        Self {
+        let generation = Self {
             vmas,
             by_path: same_mount_ns(pid),
             root,
             stamps,
-        }
+        };
+        (generation, unheld)
     }
 
     /// The mappings of a recorded image, each with its pprof mapping
@@ -280,6 +289,9 @@ pub(super) struct Processes {
     map: HashMap<u32, ProcessInfo>,
     /// The roots of processes read here, held open.
     roots: Roots,
+    /// Roots that could not be held since the last take, by cause
+    /// ([`Unheld::index`]), here or in the snapshots taken in.
+    unheld: [u64; 3],
 }
 
 impl Processes {
@@ -296,6 +308,11 @@ impl Processes {
         self.map.contains_key(&pid)
     }
 
+    /// The roots that could not be held since the last take, by cause.
+    pub fn take_unheld(&mut self) -> [u64; 3] {
+        std::mem::take(&mut self.unheld)
+    }
+
     /// A new window: only each process's newest image is still needed.
     pub fn start_window(&mut self) {
         for process in self.map.values_mut() {
@@ -307,6 +324,9 @@ impl Processes {
 
     /// Adds what `snapshot` read while the process lived.
     pub fn remember(&mut self, snapshot: &ProcessSnapshot, window: u64) {
+        if let Some(cause) = snapshot.unheld {
+            self.unheld[cause.index()] += 1;
+        }
         let process = self.entry(snapshot.pid, "", window);
         if let Some(comm) = &snapshot.comm {
             process.comm = comm.clone();
@@ -400,8 +420,12 @@ impl Processes {
         if let Some(vmas) = vmas {
             let roots = &mut self.roots;
             let process = self.map.get_mut(&pid).expect("entered above");
-            let generation = Generation::read(pid, vmas, process.generations.last(), roots);
+            let (generation, unheld) =
+                Generation::read(pid, vmas, process.generations.last(), roots);
             process.add_generation(generation);
+            if let Some(cause) = unheld {
+                self.unheld[cause.index()] += 1;
+            }
             process.current = true;
             return Some(Mappings::Read);
         }
