@@ -8,6 +8,7 @@ use profiler_common::{sample::ThreadState, stats::Stat};
 use crate::{
     process::roots::Unheld,
     profile::{Location, Profile, Sample, View},
+    sample::with_java_frames_label,
     symbolize::{SymbolizeStats, Symbolizer, Unnamed},
     window::RawWindow,
 };
@@ -124,7 +125,12 @@ pub fn assemble(
                 samples: s.samples,
                 off_cpu_ns: s.off_cpu_ns,
                 off_cpu_count: s.off_cpu_count,
-                labels: s.labels.clone(),
+                labels: match symbolizer.java_approximate(s.pid, &s.user_stack) {
+                    Some(approximate) => {
+                        Some(with_java_frames_label(s.labels.clone(), approximate))
+                    }
+                    None => s.labels.clone(),
+                },
                 runtime_ns: s.runtime_ns,
                 off_cpu_in_wall: !raw.runtimes().wall_pids.contains(&s.pid),
             }

@@ -151,6 +151,27 @@ pub fn trace_labels(trace_id: [u8; 16], span_id: [u8; 8]) -> Vec<Label> {
     ]
 }
 
+/// `labels` with the label saying whether the sample's compiled Java
+/// frames were named from their own debug points (`java_frames`:
+/// `exact` or `approximate`; OTLP's `java.frames`).
+#[must_use]
+pub fn with_java_frames_label(labels: Option<Arc<RowLabels>>, approximate: bool) -> Arc<RowLabels> {
+    let label = Label {
+        key: Cow::Borrowed("java_frames"),
+        attribute: Cow::Borrowed("java.frames"),
+        value: LabelValue::Static(if approximate { "approximate" } else { "exact" }),
+    };
+    let mut row = labels.map_or_else(
+        || RowLabels {
+            replaces_thread: false,
+            labels: Vec::new(),
+        },
+        |l| (*l).clone(),
+    );
+    row.labels.push(label);
+    Arc::new(row)
+}
+
 fn gil_labels(value: &'static str) -> Arc<RowLabels> {
     Arc::new(RowLabels {
         replaces_thread: false,

@@ -17,9 +17,13 @@
 //! that its leaf frames are approximations.
 mod support;
 
+use profiler_userspace::output::pprof::proto::Sample;
+
 use support::{
     Profile, assert_all_hold,
-    java::{DEBIAN_JDK, JavaRun, by_leaf, compile, java_frames_named, jvms, run_in_turn},
+    java::{
+        DEBIAN_JDK, JavaRun, by_leaf, compile, java_frames_named, java_precision, jvms, run_in_turn,
+    },
     require_root, share,
 };
 
@@ -122,6 +126,7 @@ fn check(profile: &Profile, run: &JavaRun) -> Vec<String> {
             }
         }
     }
+    failures.extend(precision(profile, &samples, run));
     let (named, unknown) = java_frames_named(profile, &samples);
     let named_pct = share(named, unknown);
     eprintln!(
@@ -134,6 +139,48 @@ fn check(profile: &Profile, run: &JavaRun) -> Vec<String> {
             "{named_pct:.1}% of {} Java frames named",
             named + unknown
         ));
+    }
+    failures
+}
+
+/// The `java_frames` label: never on an interpreted-only run; with
+/// `DebugNonSafepoints` every compiled frame has its own debug point
+/// (exact); without it a compiled leaf takes the next safepoint's
+/// methods (approximate). A native leaf (an intrinsic's stub: MD5 here)
+/// is called without debug information (a leaf call records none), so
+/// its compiled caller is approximate too: reported, not held.
+fn precision(profile: &Profile, samples: &[&Sample], run: &JavaRun) -> Vec<String> {
+    let by = java_precision(profile, samples);
+    let weight =
+        |java_leaf: bool, label: &str| by.get(&(java_leaf, Some(label))).copied().unwrap_or(0);
+    let labelled: i64 = by
+        .iter()
+        .filter(|((_, l), _)| l.is_some())
+        .map(|(_, w)| w)
+        .sum();
+    eprintln!("{}: java_frames by (Java leaf, label): {by:?}", run.label);
+    let mut failures = Vec::new();
+    if run.label.ends_with("Xint") {
+        if labelled > 0 {
+            failures.push(format!(
+                "{labelled} samples of an interpreter-only JVM labelled"
+            ));
+        }
+    } else if run.label.ends_with(EXACT) {
+        let exact_weight = weight(true, "exact") + weight(false, "exact");
+        let exact = share(exact_weight, labelled - exact_weight);
+        if labelled == 0 || exact < 99.0 {
+            failures.push(format!(
+                "{EXACT}: {exact:.1}% of {labelled} labelled samples exact"
+            ));
+        }
+    } else {
+        let java_leaf = share(weight(true, "approximate"), weight(true, "exact"));
+        if labelled == 0 || java_leaf < 90.0 {
+            failures.push(format!(
+                "java_frames: {java_leaf:.1}% of compiled leaves approximate ({labelled} labelled)"
+            ));
+        }
     }
     failures
 }

@@ -16,9 +16,13 @@ use crate::{
 /// it was read; counted in `java_frames_unnamed`).
 pub const UNKNOWN_METHOD: &str = "[unknown Java method]";
 
+/// A named frame's lines, and whether they are approximate
+/// (`NamedFrame::approximate`).
+type Named = (Arc<[Line]>, bool);
+
 #[derive(Default)]
 pub(super) struct JavaNames {
-    lines: HashMap<(u32, UserFrame), Arc<[Line]>>,
+    lines: HashMap<(u32, UserFrame), Named>,
 }
 
 impl JavaNames {
@@ -28,7 +32,8 @@ impl JavaNames {
             let key = (named.pid, named.frame);
             match &named.frames {
                 Some(frames) => {
-                    self.lines.insert(key, frames.iter().map(line).collect());
+                    let lines = frames.iter().map(line).collect();
+                    self.lines.insert(key, (lines, named.approximate));
                 }
                 None => {
                     self.lines.remove(&key);
@@ -41,13 +46,27 @@ impl JavaNames {
     /// was not named.
     pub fn location(&self, pid: u32, frame: UserFrame) -> Location {
         match self.lines.get(&(pid, frame)) {
-            Some(lines) => Location {
+            Some((lines, _)) => Location {
                 mapping: None,
                 address: 0,
                 lines: lines.clone(),
             },
             None => Location::marker(UNKNOWN_METHOD.to_owned()),
         }
+    }
+
+    /// Whether any of `frames` of `pid` (a stack's) is a compiled Java
+    /// frame named approximately; `None` when none is a named compiled
+    /// frame.
+    pub fn approximate(&self, pid: u32, frames: impl Iterator<Item = UserFrame>) -> Option<bool> {
+        frames
+            .filter(|f| matches!(f, UserFrame::JavaCompiled { .. }))
+            .filter_map(|f| {
+                self.lines
+                    .get(&(pid, f))
+                    .map(|(_, approximate)| *approximate)
+            })
+            .reduce(|a, b| a || b)
     }
 
     /// Forgets the processes evicted.

@@ -237,6 +237,17 @@ impl Symbolizer {
         })
     }
 
+    /// Whether the compiled Java frames of `stack` are named from a debug
+    /// point other than their own (`CompiledFrames::approximate`): `None`
+    /// for a stack without a named compiled Java frame.
+    #[must_use]
+    pub fn java_approximate(&self, pid: u32, stack: &Stack) -> Option<bool> {
+        self.java.approximate(
+            pid,
+            user_frames(stack_frames(stack)).map(|(frame, _)| frame),
+        )
+    }
+
     /// Why `location`, a user frame that did not resolve, has no name.
     #[must_use]
     pub fn unnamed(&self, location: &Location) -> Unnamed {

@@ -215,6 +215,27 @@ pub fn java_frames_named(profile: &Profile, samples: &[&Sample]) -> (i64, i64) {
     (named, unknown)
 }
 
+/// The on-CPU samples of `samples` by their `java_frames` label
+/// (`exact`, `approximate`, none) and whether their leaf user location
+/// is a Java frame (no mapping) or native code (a mapping: a stub, the
+/// JVM, a library) above Java callers: `[(leaf is Java, label) -> weight]`.
+#[must_use]
+pub fn java_precision<'a>(
+    profile: &'a Profile,
+    samples: &[&Sample],
+) -> HashMap<(bool, Option<&'a str>), i64> {
+    let mut out = HashMap::new();
+    for s in samples {
+        let Some(leaf) = profile.user_leaf(s) else {
+            continue;
+        };
+        let java_leaf = leaf.mapping_id == 0 && !leaf.line.is_empty();
+        let label = profile.str_label(s, "java_frames");
+        *out.entry((java_leaf, label)).or_default() += profile.value(s, "samples");
+    }
+    out
+}
+
 /// The weight of `ty` of `samples` by their leaf user function (the
 /// innermost, inlined ones included).
 #[must_use]

@@ -147,6 +147,15 @@ impl Profile {
             .map_or("", |m| self.string(m.filename))
     }
 
+    /// `sample`'s innermost location that is not the kernel's.
+    pub fn user_leaf(&self, sample: &proto::Sample) -> Option<&proto::Location> {
+        sample
+            .location_id
+            .iter()
+            .map(|&id| &self.0.location[usize::try_from(id - 1).unwrap()])
+            .find(|location| self.mapping_file(location) != KERNEL_MAPPING)
+    }
+
     /// `sample`'s user frames, leaf first: (function, mapping file) for
     /// each frame, inlined frames included, kernel frames left out.
     pub fn user_frames(&self, sample: &proto::Sample) -> Vec<(&str, &str)> {

@@ -75,10 +75,26 @@ struct Compiled {
     metadata: Vec<u64>,
 }
 
+/// A compiled frame's methods, innermost first, and whether they are
+/// approximate: taken from a debug point that is not the frame's own.
+/// A caller's own point is the one HotSpot records at its return address;
+/// a leaf's, the point ending at its instruction, or any point of a JVM
+/// that records them between safepoints too (`-XX:+DebugNonSafepoints`:
+/// then the next point describes every instruction since the previous
+/// one). Without that flag a leaf takes the next safepoint's methods, as
+/// JFR does.
+#[derive(Debug)]
+pub struct CompiledFrames {
+    pub frames: Vec<JavaFrame>,
+    pub approximate: bool,
+}
+
 /// Names the methods of one JVM process, each read once.
 pub struct Namer {
     memory: Memory,
     layout: NameLayout,
+    /// Whether the JVM records debug points between safepoints.
+    debug_non_safepoints: bool,
     /// By `Method*` and its `ConstMethod*` (a class unloaded and another
     /// method at the same address has another `ConstMethod`).
     methods: HashMap<(u64, u64), Option<Arc<JavaMethod>>>,
@@ -87,10 +103,11 @@ pub struct Namer {
 
 impl Namer {
     #[must_use]
-    pub fn new(pid: u32, layout: NameLayout) -> Self {
+    pub fn new(pid: u32, layout: NameLayout, debug_non_safepoints: bool) -> Self {
         Self {
             memory: Memory { pid },
             layout,
+            debug_non_safepoints,
             methods: HashMap::new(),
             compiled: HashMap::new(),
         }
@@ -106,13 +123,21 @@ impl Namer {
         nmethod: u64,
         compile_id: u32,
         pc_offset: u32,
-    ) -> Option<Vec<JavaFrame>> {
+    ) -> Option<CompiledFrames> {
         let compiled = self.compiled_info(nmethod, compile_id)?;
-        if let Some(frames) = self.inlined(&compiled, pc_offset) {
-            return Some(frames);
+        if let Some((frames, own_point)) = self.inlined(&compiled, pc_offset) {
+            return Some(CompiledFrames {
+                frames,
+                approximate: !own_point && !self.debug_non_safepoints,
+            });
         }
+        // No scope to read: the compiled method alone, exact only when it
+        // records no debug point at all (a native method's wrapper).
         let method = self.method(compiled.method)?;
-        Some(vec![JavaFrame { method, line: 0 }])
+        Some(CompiledFrames {
+            frames: vec![JavaFrame { method, line: 0 }],
+            approximate: self.layout.scopes.is_none() || !compiled.pcs.is_empty(),
+        })
     }
 
     /// The frame of the interpreted frame recorded as `method` at `bci`
@@ -130,14 +155,16 @@ impl Namer {
         Some(JavaFrame { method, line })
     }
 
-    /// The scopes at `pc_offset`, innermost first, named.
-    fn inlined(&mut self, compiled: &Compiled, pc_offset: u32) -> Option<Vec<JavaFrame>> {
+    /// The scopes at `pc_offset`, innermost first, named, and whether
+    /// their debug point is the instruction's own (it ends there).
+    fn inlined(&mut self, compiled: &Compiled, pc_offset: u32) -> Option<(Vec<JavaFrame>, bool)> {
         let desc = scopes::pc_desc_for(&compiled.pcs, pc_offset)?;
+        let own_point = i64::from(desc.pc_offset) == i64::from(pc_offset) + 1;
         let chain = scopes::scope_chain(&compiled.scopes, desc.scope, self.layout.encoding);
         if chain.is_empty() {
             return None;
         }
-        chain
+        let frames = chain
             .iter()
             .map(|&(index, bci)| {
                 let at = usize::try_from(index.checked_sub(1)?).ok()?;
@@ -145,7 +172,8 @@ impl Namer {
                 let line = method.line(bci);
                 Some(JavaFrame { method, line })
             })
-            .collect()
+            .collect::<Option<Vec<_>>>()?;
+        Some((frames, own_point))
     }
 
     fn compiled_info(&mut self, nmethod: u64, compile_id: u32) -> Option<Arc<Compiled>> {

@@ -281,7 +281,8 @@ impl Java {
                     },
                 );
                 self.stats.processes += 1;
-                self.naming.add(pid, layout.names);
+                self.naming
+                    .add(pid, layout.names, debug_non_safepoints == Some(true));
             }
             Err(e) => self.not_yet(pid, &e),
         }

@@ -15,19 +15,21 @@ use profiler_common::{
 
 use super::{
     layout::NameLayout,
-    methods::{JavaFrame, Namer},
+    methods::{CompiledFrames, JavaFrame, Namer},
 };
 use crate::sample::{RawSample, Stack};
 
 /// A Java frame as the walk recorded it in process `pid`, and its names:
 /// the methods inlined there, innermost first; `None` when its
 /// compilation or method was gone (freed, or another in its place) or
-/// unreadable by the time it was read.
+/// unreadable by the time it was read. `approximate` as
+/// [`CompiledFrames::approximate`] (never for an interpreted frame).
 #[derive(Debug)]
 pub struct NamedFrame {
     pub pid: u32,
     pub frame: UserFrame,
     pub frames: Option<Vec<JavaFrame>>,
+    pub approximate: bool,
 }
 
 /// The JVMs' namers, and the frames named in the window so far.
@@ -41,11 +43,13 @@ pub struct Naming {
 }
 
 impl Naming {
-    /// Names the frames of JVM `pid`, laid out as `layout`: called once per
-    /// process image published (a JVM that exec'd, or a pid reused, starts
+    /// Names the frames of JVM `pid`, laid out as `layout`, which records
+    /// debug points between safepoints or not: called once per process
+    /// image published (a JVM that exec'd, or a pid reused, starts
     /// afresh).
-    pub fn add(&mut self, pid: u32, layout: NameLayout) {
-        self.namers.insert(pid, Namer::new(pid, layout));
+    pub fn add(&mut self, pid: u32, layout: NameLayout, debug_non_safepoints: bool) {
+        self.namers
+            .insert(pid, Namer::new(pid, layout, debug_non_safepoints));
         self.named.retain(|(p, _)| *p != pid);
     }
 
@@ -103,17 +107,22 @@ impl Naming {
         if !self.named.insert((pid, frame)) {
             return;
         }
-        let frames = name_one(namer, frame);
-        if frames.is_some() {
+        let result = name_one(namer, frame);
+        if result.is_some() {
             self.frames_named += 1;
         } else {
             self.frames_unnamed += 1;
         }
-        out.push(Arc::new(NamedFrame { pid, frame, frames }));
+        out.push(Arc::new(NamedFrame {
+            pid,
+            frame,
+            approximate: result.as_ref().is_some_and(|n| n.approximate),
+            frames: result.map(|n| n.frames),
+        }));
     }
 }
 
-fn name_one(namer: &mut Namer, frame: UserFrame) -> Option<Vec<JavaFrame>> {
+fn name_one(namer: &mut Namer, frame: UserFrame) -> Option<CompiledFrames> {
     match frame {
         UserFrame::JavaCompiled {
             nmethod,
@@ -126,7 +135,10 @@ fn name_one(namer: &mut Namer, frame: UserFrame) -> Option<Vec<JavaFrame>> {
             bci,
         } => namer
             .interpreted(method, const_method, bci)
-            .map(|f| vec![f]),
+            .map(|f| CompiledFrames {
+                frames: vec![f],
+                approximate: false,
+            }),
         _ => None,
     }
 }

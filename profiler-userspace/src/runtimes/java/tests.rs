@@ -147,9 +147,11 @@ fn names(frames: &[super::JavaFrame]) -> Vec<(String, String, u32)> {
 #[test]
 fn a_compiled_frame_names_the_methods_inlined_at_its_pc_with_their_lines() {
     let jvm = Jvm::new();
-    let mut namer = Namer::new(std::process::id(), LAYOUT);
+    let mut namer = Namer::new(std::process::id(), LAYOUT, false);
     // A call whose return address has the PcDesc.
-    let frames = namer.compiled(jvm.nmethod(), 7, 0x3f).unwrap();
+    let at_call = namer.compiled(jvm.nmethod(), 7, 0x3f).unwrap();
+    assert!(!at_call.approximate, "the call's own point");
+    let frames = at_call.frames;
     assert_eq!(
         names(&frames),
         [
@@ -159,28 +161,39 @@ fn a_compiled_frame_names_the_methods_inlined_at_its_pc_with_their_lines() {
     );
     // A sampled PC between recorded points takes the next one, as JFR
     // does; the instruction at the recorded point is the next one's.
-    assert_eq!(
-        names(&namer.compiled(jvm.nmethod(), 7, 0x3a).unwrap()),
-        names(&frames)
-    );
+    let between = namer.compiled(jvm.nmethod(), 7, 0x3a).unwrap();
+    assert_eq!(names(&between.frames), names(&frames));
+    assert!(between.approximate, "the next point's, not its own");
     let next = namer.compiled(jvm.nmethod(), 7, 0x40).unwrap();
     assert_eq!(
-        names(&next),
+        names(&next.frames),
         [("demo.Service.outer".into(), "Service.java".into(), 0)]
     );
+    assert!(next.approximate, "past the last point: the method alone");
+}
+
+#[test]
+fn with_debug_points_between_safepoints_a_leaf_between_points_is_exact() {
+    let jvm = Jvm::new();
+    let mut namer = Namer::new(std::process::id(), LAYOUT, true);
+    let between = namer.compiled(jvm.nmethod(), 7, 0x3a).unwrap();
+    assert!(!between.approximate);
+    assert_eq!(between.frames.len(), 2);
+    // No point after it: still the method alone, approximate.
+    assert!(namer.compiled(jvm.nmethod(), 7, 0x40).unwrap().approximate);
 }
 
 #[test]
 fn another_compilation_at_the_same_address_is_not_named() {
     let mut jvm = Jvm::new();
-    let mut namer = Namer::new(std::process::id(), LAYOUT);
+    let mut namer = Namer::new(std::process::id(), LAYOUT, false);
     // The walk recorded compilation 6; the memory now holds 7.
     assert!(namer.compiled(jvm.nmethod(), 6, 0x40).is_none());
     // Recompiled in place: what was named as 7 stays 7's.
-    let seven = names(&namer.compiled(jvm.nmethod(), 7, 0x40).unwrap());
+    let seven = names(&namer.compiled(jvm.nmethod(), 7, 0x40).unwrap().frames);
     put(&mut jvm.nmethod, 24, &8u32.to_le_bytes());
     assert_eq!(
-        names(&namer.compiled(jvm.nmethod(), 7, 0x40).unwrap()),
+        names(&namer.compiled(jvm.nmethod(), 7, 0x40).unwrap().frames),
         seven
     );
     assert!(namer.compiled(jvm.nmethod(), 9, 0x40).is_none());
@@ -189,7 +202,7 @@ fn another_compilation_at_the_same_address_is_not_named() {
 #[test]
 fn an_interpreted_frame_is_named_only_while_its_method_is_the_one_recorded() {
     let jvm = Jvm::new();
-    let mut namer = Namer::new(std::process::id(), LAYOUT);
+    let mut namer = Namer::new(std::process::id(), LAYOUT, false);
     let method = address(&jvm.methods[0]);
     #[expect(clippy::cast_possible_truncation, reason = "the walk's check")]
     let check = (address(&jvm.const_methods[0]) >> 3) as u32;
