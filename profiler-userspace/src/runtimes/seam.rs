@@ -92,13 +92,14 @@ impl Kind {
 
     /// The names of its [`ReadStats`] counters, in their order.
     #[must_use]
-    pub fn counters(self) -> [&'static str; 4] {
+    pub fn counters(self) -> [&'static str; 5] {
         match self {
             Self::Go => [
                 "goroutine_reads",
                 "goroutine_reads_dropped",
                 "goroutines_unwound",
                 "goroutines_torn",
+                "goroutine_ticks_late",
             ],
         }
     }
@@ -123,6 +124,8 @@ pub struct ReadStats {
     pub units: u64,
     /// Units left out of a read: they kept moving while read.
     pub torn: u64,
+    /// Ticks that began more than a quarter of a period late.
+    pub late_ticks: u64,
 }
 
 impl ReadStats {
@@ -131,6 +134,7 @@ impl ReadStats {
         self.dropped += other.dropped;
         self.units += other.units;
         self.torn += other.torn;
+        self.late_ticks += other.late_ticks;
     }
 }
 
@@ -157,7 +161,7 @@ impl RuntimeFacts {
         Kind::ALL.iter().zip(&self.stats).flat_map(|(kind, s)| {
             kind.counters()
                 .into_iter()
-                .zip([s.reads, s.dropped, s.units, s.torn])
+                .zip([s.reads, s.dropped, s.units, s.torn, s.late_ticks])
         })
     }
 }

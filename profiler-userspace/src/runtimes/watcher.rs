@@ -126,7 +126,8 @@ impl<R: Runtime> Watcher<R> {
                 next_refresh = now + REFRESH;
             }
             if now >= next_read {
-                self.read_into(shared);
+                let late = now.duration_since(next_read) > period / 4;
+                self.read_into(shared, late);
                 next_read = (next_read + period).max(Instant::now());
             }
             // With no process of the runtime to read, nothing is due before the next
@@ -163,8 +164,12 @@ impl<R: Runtime> Watcher<R> {
     }
 
     /// One read of every process of the runtime, added to what `shared` collected.
-    fn read_into(&mut self, shared: &Shared<KeyOf<R>>) {
+    /// One tick's reads, `late` when it began more than a quarter of a
+    /// period after it was due (counted: on a host whose CPUs are busy a
+    /// late tick tends to land when a thread has just gone to sleep).
+    fn read_into(&mut self, shared: &Shared<KeyOf<R>>, late: bool) {
         let mut local = Collected::<KeyOf<R>>::default();
+        local.stats.late_ticks = u64::from(late);
         self.read_all(&mut local);
         if let Ok(mut collected) = shared.collected.lock() {
             for (key, ns) in local.rows {

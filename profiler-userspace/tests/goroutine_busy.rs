@@ -1,0 +1,74 @@
+//! The goroutine view on a host its target keeps busy
+//! (`profiler-fixtures/go/busy.go`: a goroutine per CPU computing for a
+//! random 1 to 4 ms, then sleeping 2 ms in `main.snooze`): the goroutine
+//! time under `main.snooze` against the time the program measures in it,
+//! run after run. Its reads must not land in sleeps more often than time
+//! does, however busy the CPUs are.
+mod support;
+
+use std::{process::Command, time::Duration};
+
+use support::{Fixture, Profiler, go, profiles, require_root};
+
+const RUNS: usize = 5;
+const SECONDS: &str = "4";
+/// Within 5% of the measured time, each run.
+const TOLERANCE: f64 = 0.05;
+
+#[test]
+fn the_goroutine_view_is_unbiased_while_the_target_keeps_the_cpus_busy() {
+    require_root();
+    let toolchain = go::toolchains().pop().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let bin = go::build(&toolchain, "busy", dir.path(), "busy", true);
+    let out = dir.path().join("out");
+    let running = Profiler::start(&[
+        "--comm",
+        "busy",
+        "--wait",
+        "--output-dir",
+        out.to_str().unwrap(),
+        "--interval",
+        "120s",
+    ]);
+    let mut runs = Vec::new();
+    for _ in 0..RUNS {
+        let mut command = Command::new(&bin);
+        command.arg(SECONDS);
+        let mut fixture = Fixture::spawn_command(command);
+        // Adopted by name and looked at by the goroutine reader before
+        // its measured phase.
+        std::thread::sleep(Duration::from_millis(1500));
+        fixture.go();
+        let truth = fixture.results();
+        runs.push((fixture.pid(), truth));
+        // Each fixture lingers until dropped (stdin closed): the next
+        // starts on a quiet host.
+        drop(fixture);
+    }
+    let log = running.stop();
+    let profiles = profiles(&out);
+    assert_eq!(profiles.len(), 1, "one window\n{log}");
+    let profile = &profiles[0].1;
+    let mut failures = Vec::new();
+    for (pid, truth) in &runs {
+        let ours: i64 = profile
+            .samples_of(*pid)
+            .filter(|s| profile.functions(s).contains(&"main.snooze"))
+            .map(|s| profile.value(s, "goroutine"))
+            .sum();
+        let measured = truth["snooze_ns"];
+        #[expect(clippy::cast_precision_loss, reason = "a ratio")]
+        let ratio = ours as f64 / measured as f64;
+        eprintln!(
+            "pid {pid}: {} goroutines, under main.snooze {ratio:.3} of measured ({ours} ns, {measured} ns), compute {} ns",
+            truth["goroutines"], truth["compute_ns"]
+        );
+        if (ratio - 1.0).abs() > TOLERANCE {
+            failures.push(format!(
+                "pid {pid}: {ours} ns under main.snooze, measured {measured} ns ({ratio:.3})"
+            ));
+        }
+    }
+    assert!(failures.is_empty(), "{failures:#?}\n{log}");
+}
