@@ -17,7 +17,9 @@
 // line on stdin, samples for the given seconds, writes the reference to
 // the file named by the second argument (one line per distinct stack:
 // `COUNT<TAB>root;...;leaf`, inlined frames included), prints
-// `samples=N goroutines=G`, then lingers until stdin closes.
+// `samples=N goroutines=G lockers=L phase_ns=P lock_ns=A unlock_ns=B` (the
+// lockers' time in mu.Lock and mu.Unlock during the phase, as they measure
+// it themselves), then lingers until stdin closes.
 package main
 
 import (
@@ -31,10 +33,13 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
 var sink uint64
+
+const lockers = 60
 
 //go:noinline
 func receiver(ch chan int) {
@@ -43,12 +48,21 @@ func receiver(ch chan int) {
 	}
 }
 
+// The time the lockers spend in mu.Lock and in mu.Unlock (which, when
+// the mutex is handed to a waiter, yields the P to it), summed, in ns.
+var lockNs, unlockNs atomic.Int64
+
 //go:noinline
 func locker(mu *sync.Mutex) {
 	for {
+		t0 := time.Now()
 		mu.Lock()
+		t1 := time.Now()
 		spin(20 * time.Microsecond)
+		t2 := time.Now()
 		mu.Unlock()
+		lockNs.Add(int64(t1.Sub(t0)))
+		unlockNs.Add(int64(time.Since(t2)))
 	}
 }
 
@@ -146,7 +160,7 @@ func start() {
 	}
 	go feed(recv, time.Millisecond)
 	var mu sync.Mutex
-	for i := 0; i < 60; i++ {
+	for i := 0; i < lockers; i++ {
 		go locker(&mu)
 	}
 	for _, conn := range peers(60) {
@@ -225,7 +239,9 @@ func main() {
 	if _, err := stdin.ReadString('\n'); err != nil {
 		os.Exit(1)
 	}
+	t0, lock0, unlock0 := time.Now(), lockNs.Load(), unlockNs.Load()
 	counts, samples, most := reference(seconds)
+	phase, locked, unlocked := time.Since(t0), lockNs.Load()-lock0, unlockNs.Load()-unlock0
 	stacks := make([]string, 0, len(counts))
 	for s := range counts {
 		stacks = append(stacks, s)
@@ -239,7 +255,8 @@ func main() {
 		fmt.Fprintln(os.Stderr, "goroutines: writing the reference:", err)
 		os.Exit(1)
 	}
-	fmt.Printf("samples=%d goroutines=%d\n", samples, most)
+	fmt.Printf("samples=%d goroutines=%d lockers=%d phase_ns=%d lock_ns=%d unlock_ns=%d\n",
+		samples, most, lockers, phase.Nanoseconds(), locked, unlocked)
 
 	// Linger until stdin closes, so the process stays to be symbolized.
 	for {

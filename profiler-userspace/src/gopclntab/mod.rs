@@ -318,6 +318,12 @@ impl<D: AsRef<[u8]>> GoTable<D> {
         self.header.name(self.map.as_ref(), func.name_off)
     }
 
+    /// The entry of the function that contains `pc`.
+    #[must_use]
+    pub fn function_entry(&self, pc: u64) -> Option<u64> {
+        Some(self.header.find(self.map.as_ref(), pc)?.entry)
+    }
+
     /// How far SP is below its value at the function's entry, at `pc`
     /// (the `pcsp` table): the return address is that far above SP.
     #[must_use]

@@ -307,6 +307,21 @@ impl GoProcess {
             .collect())
     }
 
+    /// Where a stopped goroutine's PC is named: at the call it returns
+    /// from (`g.sched.pc` is `mcall`'s return address, `g.syscallpc`
+    /// `entersyscall`'s), one byte back, as Go's own traceback does, so a
+    /// call that ends an inlined function (`goyield` in `semrelease1`) is
+    /// named in it; at a function's entry (a goroutine not started yet),
+    /// the PC itself. The profile's leaf address is then that byte.
+    fn leaf_lookup(&self, pc: u64) -> u64 {
+        let at = pc.wrapping_sub(self.bias);
+        if self.table.function_entry(at) == Some(at) {
+            pc
+        } else {
+            pc - 1
+        }
+    }
+
     /// The PCs of a goroutine stopped as `core` says, with `stack` the
     /// bytes from its SP up: each frame's return address is its SP delta
     /// above its SP, up to `runtime.goexit` as Go's own traceback stops.
@@ -318,7 +333,7 @@ impl GoProcess {
             return (Vec::new(), false);
         }
         let cut = stack.len() as u64 == MAX_STACK_READ;
-        let mut frames = vec![core.pc];
+        let mut frames = vec![self.leaf_lookup(core.pc)];
         let (mut pc, mut sp_off) = (core.pc, 0u64);
         while frames.len() < MAX_FRAMES {
             // A caller's PC is a return address: look it up at the call.
