@@ -71,11 +71,15 @@ pub enum Stat {
     /// PCs in a JVM's code cache whose code blob was not found (freed, or
     /// the segment map changed under the walk): the walk ends there.
     JavaBlobsNotFound = 23,
+    /// OpenTelemetry thread-context records attached to a sampled thread
+    /// that were not read: not marked valid (being written, or another
+    /// version's), or out of reach. The sample keeps no trace or span.
+    ThreadCtxInvalid = 24,
 }
 
 impl Stat {
     /// Every counter, in index order.
-    pub const ALL: [Self; 24] = [
+    pub const ALL: [Self; 25] = [
         Self::OnCpuSamples,
         Self::UserStackErrors,
         Self::KernelStackErrors,
@@ -100,6 +104,7 @@ impl Stat {
         Self::PythonThreadsNotFound,
         Self::JavaFrames,
         Self::JavaBlobsNotFound,
+        Self::ThreadCtxInvalid,
     ];
 
     /// Name used in logs and profile comments.
@@ -130,6 +135,7 @@ impl Stat {
             Self::PythonThreadsNotFound => "python_threads_not_found",
             Self::JavaFrames => "java_frames",
             Self::JavaBlobsNotFound => "java_blobs_not_found",
+            Self::ThreadCtxInvalid => "thread_ctx_records_invalid",
         }
     }
 }

@@ -1,14 +1,18 @@
 //! OpenTelemetry's thread context (see `profiler_common::thread_ctx`): the
 //! trace and span the current thread runs in, for its samples.
 use aya_ebpf::helpers::{bpf_probe_read_user, bpf_probe_read_user_buf};
-use profiler_common::thread_ctx::{SPAN_ID, TRACE_ID, VALID, VALID_AT};
+use profiler_common::{
+    stats::Stat,
+    thread_ctx::{SPAN_ID, TRACE_ID, VALID, VALID_AT},
+};
 
 use crate::{maps, tls};
 
 /// Reads into `trace_id` and `span_id` (zeros on entry) the trace and span
 /// the current thread of process `pid` has published; leaves them zero
 /// for none (no context published, no record attached, a record being
-/// written, or memory out of reach). Read in place: the callers' stacks
+/// written, or memory out of reach: those two counted in
+/// `Stat::ThreadCtxInvalid`). Read in place: the callers' stacks
 /// are near the verifier's limit.
 #[inline(always)]
 pub fn read_ids(pid: u32, trace_id: &mut [u8; 16], span_id: &mut [u8; 8]) {
@@ -23,6 +27,7 @@ pub fn read_ids(pid: u32, trace_id: &mut [u8; 16], span_id: &mut [u8; 8]) {
     if !read {
         *trace_id = [0; 16];
         *span_id = [0; 8];
+        maps::count(Stat::ThreadCtxInvalid, 1);
     }
 }
 
@@ -37,6 +42,11 @@ fn record(pid: u32) -> Option<u64> {
         return None;
     }
     // SAFETY: as above.
-    let valid = unsafe { bpf_probe_read_user((record + VALID_AT) as *const u8) }.ok()?;
-    (valid == VALID).then_some(record)
+    let valid = unsafe { bpf_probe_read_user((record + VALID_AT) as *const u8) }.ok();
+    if valid == Some(VALID) {
+        Some(record)
+    } else {
+        maps::count(Stat::ThreadCtxInvalid, 1);
+        None
+    }
 }

@@ -18,7 +18,11 @@
  * 5b8aa5a2d2c872e8321cf37308d69df2, span 051581bf3cb55c13) all along: no
  * sample of either thread may carry the other's.
  *
- * Protocol (as the Rust fixtures): "ready pid=P worker=T other=T", wait for "go",
+ * Thread "torn" keeps a record attached whose valid flag is 0, as a
+ * writer caught mid-write leaves it, and alternates handle_torn's spin
+ * with 1 ms sleeps: its ids must never be read.
+ *
+ * Protocol (as the Rust fixtures): "ready pid=P worker=T other=T torn=T", wait for "go",
  * run for argv[1] seconds, print the measurements, then linger until
  * stdin closes.
  */
@@ -123,7 +127,7 @@ __attribute__((noinline)) void handle_report(uint64_t unit) {
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t cond = PTHREAD_COND_INITIALIZER;
-static int started, worker_tid, other_tid;
+static int started, worker_tid, other_tid, torn_tid;
 static volatile int stopping;
 
 /* Waits for "go", having said its tid in `tid`. */
@@ -144,6 +148,26 @@ static void *other(void *arg) {
     attach(&report);
     while (!stopping)
         handle_report(400000);
+    attach(NULL);
+    return NULL;
+}
+
+__attribute__((noinline)) void handle_torn(uint64_t unit) {
+    sink += spin(unit);
+}
+
+static void *torn(void *arg) {
+    (void)arg;
+    static struct record half;
+    make(&half, "9f2a6c0d41b83e57a1c4d2e6f8091a3b", "7c1e5a9b3d2f4068", "/torn");
+    half.valid = 0;
+    wait_start(&torn_tid);
+    attach(&half);
+    struct timespec nap = {0, 1000000};
+    while (!stopping) {
+        handle_torn(100000);
+        nanosleep(&nap, NULL);
+    }
     attach(NULL);
     return NULL;
 }
@@ -172,14 +196,15 @@ int main(int argc, char **argv) {
         fprintf(stderr, "usage: trace_ctx SECONDS\n");
         return 2;
     }
-    pthread_t thread, other_thread;
+    pthread_t thread, other_thread, torn_thread;
     pthread_create(&thread, NULL, worker, NULL);
     pthread_create(&other_thread, NULL, other, NULL);
+    pthread_create(&torn_thread, NULL, torn, NULL);
     pthread_mutex_lock(&lock);
-    while (!worker_tid || !other_tid)
+    while (!worker_tid || !other_tid || !torn_tid)
         pthread_cond_wait(&cond, &lock);
     pthread_mutex_unlock(&lock);
-    printf("ready pid=%d worker=%d other=%d\n", getpid(), worker_tid, other_tid);
+    printf("ready pid=%d worker=%d other=%d torn=%d\n", getpid(), worker_tid, other_tid, torn_tid);
     fflush(stdout);
     char line[64];
     if (!fgets(line, sizeof line, stdin))
@@ -191,6 +216,7 @@ int main(int argc, char **argv) {
     pthread_join(thread, NULL);
     stopping = 1;
     pthread_join(other_thread, NULL);
+    pthread_join(torn_thread, NULL);
     printf("checkout_ns=%llu search_ns=%llu between_ns=%llu checkout_sleep_ns=%llu\n",
            (unsigned long long)checkout_ns, (unsigned long long)search_ns,
            (unsigned long long)between_ns, (unsigned long long)checkout_sleep_ns);

@@ -4,16 +4,23 @@
 // goroutine profiler would hook), next to N goroutines parked for good (a
 // server's idle connections), which a profiler reading goroutines walks.
 //
-// Protocol (as the other fixtures'): `chanpingpong SECONDS [IDLE]` prints
-// `ready pid=P`, waits for a line on stdin, runs for SECONDS, prints
-// `round_trips_per_sec=R goroutines=G`, then lingers until stdin closes.
+// With `labelled`, every goroutine runs under pprof labels, as a service
+// labels its requests (runtime/pprof.Do): the two players under
+// endpoint=/ping, the parked ones under one of 16 sets of three labels.
+//
+// Protocol (as the other fixtures'): `chanpingpong SECONDS [IDLE
+// [labelled]]` prints `ready pid=P`, waits for a line on stdin, runs for
+// SECONDS, prints `round_trips_per_sec=R goroutines=G`, then lingers until
+// stdin closes.
 package main
 
 import (
 	"bufio"
+	"context"
 	"fmt"
 	"os"
 	"runtime"
+	"runtime/pprof"
 	"strconv"
 	"time"
 )
@@ -41,9 +48,18 @@ func pinger(ping, pong chan int, end time.Time) int {
 }
 
 func main() {
-	if len(os.Args) < 2 || len(os.Args) > 3 {
-		fmt.Fprintln(os.Stderr, "usage: chanpingpong SECONDS [IDLE]")
+	if len(os.Args) < 2 || len(os.Args) > 4 || len(os.Args) == 4 && os.Args[3] != "labelled" {
+		fmt.Fprintln(os.Stderr, "usage: chanpingpong SECONDS [IDLE [labelled]]")
 		os.Exit(2)
+	}
+	labelled := len(os.Args) == 4
+	// Runs f in a new goroutine, under `labels` when labelled.
+	spawn := func(f func(), labels ...string) {
+		if !labelled {
+			go f()
+			return
+		}
+		go pprof.Do(context.Background(), pprof.Labels(labels...), func(context.Context) { f() })
 	}
 	seconds, err := strconv.ParseFloat(os.Args[1], 64)
 	if err != nil {
@@ -59,17 +75,25 @@ func main() {
 	}
 	never := make(chan struct{})
 	for i := 0; i < idleCount; i++ {
-		go idle(never)
+		spawn(func() { idle(never) }, "endpoint", fmt.Sprintf("/idle/%d", i%16), "tenant", fmt.Sprintf("t%d", i%4), "region", "eu")
 	}
 	ping, pong := make(chan int), make(chan int)
-	go ponger(ping, pong)
+	spawn(func() { ponger(ping, pong) }, "endpoint", "/ping")
 	fmt.Printf("ready pid=%d\n", os.Getpid())
 	stdin := bufio.NewReader(os.Stdin)
 	if _, err := stdin.ReadString('\n'); err != nil {
 		os.Exit(1)
 	}
 	start := time.Now()
-	n := pinger(ping, pong, start.Add(time.Duration(seconds*float64(time.Second))))
+	end := start.Add(time.Duration(seconds * float64(time.Second)))
+	var n int
+	if labelled {
+		pprof.Do(context.Background(), pprof.Labels("endpoint", "/ping"), func(context.Context) {
+			n = pinger(ping, pong, end)
+		})
+	} else {
+		n = pinger(ping, pong, end)
+	}
 	rate := float64(n) / time.Since(start).Seconds()
 	fmt.Printf("round_trips_per_sec=%.0f goroutines=%d\n", rate, runtime.NumGoroutine())
 

@@ -256,10 +256,9 @@ impl ProcessWatch {
         };
         comments.extend(self.anew.walked.python.stats().comments());
         comments.extend(self.anew.walked.java.comments());
-        comments.push(format!(
-            "go_label_sets_gone: {}",
-            self.anew.walked.go.sets_gone()
-        ));
+        let sets = self.anew.walked.go.set_counts();
+        comments.push(format!("go_label_sets_gone: {}", sets.gone));
+        comments.push(format!("go_label_sets_unreadable: {}", sets.unreadable));
         comments
     }
 

@@ -7,7 +7,8 @@
 //! program measured, and the span's sleep is its off-CPU time, within 5%
 //! of the wall time the program measured. A second thread in its own span
 //! all along: its samples carry its span, and no sample of either thread
-//! carries the other's.
+//! carries the other's; a third thread's record, never marked valid, is
+//! never read and is counted.
 mod support;
 
 use std::collections::HashMap;
@@ -54,6 +55,7 @@ fn samples_carry_the_trace_and_span_their_thread_published() {
     );
     let (pid, tid) = (fixture.pid(), fixture.tid("worker"));
     let mut failures = other_thread(&profiles, pid, fixture.tid("other"), tid);
+    failures.extend(torn_thread(&profiles, pid, fixture.tid("torn")));
     let cpu_total: u64 = HANDLERS.iter().map(|h| truth[h.3]).sum();
     let mut by_handler: HashMap<&str, (i64, i64)> = HashMap::new();
     let mut off_cpu_in_checkout = 0;
@@ -144,6 +146,39 @@ fn other_thread(
     if crossed != 0 {
         failures.push(format!(
             "{crossed} samples (or ns) with the other thread's span"
+        ));
+    }
+    failures
+}
+
+/// What is wrong with the thread `torn` (its record never valid): its
+/// samples carry no ids, and the window counts the records not read.
+fn torn_thread(profiles: &[(std::path::PathBuf, Profile)], pid: u32, torn: u32) -> Vec<String> {
+    let (mut samples, mut with_ids, mut invalid) = (0, 0, 0);
+    for (_, p) in profiles {
+        invalid += p.comment_value("thread_ctx_records_invalid");
+        for s in p.samples_of(pid).filter(|s| p.is_thread(s, torn)) {
+            let n = p.value(s, "samples") + p.value(s, "off_cpu");
+            if p.functions(s).contains(&"handle_torn") {
+                samples += p.value(s, "samples");
+            }
+            if ids(p, s) != ("", "") {
+                with_ids += n;
+            }
+        }
+    }
+    eprintln!(
+        "handle_torn: {samples} samples, {with_ids} with ids; thread_ctx_records_invalid={invalid}"
+    );
+    let mut failures = Vec::new();
+    if with_ids != 0 {
+        failures.push(format!(
+            "{with_ids} samples (or ns) of the torn record's thread with ids"
+        ));
+    }
+    if samples == 0 || invalid < u64::try_from(samples).unwrap() {
+        failures.push(format!(
+            "thread_ctx_records_invalid {invalid} for {samples} samples of a torn record"
         ));
     }
     failures

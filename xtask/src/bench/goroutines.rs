@@ -1,9 +1,11 @@
 //! Section 11: what the goroutine view costs. A Go program's throughput on
 //! a goroutine ping-pong over channels (`go/chanpingpong.go`), with the
-//! view off and at defaults; and the daemon's CPU reading a program of
-//! 10,000 goroutines.
+//! view off and at defaults; the daemon's CPU reading a program of 10,000
+//! goroutines, plain and under pprof labels; and an on-CPU sample's kernel
+//! time with the running goroutine's labels read, against without.
 use std::{
     fmt::Write as _,
+    process::Command,
     thread::sleep,
     time::{Duration, Instant},
 };
@@ -12,7 +14,8 @@ use anyhow::Context as _;
 
 use super::{
     overhead::{Measured, overhead, table},
-    tools::{attach, baseline, profiler, workload},
+    tools::{RUN_SECS, attach, baseline, profiler, release, workload},
+    unwinding::walk_cost,
 };
 use crate::procfs::cpu_ticks;
 
@@ -48,28 +51,74 @@ pub(super) fn goroutine_view(report: &mut String) -> anyhow::Result<f64> {
     )?;
     writeln!(report, "| configuration | daemon CPU (% of one core) |")?;
     writeln!(report, "| --- | --- |")?;
-    for (name, args) in [
+    for (name, args, labelled) in [
         (
             "--goroutine-frequency 0",
             vec!["--pid", "{pid}", "--goroutine-frequency", "0"],
+            false,
         ),
-        ("defaults (99 Hz)", vec!["--pid", "{pid}"]),
+        ("defaults (99 Hz)", vec!["--pid", "{pid}"], false),
+        (
+            "defaults, every goroutine under pprof labels (16 sets of 3)",
+            vec!["--pid", "{pid}"],
+            true,
+        ),
         (
             "--goroutine-frequency 19",
             vec!["--pid", "{pid}", "--goroutine-frequency", "19"],
+            false,
         ),
     ] {
-        let cpu = daemon_cpu(&args)?;
+        let cpu = daemon_cpu(&args, labelled)?;
         writeln!(report, "| {name} | {cpu:.2} |")?;
     }
     writeln!(report)?;
+    label_cost(report)?;
     Ok(measured[2].slowdown())
 }
 
+/// An on-CPU sample's kernel time (bpf_stats) in the ping-pong, its
+/// goroutines plain and under pprof labels, at 999 Hz.
+fn label_cost(report: &mut String) -> anyhow::Result<()> {
+    writeln!(
+        report,
+        "`on_cpu_sample`'s run_time_ns / run_cnt (bpf_stats) at 999 Hz (`--no-off-cpu`) on the same ping-pong, its goroutines plain and each under pprof labels (the walk then follows the thread to its goroutine and reads the label set's identity, and the daemon reads each new set once):\n"
+    )?;
+    writeln!(report, "| goroutines | on_cpu_sample ns |")?;
+    writeln!(report, "| --- | --- |")?;
+    let args = ["--no-off-cpu", "--frequency", "999"];
+    let mut costs = Vec::new();
+    for (name, labelled) in [("plain", false), ("labelled", true)] {
+        let mut command = Command::new(release(FIXTURE));
+        command.args([RUN_SECS, "0"]);
+        if labelled {
+            command.arg("labelled");
+        }
+        let (per_run, _) = walk_cost(command, &args)?;
+        let ns = per_run
+            .iter()
+            .find(|(n, _)| n == "on_cpu_sample")
+            .map_or(f64::NAN, |(_, ns)| *ns);
+        writeln!(report, "| {name} | {ns:.0} |")?;
+        costs.push(ns);
+    }
+    writeln!(
+        report,
+        "\nWith labels, a sample costs {:.2} times a plain Go sample.\n",
+        costs[1] / costs[0]
+    )?;
+    Ok(())
+}
+
 /// The daemon's CPU, in % of one core, profiling the fixture with
-/// [`MANY`] parked goroutines.
-fn daemon_cpu(args: &[&str]) -> anyhow::Result<f64> {
-    let mut workload = workload(FIXTURE, &[&(SECONDS + 2).to_string(), MANY])?;
+/// [`MANY`] parked goroutines (under labels when `labelled`).
+fn daemon_cpu(args: &[&str], labelled: bool) -> anyhow::Result<f64> {
+    let seconds = (SECONDS + 2).to_string();
+    let mut fixture_args = vec![seconds.as_str(), MANY];
+    if labelled {
+        fixture_args.push("labelled");
+    }
+    let mut workload = workload(FIXTURE, &fixture_args)?;
     let config = profiler("", args);
     let attached = attach(&config, workload.pid())?.context("profiler")?;
     let pid = attached.child.id();

@@ -141,7 +141,10 @@ pub(super) fn deep_stack(levels: u32) -> anyhow::Result<Command> {
 /// Runs `fixture` under `profiler --pid` with `args`; returns the ns per
 /// run of each program and the native user frames per on-CPU sample
 /// (from the daemon's `/metrics` counters).
-fn walk_cost(fixture: Command, args: &[&str]) -> anyhow::Result<(Vec<(String, f64)>, f64)> {
+pub(super) fn walk_cost(
+    fixture: Command,
+    args: &[&str],
+) -> anyhow::Result<(Vec<(String, f64)>, f64)> {
     let (per_run, native, _) = walk_cost_with_runtime(fixture, args, "python_frames")?;
     Ok((per_run, native))
 }

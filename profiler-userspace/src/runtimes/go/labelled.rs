@@ -6,7 +6,10 @@ use std::{collections::HashMap, sync::Arc};
 
 use profiler_common::go::GoProcess;
 
-use super::{labels::LabelSets, runtime::GoRuntime};
+use super::{
+    labels::{LabelSets, SetCounts},
+    runtime::GoRuntime,
+};
 use crate::{
     bpf::{GoMaps, KernelError},
     process::{files::open_mapped, maps::FileStamp},
@@ -23,8 +26,8 @@ pub struct GoLabels {
     binaries: HashMap<FileStamp, Option<Arc<GoRuntime>>>,
     /// The label sets of each process published.
     processes: HashMap<u32, LabelSets>,
-    /// Label sets gone, of processes forgotten.
-    gone: u64,
+    /// The counts of processes forgotten.
+    ended: SetCounts,
 }
 
 impl GoLabels {
@@ -60,7 +63,7 @@ impl GoLabels {
         )?;
         let sets = LabelSets::new(runtime.labels, Memory { pid });
         if let Some(old) = self.processes.insert(pid, sets) {
-            self.gone += old.gone;
+            self.ended.add(old.counts);
         }
         Ok(())
     }
@@ -71,7 +74,7 @@ impl GoLabels {
     /// When the kernel map cannot be written.
     pub fn forget(&mut self, maps: &mut impl GoMaps, pid: u32) -> Result<(), KernelError> {
         if let Some(sets) = self.processes.remove(&pid) {
-            self.gone += sets.gone;
+            self.ended.add(sets.counts);
             maps.remove_go(pid)?;
         }
         Ok(())
@@ -91,10 +94,14 @@ impl GoLabels {
         Ok(())
     }
 
-    /// Label sets gone by the time they were read, since start.
+    /// The label sets that left samples unlabelled, since start.
     #[must_use]
-    pub fn sets_gone(&self) -> u64 {
-        self.gone + self.processes.values().map(|s| s.gone).sum::<u64>()
+    pub fn set_counts(&self) -> SetCounts {
+        let mut counts = self.ended;
+        for sets in self.processes.values() {
+            counts.add(sets.counts);
+        }
+        counts
     }
 
     /// Reads the label sets `samples` recorded into their labels, while

@@ -48,14 +48,30 @@ impl Form {
     }
 }
 
+/// The label sets that left samples unlabelled.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SetCounts {
+    /// Gone (or another in their place) by the time they were read.
+    pub gone: u64,
+    /// Torn or absurd when read (a length beyond the limits, a pointer
+    /// that does not read, a map with too many overflow buckets).
+    pub unreadable: u64,
+}
+
+impl SetCounts {
+    pub fn add(&mut self, other: Self) {
+        self.gone += other.gone;
+        self.unreadable += other.unreadable;
+    }
+}
+
 /// One process's label sets, read as met.
 pub struct LabelSets {
     form: Form,
     memory: Memory,
     /// By address and identity.
     sets: FxHashMap<(u64, u64), Arc<[Label]>>,
-    /// Sets gone (or another in their place) by the time they were read.
-    pub gone: u64,
+    pub counts: SetCounts,
 }
 
 impl LabelSets {
@@ -65,7 +81,7 @@ impl LabelSets {
             form,
             memory,
             sets: FxHashMap::default(),
-            gone: 0,
+            counts: SetCounts::default(),
         }
     }
 
@@ -88,15 +104,19 @@ impl LabelSets {
             return Arc::clone(set);
         }
         if self.identity(at) != Some(identity) {
-            self.gone += 1;
+            self.counts.gone += 1;
             return Arc::from([]);
         }
         let pairs = match self.form {
             Form::Map => self.u64(at).and_then(|header| self.map(header)),
             Form::Slice => self.slice(at),
         };
+        let Some(pairs) = pairs else {
+            // Not kept: a set caught mid-write reads whole later.
+            self.counts.unreadable += 1;
+            return Arc::from([]);
+        };
         let mut labels: Vec<Label> = pairs
-            .unwrap_or_default()
             .into_iter()
             .map(|(key, value)| {
                 let key: Cow<'static, str> = Cow::Owned(key);
@@ -283,6 +303,32 @@ mod tests {
             ]
         );
         assert!(sets(Form::Slice).of(0).is_empty());
+    }
+
+    #[test]
+    fn an_absurd_set_is_counted_unreadable_and_left_unlabelled() {
+        let mut list = vec![0u8; 16];
+        put_string(&mut list, 0, "endpoint");
+        let mut header = vec![0u8; 24];
+        put(&mut header, 0, list.as_ptr() as u64);
+        put(&mut header, 8, MAX_LABELS + 1);
+        let mut sets = sets(Form::Slice);
+        assert!(sets.of(header.as_ptr() as u64).is_empty());
+        assert_eq!(
+            sets.counts,
+            SetCounts {
+                gone: 0,
+                unreadable: 1
+            }
+        );
+        // A string whose pointer does not read.
+        put(&mut header, 8, 1);
+        let mut pair = vec![0u8; 32];
+        put(&mut pair, 0, 8);
+        put(&mut pair, 8, 3);
+        put(&mut header, 0, pair.as_ptr() as u64);
+        assert!(sets.of(header.as_ptr() as u64).is_empty());
+        assert_eq!(sets.counts.unreadable, 2);
     }
 
     #[test]
