@@ -22,6 +22,11 @@
  * writer caught mid-write leaves it, and alternates handle_torn's spin
  * with 1 ms sleeps: its ids must never be read.
  *
+ * The process also publishes its resource as OTEP 4719 specifies (a
+ * memfd mapping named OTEL_CTX: the header, then a protobuf Resource with
+ * service.name=checkout-service, service.instance.id=instance-7 and
+ * deployment.environment.name=test), before it says it is ready.
+ *
  * Protocol (as the Rust fixtures): "ready pid=P worker=T other=T torn=T", wait for "go",
  * run for argv[1] seconds, print the measurements, then linger until
  * stdin closes.
@@ -33,6 +38,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -48,6 +55,67 @@ struct record {
 } __attribute__((packed, aligned(8)));
 
 __thread struct record *otel_thread_ctx_v1;
+
+#ifndef PR_SET_VMA
+#define PR_SET_VMA 0x53564d41
+#define PR_SET_VMA_ANON_NAME 0
+#endif
+
+/* OTEP 4719's header. */
+struct process_ctx {
+    char signature[8];
+    uint32_t version;
+    uint32_t payload_size;
+    uint64_t published_at_ns;
+    const uint8_t *payload;
+};
+
+/* Appends a length-delimited protobuf field (lengths below 128). */
+static size_t field(uint8_t *out, uint8_t tag, const uint8_t *bytes, size_t len) {
+    out[0] = tag;
+    out[1] = (uint8_t)len;
+    memcpy(out + 2, bytes, len);
+    return 2 + len;
+}
+
+/* A Resource attribute: KeyValue{key, AnyValue{string_value}}, as field
+ * 1 of the Resource. */
+static size_t attribute(uint8_t *out, const char *key, const char *value) {
+    uint8_t any[128], kv[256];
+    size_t any_len = field(any, 0x0a, (const uint8_t *)value, strlen(value));
+    size_t kv_len = field(kv, 0x0a, (const uint8_t *)key, strlen(key));
+    kv_len += field(kv + kv_len, 0x12, any, any_len);
+    return field(out, 0x0a, kv, kv_len);
+}
+
+static void publish_process_ctx(void) {
+    int fd = memfd_create("OTEL_CTX", MFD_CLOEXEC);
+    if (fd < 0 || ftruncate(fd, 4096) != 0) {
+        perror("memfd");
+        exit(1);
+    }
+    uint8_t *page = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (page == MAP_FAILED) {
+        perror("mmap");
+        exit(1);
+    }
+    close(fd);
+    madvise(page, 4096, MADV_DONTFORK);
+    struct process_ctx *ctx = (struct process_ctx *)page;
+    uint8_t *payload = page + sizeof *ctx;
+    size_t len = attribute(payload, "service.name", "checkout-service");
+    len += attribute(payload + len, "service.instance.id", "instance-7");
+    len += attribute(payload + len, "deployment.environment.name", "test");
+    ctx->version = 2;
+    ctx->payload_size = (uint32_t)len;
+    ctx->payload = payload;
+    struct timespec now;
+    clock_gettime(CLOCK_REALTIME, &now);
+    ctx->published_at_ns = (uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec;
+    atomic_thread_fence(memory_order_seq_cst);
+    memcpy(ctx->signature, "OTEL_CTX", 8);
+    prctl(PR_SET_VMA, PR_SET_VMA_ANON_NAME, page, 4096, "OTEL_CTX");
+}
 
 static double run_seconds;
 static uint64_t checkout_ns, search_ns, between_ns, checkout_sleep_ns;
@@ -196,6 +264,7 @@ int main(int argc, char **argv) {
         fprintf(stderr, "usage: trace_ctx SECONDS\n");
         return 2;
     }
+    publish_process_ctx();
     pthread_t thread, other_thread, torn_thread;
     pthread_create(&thread, NULL, worker, NULL);
     pthread_create(&other_thread, NULL, other, NULL);

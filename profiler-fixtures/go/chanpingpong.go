@@ -67,7 +67,7 @@ func main() {
 		os.Exit(2)
 	}
 	idleCount := 0
-	if len(os.Args) == 3 {
+	if len(os.Args) >= 3 {
 		if idleCount, err = strconv.Atoi(os.Args[2]); err != nil {
 			fmt.Fprintln(os.Stderr, "chanpingpong: IDLE:", err)
 			os.Exit(2)

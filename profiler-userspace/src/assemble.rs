@@ -8,7 +8,7 @@ use profiler_common::{sample::ThreadState, stats::Stat};
 use crate::{
     process::roots::Unheld,
     profile::{Location, Profile, Sample, View},
-    sample::with_java_frames_label,
+    sample::{RowLabels, with_java_frames_label, with_labels},
     symbolize::{SymbolizeStats, Symbolizer, Unnamed},
     window::RawWindow,
 };
@@ -80,6 +80,19 @@ fn process_name(symbolizer: &Symbolizer, sample: &crate::sample::RawSample) -> A
     }
 }
 
+/// `sample`'s labels: the runtime's and the kernel's, whether its Java
+/// frames are exact, and its process's OpenTelemetry resource.
+fn labels(symbolizer: &Symbolizer, sample: &crate::sample::RawSample) -> Option<Arc<RowLabels>> {
+    let mut labels = sample.labels.clone();
+    if let Some(approximate) = symbolizer.java_approximate(sample.pid, &sample.user_stack) {
+        labels = Some(with_java_frames_label(labels, approximate));
+    }
+    if let Some(resource) = symbolizer.resource(sample.pid) {
+        labels = Some(with_labels(labels, &resource));
+    }
+    labels
+}
+
 /// When a window began and how long it lasted.
 #[derive(Clone, Copy, Debug)]
 pub struct WindowTimes {
@@ -125,12 +138,7 @@ pub fn assemble(
                 samples: s.samples,
                 off_cpu_ns: s.off_cpu_ns,
                 off_cpu_count: s.off_cpu_count,
-                labels: match symbolizer.java_approximate(s.pid, &s.user_stack) {
-                    Some(approximate) => {
-                        Some(with_java_frames_label(s.labels.clone(), approximate))
-                    }
-                    None => s.labels.clone(),
-                },
+                labels: labels(symbolizer, s),
                 runtime_ns: s.runtime_ns,
                 off_cpu_in_wall: !raw.runtimes().wall_pids.contains(&s.pid),
             }
@@ -185,6 +193,10 @@ impl Accounting {
             (Unnamed::ALL[1].counter(), user_frames.unnamed[1]),
             (Unnamed::ALL[2].counter(), user_frames.unnamed[2]),
             ("debug_files_opened", symbolize.debug_files),
+        ]);
+        counters.extend([
+            ("process_contexts_read", symbolize.contexts.read),
+            ("process_contexts_unreadable", symbolize.contexts.unreadable),
         ]);
         counters.extend(
             Unheld::ALL

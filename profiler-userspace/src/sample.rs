@@ -161,6 +161,12 @@ pub fn with_java_frames_label(labels: Option<Arc<RowLabels>>, approximate: bool)
         attribute: Cow::Borrowed("java.frames"),
         value: LabelValue::Static(if approximate { "approximate" } else { "exact" }),
     };
+    with_labels(labels, &[label])
+}
+
+/// `labels` followed by `more`.
+#[must_use]
+pub fn with_labels(labels: Option<Arc<RowLabels>>, more: &[Label]) -> Arc<RowLabels> {
     let mut row = labels.map_or_else(
         || RowLabels {
             replaces_thread: false,
@@ -168,7 +174,7 @@ pub fn with_java_frames_label(labels: Option<Arc<RowLabels>>, approximate: bool)
         },
         |l| (*l).clone(),
     );
-    row.labels.push(label);
+    row.labels.extend_from_slice(more);
     Arc::new(row)
 }
 

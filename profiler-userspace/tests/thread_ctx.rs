@@ -8,7 +8,8 @@
 //! of the wall time the program measured. A second thread in its own span
 //! all along: its samples carry its span, and no sample of either thread
 //! carries the other's; a third thread's record, never marked valid, is
-//! never read and is counted.
+//! never read and is counted. The resource the process published (OTEP
+//! 4719's process context) is on every sample of the process.
 mod support;
 
 use std::collections::HashMap;
@@ -56,6 +57,7 @@ fn samples_carry_the_trace_and_span_their_thread_published() {
     let (pid, tid) = (fixture.pid(), fixture.tid("worker"));
     let mut failures = other_thread(&profiles, pid, fixture.tid("other"), tid);
     failures.extend(torn_thread(&profiles, pid, fixture.tid("torn")));
+    failures.extend(process_context(&profiles, pid));
     let cpu_total: u64 = HANDLERS.iter().map(|h| truth[h.3]).sum();
     let mut by_handler: HashMap<&str, (i64, i64)> = HashMap::new();
     let mut off_cpu_in_checkout = 0;
@@ -182,6 +184,33 @@ fn torn_thread(profiles: &[(std::path::PathBuf, Profile)], pid: u32, torn: u32) 
         ));
     }
     failures
+}
+
+/// What is wrong with the resource the process published (OTEP 4719):
+/// every sample of the process carries each of its attributes.
+fn process_context(profiles: &[(std::path::PathBuf, Profile)], pid: u32) -> Vec<String> {
+    const RESOURCE: [(&str, &str); 3] = [
+        ("service.name", "checkout-service"),
+        ("service.instance.id", "instance-7"),
+        ("deployment.environment.name", "test"),
+    ];
+    let (mut samples, mut with, mut read) = (0, 0, 0);
+    for (_, p) in profiles {
+        read += p.comment_value("process_contexts_read");
+        for s in p.samples_of(pid) {
+            samples += 1;
+            if RESOURCE.iter().all(|(k, v)| p.str_label(s, k) == Some(v)) {
+                with += 1;
+            }
+        }
+    }
+    eprintln!("process context: {with} of {samples} samples with the resource; read {read} times");
+    if samples == 0 || with != samples || read == 0 {
+        return vec![format!(
+            "{with} of {samples} samples with the process's resource (contexts read: {read})"
+        )];
+    }
+    Vec::new()
 }
 
 /// The other thread's trace and span.

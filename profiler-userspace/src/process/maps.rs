@@ -107,6 +107,21 @@ pub fn read(pid: u32) -> io::Result<Vec<Vma>> {
     crate::process::procfs::read(format!("/proc/{pid}/maps")).map(|text| parse(&text))
 }
 
+/// As [`read`], with the address of the OpenTelemetry process context's
+/// mapping when the process published one (`otel_ctx.rs`), from the same
+/// text.
+///
+/// # Errors
+/// As [`read`].
+pub fn read_with_ctx(pid: u32) -> io::Result<(Vec<Vma>, Option<u64>)> {
+    let text = crate::process::procfs::read(format!("/proc/{pid}/maps"))?;
+    let ctx = text
+        .contains("OTEL_CTX")
+        .then(|| crate::process::otel_ctx::find(&text))
+        .flatten();
+    Ok((parse(&text), ctx))
+}
+
 /// Parses the text of a maps file, keeping executable mappings only.
 #[must_use]
 pub fn parse(text: &str) -> Vec<Vma> {

@@ -6,13 +6,17 @@
 //! read of a process while it lived (`snapshot.rs`), its root held open
 //! for files it mapped in another namespace or chroot (`roots.rs`); the small
 //! `/proc` readers (`procfs.rs`) and its cgroup, service and container
-//! (`cgroup.rs`). The
+//! (`cgroup.rs`); its memory (`memory.rs`, by `process_vm_readv`) and the
+//! resource attributes an OpenTelemetry SDK published in it
+//! (`otel_ctx.rs`). The
 //! unwinder, the runtimes, the mmap records and the symbolizer take these
 //! facts from here; this folder imports none of them.
 pub mod build_ids;
 pub mod cgroup;
 pub mod files;
 pub mod maps;
+pub mod memory;
+pub mod otel_ctx;
 pub mod procfs;
 pub mod recorded;
 pub mod roots;

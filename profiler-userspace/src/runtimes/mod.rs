@@ -15,7 +15,6 @@
 //! - `watcher.rs`: which targets run a runtime, and one read of each at
 //!   every tick (generic over the runtime);
 //! - `thread.rs`: the watcher's thread, and what the daemon takes from it;
-//! - `remote.rs`: another process's memory, by `process_vm_readv`;
 //! - `dwarf.rs`: structure layouts from a binary's DWARF;
 //! - `tls.rs`: where an executable's thread-local variables are;
 //! - `go/`: Go, whose rows are the goroutine view;
@@ -38,7 +37,6 @@ pub mod dwarf;
 pub mod go;
 pub mod java;
 pub mod python;
-pub(crate) mod remote;
 mod seam;
 mod segments;
 mod thread;

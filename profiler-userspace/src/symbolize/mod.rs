@@ -33,6 +33,7 @@ mod prepare;
 mod processes;
 mod python;
 mod resident;
+mod resource;
 
 use std::{collections::HashMap, sync::Arc};
 
@@ -43,13 +44,14 @@ use convert::{binary_key, find_vma, locations, lookup_addrs, user_frames};
 pub use debuginfod::{Debuginfod, DebuginfodStats};
 use processes::Processes;
 use profiler_common::frames::UserFrame;
+pub use resource::ContextCounts;
 
 use crate::{
     config,
     process::cgroup::Placement,
     profile::{Line, Location, Mapping},
     runtimes::{java::NamedFrame, python::PythonCode},
-    sample::Stack,
+    sample::{Label, Stack},
 };
 
 /// Why a user frame has no name.
@@ -96,6 +98,8 @@ pub struct SymbolizeStats {
     /// Roots of processes in other mount namespaces (or chrooted) that
     /// could not be held open, by cause (`Unheld::index`).
     pub roots_unheld: [u64; 3],
+    /// OpenTelemetry process contexts read, and found but not readable.
+    pub contexts: ContextCounts,
     /// Separate debug files (local or downloaded) first used this window.
     pub debug_files: u64,
     /// Debuginfod's accounting this window, and downloads under way at its
@@ -180,6 +184,13 @@ impl Symbolizer {
         self.processes
             .get(pid)
             .map_or_else(Arc::default, |p| p.placement.clone())
+    }
+
+    /// The resource attributes `pid`'s OpenTelemetry SDK published, as
+    /// labels (`resource.rs`).
+    #[must_use]
+    pub fn resource(&self, pid: u32) -> Option<Arc<[Label]>> {
+        self.processes.get(pid)?.resource.clone()
     }
 
     /// Keeps the Python code objects read while their processes ran.

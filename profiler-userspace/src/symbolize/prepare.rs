@@ -54,6 +54,7 @@ impl Symbolizer {
         self.binaries.collect_downloads();
         self.read_processes(samples, processes, recorded, &mut stats);
         stats.roots_unheld = self.processes.take_unheld();
+        stats.contexts = self.processes.take_contexts();
         self.take_kernel_symbols(kernel_symbols);
         let addrs = self.window_addrs(samples);
         self.prepare_python(samples);

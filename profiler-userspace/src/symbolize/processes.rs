@@ -18,6 +18,7 @@ use std::{
 use super::{
     anonymous::AnonymousCache,
     convert::{find_vma, native_lookups, new_mapping},
+    resource::{self, ContextCounts},
 };
 use crate::{
     process::cgroup::{self, Placement},
@@ -30,6 +31,7 @@ use crate::{
         snapshot::{ProcessSnapshot, same_mount_ns},
     },
     profile::Mapping,
+    sample::Label,
 };
 
 /// Most generations kept per process within a window: a process that
@@ -168,6 +170,9 @@ pub(super) struct ProcessInfo {
     refreshed: u64,
     /// Results for addresses outside files (JIT code, vDSO).
     pub anonymous: AnonymousCache,
+    /// The resource attributes its OpenTelemetry SDK published, as read
+    /// at the last window's end it ran at.
+    pub resource: Option<Arc<[Label]>>,
 }
 
 impl ProcessInfo {
@@ -292,6 +297,8 @@ pub(super) struct Processes {
     /// Roots that could not be held since the last take, by cause
     /// ([`Unheld::index`]), here or in the snapshots taken in.
     unheld: [u64; 3],
+    /// Process contexts read since the last take.
+    contexts: ContextCounts,
 }
 
 impl Processes {
@@ -311,6 +318,11 @@ impl Processes {
     /// The roots that could not be held since the last take, by cause.
     pub fn take_unheld(&mut self) -> [u64; 3] {
         std::mem::take(&mut self.unheld)
+    }
+
+    /// The process contexts read since the last take.
+    pub fn take_contexts(&mut self) -> ContextCounts {
+        std::mem::take(&mut self.contexts)
     }
 
     /// A new window: only each process's newest image is still needed.
@@ -370,6 +382,7 @@ impl Processes {
             last_seen: window,
             refreshed: 0,
             anonymous: AnonymousCache::default(),
+            resource: None,
         })
     }
 
@@ -407,7 +420,9 @@ impl Processes {
         }
         let comm = procfs::comm(pid, pid).map(Arc::<str>::from);
         let placement = cgroup::read(pid).map(Arc::new);
-        let vmas = maps::read(pid).ok();
+        let (vmas, ctx) = maps::read_with_ctx(pid).ok().unzip();
+        let contexts = &mut self.contexts;
+        let resource = ctx.map(|ctx| ctx.and_then(|at| resource::labels(pid, at, contexts)));
         let process = self.entry(pid, thread, window);
         process.refreshed = window;
         process.last_seen = window;
@@ -416,6 +431,9 @@ impl Processes {
         }
         if let Some(placement) = placement {
             process.placement = placement;
+        }
+        if let Some(resource) = resource {
+            process.resource = resource;
         }
         if let Some(vmas) = vmas {
             let roots = &mut self.roots;

@@ -1,6 +1,6 @@
 //! The fields of one runtime `g` the reader uses, as read from its bytes.
 use super::layout::Layout;
-use crate::runtimes::remote::u64_at;
+use crate::process::memory::u64_at;
 
 /// What a goroutine that is not running is doing.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]

@@ -12,8 +12,8 @@ use super::{
 };
 use crate::{
     bpf::{GoMaps, KernelError},
+    process::memory::Memory,
     process::{files::open_mapped, maps::FileStamp},
-    runtimes::remote::Memory,
     sample::{RawSample, RowLabels},
     unwind::Stamped,
 };

@@ -12,7 +12,7 @@ use profiler_common::go::{MAP_HASH0, PAIR_VALUE, SLICE_LEN, form, set_identity};
 use rustc_hash::FxHashMap;
 
 use crate::{
-    runtimes::remote::{Memory, u64_at},
+    process::memory::{Memory, u64_at},
     sample::{Label, LabelValue},
 };
 

@@ -13,7 +13,7 @@ use super::{
 };
 use crate::{
     gopclntab::GoTable,
-    runtimes::remote::{Memory, u64_at},
+    process::memory::{Memory, u64_at},
     sample::Label,
 };
 

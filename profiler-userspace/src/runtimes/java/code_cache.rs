@@ -3,7 +3,7 @@
 use profiler_common::java::{CODE_HEAPS_MAX, CodeHeap, JavaProcess};
 
 use super::layout::Layout;
-use crate::runtimes::remote::{Memory, u64_at};
+use crate::process::memory::{Memory, u64_at};
 
 #[derive(Debug, thiserror::Error)]
 pub enum CodeCacheError {

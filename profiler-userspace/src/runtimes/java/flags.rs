@@ -1,7 +1,7 @@
 //! A JVM's flags as it runs (`-XX:` options and their defaults), read from
 //! its flag table (`JVMFlag::flags`), by name.
 use super::{layout::FlagsLayout, vm_structs::read_c_string};
-use crate::runtimes::remote::{Memory, u64_at};
+use crate::process::memory::{Memory, u64_at};
 
 /// The most flags a table may have before it is taken as not one.
 const MAX_FLAGS: u64 = 4096;

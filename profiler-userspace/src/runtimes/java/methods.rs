@@ -14,7 +14,7 @@ use super::{
     layout::{NameLayout, ScopeRegions},
     scopes::{self, Encoding, PcDesc},
 };
-use crate::runtimes::remote::Memory;
+use crate::process::memory::Memory;
 
 /// The longest symbol read (a longer name is cut).
 const SYMBOL_MAX: usize = 512;

@@ -39,11 +39,11 @@ use naming::Naming;
 
 use crate::{
     bpf::{JavaMaps, KernelError},
+    process::memory::Memory,
     process::{
         files::open_mapped,
         maps::{FileStamp, Vma},
     },
-    runtimes::remote::Memory,
     sample::RawSample,
 };
 

@@ -6,7 +6,7 @@
 use std::collections::HashMap;
 
 use super::binary::{Jvm, symbol};
-use crate::runtimes::remote::{Memory, u64_at};
+use crate::process::memory::{Memory, u64_at};
 
 /// The most entries a table may have before it is taken as not one.
 const MAX_ENTRIES: usize = 20_000;

@@ -8,7 +8,7 @@ use super::{
     layout::{BYTES_DATA, LineTable, OB_TYPE, UNICODE_STATE, VAR_SIZE},
     lines::line_of,
 };
-use crate::runtimes::remote::{Memory, u64_at};
+use crate::process::memory::{Memory, u64_at};
 
 /// Longest name read (characters); longer ones are cut.
 const MAX_NAME_CHARS: u64 = 1024;

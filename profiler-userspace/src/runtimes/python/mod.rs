@@ -34,11 +34,11 @@ pub use layout::{LineTable, Version};
 
 use crate::{
     bpf::{KernelError, PythonMaps},
+    process::memory::Memory,
     process::{
         files::open_mapped,
         maps::{FileStamp, Vma},
     },
-    runtimes::remote::Memory,
 };
 
 /// What reading Python code objects counted (a profile's comments).

@@ -4,7 +4,7 @@ use super::{
     layout::{self, Version},
     *,
 };
-use crate::runtimes::remote::Memory;
+use crate::process::memory::Memory;
 
 const V312: Version = Version {
     major: 3,
