@@ -141,19 +141,25 @@ fn waiting_goroutines_carry_their_pprof_labels_as_gos_own_profile_has_them() {
 }
 
 /// The same, on the newest toolchain's stripped build, for targets that
-/// arrive by name (`--comm NAME --wait`, as the systemd unit is used) and
+/// arrive by name (`--comm NAME --wait`, as the systemd unit is used), by
+/// a PID file written once the program runs (`--pid-file --wait`) and
 /// under `--all`: the daemon started first, the program after.
 #[test]
-fn labels_reach_targets_found_by_name_and_under_all() {
+fn labels_reach_targets_found_by_name_by_pid_file_and_under_all() {
     require_root();
     let toolchain = go::toolchains().pop().unwrap();
     let mut failures = Vec::new();
-    for route in [&["--comm", "labels", "--wait"][..], &["--all"]] {
-        let what = format!("{} {}", go::version(&toolchain), route.join(" "));
+    for route in ["--comm", "--pid-file", "--all"] {
+        let what = format!("{} {route}", go::version(&toolchain));
         let dir = tempfile::tempdir().unwrap();
         let bin = go::build(&toolchain, "labels", dir.path(), "labels", true);
         let out = dir.path().join("out");
-        let mut args = route.to_vec();
+        let pid_file = dir.path().join("labels.pid");
+        let mut args: Vec<&str> = match route {
+            "--comm" => vec!["--comm", "labels", "--wait"],
+            "--pid-file" => vec!["--pid-file", pid_file.to_str().unwrap(), "--wait"],
+            _ => vec!["--all"],
+        };
         let out_arg = out.to_str().unwrap();
         args.extend([
             "--output-dir",
@@ -167,6 +173,7 @@ fn labels_reach_targets_found_by_name_and_under_all() {
         let mut command = Command::new(&bin);
         command.arg("3").arg(dir.path());
         let mut fixture = Fixture::spawn_command(command);
+        std::fs::write(&pid_file, format!("{}\n", fixture.pid())).unwrap();
         // Adopted (by name) and its goroutines read (under --all) before
         // the measured phase.
         std::thread::sleep(std::time::Duration::from_secs(1));

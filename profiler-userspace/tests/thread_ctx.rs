@@ -15,7 +15,7 @@ mod support;
 use std::collections::HashMap;
 
 use profiler_userspace::output::pprof::proto;
-use support::{Fixture, Profile, build, profile_fixture, require_root};
+use support::{Fixture, Profile, Profiler, build, profile_fixture, profiles, require_root};
 
 /// Each handler, the span it runs in (trace, span; empty: none) and the
 /// truth's key for its CPU time.
@@ -35,15 +35,50 @@ const HANDLERS: [(&str, &str, &str, &str); 3] = [
     ("between_requests", "", "", "between_ns"),
 ];
 
+/// The fixture, built as the specification asks its writers to be.
+fn fixture(dir: &std::path::Path) -> std::path::PathBuf {
+    build::c_program_linked(
+        "trace_ctx",
+        dir,
+        &["-Wl,--export-dynamic-symbol=otel_thread_ctx_v1"],
+    )
+}
+
+/// Under `--all`, the program started after the daemon: the same
+/// contexts, read from its first samples.
+#[test]
+fn a_program_started_under_all_has_its_contexts_read() {
+    require_root();
+    let dir = tempfile::tempdir().unwrap();
+    let bin = fixture(dir.path());
+    let out = dir.path().join("out");
+    let running = Profiler::start(&[
+        "--all",
+        "--output-dir",
+        out.to_str().unwrap(),
+        "--interval",
+        "60s",
+        "--frequency",
+        "999",
+    ]);
+    let mut fixture = Fixture::spawn_path(&bin, 3.0);
+    std::thread::sleep(std::time::Duration::from_secs(1));
+    fixture.go();
+    fixture.results();
+    let log = running.stop();
+    let profiles = profiles(&out);
+    let (pid, worker) = (fixture.pid(), fixture.tid("worker"));
+    let mut failures = other_thread(&profiles, pid, fixture.tid("other"), worker);
+    failures.extend(torn_thread(&profiles, pid, fixture.tid("torn")));
+    failures.extend(process_context(&profiles, pid));
+    assert!(failures.is_empty(), "{failures:#?}\n{log}");
+}
+
 #[test]
 fn samples_carry_the_trace_and_span_their_thread_published() {
     require_root();
     let dir = tempfile::tempdir().unwrap();
-    let bin = build::c_program_linked(
-        "trace_ctx",
-        dir.path(),
-        &["-Wl,--export-dynamic-symbol=otel_thread_ctx_v1"],
-    );
+    let bin = fixture(dir.path());
     let mut fixture = Fixture::spawn_path(&bin, 4.0);
     let out = dir.path().join("out");
     // Every 2 ms sleep kept (the sampling rule's threshold below it): the

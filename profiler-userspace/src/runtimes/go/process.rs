@@ -90,6 +90,8 @@ pub struct GoProcess {
     names: FxHashMap<u64, Arc<str>>,
     /// SP deltas by (link-time) PC: the same few PCs recur in every read.
     deltas: FxHashMap<u64, Option<i32>>,
+    /// Whether each (link-time) stopped PC is a function's entry.
+    entries: FxHashMap<u64, bool>,
     labels: LabelSets,
 }
 
@@ -106,6 +108,7 @@ impl GoProcess {
             identities: FxHashMap::default(),
             names: FxHashMap::default(),
             deltas: FxHashMap::default(),
+            entries: FxHashMap::default(),
             labels,
         }
     }
@@ -146,6 +149,7 @@ impl GoProcess {
             stride,
             ..Read::default()
         };
+        let sets = self.labels.of_many(chosen.iter().map(|(_, c)| c.labels));
         for (((g, first), stack), second) in chosen.into_iter().zip(stacks).zip(again) {
             let seen = if first.same_stop(&second) {
                 stack.map(|stack| (second, stack))
@@ -173,7 +177,10 @@ impl GoProcess {
                 stack: frames,
                 truncated,
                 created_by: self.identity(g, core.goid).1,
-                labels: self.labels.of(core.labels),
+                labels: sets
+                    .get(&core.labels)
+                    .cloned()
+                    .unwrap_or_else(|| self.labels.of(core.labels)),
             });
         }
         Ok(read)
@@ -313,13 +320,14 @@ impl GoProcess {
     /// call that ends an inlined function (`goyield` in `semrelease1`) is
     /// named in it; at a function's entry (a goroutine not started yet),
     /// the PC itself. The profile's leaf address is then that byte.
-    fn leaf_lookup(&self, pc: u64) -> u64 {
+    fn leaf_lookup(&mut self, pc: u64) -> u64 {
         let at = pc.wrapping_sub(self.bias);
-        if self.table.function_entry(at) == Some(at) {
-            pc
-        } else {
-            pc - 1
-        }
+        let table = &self.table;
+        let entry = *self
+            .entries
+            .entry(at)
+            .or_insert_with(|| table.function_entry(at) == Some(at));
+        if entry { pc } else { pc - 1 }
     }
 
     /// The PCs of a goroutine stopped as `core` says, with `stack` the
