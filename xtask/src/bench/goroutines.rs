@@ -59,7 +59,7 @@ pub(super) fn goroutine_view(report: &mut String) -> anyhow::Result<f64> {
         ),
         ("defaults (99 Hz)", vec!["--pid", "{pid}"], false),
         (
-            "defaults, every goroutine under pprof labels (16 sets of 3)",
+            "defaults, every goroutine under pprof labels (a set each, of 16 distinct, 3 labels)",
             vec!["--pid", "{pid}"],
             true,
         ),
