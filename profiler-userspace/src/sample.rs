@@ -98,6 +98,20 @@ pub struct Label {
     pub value: LabelValue,
 }
 
+impl Label {
+    /// A program's own label, `key` in pprof and OTLP alike (a Go pprof
+    /// label, an OpenTelemetry resource attribute).
+    #[must_use]
+    pub fn own(key: String, value: &str) -> Self {
+        let key: Cow<'static, str> = Cow::Owned(key);
+        Self {
+            attribute: key.clone(),
+            key,
+            value: LabelValue::Str(Arc::from(value)),
+        }
+    }
+}
+
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum LabelValue {
     Num(i64),

@@ -2,11 +2,11 @@
 //! (`process/otel_ctx.rs`), as labels of its samples, read at each window's
 //! end while the process runs, so a context published or updated late is
 //! taken in.
-use std::{borrow::Cow, sync::Arc};
+use std::sync::Arc;
 
 use crate::{
     process::{memory::Memory, otel_ctx},
-    sample::{Label, LabelValue},
+    sample::Label,
 };
 
 /// What reading processes' contexts counted.
@@ -26,14 +26,7 @@ pub(super) fn labels(pid: u32, at: u64, counts: &mut ContextCounts) -> Option<Ar
             Some(
                 attributes
                     .into_iter()
-                    .map(|(key, value)| {
-                        let key: Cow<'static, str> = Cow::Owned(key);
-                        Label {
-                            attribute: key.clone(),
-                            key,
-                            value: LabelValue::Str(Arc::from(value)),
-                        }
-                    })
+                    .map(|(key, value)| Label::own(key, &value))
                     .collect(),
             )
         }

@@ -6,14 +6,14 @@
 //! known by its address and identity (`profiler_common::go::set_identity`,
 //! which the kernel's samples record too), which a set freed and another
 //! made in its place changes.
-use std::{borrow::Cow, sync::Arc};
+use std::sync::Arc;
 
 use profiler_common::go::{MAP_HASH0, PAIR_VALUE, SLICE_LEN, form, set_identity};
 use rustc_hash::{FxHashMap, FxHashSet};
 
 use crate::{
     process::memory::{Memory, u64_at},
-    sample::{Label, LabelValue},
+    sample::Label,
 };
 
 /// The most labels read from one set, and the longest key or value (Go
@@ -133,14 +133,7 @@ impl LabelSets {
         };
         let mut labels: Vec<Label> = pairs
             .into_iter()
-            .map(|(key, value)| {
-                let key: Cow<'static, str> = Cow::Owned(key);
-                Label {
-                    attribute: key.clone(),
-                    key,
-                    value: LabelValue::Str(Arc::from(value)),
-                }
-            })
+            .map(|(key, value)| Label::own(key, &value))
             .collect();
         labels.sort();
         let set: Arc<[Label]> = Arc::from(labels);
@@ -361,6 +354,7 @@ const MAX_OVERFLOW: usize = 16;
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::sample::LabelValue;
 
     fn put(buf: &mut [u8], at: u64, word: u64) {
         let at = usize::try_from(at).unwrap();
