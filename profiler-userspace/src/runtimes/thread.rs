@@ -32,8 +32,9 @@ pub(super) struct RuntimeThread<R: Runtime> {
 /// runs as soon as its timer fires rather than when a CPU frees up. A
 /// reader left to the normal scheduler on a host its target keeps busy
 /// runs when one of the target's threads goes to sleep, and reads the
-/// program in its waits more often than time does (measured: +3 to +14%
-/// under the sleeping function). Its work is bounded (`MAX_PER_SECOND`
+/// program in its waits more often than time does (measured here: +3 to
+/// +6% under the sleeping function; +14% where the issue found it). Its
+/// work is bounded (`MAX_PER_SECOND`
 /// units a second), and the kernel's real-time throttling bounds it too.
 fn prompt_wakeups() -> std::io::Result<()> {
     let param = libc::sched_param { sched_priority: 1 };

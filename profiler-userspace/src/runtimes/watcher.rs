@@ -163,10 +163,10 @@ impl<R: Runtime> Watcher<R> {
         }
     }
 
-    /// One read of every process of the runtime, added to what `shared` collected.
-    /// One tick's reads, `late` when it began more than a quarter of a
-    /// period after it was due (counted: on a host whose CPUs are busy a
-    /// late tick tends to land when a thread has just gone to sleep).
+    /// One read of every process of the runtime, added to what `shared`
+    /// collected; `late` when it began more than a quarter of a period
+    /// after it was due (counted: on a host whose CPUs are busy a late
+    /// tick tends to land when a thread has just gone to sleep).
     fn read_into(&mut self, shared: &Shared<KeyOf<R>>, late: bool) {
         let mut local = Collected::<KeyOf<R>>::default();
         local.stats.late_ticks = u64::from(late);

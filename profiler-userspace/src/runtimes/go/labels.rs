@@ -164,8 +164,8 @@ impl LabelSets {
 
     /// The labels of the set at each of `ats` (goroutines' `g.labels`),
     /// as [`Self::of`] gives them, their identities read in two batches
-    /// for all of them: one check per set per read made 10,000 labelled
-    /// goroutines cost 64% of a core.
+    /// for all of them: checked one by one, 10,000 labelled goroutines
+    /// cost the daemon 57% of a core (BENCHMARKS.md, section 11).
     pub fn of_many(&mut self, ats: impl Iterator<Item = u64>) -> FxHashMap<u64, Arc<[Label]>> {
         self.reads += 1;
         let mut distinct: Vec<u64> = ats.filter(|&at| at != 0).collect();
