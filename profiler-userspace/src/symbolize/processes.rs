@@ -9,30 +9,23 @@
 //! with the newest generation that maps all of its frames (addresses of
 //! the old image fall outside the new image's mappings, both being placed
 //! at random; where they are not, both map the same file the same way).
-use std::{
-    collections::HashMap,
-    path::{Path, PathBuf},
-    sync::Arc,
-};
+use std::{collections::HashMap, path::Path, sync::Arc};
 
 use super::{
     anonymous::AnonymousCache,
-    convert::{find_vma, native_lookups, new_mapping},
+    convert::{find_vma, native_lookups},
     resource::{self, ContextCounts},
 };
 use crate::{
     process::cgroup::{self, Placement},
     process::procfs,
-    process::{
-        files::{Seen, mapped_file_path, read_build_id},
-        maps::{self, FileStamp, Vma},
-        recorded::RecordedImage,
-        roots::{Root, Roots, Unheld},
-        snapshot::{ProcessSnapshot, same_mount_ns},
-    },
-    profile::Mapping,
+    process::{maps, recorded::RecordedImage, roots::Roots, snapshot::ProcessSnapshot},
     sample::Label,
 };
+
+mod generation;
+
+pub(super) use generation::{Generation, binary_path};
 
 /// Most generations kept per process within a window: a process that
 /// execs more often than this keeps its newest images.
@@ -41,120 +34,6 @@ const MAX_GENERATIONS: usize = 4;
 /// Windows a process that is gone is kept unseen: its last samples may
 /// come with the window after the one it exited in.
 const GONE_AFTER_WINDOWS: u64 = 2;
-
-/// One image of a process: its executable mappings, as pprof mappings.
-#[derive(Clone, Debug)]
-pub(super) struct Generation {
-    pub vmas: Vec<(Vma, Arc<Mapping>)>,
-    /// Whether its files may be read by path once it is gone: it saw
-    /// files at the paths we see (same mount namespace), or its mappings
-    /// came from the kernel's records, which the file at the path must
-    /// match by build id or inode.
-    by_path: bool,
-    /// Its root, held open, when it is not ours (another mount namespace,
-    /// a chroot): its files are read through it once it is gone, and then
-    /// must match the stamp each had as the process saw it (`stamps`, by
-    /// `vmas`' index; the device and inode of `/proc/PID/maps` are those
-    /// of the file below an overlay, not of the file seen through it).
-    root: Option<Arc<Root>>,
-    stamps: Vec<Option<FileStamp>>,
-}
-
-impl Generation {
-    /// `vmas` of `pid` with their build ids, reusing `previous`'s pprof
-    /// mapping where a mapping did not change, and its root from `roots`.
-    fn read(
-        pid: u32,
-        vmas: Vec<Vma>,
-        previous: Option<&Generation>,
-        roots: &mut Roots,
-    ) -> (Self, Option<Unheld>) {
-        let vmas: Vec<(Vma, Arc<Mapping>)> = vmas
-            .into_iter()
-            .map(|vma| {
-                let reused = previous.and_then(|p| {
-                    p.vmas
-                        .iter()
-                        .find(|(old, _)| *old == vma)
-                        .map(|(_, m)| m.clone())
-                });
-                let mapping =
-                    reused.unwrap_or_else(|| Arc::new(new_mapping(&vma, read_build_id(pid, &vma))));
-                (vma, mapping)
-            })
-            .collect();
-        let (root, unheld) = match roots.of(pid) {
-            Ok(root) => (root, None),
-            Err(cause) => (None, Some(cause)),
-        };
-        let stamps = if root.is_some() {
-            vmas.iter()
-                .map(|(vma, _)| {
-                    vma.is_file()
-                        .then(|| FileStamp::of_mapping(pid, vma))
-                        .flatten()
-                })
-                .collect()
-        } else {
-            Vec::new()
-        };
-        let generation = Self {
-            vmas,
-            by_path: same_mount_ns(pid),
-            root,
-            stamps,
-        };
-        (generation, unheld)
-    }
-
-    /// The mappings of a recorded image, each with its pprof mapping
-    /// carrying the build id the kernel read.
-    fn recorded(image: &RecordedImage) -> Self {
-        let vmas = image
-            .vmas()
-            .map(|(vma, build_id)| {
-                let mapping = new_mapping(&vma, build_id);
-                (vma, Arc::new(mapping))
-            })
-            .collect();
-        Self {
-            vmas,
-            by_path: true,
-            root: None,
-            stamps: Vec::new(),
-        }
-    }
-
-    fn same_mappings(&self, other: &Generation) -> bool {
-        self.vmas.len() == other.vmas.len()
-            && self.vmas.iter().zip(&other.vmas).all(|(a, b)| a.0 == b.0)
-    }
-}
-
-/// Where to read the file behind `vma` of `pid`, in `generation`, and the
-/// directory it was mapped from; `None` when it cannot be read safely
-/// (`process::files::mapped_file_path`).
-pub(super) fn binary_path(
-    pid: u32,
-    vma: &Vma,
-    mapping: &Mapping,
-    generation: &Generation,
-    current: bool,
-) -> Option<(PathBuf, Option<PathBuf>)> {
-    let stamp = generation
-        .vmas
-        .iter()
-        .position(|(v, _)| v == vma)
-        .and_then(|i| generation.stamps.get(i).copied().flatten());
-    let seen = Seen {
-        current,
-        root: generation.root.as_deref(),
-        by_path: generation.by_path,
-        stamp,
-        build_id: &mapping.build_id,
-    };
-    mapped_file_path(pid, vma, &seen)
-}
 
 pub(super) struct ProcessInfo {
     pub comm: Arc<str>,
@@ -208,71 +87,20 @@ impl ProcessInfo {
     /// are gone), while an earlier read of the live process had them.
     fn add_generation(&mut self, mut generation: Generation) {
         for known in &mut self.generations {
-            fill_build_ids(&mut generation, known);
-            fill_build_ids(known, &generation);
-            fill_root(&mut generation, known);
-            fill_root(known, &generation);
+            generation.fill_from(known);
+            known.fill_from(&generation);
         }
         if let Some(last) = self
             .generations
             .last_mut()
             .filter(|last| last.same_mappings(&generation))
         {
-            last.by_path |= generation.by_path;
-            if last.root.is_none() {
-                last.root = generation.root;
-                last.stamps = generation.stamps;
-            }
+            last.absorb(generation);
             return;
         }
         self.generations.push(generation);
         if self.generations.len() > MAX_GENERATIONS {
             self.generations.remove(0);
-        }
-    }
-}
-
-/// Gives `to`, without a root (an image the kernel's records told of),
-/// the root `from` was read with and its files' stamps, where `from` maps
-/// the same files at the same places: the same image, read while the
-/// process lived.
-fn fill_root(to: &mut Generation, from: &Generation) {
-    let Some(root) = from.root.as_ref().filter(|_| to.root.is_none()) else {
-        return;
-    };
-    let same = |a: &Vma, b: &Vma| {
-        (a.start, a.end, a.offset, &a.path) == (b.start, b.end, b.offset, &b.path)
-    };
-    let stamps: Vec<Option<FileStamp>> = to
-        .vmas
-        .iter()
-        .map(|(vma, _)| {
-            let i = from.vmas.iter().position(|(v, _)| same(v, vma))?;
-            from.stamps.get(i).copied().flatten()
-        })
-        .collect();
-    if stamps.iter().any(Option::is_some) {
-        to.root = Some(root.clone());
-        to.stamps = stamps;
-    }
-}
-
-/// Gives the file mappings of `to` without a build id the one `from` has
-/// for the same file at the same place.
-fn fill_build_ids(to: &mut Generation, from: &Generation) {
-    for (vma, mapping) in to
-        .vmas
-        .iter_mut()
-        .filter(|(v, m)| v.is_file() && m.build_id.is_empty())
-    {
-        let same = from.vmas.iter().find(|(v, m)| {
-            !m.build_id.is_empty()
-                && (v.start, v.end, v.offset, &v.path)
-                    == (vma.start, vma.end, vma.offset, &vma.path)
-                && (v.file.is_none() || vma.file.is_none() || v.file == vma.file)
-        });
-        if let Some((_, known)) = same {
-            *mapping = known.clone();
         }
     }
 }
@@ -346,17 +174,7 @@ impl Processes {
         if let Some(placement) = &snapshot.placement {
             process.placement = placement.clone();
         }
-        let vmas = snapshot
-            .vmas
-            .iter()
-            .map(|(vma, build_id)| (vma.clone(), Arc::new(new_mapping(vma, build_id.clone()))))
-            .collect();
-        process.add_generation(Generation {
-            vmas,
-            by_path: snapshot.same_mount_ns,
-            root: snapshot.root.clone(),
-            stamps: snapshot.stamps.clone(),
-        });
+        process.add_generation(Generation::of_snapshot(snapshot));
         process.last_seen = window;
     }
 
@@ -403,12 +221,7 @@ impl Processes {
         if let Some(placement) = placement {
             process.placement = placement;
         }
-        process.generations.push(Generation {
-            vmas: Vec::new(),
-            by_path: false,
-            root: None,
-            stamps: Vec::new(),
-        });
+        process.generations.push(Generation::empty());
     }
 
     /// Reads `pid`'s mappings, name and placement at this window's end
@@ -448,12 +261,7 @@ impl Processes {
             return Some(Mappings::Read);
         }
         if process.generations.is_empty() {
-            process.generations.push(Generation {
-                vmas: Vec::new(),
-                by_path: false,
-                root: None,
-                stamps: Vec::new(),
-            });
+            process.generations.push(Generation::empty());
             return Some(Mappings::Unreadable);
         }
         Some(Mappings::Remembered)

@@ -1,33 +1,31 @@
 //! Which image of a process a stack belongs to, and the build ids images
 //! share.
 use super::*;
+use crate::{process::maps::Vma, profile::Mapping};
 
 fn generation(ranges: &[(u64, u64)]) -> Generation {
-    Generation {
-        vmas: ranges
-            .iter()
-            .map(|&(start, end)| {
-                let vma = Vma {
-                    start,
-                    end,
-                    offset: 0,
-                    path: format!("/bin/{start:x}"),
-                    file: None,
-                };
-                let mapping = Arc::new(Mapping {
-                    start,
-                    limit: end,
-                    file_offset: 0,
-                    file: vma.path.clone(),
-                    build_id: String::new(),
-                });
-                (vma, mapping)
-            })
-            .collect(),
-        by_path: true,
-        root: None,
-        stamps: Vec::new(),
-    }
+    let mut generation = Generation::empty();
+    generation.vmas = ranges
+        .iter()
+        .map(|&(start, end)| {
+            let vma = Vma {
+                start,
+                end,
+                offset: 0,
+                path: format!("/bin/{start:x}"),
+                file: None,
+            };
+            let mapping = Arc::new(Mapping {
+                start,
+                limit: end,
+                file_offset: 0,
+                file: vma.path.clone(),
+                build_id: String::new(),
+            });
+            (vma, mapping)
+        })
+        .collect();
+    generation
 }
 
 #[test]
