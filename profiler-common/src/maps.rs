@@ -265,8 +265,8 @@ pub const THREAD_CTX_PROCS_MAX_ENTRIES: u32 = 1_024;
 /// Capacity of [`GO_LABEL_SETS`] (allocated whole, as [`JAVA_FRAMES`]; a
 /// set forgotten is asked for again, and found in the daemon's cache).
 pub const GO_LABEL_SETS_MAX_ENTRIES: u32 = 4_096;
-/// Capacity of [`GO_LABEL_REQUESTS`] (a full map drops the request; the
-/// set is then read at the chunk's drain, if it still lives).
+/// Capacity of [`GO_LABEL_REQUESTS`] (allocated whole; a full map refuses
+/// the request, counted, and the set is asked for when next recorded).
 pub const GO_LABEL_REQUESTS_MAX_ENTRIES: u32 = 4_096;
 /// Capacity of [`JAVA_PROCS`].
 pub const JAVA_PROCS_MAX_ENTRIES: u32 = 1_024;
@@ -275,8 +275,8 @@ pub const JAVA_PROCS_MAX_ENTRIES: u32 = 1_024;
 /// asked for again, and named again from the daemon's cache).
 pub const JAVA_FRAMES_MAX_ENTRIES: u32 = 16_384;
 /// Capacity of [`JAVA_FRAME_REQUESTS`]: Java frames waiting for the daemon
-/// (a full map drops the request; the frame is then named at the chunk's
-/// drain, if its JVM still runs).
+/// (allocated whole; a full map refuses the request, counted, and the
+/// frame is asked for when next recorded).
 pub const JAVA_FRAME_REQUESTS_MAX_ENTRIES: u32 = 8_192;
 /// Capacity of [`PYTHON_THREADS`].
 pub const PYTHON_THREADS_MAX_ENTRIES: u32 = 16_384;
@@ -285,7 +285,8 @@ pub const PYTHON_THREADS_MAX_ENTRIES: u32 = 16_384;
 /// again).
 pub const PYTHON_CODES_MAX_ENTRIES: u32 = 16_384;
 /// Capacity of [`PYTHON_CODE_REQUESTS`]: code objects waiting for the
-/// daemon (a full map drops the request; the frame is then unnamed).
+/// daemon (allocated whole; a full map refuses the request, counted, and
+/// the code object is asked for when next recorded).
 pub const PYTHON_CODE_REQUESTS_MAX_ENTRIES: u32 = 8_192;
 /// Capacity of [`IN_FLIGHT`]: threads off the CPU at a window's end.
 pub const IN_FLIGHT_MAX_ENTRIES: u32 = 65_536;

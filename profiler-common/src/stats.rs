@@ -75,11 +75,15 @@ pub enum Stat {
     /// that were not read: not marked valid (being written, or another
     /// version's), or out of reach. The sample keeps no trace or span.
     ThreadCtxInvalid = 24,
+    /// Requests to name a runtime's frame or read its label set (Java
+    /// frames, Python code objects, Go label sets) that the request map
+    /// refused: asked again the next time the walk records the same one.
+    RuntimeRequestsLost = 25,
 }
 
 impl Stat {
     /// Every counter, in index order.
-    pub const ALL: [Self; 25] = [
+    pub const ALL: [Self; 26] = [
         Self::OnCpuSamples,
         Self::UserStackErrors,
         Self::KernelStackErrors,
@@ -105,6 +109,7 @@ impl Stat {
         Self::JavaFrames,
         Self::JavaBlobsNotFound,
         Self::ThreadCtxInvalid,
+        Self::RuntimeRequestsLost,
     ];
 
     /// Name used in logs and profile comments.
@@ -136,6 +141,7 @@ impl Stat {
             Self::JavaFrames => "java_frames",
             Self::JavaBlobsNotFound => "java_blobs_not_found",
             Self::ThreadCtxInvalid => "thread_ctx_records_invalid",
+            Self::RuntimeRequestsLost => "runtime_requests_lost",
         }
     }
 }

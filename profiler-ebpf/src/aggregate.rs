@@ -8,8 +8,6 @@ use profiler_common::{
 
 use crate::maps;
 
-const EEXIST: i32 = 17;
-
 /// Adds `weight` (its `comm` is used only when the key is new).
 #[inline(always)]
 pub fn add(samples: &HashMap<SampleKey, SampleValue>, key: &SampleKey, weight: &SampleValue) {
@@ -20,7 +18,7 @@ pub fn add(samples: &HashMap<SampleKey, SampleValue>, key: &SampleKey, weight: &
     match samples.insert(key, weight, u64::from(BPF_NOEXIST)) {
         Ok(()) => maps::count(Stat::SampleEntries, 1),
         // Another CPU inserted the same key between our lookup and insert.
-        Err(err) if err == -EEXIST => match samples.get_ptr_mut(key) {
+        Err(err) if err == -maps::EEXIST => match samples.get_ptr_mut(key) {
             Some(value) => bump(value, weight),
             None => lost(weight),
         },

@@ -211,6 +211,10 @@ pub enum Scratch {
 /// Entries of each per-CPU scratch map: one per [`Scratch`] variant.
 const SCRATCH_CONTEXTS: u32 = 2;
 
+/// The errno a map insert with `BPF_NOEXIST` returns (negated) when the
+/// key is there already.
+pub const EEXIST: i32 = 17;
+
 #[map]
 static GO_PROCS: LruHashMap<u32, GoProcess> = LruHashMap::with_max_entries(GO_PROCS_MAX_ENTRIES, 0);
 
@@ -222,9 +226,13 @@ static THREAD_CTX_PROCS: LruHashMap<u32, ThreadCtxProcess> =
 static GO_LABEL_SETS: LruHashMap<LabelSetSeen, u8> =
     LruHashMap::with_max_entries(GO_LABEL_SETS_MAX_ENTRIES, 0);
 
+/// Requests to the daemon (here and below) are allocated whole (as are the LRU maps): an
+/// entry allocated on insert can fail for memory in the perf event's NMI
+/// when a burst of new frames empties the CPU's cache (a JVM starting
+/// lost about one in twenty of its first requests so).
 #[map]
 static GO_LABEL_REQUESTS: HashMap<LabelSetSeen, u8> =
-    HashMap::with_max_entries(GO_LABEL_REQUESTS_MAX_ENTRIES, BPF_F_NO_PREALLOC);
+    HashMap::with_max_entries(GO_LABEL_REQUESTS_MAX_ENTRIES, 0);
 
 #[map]
 static PYTHON_PROCS: LruHashMap<u32, PythonProcess> =
@@ -240,7 +248,7 @@ static PYTHON_CODES: LruHashMap<CodeSeen, u8> =
 
 #[map]
 static PYTHON_CODE_REQUESTS: HashMap<CodeSeen, u8> =
-    HashMap::with_max_entries(PYTHON_CODE_REQUESTS_MAX_ENTRIES, BPF_F_NO_PREALLOC);
+    HashMap::with_max_entries(PYTHON_CODE_REQUESTS_MAX_ENTRIES, 0);
 
 #[map]
 static JAVA_PROCS: LruHashMap<u32, JavaProcess> =
@@ -252,7 +260,7 @@ static JAVA_FRAMES: LruHashMap<FrameSeen, u8> =
 
 #[map]
 static JAVA_FRAME_REQUESTS: HashMap<FrameSeen, u8> =
-    HashMap::with_max_entries(JAVA_FRAME_REQUESTS_MAX_ENTRIES, BPF_F_NO_PREALLOC);
+    HashMap::with_max_entries(JAVA_FRAME_REQUESTS_MAX_ENTRIES, 0);
 
 /// Per-CPU bytes of the Python frame being read, per [`Scratch`].
 #[map]
@@ -588,48 +596,46 @@ pub fn set_python_thread(tid: u32, tstate: u64) {
 /// rings it when the request is new.
 #[inline(always)]
 pub fn note_python_code(seen: &CodeSeen) {
-    if PYTHON_CODES.get_ptr(seen).is_some() {
-        return;
-    }
-    let _ = PYTHON_CODES.insert(seen, 1, 0);
-    if PYTHON_CODE_REQUESTS
-        .insert(seen, 1, u64::from(BPF_NOEXIST))
-        .is_ok()
-    {
-        let _ = UNWIND_DOORBELL.output::<u32>(seen.pid, 0);
-    }
+    ask_once(&PYTHON_CODES, &PYTHON_CODE_REQUESTS, seen, seen.pid);
 }
 
 /// Asks the daemon to read Go label set `seen` unless asked before, and
 /// rings it when the request is new.
 #[inline(always)]
 pub fn note_go_label_set(seen: &LabelSetSeen) {
-    if GO_LABEL_SETS.get_ptr(seen).is_some() {
-        return;
-    }
-    let _ = GO_LABEL_SETS.insert(seen, 1, 0);
-    if GO_LABEL_REQUESTS
-        .insert(seen, 1, u64::from(BPF_NOEXIST))
-        .is_ok()
-    {
-        let _ = UNWIND_DOORBELL.output::<u32>(seen.pid, 0);
-    }
+    ask_once(&GO_LABEL_SETS, &GO_LABEL_REQUESTS, seen, seen.pid);
 }
 
 /// Asks the daemon to name Java frame `seen` unless asked before, and
 /// rings it when the request is new.
 #[inline(always)]
 pub fn note_java_frame(seen: &FrameSeen) {
-    if JAVA_FRAMES.get_ptr(seen).is_some() {
+    ask_once(&JAVA_FRAMES, &JAVA_FRAME_REQUESTS, seen, seen.pid);
+}
+
+/// Asks the daemon about `key` (something of process `pid` the walk
+/// recorded) once: in `requests` for the daemon to take, rung when new,
+/// and marked in `asked` only once the request is stored. A request the
+/// map refuses (full, or no memory for the entry in this context) is
+/// counted and asked again the next time the walk records it: marked
+/// first, it would never be asked again, and a frame recorded in a burst
+/// (a JVM starting) stayed unnamed for its process's life.
+#[inline(always)]
+fn ask_once<K>(asked: &LruHashMap<K, u8>, requests: &HashMap<K, u8>, key: &K, pid: u32) {
+    if asked.get_ptr(key).is_some() {
         return;
     }
-    let _ = JAVA_FRAMES.insert(seen, 1, 0);
-    if JAVA_FRAME_REQUESTS
-        .insert(seen, 1, u64::from(BPF_NOEXIST))
-        .is_ok()
-    {
-        let _ = UNWIND_DOORBELL.output::<u32>(seen.pid, 0);
+    match requests.insert(key, 1, u64::from(BPF_NOEXIST)) {
+        Ok(()) => {
+            let _ = UNWIND_DOORBELL.output::<u32>(pid, 0);
+        }
+        Err(err) if err == -EEXIST => {}
+        Err(_) => {
+            count(Stat::RuntimeRequestsLost, 1);
+            return;
+        }
     }
+    let _ = asked.insert(key, 1, 0);
 }
 
 /// This CPU's buffer for a Python frame's bytes, for the context

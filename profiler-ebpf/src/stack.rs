@@ -14,7 +14,6 @@ use profiler_common::{
 use crate::maps::{self, Scratch, Slot};
 
 const EFAULT: i32 = 14;
-const EEXIST: i32 = 17;
 pub const ENOMEM: i32 = 12;
 #[expect(clippy::cast_possible_truncation, reason = "1016 bytes")]
 const STACK_BYTES: u32 = (MAX_STACK_DEPTH * 8) as u32;
@@ -112,7 +111,7 @@ pub fn store(slot: &Slot, trace: *mut StackTrace, len: u32, flags: u32) -> (u64,
             (hash, 0)
         }
         // Another CPU stored the same stack first.
-        Err(err) if err == -EEXIST => (hash, 0),
+        Err(err) if err == -maps::EEXIST => (hash, 0),
         Err(err) => {
             maps::count(Stat::StackMapFull, 1);
             (NO_STACK, err)
