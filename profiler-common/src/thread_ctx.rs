@@ -7,13 +7,31 @@
 //! ids in its key.
 
 /// Where a process keeps `otel_thread_ctx_v1` (published per process in
-/// `THREAD_CTX_PROCS`).
+/// `THREAD_CTX_PROCS`): in the thread's static TLS (`module` 0: the
+/// executable's variable, or a library's the dynamic linker placed
+/// there), or in the TLS block of a library's module through the thread's
+/// dynamic thread vector (glibc's DTV: a library loaded by `dlopen`).
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct ThreadCtxProcess {
-    /// The variable's address less the thread pointer (`fsbase`).
+    /// `module` 0: the variable's address less the thread pointer
+    /// (`fsbase`); otherwise its offset in the module's block.
     pub tls_offset: i64,
+    /// The TLS module id of the library that defines the variable (0: in
+    /// static TLS).
+    pub module: u64,
 }
+
+/// Where glibc's x86-64 thread control block (at the thread pointer)
+/// keeps the thread's DTV: `tcbhead_t.dtv`, after `tcb`.
+pub const DTV_AT: u64 = 8;
+/// The bytes of a DTV entry (`dtv_t`: the block's address, then the
+/// address to free); entry `m` is module `m`'s, and the entry before
+/// the first holds the number of entries.
+pub const DTV_ENTRY: u64 = 16;
+/// A DTV entry's block address when the thread has not touched the
+/// module's variables yet (glibc's `TLS_DTV_UNALLOCATED`).
+pub const DTV_UNALLOCATED: u64 = u64::MAX;
 
 /// Where the record's fields are: the trace id (16 bytes), the span id
 /// (8), the valid flag (1 byte), then the trace flags (1) and the size of
@@ -29,6 +47,7 @@ pub const VALID: u8 = 1;
 mod pod {
     use super::ThreadCtxProcess;
 
-    // SAFETY: repr(C): one i64, no padding; every bit pattern is valid.
+    // SAFETY: repr(C): an i64 and a u64, no padding; every bit pattern is
+    // valid.
     unsafe impl aya::Pod for ThreadCtxProcess {}
 }

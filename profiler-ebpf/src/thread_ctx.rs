@@ -3,7 +3,9 @@
 use aya_ebpf::helpers::{bpf_probe_read_user, bpf_probe_read_user_buf};
 use profiler_common::{
     stats::Stat,
-    thread_ctx::{SPAN_ID, TRACE_ID, VALID, VALID_AT},
+    thread_ctx::{
+        DTV_AT, DTV_ENTRY, DTV_UNALLOCATED, SPAN_ID, TRACE_ID, ThreadCtxProcess, VALID, VALID_AT,
+    },
 };
 
 use crate::{maps, tls};
@@ -35,7 +37,7 @@ pub fn read_ids(pid: u32, trace_id: &mut [u8; 16], span_id: &mut [u8; 8]) {
 #[inline(always)]
 fn record(pid: u32) -> Option<u64> {
     let process = maps::thread_ctx_process(pid)?;
-    let at = tls::fsbase()?.wrapping_add_signed(process.tls_offset);
+    let at = variable(process)?;
     // SAFETY: reads user memory through the fault-tolerant helper.
     let record = unsafe { bpf_probe_read_user(at as *const u64) }.ok()?;
     if record == 0 {
@@ -49,4 +51,29 @@ fn record(pid: u32) -> Option<u64> {
         maps::count(Stat::ThreadCtxInvalid, 1);
         None
     }
+}
+
+/// The current thread's `otel_thread_ctx_v1`: in static TLS, or in its
+/// module's block, found through the thread's DTV (`None` when the thread
+/// has not touched the module's variables yet, or the DTV is shorter).
+#[inline(always)]
+fn variable(process: &ThreadCtxProcess) -> Option<u64> {
+    let tp = tls::fsbase()?;
+    if process.module == 0 {
+        return Some(tp.wrapping_add_signed(process.tls_offset));
+    }
+    // SAFETY: reads user memory through the fault-tolerant helper.
+    let dtv = unsafe { bpf_probe_read_user((tp + DTV_AT) as *const u64) }.ok()?;
+    // SAFETY: as above.
+    let entries = unsafe { bpf_probe_read_user((dtv.wrapping_sub(DTV_ENTRY)) as *const u64) }.ok()?;
+    if process.module > entries {
+        return None;
+    }
+    let entry = dtv.wrapping_add(process.module.wrapping_mul(DTV_ENTRY));
+    // SAFETY: as above.
+    let block = unsafe { bpf_probe_read_user(entry as *const u64) }.ok()?;
+    if block == 0 || block == DTV_UNALLOCATED {
+        return None;
+    }
+    Some(block.wrapping_add_signed(process.tls_offset))
 }

@@ -1,9 +1,10 @@
 /*
  * A traced C service in miniature, publishing OpenTelemetry's thread
- * context as OTEP 4947 specifies: the thread-local `otel_thread_ctx_v1`
- * (exported in the dynamic symbol table: built with
- * `-Wl,--export-dynamic-symbol=otel_thread_ctx_v1`) points at the record
- * of the span the thread runs in, NULL between spans.
+ * context as OTEP 4947 specifies, through its SDK's native part
+ * (otel_thread_ctx.c): built into the program, linked as a shared
+ * library, or (built with -DCTX_DLOPEN) a shared library loaded with
+ * dlopen from the path in TRACE_CTX_LIBRARY, as a JVM loads a tracer's
+ * JNI library.
  *
  * Thread "worker", in turn:
  *   - span "checkout" (trace 0af7651916cd43dd8448eb211c80319c, span
@@ -32,6 +33,7 @@
  * stdin closes.
  */
 #define _GNU_SOURCE
+#include <dlfcn.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -44,17 +46,7 @@
 #include <time.h>
 #include <unistd.h>
 
-/* The record: 28 bytes, then the attributes (key index, length, value). */
-struct record {
-    uint8_t trace_id[16];
-    uint8_t span_id[8];
-    uint8_t valid;
-    uint8_t trace_flags;
-    uint16_t attrs_size;
-    uint8_t attrs[32];
-} __attribute__((packed, aligned(8)));
-
-__thread struct record *otel_thread_ctx_v1;
+#include "otel_thread_ctx.h"
 
 #ifndef PR_SET_VMA
 #define PR_SET_VMA 0x53564d41
@@ -148,13 +140,23 @@ static void make(struct record *r, const char *trace, const char *span, const ch
     r->valid = 1;
 }
 
-/* Attaches `r` to the thread (NULL: detaches), as an SDK's context
- * attach and detach do. */
-static void attach(struct record *r) {
-    atomic_signal_fence(memory_order_seq_cst);
-    *(struct record *volatile *)&otel_thread_ctx_v1 = r;
-    atomic_signal_fence(memory_order_seq_cst);
+/* The SDK's attach (and detach, with NULL). */
+#ifdef CTX_DLOPEN
+static void (*attach)(struct record *r);
+
+static void load_sdk(void) {
+    const char *path = getenv("TRACE_CTX_LIBRARY");
+    void *library = path ? dlopen(path, RTLD_NOW) : NULL;
+    attach = library ? (void (*)(struct record *))dlsym(library, "otel_ctx_attach") : NULL;
+    if (!attach) {
+        fprintf(stderr, "trace_ctx: no SDK in TRACE_CTX_LIBRARY: %s\n", dlerror());
+        exit(1);
+    }
 }
+#else
+#define attach otel_ctx_attach
+static void load_sdk(void) {}
+#endif
 
 __attribute__((noinline)) uint64_t spin(uint64_t iterations) {
     uint64_t x = iterations;
@@ -264,6 +266,7 @@ int main(int argc, char **argv) {
         fprintf(stderr, "usage: trace_ctx SECONDS\n");
         return 2;
     }
+    load_sdk();
     publish_process_ctx();
     pthread_t thread, other_thread, torn_thread;
     pthread_create(&thread, NULL, worker, NULL);

@@ -16,7 +16,7 @@
 //! (`runtimes/python/`, `runtimes/java/`), and Go processes to the on-CPU
 //! sample, which records their goroutines' pprof labels (read here into
 //! each chunk's rows: `runtimes/go/labelled.rs`), and processes that
-//! publish OpenTelemetry's thread context (`runtimes/thread_ctx.rs`); the
+//! publish OpenTelemetry's thread context (`runtimes/thread_ctx/`); the
 //! walk's requests for
 //! Python code objects are served here too: the code objects read go with
 //! each chunk, as do the chunk's Java frames, named here while their JVMs
@@ -95,11 +95,12 @@ impl Walked {
     }
 
     /// Serves the Python walk's and the Go labels' requests, and tries the
-    /// JVMs still starting again.
+    /// JVMs still starting and the thread contexts not placed yet again.
     fn serve(&mut self, kernel: &mut impl WatchMaps) -> Result<(), KernelError> {
         self.python.serve(kernel)?;
         self.java.serve(kernel)?;
-        self.go.serve(kernel)
+        self.go.serve(kernel)?;
+        self.thread_ctx.serve(kernel)
     }
 
     fn forget(&mut self, kernel: &mut impl WatchMaps, pid: u32) -> Result<(), KernelError> {

@@ -10,9 +10,17 @@
 //! carries the other's; a third thread's record, never marked valid, is
 //! never read and is counted. The resource the process published (OTEP
 //! 4719's process context) is on every sample of the process.
+//!
+//! The same holds where the SDK's native part (`otel_thread_ctx.c`) is a
+//! shared library, linked or loaded by `dlopen` (as a JVM loads a JNI
+//! library), in each TLS dialect a writer may build it with.
 mod support;
 
-use std::collections::HashMap;
+use std::{
+    collections::HashMap,
+    path::{Path, PathBuf},
+    process::Command,
+};
 
 use profiler_userspace::output::pprof::proto;
 use support::{Fixture, Profile, Profiler, build, profile_fixture, profiles, require_root};
@@ -35,13 +43,74 @@ const HANDLERS: [(&str, &str, &str, &str); 3] = [
     ("between_requests", "", "", "between_ns"),
 ];
 
-/// The fixture, built as the specification asks its writers to be.
-fn fixture(dir: &std::path::Path) -> std::path::PathBuf {
-    build::c_program_linked(
-        "trace_ctx",
-        dir,
+/// The fixture with the SDK built in, linked as the specification asks.
+fn fixture(dir: &Path) -> PathBuf {
+    build::cc(
+        &dir.join("trace_ctx"),
+        &["trace_ctx.c", "otel_thread_ctx.c"],
         &["-Wl,--export-dynamic-symbol=otel_thread_ctx_v1"],
     )
+}
+
+/// How the program reaches its SDK's library (linked, or by `dlopen`),
+/// the TLS dialect the library is built with, and the relocation its
+/// code then reaches the variable through.
+const LIBRARY_BUILDS: [(&str, &str, u32); 4] = [
+    ("linked", "gnu", object::elf::R_X86_64_DTPMOD64),
+    ("linked", "gnu2", object::elf::R_X86_64_TLSDESC),
+    ("dlopen", "gnu", object::elf::R_X86_64_DTPMOD64),
+    ("dlopen", "gnu2", object::elf::R_X86_64_TLSDESC),
+];
+
+/// The fixture's command for a library build (`LIBRARY_BUILDS`), run
+/// for four seconds.
+fn library_fixture(dir: &Path, how: &str, dialect: &str, relocation: u32) -> Command {
+    let dir = dir.join(format!("{how}-{dialect}"));
+    std::fs::create_dir_all(&dir).unwrap();
+    let lib = build::cc(
+        &dir.join("libotel_thread_ctx.so"),
+        &["otel_thread_ctx.c"],
+        &["-shared", "-fPIC", &format!("-mtls-dialect={dialect}")],
+    );
+    assert!(
+        has_relocation(&lib, relocation),
+        "{}: no relocation {relocation} of otel_thread_ctx_v1",
+        lib.display()
+    );
+    let bin = dir.join("trace_ctx");
+    let mut command = if how == "linked" {
+        let (search, rpath) = (
+            format!("-L{}", dir.display()),
+            format!("-Wl,-rpath,{}", dir.display()),
+        );
+        build::cc(&bin, &["trace_ctx.c"], &[&search, "-lotel_thread_ctx", &rpath]);
+        Command::new(&bin)
+    } else {
+        build::cc(&bin, &["trace_ctx.c"], &["-DCTX_DLOPEN"]);
+        let mut command = Command::new(&bin);
+        command.env("TRACE_CTX_LIBRARY", &lib);
+        command
+    };
+    command.arg("4");
+    command
+}
+
+/// Whether library `lib` has a dynamic relocation of type `r_type`
+/// against the variable.
+fn has_relocation(lib: &Path, r_type: u32) -> bool {
+    use object::{Object as _, ObjectSymbol as _, RelocationFlags, RelocationTarget};
+    let data = std::fs::read(lib).unwrap();
+    let file = object::File::parse(&*data).unwrap();
+    let Some(symbol) = file
+        .dynamic_symbols()
+        .find(|s| s.name() == Ok("otel_thread_ctx_v1"))
+    else {
+        return false;
+    };
+    file.dynamic_relocations().into_iter().flatten().any(|(_, r)| {
+        r.target() == RelocationTarget::Symbol(symbol.index())
+            && r.flags() == RelocationFlags::Elf { r_type }
+    })
 }
 
 /// Under `--all`, the program started after the daemon: the same
@@ -80,13 +149,38 @@ fn samples_carry_the_trace_and_span_their_thread_published() {
     let dir = tempfile::tempdir().unwrap();
     let bin = fixture(dir.path());
     let mut fixture = Fixture::spawn_path(&bin, 4.0);
-    let out = dir.path().join("out");
+    let failures = spans(&mut fixture, &dir.path().join("out"));
+    assert!(failures.is_empty(), "{failures:#?}");
+}
+
+#[test]
+fn a_library_publishing_the_context_has_it_read() {
+    require_root();
+    let dir = tempfile::tempdir().unwrap();
+    let mut failures = Vec::new();
+    for (how, dialect, relocation) in LIBRARY_BUILDS {
+        eprintln!("the SDK's library {how}, -mtls-dialect={dialect}:");
+        let command = library_fixture(dir.path(), how, dialect, relocation);
+        let mut fixture = Fixture::spawn_command(command);
+        let out = dir.path().join(format!("out-{how}-{dialect}"));
+        failures.extend(
+            spans(&mut fixture, &out)
+                .into_iter()
+                .map(|f| format!("{how}, {dialect}: {f}")),
+        );
+    }
+    assert!(failures.is_empty(), "{failures:#?}");
+}
+
+/// Profiles `fixture` (its whole run) into `out`: what is wrong with the
+/// spans its samples carry, against what it measured.
+fn spans(fixture: &mut Fixture, out: &Path) -> Vec<String> {
     // Every 2 ms sleep kept (the sampling rule's threshold below it): the
     // comparison is of the labels, not of the sampling's spread; and ten
     // times the samples, for the shares.
     let (truth, profiles) = profile_fixture(
-        &mut fixture,
-        &out,
+        fixture,
+        out,
         &["--off-cpu-rate", "1ms", "--frequency", "999"],
     );
     let (pid, tid) = (fixture.pid(), fixture.tid("worker"));
@@ -146,13 +240,13 @@ fn samples_carry_the_trace_and_span_their_thread_published() {
             "the checkout span's off-CPU time in nanosleep is {ratio:.3} of the measured"
         ));
     }
-    assert!(failures.is_empty(), "{failures:#?}");
+    failures
 }
 
 /// What is wrong with the spans of the thread `other` (always in span
 /// `OTHER`) and of thread `worker` (never).
 fn other_thread(
-    profiles: &[(std::path::PathBuf, Profile)],
+    profiles: &[(PathBuf, Profile)],
     pid: u32,
     other: u32,
     worker: u32,
@@ -190,7 +284,7 @@ fn other_thread(
 
 /// What is wrong with the thread `torn` (its record never valid): its
 /// samples carry no ids, and the window counts the records not read.
-fn torn_thread(profiles: &[(std::path::PathBuf, Profile)], pid: u32, torn: u32) -> Vec<String> {
+fn torn_thread(profiles: &[(PathBuf, Profile)], pid: u32, torn: u32) -> Vec<String> {
     let (mut samples, mut with_ids, mut invalid) = (0, 0, 0);
     for (_, p) in profiles {
         invalid += p.comment_value("thread_ctx_records_invalid");
@@ -223,7 +317,7 @@ fn torn_thread(profiles: &[(std::path::PathBuf, Profile)], pid: u32, torn: u32) 
 
 /// What is wrong with the resource the process published (OTEP 4719):
 /// every sample of the process carries each of its attributes.
-fn process_context(profiles: &[(std::path::PathBuf, Profile)], pid: u32) -> Vec<String> {
+fn process_context(profiles: &[(PathBuf, Profile)], pid: u32) -> Vec<String> {
     const RESOURCE: [(&str, &str); 3] = [
         ("service.name", "checkout-service"),
         ("service.instance.id", "instance-7"),

@@ -18,7 +18,7 @@
 //! - `dwarf.rs`: structure layouts from a binary's DWARF;
 //! - `tls.rs`: where an executable's thread-local variables are;
 //! - `go/`: Go, whose rows are the goroutine view;
-//! - `thread_ctx.rs`: OpenTelemetry's thread context (trace and span ids),
+//! - `thread_ctx/`: OpenTelemetry's thread context (trace and span ids),
 //!   published to the samples as `python/` is.
 //!
 //! Adding a runtime: a folder beside `go/` with a type that implements

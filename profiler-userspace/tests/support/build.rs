@@ -47,6 +47,21 @@ pub fn c_program_linked(name: &str, dir: &Path, link: &[&str]) -> PathBuf {
     bin
 }
 
+/// Builds the C files `sources` (in `profiler-fixtures/c`) into `out`
+/// with `cc -O2` and `flags` (`-shared -fPIC` for a library; linker
+/// options), as a project's build does.
+pub fn cc(out: &Path, sources: &[&str], flags: &[&str]) -> PathBuf {
+    let mut command = Command::new("cc");
+    command.args(["-O2", "-pthread", "-o"]).arg(out);
+    for file in sources {
+        command.arg(source("c", file));
+    }
+    // After the sources: libraries are searched for what precedes them.
+    command.args(flags);
+    run(command, &format!("cc -O2 {} {}", sources.join(" "), flags.join(" ")));
+    out.to_path_buf()
+}
+
 /// Builds `profiler-fixtures/c/NAME.c` into the shared library
 /// `dir/libNAME.so`.
 pub fn c_library(name: &str, dir: &Path) -> PathBuf {

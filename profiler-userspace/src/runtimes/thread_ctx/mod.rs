@@ -1,0 +1,159 @@
+//! OpenTelemetry's thread context (OTEP 4947, see
+//! `profiler_common::thread_ctx`): a process whose executable or one of
+//! whose libraries defines and exports the thread-local
+//! `otel_thread_ctx_v1` is published to the samples with where the
+//! variable is (`variable.rs`), when the unwinder reads its mappings; each
+//! sample then records the trace and span its thread runs in. A library
+//! whose slot the dynamic linker has not filled yet (the process still
+//! starting) is tried again at each poll.
+mod variable;
+
+use std::collections::{HashMap, hash_map::Entry};
+
+use profiler_common::thread_ctx::ThreadCtxProcess;
+
+use crate::{
+    bpf::{KernelError, ThreadCtxMaps},
+    process::{
+        files::open_mapped,
+        maps::{FileStamp, Vma},
+        memory::Memory,
+    },
+    unwind::Stamped,
+};
+
+use variable::{SYMBOL, Variable};
+
+/// Polls a library's variable is tried at before it is given up.
+const PENDING_TRIES: u32 = 600;
+
+/// The daemon's side of the thread contexts.
+#[derive(Default)]
+pub struct ThreadContexts {
+    /// Binaries by file: where they keep the variable (`None`: they do
+    /// not).
+    binaries: HashMap<FileStamp, Option<Variable>>,
+    /// Processes published.
+    processes: HashMap<u32, ThreadCtxProcess>,
+    /// Processes whose variable's slot was not filled yet.
+    pending: HashMap<u32, Pending>,
+}
+
+/// A process's variable found in a mapped binary, not placed yet.
+struct Pending {
+    stamp: FileStamp,
+    offset: u64,
+    start: u64,
+    tries: u32,
+}
+
+impl ThreadContexts {
+    /// Publishes `pid` if its executable or a library (among `mappings`)
+    /// has the variable, and forgets it otherwise.
+    ///
+    /// # Errors
+    /// When the kernel map cannot be written.
+    pub fn publish(
+        &mut self,
+        maps: &mut impl ThreadCtxMaps,
+        pid: u32,
+        mappings: &Stamped<'_>,
+    ) -> Result<(), KernelError> {
+        let exe = std::fs::read_link(format!("/proc/{pid}/exe")).ok();
+        let found = mappings.iter().find_map(|&(vma, stamp)| {
+            let stamp = stamp?;
+            let executable = exe
+                .as_deref()
+                .is_some_and(|exe| std::path::Path::new(&vma.path) == exe);
+            self.variable(pid, vma, stamp, executable)?;
+            Some(Pending {
+                stamp,
+                offset: vma.offset,
+                start: vma.start,
+                tries: 0,
+            })
+        });
+        match found {
+            Some(pending) => {
+                self.pending.insert(pid, pending);
+                self.try_pending(maps, pid)
+            }
+            None => self.forget(maps, pid),
+        }
+    }
+
+    /// Tries the processes whose slot was not filled yet again (every
+    /// poll).
+    ///
+    /// # Errors
+    /// When the kernel map cannot be written.
+    pub fn serve(&mut self, maps: &mut impl ThreadCtxMaps) -> Result<(), KernelError> {
+        let pids: Vec<u32> = self.pending.keys().copied().collect();
+        for pid in pids {
+            self.try_pending(maps, pid)?;
+        }
+        Ok(())
+    }
+
+    /// Forgets `pid` (exited, or exec'd into another program).
+    ///
+    /// # Errors
+    /// When the kernel map cannot be written.
+    pub fn forget(&mut self, maps: &mut impl ThreadCtxMaps, pid: u32) -> Result<(), KernelError> {
+        self.pending.remove(&pid);
+        if self.processes.remove(&pid).is_some() {
+            maps.remove_thread_ctx(pid)?;
+        }
+        Ok(())
+    }
+
+    /// Places pending `pid`'s variable and publishes it; gives it up
+    /// after [`PENDING_TRIES`].
+    fn try_pending(&mut self, maps: &mut impl ThreadCtxMaps, pid: u32) -> Result<(), KernelError> {
+        let Some(pending) = self.pending.get_mut(&pid) else {
+            return Ok(());
+        };
+        pending.tries += 1;
+        let placed = self
+            .binaries
+            .get(&pending.stamp)
+            .and_then(Option::as_ref)
+            .and_then(|v| v.place(Memory { pid }, pending.offset, pending.start));
+        let Some(place) = placed else {
+            if pending.tries >= PENDING_TRIES {
+                tracing::debug!(pid, "{SYMBOL} never placed: its slot stayed empty");
+                self.pending.remove(&pid);
+            }
+            return Ok(());
+        };
+        self.pending.remove(&pid);
+        if self.processes.get(&pid) != Some(&place) {
+            maps.set_thread_ctx(pid, place)?;
+            self.processes.insert(pid, place);
+        }
+        Ok(())
+    }
+
+    /// Where the binary `vma` maps keeps the variable, read once per file.
+    fn variable(
+        &mut self,
+        pid: u32,
+        vma: &Vma,
+        stamp: FileStamp,
+        executable: bool,
+    ) -> Option<&Variable> {
+        let variable = match self.binaries.entry(stamp) {
+            Entry::Occupied(known) => known.into_mut(),
+            Entry::Vacant(vacant) => {
+                // A file that cannot be opened now (the process gone) is
+                // tried again with the next process that maps it.
+                let file = open_mapped(pid, vma).ok()?;
+                // SAFETY: read-only; a binary is replaced by rename on
+                // upgrade, which leaves this mapping intact.
+                let data = unsafe { memmap2::Mmap::map(&file) }.ok()?;
+                vacant.insert(Variable::of(&data, executable))
+            }
+        };
+        variable.as_ref()
+    }
+}
