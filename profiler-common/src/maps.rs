@@ -129,6 +129,13 @@ pub const GO_LABEL_REQUESTS: &str = "GO_LABEL_REQUESTS";
 /// pid -> [`crate::thread_ctx::ThreadCtxProcess`]: where a process keeps
 /// its OpenTelemetry thread context (an LRU map, as [`PYTHON_PROCS`]).
 pub const THREAD_CTX_PROCS: &str = "THREAD_CTX_PROCS";
+/// Hash -> [`crate::thread_ctx::ThreadAttrs`]: the attributes of the
+/// thread context records the samples read, under the hash their keys
+/// hold (an LRU map, allocated whole; the daemon reads it at each drain).
+pub const THREAD_ATTRS: &str = "THREAD_ATTRS";
+/// Per-CPU [`crate::thread_ctx::ThreadAttrs`] being read, one per scratch
+/// context.
+pub const THREAD_ATTRS_SCRATCH: &str = "THREAD_ATTRS_SCRATCH";
 /// pid -> [`crate::java::JavaProcess`]: where the walk finds a JVM's code
 /// cache and how its blobs are laid out (an LRU map, as [`PYTHON_PROCS`]).
 pub const JAVA_PROCS: &str = "JAVA_PROCS";
@@ -169,7 +176,7 @@ pub const GLOBAL_INTERVAL_CELLS: &str = "INTERVAL_CELLS_IN_USE";
 /// Every map of the eBPF object (besides aya-log's own). A test in
 /// profiler-userspace checks the built object against this list both
 /// ways, so a map renamed on one side only, or left unused, fails it.
-pub const ALL: [&str; 34] = [
+pub const ALL: [&str; 36] = [
     SAMPLES_0,
     SAMPLES_1,
     STACKS_0,
@@ -204,6 +211,8 @@ pub const ALL: [&str; 34] = [
     GO_LABEL_SETS,
     GO_LABEL_REQUESTS,
     THREAD_CTX_PROCS,
+    THREAD_ATTRS,
+    THREAD_ATTRS_SCRATCH,
 ];
 
 /// Every load-time global the daemon sets, checked the same way.
@@ -262,6 +271,10 @@ pub const PYTHON_PROCS_MAX_ENTRIES: u32 = 4_096;
 pub const GO_PROCS_MAX_ENTRIES: u32 = 4_096;
 /// Capacity of [`THREAD_CTX_PROCS`].
 pub const THREAD_CTX_PROCS_MAX_ENTRIES: u32 = 1_024;
+/// Capacity of [`THREAD_ATTRS`]: distinct attribute sets (about 700 bytes
+/// each: 2.9 MB); a set evicted before its window is drained leaves its
+/// samples without attributes (counted).
+pub const THREAD_ATTRS_MAX_ENTRIES: u32 = 4_096;
 /// Capacity of [`GO_LABEL_SETS`] (allocated whole, as [`JAVA_FRAMES`]; a
 /// set forgotten is asked for again, and found in the daemon's cache).
 pub const GO_LABEL_SETS_MAX_ENTRIES: u32 = 4_096;

@@ -79,11 +79,16 @@ pub enum Stat {
     /// frames, Python code objects, Go label sets) that the request map
     /// refused: asked again the next time the walk records the same one.
     RuntimeRequestsLost = 25,
+    /// Samples whose thread context record's attributes were gone from
+    /// `THREAD_ATTRS` when drained (more distinct sets than it holds): the
+    /// sample keeps its trace and span. The daemon counts them at the
+    /// drain; the kernel's slot stays 0.
+    ThreadAttrsLost = 26,
 }
 
 impl Stat {
     /// Every counter, in index order.
-    pub const ALL: [Self; 26] = [
+    pub const ALL: [Self; 27] = [
         Self::OnCpuSamples,
         Self::UserStackErrors,
         Self::KernelStackErrors,
@@ -110,6 +115,7 @@ impl Stat {
         Self::JavaBlobsNotFound,
         Self::ThreadCtxInvalid,
         Self::RuntimeRequestsLost,
+        Self::ThreadAttrsLost,
     ];
 
     /// Name used in logs and profile comments.
@@ -142,6 +148,7 @@ impl Stat {
             Self::JavaBlobsNotFound => "java_blobs_not_found",
             Self::ThreadCtxInvalid => "thread_ctx_records_invalid",
             Self::RuntimeRequestsLost => "runtime_requests_lost",
+            Self::ThreadAttrsLost => "thread_ctx_attrs_lost",
         }
     }
 }

@@ -19,7 +19,7 @@ use profiler_common::{
         PYTHON_CODE_REQUESTS_MAX_ENTRIES, PYTHON_CODES_MAX_ENTRIES, PYTHON_PROCS_MAX_ENTRIES,
         PYTHON_THREADS_MAX_ENTRIES, SAMPLES_MAX_ENTRIES, STACKS_MAX_ENTRIES,
         TARGET_COMMS_MAX_ENTRIES, TARGET_FILTER_SLOTS, TARGETS_MAX_ENTRIES,
-        THREAD_CTX_PROCS_MAX_ENTRIES, UNWIND_DOORBELL_BYTES, UNWIND_PROCS_MAX_ENTRIES,
+        THREAD_ATTRS_MAX_ENTRIES, THREAD_CTX_PROCS_MAX_ENTRIES, UNWIND_DOORBELL_BYTES, UNWIND_PROCS_MAX_ENTRIES,
         UNWIND_REQUESTS_MAX_ENTRIES, UNWIND_ROWS_DEFAULT_ENTRIES, target_filter_slot,
     },
     python::{CodeSeen, FRAME_READ_MAX, PythonProcess},
@@ -28,7 +28,7 @@ use profiler_common::{
     stack::StackTrace,
     stats::{STATS_LEN, Stat},
     task::{IntervalCell, TaskState, TaskWork},
-    thread_ctx::ThreadCtxProcess,
+    thread_ctx::{ThreadAttrs, ThreadCtxProcess},
     unwind::{ProcessMappings, UnwindRow, WalkState},
 };
 
@@ -221,6 +221,15 @@ static GO_PROCS: LruHashMap<u32, GoProcess> = LruHashMap::with_max_entries(GO_PR
 #[map]
 static THREAD_CTX_PROCS: LruHashMap<u32, ThreadCtxProcess> =
     LruHashMap::with_max_entries(THREAD_CTX_PROCS_MAX_ENTRIES, 0);
+
+#[map]
+static THREAD_ATTRS: LruHashMap<u64, ThreadAttrs> =
+    LruHashMap::with_max_entries(THREAD_ATTRS_MAX_ENTRIES, 0);
+
+/// Per-CPU attributes being read, per [`Scratch`].
+#[map]
+static THREAD_ATTRS_SCRATCH: PerCpuArray<ThreadAttrs> =
+    PerCpuArray::with_max_entries(SCRATCH_CONTEXTS, 0);
 
 #[map]
 static GO_LABEL_SETS: LruHashMap<LabelSetSeen, u8> =
@@ -553,6 +562,21 @@ pub fn thread_ctx_process(pid: u32) -> Option<&'static ThreadCtxProcess> {
     // SAFETY: a value of a successful lookup, valid for this program's run;
     // the daemon replaces entries whole.
     unsafe { THREAD_CTX_PROCS.get(pid) }
+}
+
+/// This CPU's buffer for a record's attributes, for the context
+/// `context`.
+#[inline(always)]
+pub fn thread_attrs_scratch(context: Scratch) -> Option<*mut ThreadAttrs> {
+    THREAD_ATTRS_SCRATCH.get_ptr_mut(context as u32)
+}
+
+/// Keeps the attributes `attrs` under `hash`, unless kept already.
+#[inline(always)]
+pub fn keep_thread_attrs(hash: u64, attrs: &ThreadAttrs) {
+    if THREAD_ATTRS.get_ptr(hash).is_none() {
+        let _ = THREAD_ATTRS.insert(hash, attrs, 0);
+    }
 }
 
 /// The Go process `pid`, when the daemon has published one.

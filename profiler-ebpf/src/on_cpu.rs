@@ -27,7 +27,7 @@ pub fn record(ctx: &PerfEventContext) {
     key.state = ThreadState::Running as u32;
     key.python_gil = python_gil;
     (key.go_labels, key.go_labels_identity) = go::labels(pid);
-    thread_ctx::read_ids(pid, &mut key.trace_id, &mut key.span_id);
+    thread_ctx::read(pid, key, Scratch::Sampling);
     let mut weight = aggregate::weight(1, 0, 0);
     weight.comm = bpf_get_current_comm().unwrap_or([0u8; COMM_LEN]);
     aggregate::add(slot.samples, key, &weight);

@@ -8,25 +8,29 @@
  *
  * Thread "worker", in turn:
  *   - span "checkout" (trace 0af7651916cd43dd8448eb211c80319c, span
- *     b7ad6b7169203331): handle_checkout spins 3 units, then sleeps 2 ms
+ *     b7ad6b7169203331, attributes http_route=/checkout,
+ *     http_method=POST): handle_checkout spins 3 units, then sleeps 2 ms
  *     in nanosleep;
  *   - span "search" (trace 4bf92f3577b34da6a3ce929d0e0e4736, span
- *     00f067aa0ba902b7): handle_search spins 1 unit;
+ *     00f067aa0ba902b7, /search, GET): handle_search spins 1 unit;
  *   - no span: between_requests spins 1 unit.
  * Each measures its CPU time and the sleep its wall time.
  *
  * Thread "other" spins in handle_report under its own span (trace
- * 5b8aa5a2d2c872e8321cf37308d69df2, span 051581bf3cb55c13) all along: no
+ * 5b8aa5a2d2c872e8321cf37308d69df2, span 051581bf3cb55c13, /report, GET)
+ * all along: no
  * sample of either thread may carry the other's.
  *
  * Thread "torn" keeps a record attached whose valid flag is 0, as a
  * writer caught mid-write leaves it, and alternates handle_torn's spin
  * with 1 ms sleeps: its ids must never be read.
  *
- * The process also publishes its resource as OTEP 4719 specifies (a
- * memfd mapping named OTEL_CTX: the header, then a protobuf Resource with
- * service.name=checkout-service, service.instance.id=instance-7 and
- * deployment.environment.name=test), before it says it is ready.
+ * The process also publishes its context as OTEP 4719 specifies (a
+ * memfd mapping named OTEL_CTX: the header, then a protobuf
+ * ProcessContext: its Resource with service.name=checkout-service,
+ * service.instance.id=instance-7 and deployment.environment.name=test,
+ * and the extra attributes OTEP 4947 asks for, the records' attribute
+ * names by index: http_route, http_method), before it says it is ready.
  *
  * Protocol (as the Rust fixtures): "ready pid=P worker=T other=T torn=T", wait for "go",
  * run for argv[1] seconds, print the measurements, then linger until
@@ -62,22 +66,51 @@ struct process_ctx {
     const uint8_t *payload;
 };
 
-/* Appends a length-delimited protobuf field (lengths below 128). */
+/* Appends a length-delimited protobuf field (lengths below 16384). */
 static size_t field(uint8_t *out, uint8_t tag, const uint8_t *bytes, size_t len) {
-    out[0] = tag;
-    out[1] = (uint8_t)len;
-    memcpy(out + 2, bytes, len);
-    return 2 + len;
+    size_t at = 0;
+    out[at++] = tag;
+    if (len >= 128)
+        out[at++] = (uint8_t)(0x80 | (len & 0x7f));
+    out[at++] = (uint8_t)(len >= 128 ? len >> 7 : len);
+    memcpy(out + at, bytes, len);
+    return at + len;
 }
 
-/* A Resource attribute: KeyValue{key, AnyValue{string_value}}, as field
- * 1 of the Resource. */
-static size_t attribute(uint8_t *out, const char *key, const char *value) {
-    uint8_t any[128], kv[256];
+/* A KeyValue{key, AnyValue{string_value}}. */
+static size_t key_value(uint8_t *out, const char *key, const char *value) {
+    uint8_t any[128];
     size_t any_len = field(any, 0x0a, (const uint8_t *)value, strlen(value));
+    size_t len = field(out, 0x0a, (const uint8_t *)key, strlen(key));
+    return len + field(out + len, 0x12, any, any_len);
+}
+
+/* A repeated KeyValue field `tag` of the key and value. */
+static size_t attribute(uint8_t *out, uint8_t tag, const char *key, const char *value) {
+    uint8_t kv[256];
+    return field(out, tag, kv, key_value(kv, key, value));
+}
+
+/* The record attributes' names by index, as OTEP 4947 asks: the extra
+ * attribute threadlocal.attribute_key_map, an AnyValue{array_value:
+ * ArrayValue{values: [AnyValue{string_value}]}}. */
+static size_t key_map(uint8_t *out, const char *const *names, size_t count) {
+    uint8_t values[256], array[256], any[256], kv[512];
+    size_t len = 0;
+    for (size_t i = 0; i < count; i++) {
+        uint8_t name[64];
+        size_t n = strlen(names[i]);
+        if (n > 60)
+            exit(2);
+        size_t name_len = field(name, 0x0a, (const uint8_t *)names[i], n);
+        len += field(values + len, 0x0a, name, name_len);
+    }
+    size_t array_len = field(array, 0x2a, values, len);
+    memcpy(any, array, array_len);
+    const char *key = "threadlocal.attribute_key_map";
     size_t kv_len = field(kv, 0x0a, (const uint8_t *)key, strlen(key));
-    kv_len += field(kv + kv_len, 0x12, any, any_len);
-    return field(out, 0x0a, kv, kv_len);
+    kv_len += field(kv + kv_len, 0x12, any, array_len);
+    return field(out, 0x12, kv, kv_len);
 }
 
 static void publish_process_ctx(void) {
@@ -95,9 +128,15 @@ static void publish_process_ctx(void) {
     madvise(page, 4096, MADV_DONTFORK);
     struct process_ctx *ctx = (struct process_ctx *)page;
     uint8_t *payload = page + sizeof *ctx;
-    size_t len = attribute(payload, "service.name", "checkout-service");
-    len += attribute(payload + len, "service.instance.id", "instance-7");
-    len += attribute(payload + len, "deployment.environment.name", "test");
+    /* ProcessContext{resource = 1: Resource{attributes = 1}, extra_attributes = 2}. */
+    uint8_t resource[512];
+    size_t resource_len = attribute(resource, 0x0a, "service.name", "checkout-service");
+    resource_len += attribute(resource + resource_len, 0x0a, "service.instance.id", "instance-7");
+    resource_len += attribute(resource + resource_len, 0x0a, "deployment.environment.name", "test");
+    size_t len = field(payload, 0x0a, resource, resource_len);
+    len += attribute(payload + len, 0x12, "threadlocal.schema_version", "tlsdesc_v1_dev");
+    static const char *const names[] = {"http_route", "http_method"};
+    len += key_map(payload + len, names, 2);
     ctx->version = 2;
     ctx->payload_size = (uint32_t)len;
     ctx->payload = payload;
@@ -126,16 +165,23 @@ static void hex(uint8_t *out, const char *text, size_t len) {
     }
 }
 
-static void make(struct record *r, const char *trace, const char *span, const char *route) {
+/* Appends attribute `key` (an index into the key map) to `r`. */
+static void add_attr(struct record *r, uint8_t key, const char *value) {
+    size_t len = strlen(value);
+    r->attrs[r->attrs_size] = key;
+    r->attrs[r->attrs_size + 1] = (uint8_t)len;
+    memcpy(r->attrs + r->attrs_size + 2, value, len);
+    r->attrs_size = (uint16_t)(r->attrs_size + 2 + len);
+}
+
+static void make(struct record *r, const char *trace, const char *span, const char *route,
+                 const char *method) {
     memset(r, 0, sizeof *r);
     hex(r->trace_id, trace, 16);
     hex(r->span_id, span, 8);
     r->trace_flags = 1;
-    size_t len = strlen(route);
-    r->attrs[0] = 0; /* key index 0: http_route */
-    r->attrs[1] = (uint8_t)len;
-    memcpy(r->attrs + 2, route, len);
-    r->attrs_size = (uint16_t)(2 + len);
+    add_attr(r, 0, route);  /* http_route */
+    add_attr(r, 1, method); /* http_method */
     atomic_signal_fence(memory_order_seq_cst);
     r->valid = 1;
 }
@@ -213,7 +259,7 @@ static void wait_start(int *tid) {
 static void *other(void *arg) {
     (void)arg;
     static struct record report;
-    make(&report, "5b8aa5a2d2c872e8321cf37308d69df2", "051581bf3cb55c13", "/report");
+    make(&report, "5b8aa5a2d2c872e8321cf37308d69df2", "051581bf3cb55c13", "/report", "GET");
     wait_start(&other_tid);
     attach(&report);
     while (!stopping)
@@ -229,7 +275,7 @@ __attribute__((noinline)) void handle_torn(uint64_t unit) {
 static void *torn(void *arg) {
     (void)arg;
     static struct record half;
-    make(&half, "9f2a6c0d41b83e57a1c4d2e6f8091a3b", "7c1e5a9b3d2f4068", "/torn");
+    make(&half, "9f2a6c0d41b83e57a1c4d2e6f8091a3b", "7c1e5a9b3d2f4068", "/torn", "GET");
     half.valid = 0;
     wait_start(&torn_tid);
     attach(&half);
@@ -245,8 +291,8 @@ static void *torn(void *arg) {
 static void *worker(void *arg) {
     (void)arg;
     static struct record checkout, search;
-    make(&checkout, "0af7651916cd43dd8448eb211c80319c", "b7ad6b7169203331", "/checkout");
-    make(&search, "4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7", "/search");
+    make(&checkout, "0af7651916cd43dd8448eb211c80319c", "b7ad6b7169203331", "/checkout", "POST");
+    make(&search, "4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7", "/search", "GET");
     wait_start(&worker_tid);
     uint64_t end = ns(CLOCK_MONOTONIC) + (uint64_t)(run_seconds * 1e9);
     const uint64_t unit = 400000;

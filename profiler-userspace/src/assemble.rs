@@ -81,14 +81,28 @@ fn process_name(symbolizer: &Symbolizer, sample: &crate::sample::RawSample) -> A
 }
 
 /// `sample`'s labels: the runtime's and the kernel's, whether its Java
-/// frames are exact, and its process's OpenTelemetry resource.
-fn labels(symbolizer: &Symbolizer, sample: &crate::sample::RawSample) -> Option<Arc<RowLabels>> {
+/// frames are exact, its process's OpenTelemetry resource, and its thread
+/// context record's attributes, named by the process's key map (those of
+/// an index it does not name counted in `unnamed_attrs`).
+fn labels(
+    symbolizer: &Symbolizer,
+    sample: &crate::sample::RawSample,
+    unnamed_attrs: &mut u64,
+) -> Option<Arc<RowLabels>> {
     let mut labels = sample.labels.clone();
     if let Some(approximate) = symbolizer.java_approximate(sample.pid, &sample.user_stack) {
         labels = Some(with_java_frames_label(labels, approximate));
     }
-    if let Some(resource) = symbolizer.resource(sample.pid) {
-        labels = Some(with_labels(labels, &resource));
+    let context = symbolizer.context(sample.pid);
+    if let Some(context) = &context {
+        labels = Some(with_labels(labels, &context.resource));
+    }
+    if let Some(values) = &sample.thread_attrs {
+        let context = context.unwrap_or_default();
+        labels = Some(with_labels(
+            labels,
+            &context.attr_labels(values, unnamed_attrs),
+        ));
     }
     labels
 }
@@ -119,6 +133,7 @@ pub fn assemble(
         raw.kernel_symbols(),
     );
     let mut user_frames = UserFrames::default();
+    let mut unnamed_attrs = 0;
     let mut samples: Vec<Sample> = raw
         .samples()
         .iter()
@@ -138,7 +153,7 @@ pub fn assemble(
                 samples: s.samples,
                 off_cpu_ns: s.off_cpu_ns,
                 off_cpu_count: s.off_cpu_count,
-                labels: labels(symbolizer, s),
+                labels: labels(symbolizer, s, &mut unnamed_attrs),
                 runtime_ns: s.runtime_ns,
                 off_cpu_in_wall: !raw.runtimes().wall_pids.contains(&s.pid),
             }
@@ -146,7 +161,7 @@ pub fn assemble(
         .collect();
     samples.extend(lost_sample(raw));
 
-    let accounting = Accounting::of(raw, sym_stats, &user_frames);
+    let accounting = Accounting::of(raw, sym_stats, &user_frames, unnamed_attrs);
     let comments = accounting.comments();
     let profile = Profile {
         view,
@@ -170,7 +185,12 @@ pub struct Accounting {
 }
 
 impl Accounting {
-    fn of(raw: &RawWindow, symbolize: SymbolizeStats, user_frames: &UserFrames) -> Self {
+    fn of(
+        raw: &RawWindow,
+        symbolize: SymbolizeStats,
+        user_frames: &UserFrames,
+        unnamed_attrs: u64,
+    ) -> Self {
         let mut counters: Vec<(&'static str, u64)> = Stat::ALL
             .iter()
             .map(|&stat| (stat.name(), raw.stat(stat)))
@@ -220,6 +240,7 @@ impl Accounting {
             ("early_drains", raw.early_drains()),
         ]);
         counters.extend(raw.runtimes().counters());
+        counters.push(("thread_ctx_attrs_unnamed", unnamed_attrs));
         counters.push(("unknown_entries", raw.unknown_entries()));
         Self {
             symbolize,
@@ -301,6 +322,7 @@ mod tests {
             labels: None,
             runtime_ns: 0,
             label_set: None,
+            thread_attrs: None,
         };
         // Above the kernel's largest pid_max (2^22): never a process.
         let raw = RawWindow::of_samples(vec![sample(u32::MAX - 1), sample(std::process::id())]);

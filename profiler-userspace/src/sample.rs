@@ -62,7 +62,15 @@ pub struct RawSample {
     /// The program's label set the kernel saw current at the row's
     /// samples, until read into `labels` (a Go goroutine's pprof labels).
     pub label_set: Option<LabelSetAt>,
+    /// The attributes of the OpenTelemetry thread context record current
+    /// at the row's samples, by key index, until named with the process's
+    /// `threadlocal.attribute_key_map` when the window is assembled.
+    pub thread_attrs: Option<Arc<ThreadAttrValues>>,
 }
+
+/// A thread context record's attributes: (key index, value), each index
+/// once (its last value in the record).
+pub type ThreadAttrValues = [(u8, Arc<str>)];
 
 /// Where a program's label set was when sampled, and its identity then
 /// (which tells it from a set made later at the same address).

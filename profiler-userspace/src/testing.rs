@@ -47,6 +47,7 @@ pub fn row(tid: u32, state: ThreadState, samples: u64, off_cpu_ns: u64) -> RawSa
         labels: None,
         runtime_ns: 0,
         label_set: None,
+        thread_attrs: None,
     }
 }
 

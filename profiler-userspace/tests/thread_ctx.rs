@@ -2,7 +2,9 @@
 //! (`profiler-fixtures/c/trace_ctx.c`: a plain `-O2` C program that
 //! attaches a record per span to `otel_thread_ctx_v1`, exported as the
 //! specification asks): every on-CPU sample in a span's handler carries
-//! that span's `trace_id` and `span_id`, none outside a span does, each
+//! that span's `trace_id` and `span_id`, and the record's attributes
+//! under the names the process context gives them (`http_route`,
+//! `http_method`), none outside a span does, each
 //! span's share of the samples is within 5 points of the CPU time the
 //! program measured, and the span's sleep is its off-CPU time, within 5%
 //! of the wall time the program measured. A second thread in its own span
@@ -198,7 +200,7 @@ fn spans(fixture: &mut Fixture, out: &Path) -> Vec<String> {
             else {
                 continue;
             };
-            let labelled = ids(p, s) == (trace, span);
+            let labelled = ids(p, s) == (trace, span) && attrs(p, s) == route(handler);
             let samples = p.value(s, "samples");
             let entry = by_handler.entry(handler).or_default();
             entry.0 += samples;
@@ -255,9 +257,10 @@ fn other_thread(
     for (_, p) in profiles {
         for s in p.samples_of(pid) {
             let in_other = ids(p, s) == OTHER;
+            let whole = in_other && attrs(p, s) == ("/report", "GET");
             if p.is_thread(s, other) && p.functions(s).contains(&"handle_report") {
                 samples += p.value(s, "samples");
-                labelled += if in_other { p.value(s, "samples") } else { 0 };
+                labelled += if whole { p.value(s, "samples") } else { 0 };
             }
             let in_workers = HANDLERS
                 .iter()
@@ -340,6 +343,23 @@ fn process_context(profiles: &[(PathBuf, Profile)], pid: u32) -> Vec<String> {
         )];
     }
     Vec::new()
+}
+
+/// The attributes of `handler`'s span (none outside one).
+fn route(handler: &str) -> (&'static str, &'static str) {
+    match handler {
+        "handle_checkout" => ("/checkout", "POST"),
+        "handle_search" => ("/search", "GET"),
+        _ => ("", ""),
+    }
+}
+
+/// The `http_route` and `http_method` of `sample` ("" where it has none).
+fn attrs<'a>(p: &'a Profile, sample: &proto::Sample) -> (&'a str, &'a str) {
+    (
+        p.str_label(sample, "http_route").unwrap_or_default(),
+        p.str_label(sample, "http_method").unwrap_or_default(),
+    )
 }
 
 /// The other thread's trace and span.

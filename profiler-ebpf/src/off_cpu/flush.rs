@@ -100,7 +100,7 @@ pub fn flush(entry: *mut TaskState, hook: Flush) {
         key.state = (*entry).pending_state;
         key.python_gil = python_gil;
         (key.go_labels, key.go_labels_identity) = go::labels((*entry).pid);
-        thread_ctx::read_ids((*entry).pid, &mut key.trace_id, &mut key.span_id);
+        thread_ctx::read((*entry).pid, key, maps::Scratch::Tracing);
         if (*entry).blocked_count != 0 {
             let mut weight = aggregate::weight(0, (*entry).blocked_ns, (*entry).blocked_count);
             weight.comm = (*entry).comm;

@@ -8,7 +8,8 @@ use aya::{
 };
 use profiler_common::{
     maps::{
-        CONTROL, CONTROL_ACTIVE_SLOT, CONTROL_LAST_FLIP_NS, SLOTS, STATS, SWITCH_CPU, slot_maps,
+        CONTROL, CONTROL_ACTIVE_SLOT, CONTROL_LAST_FLIP_NS, SLOTS, STATS, SWITCH_CPU, THREAD_ATTRS,
+        slot_maps,
     },
     sample::{SampleKey, SampleValue, ThreadState, comm_str},
     sched::SwitchCpu,
@@ -19,6 +20,7 @@ use profiler_common::{
 use super::{
     batch,
     error::{KernelError, take_map},
+    thread_attrs::AttrsRead,
 };
 use crate::sample::{
     LabelSetAt, MapEntries, RawSample, RowLabels, Stack, python_gil_labels, trace_labels,
@@ -93,6 +95,7 @@ pub(super) struct Windows {
     slots: [(Map, Map); SLOTS as usize],
     stats: Map,
     switch_cpu: Map,
+    thread_attrs: Map,
     active_slot: u32,
     /// Kernel counters as of the previous drain, to report deltas.
     last_stats: [u64; STATS_LEN as usize],
@@ -114,6 +117,7 @@ impl Windows {
             slots,
             stats: take_map(ebpf, STATS)?,
             switch_cpu: take_map(ebpf, SWITCH_CPU)?,
+            thread_attrs: take_map(ebpf, THREAD_ATTRS)?,
             active_slot: 0,
             last_stats: [0; STATS_LEN as usize],
             last_flip_ns: 0,
@@ -197,6 +201,7 @@ impl WindowMaps for Windows {
         let stacks: StdHashMap<u64, StackTrace> =
             take_all(stacks, stacks_name)?.into_iter().collect();
         let mut resolved: StdHashMap<u64, Stack> = StdHashMap::new();
+        let mut attrs = AttrsRead::new(&self.thread_attrs)?;
         let mut window = Drained::default();
         window.map_entries.samples = u32::try_from(raw.len()).unwrap_or(u32::MAX);
         window.map_entries.stacks = u32::try_from(stacks.len()).unwrap_or(u32::MAX);
@@ -226,9 +231,12 @@ impl WindowMaps for Windows {
                 labels: row_labels(&key),
                 runtime_ns: 0,
                 label_set: LabelSetAt::of(key.go_labels, key.go_labels_identity),
+                thread_attrs: attrs.get(key.thread_attrs),
             });
         }
+        let lost = attrs.lost;
         window.stats = self.stats_delta()?;
+        window.stats[Stat::ThreadAttrsLost as usize] = lost;
         Ok(window)
     }
 

@@ -387,5 +387,6 @@ fn push_part(
         labels: None,
         runtime_ns: 0,
         label_set: None,
+        thread_attrs: None,
     });
 }

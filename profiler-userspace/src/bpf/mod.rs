@@ -38,6 +38,7 @@ mod python_maps;
 mod rng;
 mod targets;
 mod task_storage;
+mod thread_attrs;
 mod thread_ctx_maps;
 mod tracked_thread;
 mod unwind_maps;

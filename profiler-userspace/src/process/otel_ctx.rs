@@ -1,12 +1,16 @@
 //! OpenTelemetry's process context (OTEP 4719): an SDK publishes its
 //! resource attributes (`service.name`, `service.instance.id`, ...) in a
 //! mapping named `OTEL_CTX` (a memfd's, or anonymous memory named with
-//! `prctl`): a header, then a protobuf `Resource` that the header points
-//! at. [`find`] notes the mapping in the text of `/proc/PID/maps`, and
-//! [`read`] reads the attributes as the specification's reading protocol
-//! says (signature, version, a nonzero publication time that has not
-//! changed once the payload is read).
-use opentelemetry_proto::tonic::{common::v1::any_value::Value, resource::v1::Resource};
+//! `prctl`): a header, then a protobuf `ProcessContext` that the header
+//! points at (the resource, and extra attributes such as OTEP 4947's
+//! `threadlocal.attribute_key_map`). [`find`] notes the mapping in the
+//! text of `/proc/PID/maps`, and [`read`] reads the attributes as the
+//! specification's reading protocol says (signature, version, a nonzero
+//! publication time that has not changed once the payload is read).
+use opentelemetry_proto::tonic::{
+    common::v1::{KeyValue, any_value::Value},
+    resource::v1::Resource,
+};
 use prost::Message as _;
 
 use super::memory::{Memory, u64_at};
@@ -22,6 +26,30 @@ const VERSIONS: [u32; 2] = [1, 2];
 const MAX_PAYLOAD: u32 = 64 * 1024;
 /// Reads tried while the context is being updated.
 const TRIES: usize = 3;
+
+/// The payload (`opentelemetry/proto/common/v1/process_context.proto`).
+#[derive(Clone, PartialEq, prost::Message)]
+struct ProcessContext {
+    #[prost(message, optional, tag = "1")]
+    resource: Option<Resource>,
+    #[prost(message, repeated, tag = "2")]
+    extra_attributes: Vec<KeyValue>,
+}
+
+/// The extra attribute that names OTEP 4947's record attributes by index.
+const KEY_MAP: &str = "threadlocal.attribute_key_map";
+
+/// What a process published.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Published {
+    /// The resource's attributes, as (key, value) in the order published;
+    /// a value that is not a string is written as text (`true`, `42`,
+    /// `0.5`), a list or a map left out.
+    pub resource: Vec<(String, String)>,
+    /// The names of the thread context records' attribute keys, by index
+    /// (`threadlocal.attribute_key_map`; empty when not published).
+    pub key_map: Vec<String>,
+}
 
 /// Why a process context could not be read.
 #[derive(Debug, thiserror::Error)]
@@ -61,15 +89,12 @@ pub fn find(maps: &str) -> Option<u64> {
     })
 }
 
-/// The resource attributes published at `at` in `memory`'s process, as
-/// (key, value) pairs in the order published; a value that is not a
-/// string is written as text (`true`, `42`, `0.5`), a list or a map
-/// left out.
+/// What the context published at `at` in `memory`'s process holds.
 ///
 /// # Errors
 /// When the header or payload cannot be read or is not valid, or the
 /// context kept changing while read.
-pub fn read(memory: Memory, at: u64) -> Result<Vec<(String, String)>, CtxError> {
+pub fn read(memory: Memory, at: u64) -> Result<Published, CtxError> {
     for _ in 0..TRIES {
         let header = header(memory, at)?;
         let published_at = u64_at(&header, 16).unwrap_or(0);
@@ -88,10 +113,49 @@ pub fn read(memory: Memory, at: u64) -> Result<Vec<(String, String)>, CtxError> 
         if u64_at(&self::header(memory, at)?, 16) != Some(published_at) {
             continue;
         }
-        let resource = Resource::decode(payload.as_slice()).map_err(CtxError::Decode)?;
-        return Ok(attributes(resource));
+        return decode(&payload);
     }
     Err(CtxError::Changing)
+}
+
+/// The payload: a `ProcessContext`, or (the specification's development
+/// version, which early SDKs published) a bare `Resource`, whose
+/// attributes do not decode as a `ProcessContext`'s resource.
+fn decode(payload: &[u8]) -> Result<Published, CtxError> {
+    if let Ok(ProcessContext {
+        resource: Some(resource),
+        extra_attributes,
+    }) = ProcessContext::decode(payload)
+    {
+        return Ok(Published {
+            resource: attributes(resource.attributes),
+            key_map: key_map(extra_attributes),
+        });
+    }
+    let resource = Resource::decode(payload).map_err(CtxError::Decode)?;
+    Ok(Published {
+        resource: attributes(resource.attributes),
+        key_map: Vec::new(),
+    })
+}
+
+/// The attribute key map among `extra`: its array's strings, by index.
+fn key_map(extra: Vec<KeyValue>) -> Vec<String> {
+    let Some(Value::ArrayValue(array)) = extra
+        .into_iter()
+        .find(|kv| kv.key == KEY_MAP)
+        .and_then(|kv| kv.value?.value)
+    else {
+        return Vec::new();
+    };
+    array
+        .values
+        .into_iter()
+        .map(|v| match v.value {
+            Some(Value::StringValue(s)) => s,
+            _ => String::new(),
+        })
+        .collect()
 }
 
 /// The header at `at`, its signature and version checked.
@@ -115,9 +179,8 @@ fn u32_at(bytes: &[u8], at: usize) -> u32 {
         .map_or(0, u32::from_le_bytes)
 }
 
-fn attributes(resource: Resource) -> Vec<(String, String)> {
-    resource
-        .attributes
+fn attributes(attributes: Vec<KeyValue>) -> Vec<(String, String)> {
+    attributes
         .into_iter()
         .filter_map(|kv| {
             let value = match kv.value?.value? {
@@ -134,7 +197,7 @@ fn attributes(resource: Resource) -> Vec<(String, String)> {
 
 #[cfg(test)]
 mod tests {
-    use opentelemetry_proto::tonic::common::v1::{AnyValue, KeyValue};
+    use opentelemetry_proto::tonic::common::v1::{AnyValue, ArrayValue, KeyValue};
 
     use super::*;
 
@@ -144,12 +207,15 @@ mod tests {
         }
     }
 
-    fn payload() -> Vec<u8> {
-        let kv = |key: &str, value| KeyValue {
+    fn kv(key: &str, value: Value) -> KeyValue {
+        KeyValue {
             key: key.to_owned(),
             value: Some(AnyValue { value: Some(value) }),
             ..KeyValue::default()
-        };
+        }
+    }
+
+    fn resource() -> Resource {
         Resource {
             attributes: vec![
                 kv("service.name", Value::StringValue("checkout".to_owned())),
@@ -157,7 +223,35 @@ mod tests {
             ],
             ..Resource::default()
         }
+    }
+
+    fn payload() -> Vec<u8> {
+        let names = ["http_route", "http_method"].map(|n| AnyValue {
+            value: Some(Value::StringValue(n.to_owned())),
+        });
+        ProcessContext {
+            resource: Some(resource()),
+            extra_attributes: vec![
+                kv(
+                    "threadlocal.schema_version",
+                    Value::StringValue("tlsdesc_v1_dev".to_owned()),
+                ),
+                kv(
+                    KEY_MAP,
+                    Value::ArrayValue(ArrayValue {
+                        values: names.to_vec(),
+                    }),
+                ),
+            ],
+        }
         .encode_to_vec()
+    }
+
+    fn published() -> Vec<(String, String)> {
+        vec![
+            ("service.name".to_owned(), "checkout".to_owned()),
+            ("process.runtime.pid".to_owned(), "42".to_owned()),
+        ]
     }
 
     fn header_for(payload: &[u8], version: u32, published_at: u64) -> Vec<u8> {
@@ -192,13 +286,17 @@ mod tests {
         let payload = payload();
         let header = header_for(&payload, 2, 1_700_000_000_000_000_000);
         let read = read(me(), header.as_ptr() as u64).unwrap();
-        assert_eq!(
-            read,
-            [
-                ("service.name".to_owned(), "checkout".to_owned()),
-                ("process.runtime.pid".to_owned(), "42".to_owned())
-            ]
-        );
+        assert_eq!(read.resource, published());
+        assert_eq!(read.key_map, ["http_route", "http_method"]);
+    }
+
+    #[test]
+    fn a_bare_resource_is_read_as_the_development_version_published_it() {
+        let payload = resource().encode_to_vec();
+        let header = header_for(&payload, 2, 1);
+        let read = read(me(), header.as_ptr() as u64).unwrap();
+        assert_eq!(read.resource, published());
+        assert!(read.key_map.is_empty());
     }
 
     #[test]

@@ -131,6 +131,7 @@ impl<R: Runtime> RuntimeThread<R> {
                 labels: Some(Arc::new(R::Process::labels(&key.key))),
                 runtime_ns: ns,
                 label_set: None,
+                thread_attrs: None,
             })
             .collect();
         (samples, pids, stats)

@@ -44,14 +44,14 @@ use convert::{binary_key, find_vma, locations, lookup_addrs, user_frames};
 pub use debuginfod::{Debuginfod, DebuginfodStats};
 use processes::Processes;
 use profiler_common::frames::UserFrame;
-pub use resource::ContextCounts;
+pub use resource::{Context, ContextCounts};
 
 use crate::{
     config,
     process::cgroup::Placement,
     profile::{Line, Location, Mapping},
     runtimes::{java::NamedFrame, python::PythonCode},
-    sample::{Label, Stack},
+    sample::Stack,
 };
 
 /// Why a user frame has no name.
@@ -186,11 +186,12 @@ impl Symbolizer {
             .map_or_else(Arc::default, |p| p.placement.clone())
     }
 
-    /// The resource attributes `pid`'s OpenTelemetry SDK published, as
-    /// labels (`resource.rs`).
+    /// What `pid`'s OpenTelemetry SDK published in its process context:
+    /// its resource, as labels, and its thread attributes' names
+    /// (`resource.rs`).
     #[must_use]
-    pub fn resource(&self, pid: u32) -> Option<Arc<[Label]>> {
-        self.processes.get(pid)?.resource.clone()
+    pub fn context(&self, pid: u32) -> Option<Arc<Context>> {
+        self.processes.get(pid)?.context.clone()
     }
 
     /// Keeps the Python code objects read while their processes ran.

@@ -14,13 +14,12 @@ use std::{collections::HashMap, path::Path, sync::Arc};
 use super::{
     anonymous::AnonymousCache,
     convert::{find_vma, native_lookups},
-    resource::{self, ContextCounts},
+    resource::{self, Context, ContextCounts},
 };
 use crate::{
     process::cgroup::{self, Placement},
     process::procfs,
     process::{maps, recorded::RecordedImage, roots::Roots, snapshot::ProcessSnapshot},
-    sample::Label,
 };
 
 mod generation;
@@ -49,9 +48,9 @@ pub(super) struct ProcessInfo {
     refreshed: u64,
     /// Results for addresses outside files (JIT code, vDSO).
     pub anonymous: AnonymousCache,
-    /// The resource attributes its OpenTelemetry SDK published, as read
-    /// at the last window's end it ran at.
-    pub resource: Option<Arc<[Label]>>,
+    /// What its OpenTelemetry SDK published in its process context, as
+    /// read at the last window's end it ran at.
+    pub context: Option<Arc<Context>>,
 }
 
 impl ProcessInfo {
@@ -200,7 +199,7 @@ impl Processes {
             last_seen: window,
             refreshed: 0,
             anonymous: AnonymousCache::default(),
-            resource: None,
+            context: None,
         })
     }
 
@@ -235,7 +234,7 @@ impl Processes {
         let placement = cgroup::read(pid).map(Arc::new);
         let (vmas, ctx) = maps::read_with_ctx(pid).ok().unzip();
         let contexts = &mut self.contexts;
-        let resource = ctx.map(|ctx| ctx.and_then(|at| resource::labels(pid, at, contexts)));
+        let context = ctx.map(|ctx| ctx.and_then(|at| resource::read(pid, at, contexts)));
         let process = self.entry(pid, thread, window);
         process.refreshed = window;
         process.last_seen = window;
@@ -245,8 +244,8 @@ impl Processes {
         if let Some(placement) = placement {
             process.placement = placement;
         }
-        if let Some(resource) = resource {
-            process.resource = resource;
+        if let Some(context) = context {
+            process.context = context;
         }
         if let Some(vmas) = vmas {
             let roots = &mut self.roots;

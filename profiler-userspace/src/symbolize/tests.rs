@@ -30,6 +30,7 @@ fn one_sample(pid: u32, addr: u64, kernel_stack: Stack) -> RawWindow {
         labels: None,
         runtime_ns: 0,
         label_set: None,
+        thread_attrs: None,
     }])
 }
 

@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use profiler_common::sample::ThreadState;
 
 use super::chunk::RawWindow;
-use crate::sample::{RawSample, RowLabels, Stack};
+use crate::sample::{RawSample, RowLabels, Stack, ThreadAttrValues};
 
 /// What makes two entries the same row: the kernel's own key.
 #[derive(PartialEq, Eq, Hash)]
@@ -18,6 +18,7 @@ struct Key<'a> {
     user_stack: &'a Stack,
     kernel_stack: &'a Stack,
     labels: Option<&'a RowLabels>,
+    thread_attrs: Option<&'a ThreadAttrValues>,
 }
 
 impl<'a> Key<'a> {
@@ -30,6 +31,7 @@ impl<'a> Key<'a> {
             user_stack: &sample.user_stack,
             kernel_stack: &sample.kernel_stack,
             labels: sample.labels.as_deref(),
+            thread_attrs: sample.thread_attrs.as_deref(),
         }
     }
 }
@@ -102,6 +104,7 @@ mod tests {
             labels: None,
             runtime_ns: 0,
             label_set: None,
+            thread_attrs: None,
         }
     }
 
