@@ -141,22 +141,23 @@ fn waiting_goroutines_carry_their_pprof_labels_as_gos_own_profile_has_them() {
 }
 
 /// The same, on the newest toolchain's stripped build, for targets that
-/// arrive by name (`--comm NAME --wait`, as the systemd unit is used), by
-/// a PID file written once the program runs (`--pid-file --wait`) and
-/// under `--all`: the daemon started first, the program after.
+/// arrive by name (`--comm NAME --wait`, as the systemd unit is used; and
+/// a shell that execs into the named program, adopted at its exec), by a
+/// PID file written once the program runs (`--pid-file --wait`) and under
+/// `--all`: the daemon started first, the program after.
 #[test]
-fn labels_reach_targets_found_by_name_by_pid_file_and_under_all() {
+fn labels_reach_targets_found_by_name_by_exec_by_pid_file_and_under_all() {
     require_root();
     let toolchain = go::toolchains().pop().unwrap();
     let mut failures = Vec::new();
-    for route in ["--comm", "--pid-file", "--all"] {
+    for route in ["--comm", "exec", "--pid-file", "--all"] {
         let what = format!("{} {route}", go::version(&toolchain));
         let dir = tempfile::tempdir().unwrap();
         let bin = go::build(&toolchain, "labels", dir.path(), "labels", true);
         let out = dir.path().join("out");
         let pid_file = dir.path().join("labels.pid");
         let mut args: Vec<&str> = match route {
-            "--comm" => vec!["--comm", "labels", "--wait"],
+            "--comm" | "exec" => vec!["--comm", "labels", "--wait"],
             "--pid-file" => vec!["--pid-file", pid_file.to_str().unwrap(), "--wait"],
             _ => vec!["--all"],
         };
@@ -170,8 +171,17 @@ fn labels_reach_targets_found_by_name_by_pid_file_and_under_all() {
             "999",
         ]);
         let running = Profiler::start(&args);
-        let mut command = Command::new(&bin);
-        command.arg("3").arg(dir.path());
+        let command = if route == "exec" {
+            // Named `sh` until it execs: the kernel adopts it then.
+            let mut sh = Command::new("sh");
+            sh.arg("-c")
+                .arg(format!("exec {} 3 {}", bin.display(), dir.path().display()));
+            sh
+        } else {
+            let mut command = Command::new(&bin);
+            command.arg("3").arg(dir.path());
+            command
+        };
         let mut fixture = Fixture::spawn_command(command);
         std::fs::write(&pid_file, format!("{}\n", fixture.pid())).unwrap();
         // Adopted (by name) and its goroutines read (under --all) before

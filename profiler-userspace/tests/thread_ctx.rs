@@ -115,34 +115,48 @@ fn has_relocation(lib: &Path, r_type: u32) -> bool {
     })
 }
 
-/// Under `--all`, the program started after the daemon: the same
-/// contexts, read from its first samples.
+/// The program started after the daemon, under `--all`, found by its
+/// name (`--comm --wait`) and by a PID file written once it runs
+/// (`--pid-file --wait`): the same contexts, read from its first samples.
 #[test]
-fn a_program_started_under_all_has_its_contexts_read() {
+fn a_program_found_as_the_daemon_runs_has_its_contexts_read() {
     require_root();
     let dir = tempfile::tempdir().unwrap();
     let bin = fixture(dir.path());
-    let out = dir.path().join("out");
-    let running = Profiler::start(&[
-        "--all",
-        "--output-dir",
-        out.to_str().unwrap(),
-        "--interval",
-        "60s",
-        "--frequency",
-        "999",
-    ]);
-    let mut fixture = Fixture::spawn_path(&bin, 3.0);
-    std::thread::sleep(std::time::Duration::from_secs(1));
-    fixture.go();
-    fixture.results();
-    let log = running.stop();
-    let profiles = profiles(&out);
-    let (pid, worker) = (fixture.pid(), fixture.tid("worker"));
-    let mut failures = other_thread(&profiles, pid, fixture.tid("other"), worker);
-    failures.extend(torn_thread(&profiles, pid, fixture.tid("torn")));
-    failures.extend(process_context(&profiles, pid));
-    assert!(failures.is_empty(), "{failures:#?}\n{log}");
+    let pid_file = dir.path().join("trace_ctx.pid");
+    let mut failures = Vec::new();
+    for route in ["--all", "--comm", "--pid-file"] {
+        let out = dir.path().join(format!("out{route}"));
+        let mut args: Vec<&str> = match route {
+            "--comm" => vec!["--comm", "trace_ctx", "--wait"],
+            "--pid-file" => vec!["--pid-file", pid_file.to_str().unwrap(), "--wait"],
+            _ => vec!["--all"],
+        };
+        args.extend([
+            "--output-dir",
+            out.to_str().unwrap(),
+            "--interval",
+            "60s",
+            "--frequency",
+            "999",
+        ]);
+        let running = Profiler::start(&args);
+        let mut fixture = Fixture::spawn_path(&bin, 3.0);
+        std::fs::write(&pid_file, format!("{}\n", fixture.pid())).unwrap();
+        std::thread::sleep(std::time::Duration::from_secs(1));
+        fixture.go();
+        fixture.results();
+        let log = running.stop();
+        let profiles = profiles(&out);
+        let (pid, worker) = (fixture.pid(), fixture.tid("worker"));
+        let mut found = other_thread(&profiles, pid, fixture.tid("other"), worker);
+        found.extend(torn_thread(&profiles, pid, fixture.tid("torn")));
+        found.extend(process_context(&profiles, pid));
+        if !found.is_empty() {
+            failures.push(format!("{route}: {found:#?}\n{log}"));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
 #[test]
