@@ -68,8 +68,11 @@ impl ThreadAttrs {
     pub fn bytes(&self) -> &[u8] {
         // SAFETY: the words are ATTRS_MAX initialised bytes, and a byte
         // needs no alignment.
-        let all = unsafe { core::slice::from_raw_parts(self.words.as_ptr().cast::<u8>(), ATTRS_MAX) };
-        let len = usize::try_from(self.len).unwrap_or(ATTRS_MAX).min(ATTRS_MAX);
+        let all =
+            unsafe { core::slice::from_raw_parts(self.words.as_ptr().cast::<u8>(), ATTRS_MAX) };
+        let len = usize::try_from(self.len)
+            .unwrap_or(ATTRS_MAX)
+            .min(ATTRS_MAX);
         &all[..len]
     }
 

@@ -98,7 +98,8 @@ fn variable(process: &ThreadCtxProcess) -> Option<u64> {
     // SAFETY: reads user memory through the fault-tolerant helper.
     let dtv = unsafe { bpf_probe_read_user((tp + DTV_AT) as *const u64) }.ok()?;
     // SAFETY: as above.
-    let entries = unsafe { bpf_probe_read_user((dtv.wrapping_sub(DTV_ENTRY)) as *const u64) }.ok()?;
+    let entries =
+        unsafe { bpf_probe_read_user((dtv.wrapping_sub(DTV_ENTRY)) as *const u64) }.ok()?;
     if process.module > entries {
         return None;
     }

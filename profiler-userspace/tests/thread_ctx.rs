@@ -85,7 +85,11 @@ fn library_fixture(dir: &Path, how: &str, dialect: &str, relocation: u32) -> Com
             format!("-L{}", dir.display()),
             format!("-Wl,-rpath,{}", dir.display()),
         );
-        build::cc(&bin, &["trace_ctx.c"], &[&search, "-lotel_thread_ctx", &rpath]);
+        build::cc(
+            &bin,
+            &["trace_ctx.c"],
+            &[&search, "-lotel_thread_ctx", &rpath],
+        );
         Command::new(&bin)
     } else {
         build::cc(&bin, &["trace_ctx.c"], &["-DCTX_DLOPEN"]);
@@ -109,10 +113,13 @@ fn has_relocation(lib: &Path, r_type: u32) -> bool {
     else {
         return false;
     };
-    file.dynamic_relocations().into_iter().flatten().any(|(_, r)| {
-        r.target() == RelocationTarget::Symbol(symbol.index())
-            && r.flags() == RelocationFlags::Elf { r_type }
-    })
+    file.dynamic_relocations()
+        .into_iter()
+        .flatten()
+        .any(|(_, r)| {
+            r.target() == RelocationTarget::Symbol(symbol.index())
+                && r.flags() == RelocationFlags::Elf { r_type }
+        })
 }
 
 /// The program started after the daemon, under `--all`, found by its
@@ -261,12 +268,7 @@ fn spans(fixture: &mut Fixture, out: &Path) -> Vec<String> {
 
 /// What is wrong with the spans of the thread `other` (always in span
 /// `OTHER`) and of thread `worker` (never).
-fn other_thread(
-    profiles: &[(PathBuf, Profile)],
-    pid: u32,
-    other: u32,
-    worker: u32,
-) -> Vec<String> {
+fn other_thread(profiles: &[(PathBuf, Profile)], pid: u32, other: u32, worker: u32) -> Vec<String> {
     let (mut samples, mut labelled, mut crossed) = (0, 0, 0);
     for (_, p) in profiles {
         for s in p.samples_of(pid) {

@@ -34,7 +34,10 @@ impl Context {
         values
             .iter()
             .filter_map(|(index, value)| {
-                let name = self.key_map.get(usize::from(*index)).filter(|n| !n.is_empty());
+                let name = self
+                    .key_map
+                    .get(usize::from(*index))
+                    .filter(|n| !n.is_empty());
                 if name.is_none() {
                     *unnamed += 1;
                 }

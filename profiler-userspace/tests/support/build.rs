@@ -58,7 +58,10 @@ pub fn cc(out: &Path, sources: &[&str], flags: &[&str]) -> PathBuf {
     }
     // After the sources: libraries are searched for what precedes them.
     command.args(flags);
-    run(command, &format!("cc -O2 {} {}", sources.join(" "), flags.join(" ")));
+    run(
+        command,
+        &format!("cc -O2 {} {}", sources.join(" "), flags.join(" ")),
+    );
     out.to_path_buf()
 }
 

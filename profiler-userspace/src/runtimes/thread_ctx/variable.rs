@@ -168,7 +168,11 @@ mod tests {
 
     #[test]
     fn a_slot_not_filled_yet_places_nothing() {
-        assert_eq!(in_static_tls(0), None, "no static TLS at the thread pointer");
+        assert_eq!(
+            in_static_tls(0),
+            None,
+            "no static TLS at the thread pointer"
+        );
         assert_eq!(in_static_tls(0x7f00_1234_5000), None, "a pointer");
         assert_eq!(
             in_static_tls((-0x40_i64).cast_unsigned()),
@@ -178,7 +182,11 @@ mod tests {
             })
         );
         assert_eq!(in_module(0, 8), None, "module ids start at 1");
-        assert_eq!(in_module(0x5555_0000_1000, 8), None, "a descriptor's own address");
+        assert_eq!(
+            in_module(0x5555_0000_1000, 8),
+            None,
+            "a descriptor's own address"
+        );
         assert_eq!(in_module(u64::MAX - 1, 0), None);
         assert_eq!(
             in_module(3, 16),
