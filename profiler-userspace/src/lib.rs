@@ -4,12 +4,14 @@
 //! windows, their rows from the kernel and the language `runtimes`) →
 //! window → symbolize → output (pprof, files, pushes, HTTP), driven by the
 //! window loop in `daemon`; `process` holds what a process is, below all
-//! of them. See ARCHITECTURE.md.
+//! of them, and `cpu_time` (where the daemon's CPU goes) below everything.
+//! See ARCHITECTURE.md.
 pub mod allocator;
 pub(crate) mod assemble;
 pub(crate) mod bpf;
 pub mod cli;
 pub(crate) mod config;
+pub(crate) mod cpu_time;
 pub mod daemon;
 pub mod gopclntab;
 pub(crate) mod mapping_events;

@@ -26,6 +26,7 @@ use std::sync::Arc;
 use crate::{
     bpf::{GoMaps, JavaMaps, KernelError, PythonMaps, ThreadCtxMaps, UnwindMaps},
     config::{Target, Unwind},
+    cpu_time::{Step, timed},
     mapping_events::{MappingEvents, Recorded},
     process::{build_ids::BuildIds, roots::Roots, snapshot::ProcessSnapshot},
     runtimes::{
@@ -192,11 +193,12 @@ impl ProcessWatch {
             .serve_requests(kernel, publisher(&mut self.anew.walked))?;
         self.snapshot_all(&published);
         self.anew.walked.serve(kernel)?;
-        for pid in self.unwinder.forget_exited(kernel)? {
+        let unwinder = &mut self.unwinder;
+        for pid in timed(Step::Exits, || unwinder.forget_exited(kernel))? {
             self.anew.walked.forget(kernel, pid)?;
         }
         if let Some(events) = &mut self.events {
-            events.read();
+            timed(Step::Records, || events.read());
         }
         Ok(published)
     }
@@ -265,17 +267,19 @@ impl ProcessWatch {
 
     /// Snapshots the processes whose mappings were read anew.
     fn snapshot_all(&mut self, pids: &[u32]) {
-        for &pid in pids {
-            if let Some(mappings) = self.unwinder.stamped_mappings(pid) {
-                let snapshot = ProcessSnapshot::read(
-                    pid,
-                    mappings,
-                    &mut self.anew.build_ids,
-                    &mut self.anew.roots,
-                );
-                self.anew.snapshots.push(Arc::new(snapshot));
+        timed(Step::Snapshots, || {
+            for &pid in pids {
+                if let Some(mappings) = self.unwinder.stamped_mappings(pid) {
+                    let snapshot = ProcessSnapshot::read(
+                        pid,
+                        mappings,
+                        &mut self.anew.build_ids,
+                        &mut self.anew.roots,
+                    );
+                    self.anew.snapshots.push(Arc::new(snapshot));
+                }
             }
-        }
+        });
     }
 }
 

@@ -11,6 +11,7 @@ use std::{
 use crate::{
     assemble::{Accounting, WindowTimes, assemble},
     config,
+    cpu_time::{Step, timed},
     profile::{Profile, View},
     symbolize::{Debuginfod, Symbolizer, debuginfod::DebuginfodError},
     window::RawWindow,
@@ -77,13 +78,15 @@ impl Assembler {
                 let mut symbolizer = Symbolizer::new(&symbols, debuginfod);
                 while let Ok(job) = queue.recv() {
                     let started = Instant::now();
-                    let (profile, accounting) = assemble(
-                        &job.raw,
-                        &mut symbolizer,
-                        job.times,
-                        job.period_ns,
-                        job.view,
-                    );
+                    let (profile, accounting) = timed(Step::Symbolize, || {
+                        assemble(
+                            &job.raw,
+                            &mut symbolizer,
+                            job.times,
+                            job.period_ns,
+                            job.view,
+                        )
+                    });
                     (job.done)(profile, accounting, started.elapsed());
                     crate::allocator::give_back_freed();
                 }

@@ -17,7 +17,7 @@ use prometheus_client::{
     registry::Registry,
 };
 
-use crate::assemble::Accounting;
+use crate::{assemble::Accounting, cpu_time};
 
 type Labels = Vec<(&'static str, &'static str)>;
 
@@ -75,6 +75,9 @@ pub struct Metrics {
     map_fill: Family<Labels, Gauge<f64, AtomicU64>>,
     drains: Family<Labels, Counter>,
     http_profiles: Family<Labels, Counter>,
+    /// The daemon's CPU by step (`cpu_time.rs`), brought up to date when
+    /// rendered.
+    cpu_seconds: Family<Labels, Counter<f64, AtomicU64>>,
     /// What the pusher reports (the push thread updates it).
     pub push: Arc<PushMetrics>,
 }
@@ -182,6 +185,7 @@ impl Metrics {
             map_fill: Family::default(),
             drains: Family::default(),
             http_profiles: Family::default(),
+            cpu_seconds: Family::default(),
             push: Arc::default(),
         };
         metrics.push.register(&mut registry);
@@ -235,6 +239,12 @@ impl Metrics {
             "Profiles served over HTTP (label `endpoint`)",
             metrics.http_profiles.clone(),
         );
+        registry.register(
+            "cpu_seconds",
+            "The daemon's CPU time by step of its work (label `step`; the rest is the \
+             process's CPU less their sum)",
+            metrics.cpu_seconds.clone(),
+        );
         Self {
             registry,
             ..metrics
@@ -244,6 +254,12 @@ impl Metrics {
     /// The text exposition (OpenMetrics, which Prometheus reads).
     #[must_use]
     pub fn render(&self) -> String {
+        for (step, ns) in cpu_time::totals() {
+            let counter = self.cpu_seconds.get_or_create(&vec![("step", step.name())]);
+            #[expect(clippy::cast_precision_loss, reason = "seconds")]
+            let total = ns as f64 / 1e9;
+            counter.inc_by((total - counter.get()).max(0.0));
+        }
         let mut text = String::new();
         // Writing to a String cannot fail.
         let _ = encode(&mut text, &self.registry);

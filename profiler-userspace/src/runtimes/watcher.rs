@@ -15,7 +15,13 @@ use super::{
     binaries::Binaries,
     seam::{ReadStats, Runtime, RuntimeProcess},
 };
-use crate::{config::Target, process::maps::FileId, process::procfs, sample::Stack};
+use crate::{
+    config::Target,
+    cpu_time::{Step, timed},
+    process::maps::FileId,
+    process::procfs,
+    sample::Stack,
+};
 
 /// How often the target set is looked at again for new processes of the
 /// runtime.
@@ -121,13 +127,17 @@ impl<R: Runtime> Watcher<R> {
         while !shared.stop.load(Ordering::Relaxed) {
             let now = Instant::now();
             let refresh = now >= next_refresh;
-            self.look(shared, refresh);
+            timed(Step::RuntimeReads, || {
+                self.look(shared, refresh);
+                if now >= next_read {
+                    let late = now.duration_since(next_read) > period / 4;
+                    self.read_into(shared, late);
+                }
+            });
             if refresh {
                 next_refresh = now + REFRESH;
             }
             if now >= next_read {
-                let late = now.duration_since(next_read) > period / 4;
-                self.read_into(shared, late);
                 next_read = (next_read + period).max(Instant::now());
             }
             // With no process of the runtime to read, nothing is due before the next

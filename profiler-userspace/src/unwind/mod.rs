@@ -28,6 +28,7 @@ use profiler_common::unwind::{MAX_MAPPINGS, ProcessMappings, UnwindMapping, Unwi
 
 use crate::{
     bpf::UnwindMaps,
+    cpu_time::{Step, timed},
     process::{
         build_ids::BuildIds,
         maps::{self, FileStamp, Vma},
@@ -170,7 +171,7 @@ impl Unwinder {
         pid: u32,
         read: &mut impl FnMut(&mut M, u32, &Stamped<'_>) -> Result<(), M::Error>,
     ) -> Result<Published, M::Error> {
-        let Ok(vmas) = maps::read(pid) else {
+        let Ok(vmas) = timed(Step::MapsRead, || maps::read(pid)) else {
             return Ok(Published::Gone);
         };
         if self.processes.get(&pid).is_some_and(|p| p.vmas == vmas) {
@@ -180,10 +181,12 @@ impl Unwinder {
         if kept < vmas.len() {
             self.stats.publishes_over_mapping_limit += 1;
         }
-        let ids: Vec<Option<BinaryId>> = vmas[..kept]
-            .iter()
-            .map(|vma| binary_id(pid, vma, self.tables.then_some(&mut self.build_ids)))
-            .collect();
+        let ids: Vec<Option<BinaryId>> = timed(Step::BinaryIds, || {
+            vmas[..kept]
+                .iter()
+                .map(|vma| binary_id(pid, vma, self.tables.then_some(&mut self.build_ids)))
+                .collect()
+        });
         let stamped: Vec<_> = vmas
             .iter()
             .zip(&ids)
@@ -195,12 +198,13 @@ impl Unwinder {
         };
         let mut used = HashSet::new();
         for ((vma, id), slot) in vmas.iter().zip(&ids).zip(&mut mappings.mappings) {
-            let (first_row, table, bias) = id
-                .as_ref()
-                .map(|id| self.table_for(maps, pid, vma, id))
-                .transpose()?
-                .flatten()
-                .unwrap_or((0, 0, 0));
+            let (first_row, table, bias) = timed(Step::Tables, || {
+                id.as_ref()
+                    .map(|id| self.table_for(maps, pid, vma, id))
+                    .transpose()
+            })?
+            .flatten()
+            .unwrap_or((0, 0, 0));
             *slot = UnwindMapping {
                 start: vma.start,
                 end: vma.end,
@@ -212,9 +216,9 @@ impl Unwinder {
             used.extend(id.clone());
         }
         debug_assert!(mappings.len as usize <= MAX_MAPPINGS);
-        maps.set_mappings(pid, &mappings)?;
+        timed(Step::MappingsPublish, || maps.set_mappings(pid, &mappings))?;
         self.stats.mapping_publishes += 1;
-        read(maps, pid, &stamped)?;
+        timed(Step::Runtimes, || read(maps, pid, &stamped))?;
         for id in &used {
             if let Some(binary) = self.binaries.get_mut(id) {
                 binary.users += 1;
