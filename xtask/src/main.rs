@@ -58,7 +58,7 @@ enum Cmd {
         /// `containers` (section 14, fifty containers of short processes), `floor`
         /// (section 1b, the ping-pong at defaults over its floor, paired) or
         /// `syscalls` (section 8, system calls of a process not profiled).
-        #[arg(long, value_name = "SECTION", value_parser = ["kernel", "daemon", "unwinding", "processes", "goroutines", "python", "java", "containers", "floor", "syscalls"])]
+        #[arg(long, value_name = "SECTION", value_parser = ["kernel", "daemon", "unwinding", "processes", "goroutines", "python", "java", "containers", "floor", "syscalls", "churn"])]
         only: Option<String>,
         /// Compare this tree's `sched_switch` program with the one of
         /// another build's profiler binary, both running at once, and print

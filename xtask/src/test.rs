@@ -38,8 +38,17 @@ pub fn run_all() -> anyhow::Result<()> {
             ])
             .current_dir(workspace_root().join("profiler-ebpf")))?;
     }
-    // The fixture programs the real-kernel tests profile.
+    // The fixture programs the real-kernel tests profile, and the daemon
+    // as users run it, for the tests whose measure depends on its speed.
     cargo(&["build", "--package", "profiler-fixtures"])?;
+    cargo(&[
+        "build",
+        "--release",
+        "--package",
+        "profiler-userspace",
+        "--bin",
+        "profiler",
+    ])?;
     // A product build refuses the test knobs, and its eBPF object has
     // none of their globals.
     cargo(&[

@@ -17,7 +17,7 @@ use super::{
 };
 use crate::{
     config::Target,
-    cpu_time::{Step, timed},
+    cpu_time::{self, Step},
     process::maps::FileId,
     process::procfs,
     sample::Stack,
@@ -124,20 +124,24 @@ impl<R: Runtime> Watcher<R> {
     pub(super) fn run(mut self, shared: &Shared<KeyOf<R>>, period: Duration) {
         let mut next_refresh = Instant::now();
         let mut next_read = Instant::now();
+        // The thread's CPU is all reads: accounted at each refresh, not
+        // timed around each read (with two clock reads a read, the view of
+        // `goroutine_busy.rs` read 0.952 to 0.997 of the truth in five
+        // runs; without, 0.972 to 1.020).
+        let mut accounted = cpu_time::thread_cpu_ns();
         while !shared.stop.load(Ordering::Relaxed) {
             let now = Instant::now();
             let refresh = now >= next_refresh;
-            timed(Step::RuntimeReads, || {
-                self.look(shared, refresh);
-                if now >= next_read {
-                    let late = now.duration_since(next_read) > period / 4;
-                    self.read_into(shared, late);
-                }
-            });
+            self.look(shared, refresh);
             if refresh {
                 next_refresh = now + REFRESH;
+                let cpu = cpu_time::thread_cpu_ns();
+                cpu_time::add(Step::RuntimeReads, cpu.saturating_sub(accounted));
+                accounted = cpu;
             }
             if now >= next_read {
+                let late = now.duration_since(next_read) > period / 4;
+                self.read_into(shared, late);
                 next_read = (next_read + period).max(Instant::now());
             }
             // With no process of the runtime to read, nothing is due before the next

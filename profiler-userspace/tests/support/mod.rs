@@ -37,6 +37,27 @@ pub fn profiler() -> Command {
     command
 }
 
+/// The `profiler` binary as users run it, optimised: `cargo xtask test`
+/// builds it (`target/release/profiler`) for the tests whose measure
+/// depends on how fast the daemon itself runs.
+pub fn release_profiler() -> Command {
+    let debug = Path::new(env!("CARGO_BIN_EXE_profiler"));
+    let bin = debug
+        .parent()
+        .and_then(Path::parent)
+        .map(|target| target.join("release/profiler"))
+        .expect("the profiler's target directory");
+    assert!(
+        bin.exists(),
+        "{} is missing: build it with `cargo build --release -p profiler-userspace` \
+         (cargo xtask test does)",
+        bin.display()
+    );
+    let mut command = Command::new(bin);
+    command.env_remove("DEBUGINFOD_URLS");
+    command
+}
+
 /// Panics unless running as root: these tests must run, never skip.
 pub fn require_root() {
     // SAFETY: geteuid has no preconditions.
@@ -108,7 +129,12 @@ pub struct Profiler {
 impl Profiler {
     /// Starts the profiler and returns once it has attached its programs.
     pub fn start(args: &[&str]) -> Self {
-        let mut child = profiler()
+        Self::start_command(profiler(), args)
+    }
+
+    /// [`Profiler::start`], the profiler run being `command`.
+    pub fn start_command(mut command: Command, args: &[&str]) -> Self {
+        let mut child = command
             .args(args)
             .stderr(Stdio::piped())
             .spawn()

@@ -58,6 +58,12 @@ impl Scrape {
             .number())
     }
 
+    /// The daemon's CPU seconds so far in `step` of its work
+    /// (`profiler_cpu_seconds_total{step}`).
+    pub(super) fn cpu_seconds(&self, step: &str) -> anyhow::Result<f64> {
+        Ok(self.value("profiler_cpu_seconds", ("step", step))?.number())
+    }
+
     /// The windows that went through `step` (`drain`, `symbolize`,
     /// `encode`, `write`) and their total time in milliseconds.
     pub(super) fn step(&self, step: &str) -> anyhow::Result<(f64, f64)> {

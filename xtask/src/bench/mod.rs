@@ -14,6 +14,7 @@ use crate::workspace::workspace_root;
 mod accuracy;
 mod against;
 mod brief;
+mod churn;
 mod containers;
 mod daemon_cost;
 mod daemon_metrics;
@@ -57,6 +58,7 @@ pub fn run_only(section: &str) -> anyhow::Result<()> {
         "syscalls" => syscalls::overhead_on_others(report).map(drop),
         "kernel" => program_costs(report).map(drop),
         "processes" => brief::brief_processes(report),
+        "churn" => churn::churn(report),
         "daemon" => {
             daemon_cost(report)?;
             startup::startup(report).map(drop)
@@ -240,6 +242,8 @@ fn later_sections(report: &mut String) -> anyhow::Result<Later> {
     java::java_frames(report)?;
     eprintln!("bench: containers of short processes");
     containers::containers(report)?;
+    eprintln!("bench: a build host's churn");
+    churn::churn(report)?;
 
     Ok(Later {
         walk,
