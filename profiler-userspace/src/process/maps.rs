@@ -99,11 +99,16 @@ impl Vma {
     }
 }
 
-/// Reads the executable mappings of `pid`, sorted by address.
+/// Reads the executable mappings of `pid`, sorted by address: by
+/// `PROCMAP_QUERY` where the kernel has it (`procmap_query.rs`), else
+/// from the text.
 ///
 /// # Errors
 /// When the process is gone or its maps are not readable.
 pub fn read(pid: u32) -> io::Result<Vec<Vma>> {
+    if let Some(read) = crate::process::procmap_query::read(pid) {
+        return read;
+    }
     crate::process::procfs::read(format!("/proc/{pid}/maps")).map(|text| parse(&text))
 }
 

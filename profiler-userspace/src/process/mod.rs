@@ -1,6 +1,7 @@
 //! What a process is, below everything that reads one: its executable
-//! mappings (`maps.rs`: `/proc/PID/maps`, the files' identities and
-//! stamps), the file a mapping saw and its build id (`files.rs`; build ids
+//! mappings (`maps.rs`: `/proc/PID/maps`, queried by `PROCMAP_QUERY`
+//! where the kernel has it, `procmap_query.rs`; the files' identities and
+//! stamps, remembered briefly by identity: `stamps.rs`), the file a mapping saw and its build id (`files.rs`; build ids
 //! read once per stamped file: `build_ids.rs`), and an image the kernel's
 //! mmap records told of a process gone since (`recorded.rs`), what was
 //! read of a process while it lived (`snapshot.rs`), its root held open
@@ -18,6 +19,8 @@ pub mod maps;
 pub mod memory;
 pub mod otel_ctx;
 pub mod procfs;
+pub mod procmap_query;
 pub mod recorded;
 pub mod roots;
 pub mod snapshot;
+pub mod stamps;

@@ -5,6 +5,7 @@ use std::sync::Arc;
 use crate::process::{
     build_ids::BuildIds,
     maps::{FileStamp, Vma},
+    stamps::Stamps,
 };
 
 /// How a binary is recognised across processes: by its GNU build id where
@@ -63,17 +64,23 @@ impl std::hash::Hash for BinaryId {
     }
 }
 
-/// The identity of the binary behind `vma`; `None` for anonymous memory
-/// (JIT code) and files that cannot be opened. Its build id is looked up
-/// only with `build_ids` (by stamp, so once per file).
-pub(super) fn binary_id(pid: u32, vma: &Vma, build_ids: Option<&mut BuildIds>) -> Option<BinaryId> {
+/// The identity of the binary behind `vma` (its stamp from `stamps`);
+/// `None` for anonymous memory (JIT code) and files that cannot be
+/// opened. Its build id is looked up only with `build_ids` (by stamp, so
+/// once per file).
+pub(super) fn binary_id(
+    pid: u32,
+    vma: &Vma,
+    stamps: &mut Stamps,
+    build_ids: Option<&mut BuildIds>,
+) -> Option<BinaryId> {
     if vma.path == "[vdso]" {
         return Some(BinaryId::Vdso);
     }
     if !vma.is_file() {
         return None;
     }
-    let stamp = FileStamp::of_mapping(pid, vma)?;
+    let stamp = stamps.of(pid, vma)?;
     let build_id = build_ids
         .map(|ids| ids.of(pid, vma, Some(stamp)))
         .filter(|id| !id.is_empty())

@@ -32,6 +32,7 @@ use crate::{
     process::{
         build_ids::BuildIds,
         maps::{self, FileStamp, Vma},
+        stamps::Stamps,
     },
 };
 use binary::{BinaryId, binary_id, read_binary};
@@ -87,6 +88,7 @@ pub struct Unwinder {
     binaries: HashMap<BinaryId, Binary>,
     /// Build ids of the files mapped, read once per file as stamped.
     build_ids: BuildIds,
+    stamps: Stamps,
     processes: HashMap<u32, Process>,
     /// Told of the processes the kernel asks about, before any of their
     /// tables is built (a large binary's takes most of a second).
@@ -103,6 +105,7 @@ impl Unwinder {
             space: RowSpace::new(rows),
             binaries: HashMap::new(),
             build_ids: BuildIds::default(),
+            stamps: Stamps::default(),
             processes: HashMap::new(),
             on_requests: None,
             stats: UnwindStats::default(),
@@ -184,7 +187,10 @@ impl Unwinder {
         let ids: Vec<Option<BinaryId>> = timed(Step::BinaryIds, || {
             vmas[..kept]
                 .iter()
-                .map(|vma| binary_id(pid, vma, self.tables.then_some(&mut self.build_ids)))
+                .map(|vma| {
+                    let build_ids = self.tables.then_some(&mut self.build_ids);
+                    binary_id(pid, vma, &mut self.stamps, build_ids)
+                })
                 .collect()
         });
         let stamped: Vec<_> = vmas

@@ -6,7 +6,7 @@ use profiler_common::unwind::{
 };
 
 use super::Unwinder;
-use crate::bpf::in_memory::MemoryKernel;
+use crate::{bpf::in_memory::MemoryKernel, process::stamps::Stamps};
 
 /// The kernel maps, in memory, with an array of `rows`.
 fn maps(rows: u32) -> MemoryKernel {
@@ -197,7 +197,8 @@ fn own_code() -> crate::process::maps::Vma {
 fn a_binary_unreadable_through_a_gone_mapping_is_built_at_its_next_mapping() {
     let pid = std::process::id();
     let vma = &own_code();
-    let id = super::binary_id(pid, vma, None).expect("this binary has an identity");
+    let id = super::binary_id(pid, vma, &mut Stamps::default(), None)
+        .expect("this binary has an identity");
     // The same file as seen through a range this process does not map.
     let gone = crate::process::maps::Vma {
         start: 0x1000,
@@ -229,7 +230,7 @@ fn copies_of_a_binary_with_one_build_id_share_one_table() {
     let pid = std::process::id();
     let vma = &own_code();
     let mut build_ids = crate::process::build_ids::BuildIds::default();
-    let id = super::binary_id(pid, vma, Some(&mut build_ids)).unwrap();
+    let id = super::binary_id(pid, vma, &mut Stamps::default(), Some(&mut build_ids)).unwrap();
     let super::binary::BinaryId::File { stamp, build_id } = id.clone() else {
         panic!("a file: {id:?}");
     };
