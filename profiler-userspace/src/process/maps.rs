@@ -1,6 +1,8 @@
 //! Executable mappings of a process, from `/proc/<pid>/maps`.
 use std::{io, path::PathBuf};
 
+use super::procmap_query::{self, Mapping};
+
 /// The exact file behind a mapping, even when deleted or in another mount
 /// namespace.
 pub(crate) fn map_files_path(pid: u32, vma: &Vma) -> PathBuf {
@@ -83,6 +85,18 @@ impl FileStamp {
     }
 }
 
+impl From<Mapping> for Vma {
+    fn from(m: Mapping) -> Self {
+        Self {
+            start: m.start,
+            end: m.end,
+            offset: m.offset,
+            path: m.name,
+            file: FileId::new(m.dev_major, m.dev_minor, m.inode),
+        }
+    }
+}
+
 impl Vma {
     /// Whether the mapping is backed by a file we can read symbols from.
     #[must_use]
@@ -106,8 +120,8 @@ impl Vma {
 /// # Errors
 /// When the process is gone or its maps are not readable.
 pub fn read(pid: u32) -> io::Result<Vec<Vma>> {
-    if let Some(read) = crate::process::procmap_query::read(pid) {
-        return read;
+    if let Some(read) = procmap_query::read(pid) {
+        return read.map(|mappings| mappings.into_iter().map(Vma::from).collect());
     }
     crate::process::procfs::read(format!("/proc/{pid}/maps")).map(|text| parse(&text))
 }
@@ -188,6 +202,33 @@ mod tests {
 7f1000000000-7f1000100000 r-xp 00028000 fd:00 99     /lib/x86_64-linux-gnu/libc.so.6 (deleted)
 7ffd00000000-7ffd00002000 r-xp 00000000 00:00 0      [vdso]
 ";
+
+    #[test]
+    fn the_query_reads_what_the_text_says() {
+        let pid = std::process::id();
+        let text = || {
+            let mut vmas =
+                parse(&crate::process::procfs::read(format!("/proc/{pid}/maps")).unwrap());
+            vmas.retain(|vma| vma.path != "[vsyscall]");
+            vmas
+        };
+        // A mapping made between the two reads makes them differ: tried
+        // again.
+        let mut last = None;
+        for _ in 0..5 {
+            let Some(queried) = procmap_query::read(pid) else {
+                // A kernel before 6.11: the text is read instead.
+                return;
+            };
+            let queried: Vec<Vma> = queried.unwrap().into_iter().map(Vma::from).collect();
+            let text = text();
+            if queried == text {
+                return;
+            }
+            last = Some((queried, text));
+        }
+        panic!("PROCMAP_QUERY and /proc/PID/maps disagree five times: {last:#?}");
+    }
 
     #[test]
     fn keeps_executable_mappings() {

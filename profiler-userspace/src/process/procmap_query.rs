@@ -4,17 +4,14 @@
 //! data, heap and stack regions than code). The text's `[vsyscall]` page
 //! is not among them (it is no mapping of the process's own; no sample
 //! lands in it: its calls are emulated by the kernel). Where the kernel
-//! lacks it
-//! (`ENOTTY`), [`read`] says so once and for all, and `maps.rs` reads the
-//! text.
+//! lacks it (`ENOTTY`), [`read`] says so once and for all, and `maps.rs`
+//! reads the text; it makes its mappings of what this returns.
 use std::{
     fs::File,
     io,
     os::fd::AsRawFd as _,
     sync::atomic::{AtomicU8, Ordering},
 };
-
-use super::maps::{FileId, Vma};
 
 /// `struct procmap_query` (`include/uapi/linux/fs.h`).
 #[repr(C)]
@@ -51,10 +48,23 @@ const UNKNOWN: u8 = 0;
 const YES: u8 = 1;
 const NO: u8 = 2;
 
-/// The executable mappings of `pid`, sorted by address, as `maps.rs`
-/// parses them from the text; `None` when the kernel has no
-/// `PROCMAP_QUERY`.
-pub fn read(pid: u32) -> Option<io::Result<Vec<Vma>>> {
+/// One executable mapping as the kernel answered.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Mapping {
+    pub start: u64,
+    pub end: u64,
+    pub offset: u64,
+    pub dev_major: u32,
+    pub dev_minor: u32,
+    pub inode: u64,
+    /// Its file's path (without the text's ` (deleted)`), or a pseudo
+    /// name (`[vdso]`); empty for none.
+    pub name: String,
+}
+
+/// The executable mappings of `pid`, sorted by address; `None` when the
+/// kernel has no `PROCMAP_QUERY`.
+pub fn read(pid: u32) -> Option<io::Result<Vec<Mapping>>> {
     if SUPPORT.load(Ordering::Relaxed) == NO {
         return None;
     }
@@ -91,58 +101,32 @@ pub fn read(pid: u32) -> Option<io::Result<Vec<Vma>>> {
             };
         }
         SUPPORT.store(YES, Ordering::Relaxed);
-        vmas.push(vma(&query, &name));
+        vmas.push(mapping(&query, &name));
         addr = query.vma_end;
     }
 }
 
 /// The mapping `query` found, named by the first bytes of `name`.
-fn vma(query: &ProcmapQuery, name: &[u8]) -> Vma {
+fn mapping(query: &ProcmapQuery, name: &[u8]) -> Mapping {
     // The size includes the terminating NUL; 0 for no name.
     let len = (query.vma_name_size as usize)
         .saturating_sub(1)
         .min(name.len());
     let path = String::from_utf8_lossy(&name[..len]);
-    let path = path.strip_suffix(" (deleted)").unwrap_or(&path);
-    Vma {
+    Mapping {
         start: query.vma_start,
         end: query.vma_end,
         offset: query.vma_offset,
-        path: path.to_owned(),
-        file: FileId::new(query.dev_major, query.dev_minor, query.inode),
+        dev_major: query.dev_major,
+        dev_minor: query.dev_minor,
+        inode: query.inode,
+        name: path.strip_suffix(" (deleted)").unwrap_or(&path).to_owned(),
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn the_query_reads_what_the_text_says() {
-        let pid = std::process::id();
-        let text = || {
-            let mut vmas = crate::process::maps::parse(
-                &crate::process::procfs::read(format!("/proc/{pid}/maps")).unwrap(),
-            );
-            vmas.retain(|vma| vma.path != "[vsyscall]");
-            vmas
-        };
-        // A mapping made between the two reads makes them differ: tried
-        // again.
-        let mut last = None;
-        for _ in 0..5 {
-            let Some(queried) = read(pid) else {
-                // A kernel before 6.11: the text is read instead.
-                return;
-            };
-            let (queried, text) = (queried.unwrap(), text());
-            if queried == text {
-                return;
-            }
-            last = Some((queried, text));
-        }
-        panic!("PROCMAP_QUERY and /proc/PID/maps disagree five times: {last:#?}");
-    }
 
     #[test]
     fn a_process_gone_is_an_error() {
