@@ -13,7 +13,8 @@ pub enum Step {
     MapsRead,
     /// Identifying its mapped files (their stamps and build ids).
     BinaryIds,
-    /// Building and placing the unwind tables of binaries new to it.
+    /// Building and placing the unwind tables of binaries new to it, and
+    /// its mapping list.
     Tables,
     /// Writing its mapping list to the kernel.
     MappingsPublish,
@@ -89,6 +90,30 @@ pub fn timed<T>(step: Step, work: impl FnOnce() -> T) -> T {
     out
 }
 
+/// Times consecutive steps of one piece of work with one clock read
+/// between each (the clock is a system call: timing each of a process's
+/// twenty mappings on its own cost more than some steps).
+pub struct Laps {
+    last: u64,
+}
+
+impl Laps {
+    /// Starts timing the first step.
+    #[must_use]
+    pub fn start() -> Self {
+        Self {
+            last: thread_cpu_ns(),
+        }
+    }
+
+    /// Adds the CPU since the last lap (or the start) to `step`.
+    pub fn lap(&mut self, step: Step) {
+        let now = thread_cpu_ns();
+        add(step, now.saturating_sub(self.last));
+        self.last = now;
+    }
+}
+
 /// Adds `ns` of CPU to `step`.
 pub fn add(step: Step, ns: u64) {
     TOTALS[step as usize].fetch_add(ns, Ordering::Relaxed);
@@ -115,5 +140,25 @@ mod tests {
         let added = totals()[Step::Exits as usize].1 - before;
         // Other tests' steps may add to it meanwhile: a lower bound.
         assert!(added >= spun, "{added} ns added for {spun} ns spun");
+    }
+
+    #[test]
+    fn laps_add_each_steps_cpu_to_its_own_step() {
+        let spin = |ns| {
+            let start = thread_cpu_ns();
+            while thread_cpu_ns() - start < ns {}
+        };
+        let before = totals();
+        let mut laps = Laps::start();
+        spin(1_000_000);
+        laps.lap(Step::Records);
+        spin(3_000_000);
+        laps.lap(Step::Snapshots);
+        let after = totals();
+        let added = |step: Step| after[step as usize].1 - before[step as usize].1;
+        assert!(added(Step::Records) >= 1_000_000);
+        assert!(added(Step::Snapshots) >= 3_000_000);
+        // Not the first step's CPU again: other tests add little to it.
+        assert!(added(Step::Snapshots) < 3_000_000 + 1_000_000);
     }
 }

@@ -28,7 +28,7 @@ use profiler_common::unwind::{MAX_MAPPINGS, ProcessMappings, UnwindMapping, Unwi
 
 use crate::{
     bpf::UnwindMaps,
-    cpu_time::{Step, timed},
+    cpu_time::{Laps, Step},
     process::{
         build_ids::BuildIds,
         maps::{self, FileStamp, Vma},
@@ -174,7 +174,10 @@ impl Unwinder {
         pid: u32,
         read: &mut impl FnMut(&mut M, u32, &Stamped<'_>) -> Result<(), M::Error>,
     ) -> Result<Published, M::Error> {
-        let Ok(vmas) = timed(Step::MapsRead, || maps::read(pid)) else {
+        let mut laps = Laps::start();
+        let read_vmas = maps::read(pid);
+        laps.lap(Step::MapsRead);
+        let Ok(vmas) = read_vmas else {
             return Ok(Published::Gone);
         };
         if self.processes.get(&pid).is_some_and(|p| p.vmas == vmas) {
@@ -184,15 +187,14 @@ impl Unwinder {
         if kept < vmas.len() {
             self.stats.publishes_over_mapping_limit += 1;
         }
-        let ids: Vec<Option<BinaryId>> = timed(Step::BinaryIds, || {
-            vmas[..kept]
-                .iter()
-                .map(|vma| {
-                    let build_ids = self.tables.then_some(&mut self.build_ids);
-                    binary_id(pid, vma, &mut self.stamps, build_ids)
-                })
-                .collect()
-        });
+        let ids: Vec<Option<BinaryId>> = vmas[..kept]
+            .iter()
+            .map(|vma| {
+                let build_ids = self.tables.then_some(&mut self.build_ids);
+                binary_id(pid, vma, &mut self.stamps, build_ids)
+            })
+            .collect();
+        laps.lap(Step::BinaryIds);
         let stamped: Vec<_> = vmas
             .iter()
             .zip(&ids)
@@ -204,13 +206,12 @@ impl Unwinder {
         };
         let mut used = HashSet::new();
         for ((vma, id), slot) in vmas.iter().zip(&ids).zip(&mut mappings.mappings) {
-            let (first_row, table, bias) = timed(Step::Tables, || {
-                id.as_ref()
-                    .map(|id| self.table_for(maps, pid, vma, id))
-                    .transpose()
-            })?
-            .flatten()
-            .unwrap_or((0, 0, 0));
+            let (first_row, table, bias) = id
+                .as_ref()
+                .map(|id| self.table_for(maps, pid, vma, id))
+                .transpose()?
+                .flatten()
+                .unwrap_or((0, 0, 0));
             *slot = UnwindMapping {
                 start: vma.start,
                 end: vma.end,
@@ -222,9 +223,12 @@ impl Unwinder {
             used.extend(id.clone());
         }
         debug_assert!(mappings.len as usize <= MAX_MAPPINGS);
-        timed(Step::MappingsPublish, || maps.set_mappings(pid, &mappings))?;
+        laps.lap(Step::Tables);
+        maps.set_mappings(pid, &mappings)?;
+        laps.lap(Step::MappingsPublish);
         self.stats.mapping_publishes += 1;
-        timed(Step::Runtimes, || read(maps, pid, &stamped))?;
+        read(maps, pid, &stamped)?;
+        laps.lap(Step::Runtimes);
         for id in &used {
             if let Some(binary) = self.binaries.get_mut(id) {
                 binary.users += 1;
