@@ -90,19 +90,17 @@ impl<R: Runtime> RuntimeThread<R> {
     }
 
     /// What tells the reader of processes started or exec'd (their
-    /// mappings were just read): it is woken to look at them now, so a
-    /// target that execs into the runtime is read from within
-    /// milliseconds, not at the next refresh.
+    /// mappings were just read): it looks at them once they have settled
+    /// (`watcher::SETTLE`), so a target that execs into the runtime is
+    /// read from within tens of milliseconds, not at the next refresh.
     pub(super) fn noticer(&self) -> impl Fn(&[u32]) + Send + Sync + 'static {
         let shared = Arc::clone(&self.shared);
         let thread = self.thread.as_ref().map(|t| t.thread().clone());
         move |pids: &[u32]| {
-            if pids.is_empty() {
+            if pids.is_empty() || !shared.notice(pids) {
                 return;
             }
-            if let Ok(mut noticed) = shared.noticed.lock() {
-                noticed.extend_from_slice(pids);
-            }
+            // Nothing was waiting: woken to plan the look.
             if let Some(thread) = &thread {
                 thread.unpark();
             }

@@ -45,6 +45,13 @@ const RECHECK_ROUNDS: usize = 10;
 /// process's list, each standing for N.
 const MAX_PER_SECOND: u64 = 20_000;
 
+/// A process the daemon saw start or exec is looked at once it has lived
+/// this long, with the others noticed meanwhile: most processes of a
+/// build or a shell script are gone by then (the reader is not woken, and
+/// nothing is attached, for each), and a process of the runtime that
+/// lives is read from its second or third tick on.
+const SETTLE: Duration = Duration::from_millis(25);
+
 /// A runtime's row key.
 pub(super) type KeyOf<R> = <<R as Runtime>::Process as RuntimeProcess>::Key;
 
@@ -75,9 +82,41 @@ impl<K> Default for Collected<K> {
 pub(super) struct Shared<K> {
     pub collected: Mutex<Collected<K>>,
     pub target: Mutex<Target>,
-    /// Processes the daemon saw start or exec since the last refresh.
-    pub noticed: Mutex<Vec<u32>>,
+    /// Processes the daemon saw start or exec, not yet looked at, and
+    /// when.
+    pub noticed: Mutex<Vec<(u32, Instant)>>,
     pub stop: AtomicBool,
+}
+
+impl<K> Shared<K> {
+    /// Adds processes the daemon saw start or exec; true when none was
+    /// waiting before (the reader must be woken to plan its look).
+    pub(super) fn notice(&self, pids: &[u32]) -> bool {
+        let now = Instant::now();
+        self.noticed.lock().is_ok_and(|mut noticed| {
+            let first = noticed.is_empty();
+            noticed.extend(pids.iter().map(|&pid| (pid, now)));
+            first
+        })
+    }
+
+    /// Takes the noticed processes that have lived [`SETTLE`] by `now`;
+    /// with when the oldest of those left was noticed.
+    fn take_settled(&self, now: Instant) -> (BTreeSet<u32>, Option<Instant>) {
+        let Ok(mut noticed) = self.noticed.lock() else {
+            return (BTreeSet::new(), None);
+        };
+        let mut settled = BTreeSet::new();
+        noticed.retain(|&(pid, at)| {
+            let old = now.duration_since(at) >= SETTLE;
+            if old {
+                settled.insert(pid);
+            }
+            !old
+        });
+        let oldest = noticed.iter().map(|&(_, at)| at).min();
+        (settled, oldest)
+    }
 }
 
 struct Watched<P> {
@@ -132,7 +171,7 @@ impl<R: Runtime> Watcher<R> {
         while !shared.stop.load(Ordering::Relaxed) {
             let now = Instant::now();
             let refresh = now >= next_refresh;
-            self.look(shared, refresh);
+            let waiting = self.look(shared, refresh, now);
             if refresh {
                 next_refresh = now + REFRESH;
                 let cpu = cpu_time::thread_cpu_ns();
@@ -146,35 +185,38 @@ impl<R: Runtime> Watcher<R> {
             }
             // With no process of the runtime to read, nothing is due before the next
             // look at the targets.
-            let wake = if self.processes.values().any(|w| w.process.is_some()) {
+            let mut wake = if self.processes.values().any(|w| w.process.is_some()) {
                 next_read.min(next_refresh)
             } else {
                 next_refresh
             };
-            // Woken early by `notice` and by `Drop`.
+            // The processes noticed but not settled, looked at together: at
+            // most one wakeup per `SETTLE` however many start.
+            if let Some(oldest) = waiting {
+                wake = wake.min((oldest + SETTLE).max(now + SETTLE));
+            }
+            // Woken early by `notice` (when nothing was waiting) and by `Drop`.
             std::thread::park_timeout(wake.saturating_duration_since(Instant::now()));
         }
     }
 
-    /// Takes the processes noticed since the last look, and refreshes the
-    /// targets (when `refresh`) or looks at the noticed ones only.
-    fn look(&mut self, shared: &Shared<KeyOf<R>>, refresh: bool) {
-        let noticed: BTreeSet<u32> = shared
-            .noticed
-            .lock()
-            .map(|mut n| std::mem::take(&mut *n).into_iter().collect())
-            .unwrap_or_default();
+    /// Takes the noticed processes that have settled, and refreshes the
+    /// targets (when `refresh`) or looks at those only; returns when the
+    /// oldest noticed process left waiting was noticed.
+    fn look(&mut self, shared: &Shared<KeyOf<R>>, refresh: bool, now: Instant) -> Option<Instant> {
+        let (noticed, waiting) = shared.take_settled(now);
         if !refresh && noticed.is_empty() {
-            return;
+            return waiting;
         }
         let Ok(target) = shared.target.lock().map(|t| t.clone()) else {
-            return;
+            return waiting;
         };
         if refresh {
             self.refresh(&target, &noticed);
         } else {
             self.look_at_noticed(&target, &noticed);
         }
+        waiting
     }
 
     /// One read of every process of the runtime, added to what `shared`
@@ -253,15 +295,21 @@ impl<R: Runtime> Watcher<R> {
     /// Attaches to `pid` if it is new or runs another binary than when
     /// last looked at (it exec'd).
     fn look_at(&mut self, pid: u32) {
-        // No executable (a kernel thread), or gone: not the runtime's, looked at
-        // again in turns like the others (a gone one leaves the targets).
-        let file =
-            fs::metadata(format!("/proc/{pid}/exe")).map_or(FileId { dev: 0, inode: 0 }, |meta| {
-                FileId {
-                    dev: meta.dev(),
-                    inode: meta.ino(),
-                }
-            });
+        // No executable (a kernel thread): not the runtime's, looked at
+        // again in turns like the others. Gone (most noticed processes of
+        // a build are, once settled): forgotten now, not rechecked until
+        // the next listing.
+        let file = match fs::metadata(format!("/proc/{pid}/exe")) {
+            Ok(meta) => FileId {
+                dev: meta.dev(),
+                inode: meta.ino(),
+            },
+            Err(_) if !std::path::Path::new(&format!("/proc/{pid}")).exists() => {
+                self.processes.remove(&pid);
+                return;
+            }
+            Err(_) => FileId { dev: 0, inode: 0 },
+        };
         if self.processes.get(&pid).is_some_and(|w| w.file == file) {
             return;
         }
