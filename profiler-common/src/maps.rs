@@ -85,10 +85,11 @@ pub const UNWIND_PROCS: &str = "UNWIND_PROCS";
 /// PC outside every known mapping: exec, mmap, dlopen). The daemon reads
 /// them promptly, builds what is missing and deletes the request.
 pub const UNWIND_REQUESTS: &str = "UNWIND_REQUESTS";
-/// Ring buffer of pids, written when a request is first put in
-/// [`UNWIND_REQUESTS`]: the daemon wakes on it and serves the request at
-/// once, instead of at its next poll. Only a doorbell: the requests map
-/// stays what is served, so a full ring loses nothing but promptness.
+/// Ring buffer written when a request is first put in [`UNWIND_REQUESTS`]
+/// or a runtime's request map (each record a `u32`: [`RANG_MAPPINGS`] or
+/// [`RANG_RUNTIMES`]): the daemon wakes on it and serves the maps rung at
+/// once, instead of at its next poll. Only a doorbell: the request maps
+/// stay what is served, so a full ring loses nothing but promptness.
 pub const UNWIND_DOORBELL: &str = "UNWIND_DOORBELL";
 /// Per-CPU state of the user stack walk between `bpf_loop` iterations.
 pub const UNWIND_STATE: &str = "UNWIND_STATE";
@@ -309,9 +310,16 @@ pub const IN_FLIGHT_MAX_ENTRIES: u32 = 65_536;
 pub const UNWIND_ROWS_DEFAULT_ENTRIES: u32 = 4 << 20;
 /// Capacity of [`UNWIND_PROCS`] (allocated per entry, not up front).
 pub const UNWIND_PROCS_MAX_ENTRIES: u32 = 8_192;
-/// Bytes of [`UNWIND_DOORBELL`] (a page: 256 pids, in 16-byte records,
+/// Bytes of [`UNWIND_DOORBELL`] (a page: 256 rings, in 16-byte records,
 /// between two reads).
 pub const UNWIND_DOORBELL_BYTES: u32 = 4_096;
+/// A doorbell record's bit for a request in [`UNWIND_REQUESTS`].
+pub const RANG_MAPPINGS: u32 = 1;
+/// A doorbell record's bit for a request in [`PYTHON_CODE_REQUESTS`],
+/// [`JAVA_FRAME_REQUESTS`] or [`GO_LABEL_REQUESTS`]: an empty request map
+/// of 8,192 buckets costs a walk of them all to find empty, so each is
+/// read only when rung (and at the poll).
+pub const RANG_RUNTIMES: u32 = 2;
 /// Capacity of [`UNWIND_REQUESTS`].
 pub const UNWIND_REQUESTS_MAX_ENTRIES: u32 = 1_024;
 

@@ -24,7 +24,7 @@
 use std::sync::Arc;
 
 use crate::{
-    bpf::{GoMaps, JavaMaps, KernelError, PythonMaps, ThreadCtxMaps, UnwindMaps},
+    bpf::{GoMaps, JavaMaps, KernelError, PythonMaps, Rang, ThreadCtxMaps, UnwindMaps},
     config::{Target, Unwind},
     cpu_time::{Step, timed},
     mapping_events::{MappingEvents, Recorded},
@@ -167,17 +167,26 @@ impl ProcessWatch {
         self.unwinder.on_requests(notice);
     }
 
-    /// Serves the kernel's requests when it rings; returns the processes
-    /// whose mappings were read anew (first seen, or exec'd).
+    /// Serves the kernel's requests in the maps it `rang` for; returns the
+    /// processes whose mappings were read anew (first seen, or exec'd).
     ///
     /// # Errors
     /// When the kernel maps cannot be read or written.
-    pub fn serve_rung(&mut self, kernel: &mut impl WatchMaps) -> Result<Vec<u32>, KernelError> {
-        let published = self
-            .unwinder
-            .serve_rung(kernel, publisher(&mut self.anew.walked))?;
-        self.snapshot_all(&published);
-        self.anew.walked.serve(kernel)?;
+    pub fn serve_rung(
+        &mut self,
+        kernel: &mut impl WatchMaps,
+        rang: Rang,
+    ) -> Result<Vec<u32>, KernelError> {
+        let mut published = Vec::new();
+        if rang.mappings {
+            published = self
+                .unwinder
+                .serve_rung(kernel, publisher(&mut self.anew.walked))?;
+            self.snapshot_all(&published);
+        }
+        if rang.runtimes {
+            self.anew.walked.serve(kernel)?;
+        }
         Ok(published)
     }
 

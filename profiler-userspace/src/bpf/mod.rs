@@ -44,7 +44,7 @@ mod tracked_thread;
 mod unwind_maps;
 
 pub use btf_fields::{BtfFieldError, KernelTypes};
-pub use doorbell::Doorbell;
+pub use doorbell::{Doorbell, Rang};
 pub use drain::{Drained, WindowMaps};
 pub use error::KernelError;
 pub use go_maps::GoMaps;

@@ -12,7 +12,7 @@ use tokio::{
 
 use super::error::DaemonError;
 use crate::{
-    bpf::{Doorbell, KernelError, KernelMaps, TargetMaps, WindowMaps},
+    bpf::{Doorbell, KernelError, KernelMaps, Rang, TargetMaps, WindowMaps},
     config::{Config, Target},
     output::on_demand::{OnDemand, ProfileRequest},
     pipeline::{Assembled, DrainReason, EARLY_DRAIN_FILL, Pipeline},
@@ -189,8 +189,7 @@ impl Waits {
                 () = sleep_until(due.unwrap_or(never)), if due.is_some() => return Ok(Event::RequestsDue.into()),
                 segment = pipeline.next_assembled() => return Ok(Woken::Assembled(segment)),
                 rung = ring(self.doorbell.as_mut()) => {
-                    rung?;
-                    watch.serve_rung(kernel)?;
+                    watch.serve_rung(kernel, rung?)?;
                 }
                 _ = self.poll.tick() => {
                     watch.serve(kernel)?;
@@ -267,7 +266,7 @@ async fn tick(interval: Option<&mut Interval>) {
 }
 
 /// The kernel's next ring; never, without a doorbell.
-async fn ring(doorbell: Option<&mut Doorbell>) -> Result<(), KernelError> {
+async fn ring(doorbell: Option<&mut Doorbell>) -> Result<Rang, KernelError> {
     match doorbell {
         Some(doorbell) => doorbell.rung().await,
         None => std::future::pending().await,
