@@ -29,10 +29,13 @@ impl BuildIds {
             return known.clone();
         }
         self.reads += 1;
-        let id = read_build_id(pid, vma);
-        // An empty id may be a read that failed (the process is gone by
-        // now): not remembered, so the next process reads it again.
-        if let Some(stamp) = stamp.filter(|_| !id.is_empty()) {
+        // A read that failed (the process is gone by now) is not
+        // remembered, so the next process reads it again; a file without
+        // a build id (Debian's Go binaries) is.
+        let Some(id) = read_build_id(pid, vma) else {
+            return String::new();
+        };
+        if let Some(stamp) = stamp {
             if self.known.len() >= MAX_KNOWN {
                 self.known.clear();
             }

@@ -95,13 +95,14 @@ pub(crate) fn mapped_dir(pid: u32, vma: &Vma) -> Option<PathBuf> {
 }
 
 /// The build id (hex) of the file `pid` maps at `vma`; empty for none, and
-/// for memory no file backs.
-pub(crate) fn read_build_id(pid: u32, vma: &Vma) -> String {
-    if vma.is_file() {
-        build_id(&map_files_path(pid, vma)).unwrap_or_default()
-    } else {
-        String::new()
+/// for memory no file backs; `None` when the file could not be read (the
+/// process is gone).
+pub(crate) fn read_build_id(pid: u32, vma: &Vma) -> Option<String> {
+    if !vma.is_file() {
+        return Some(String::new());
     }
+    let id = blazesym::helper::read_elf_build_id(&map_files_path(pid, vma)).ok()?;
+    Some(id.map(|id| hex(&id)).unwrap_or_default())
 }
 
 /// The build id of the ELF file at `path`, in hex.

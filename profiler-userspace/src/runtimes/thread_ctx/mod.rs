@@ -31,17 +31,43 @@ const PENDING_TRIES: u32 = 600;
 #[derive(Default)]
 pub struct ThreadContexts {
     /// Binaries by file: where they keep the variable (`None`: they do
-    /// not).
-    binaries: HashMap<FileStamp, Option<Variable>>,
+    /// not define it).
+    binaries: HashMap<FileStamp, Option<Forms>>,
     /// Processes published.
     processes: HashMap<u32, ThreadCtxProcess>,
     /// Processes whose variable's slot was not filled yet.
     pending: HashMap<u32, Pending>,
 }
 
+/// Where a binary that defines the variable keeps it, as a program and
+/// as a library (which it is depends on the process that maps it).
+struct Forms {
+    executable: Option<Variable>,
+    library: Option<Variable>,
+}
+
+impl Forms {
+    fn of(data: &[u8]) -> Option<Self> {
+        let forms = Self {
+            executable: Variable::of(data, true),
+            library: Variable::of(data, false),
+        };
+        (forms.executable.is_some() || forms.library.is_some()).then_some(forms)
+    }
+
+    fn get(&self, executable: bool) -> Option<&Variable> {
+        if executable {
+            self.executable.as_ref()
+        } else {
+            self.library.as_ref()
+        }
+    }
+}
+
 /// A process's variable found in a mapped binary, not placed yet.
 struct Pending {
     stamp: FileStamp,
+    executable: bool,
     offset: u64,
     start: u64,
     tries: u32,
@@ -59,15 +85,20 @@ impl ThreadContexts {
         pid: u32,
         mappings: &Stamped<'_>,
     ) -> Result<(), KernelError> {
-        let exe = std::fs::read_link(format!("/proc/{pid}/exe")).ok();
+        // Which file is the program, read only for a process that maps one
+        // defining the variable (most map none).
+        let mut exe = None;
         let found = mappings.iter().find_map(|&(vma, stamp)| {
             let stamp = stamp?;
+            let forms = self.forms(pid, vma, stamp)?;
             let executable = exe
+                .get_or_insert_with(|| std::fs::read_link(format!("/proc/{pid}/exe")).ok())
                 .as_deref()
                 .is_some_and(|exe| std::path::Path::new(&vma.path) == exe);
-            self.variable(pid, vma, stamp, executable)?;
+            forms.get(executable)?;
             Some(Pending {
                 stamp,
+                executable,
                 offset: vma.offset,
                 start: vma.start,
                 tries: 0,
@@ -118,6 +149,7 @@ impl ThreadContexts {
             .binaries
             .get(&pending.stamp)
             .and_then(Option::as_ref)
+            .and_then(|forms| forms.get(pending.executable))
             .and_then(|v| v.place(Memory { pid }, pending.offset, pending.start));
         let Some(place) = placed else {
             if pending.tries >= PENDING_TRIES {
@@ -135,14 +167,8 @@ impl ThreadContexts {
     }
 
     /// Where the binary `vma` maps keeps the variable, read once per file.
-    fn variable(
-        &mut self,
-        pid: u32,
-        vma: &Vma,
-        stamp: FileStamp,
-        executable: bool,
-    ) -> Option<&Variable> {
-        let variable = match self.binaries.entry(stamp) {
+    fn forms(&mut self, pid: u32, vma: &Vma, stamp: FileStamp) -> Option<&Forms> {
+        let forms = match self.binaries.entry(stamp) {
             Entry::Occupied(known) => known.into_mut(),
             Entry::Vacant(vacant) => {
                 // A file that cannot be opened now (the process gone) is
@@ -151,9 +177,9 @@ impl ThreadContexts {
                 // SAFETY: read-only; a binary is replaced by rename on
                 // upgrade, which leaves this mapping intact.
                 let data = unsafe { memmap2::Mmap::map(&file) }.ok()?;
-                vacant.insert(Variable::of(&data, executable))
+                vacant.insert(Forms::of(&data))
             }
         };
-        variable.as_ref()
+        forms.as_ref()
     }
 }

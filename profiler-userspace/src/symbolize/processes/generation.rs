@@ -51,8 +51,12 @@ impl Generation {
                         .find(|(old, _)| *old == vma)
                         .map(|(_, m)| m.clone())
                 });
-                let mapping =
-                    reused.unwrap_or_else(|| Arc::new(new_mapping(&vma, read_build_id(pid, &vma))));
+                let mapping = reused.unwrap_or_else(|| {
+                    Arc::new(new_mapping(
+                        &vma,
+                        read_build_id(pid, &vma).unwrap_or_default(),
+                    ))
+                });
                 (vma, mapping)
             })
             .collect();
