@@ -12,6 +12,7 @@ pub mod go;
 pub mod java;
 pub mod maps;
 pub mod off_cpu;
+pub mod process;
 pub mod python;
 pub mod sample;
 pub mod sched;

@@ -81,9 +81,11 @@ pub const UNWIND_ROWS: &str = "UNWIND_ROWS";
 /// pid -> [`crate::unwind::ProcessMappings`]: the executable mappings the
 /// kernel walker uses for that process.
 pub const UNWIND_PROCS: &str = "UNWIND_PROCS";
-/// pid -> 1: processes whose mappings the walker needs (never seen, or a
-/// PC outside every known mapping: exec, mmap, dlopen). The daemon reads
-/// them promptly, builds what is missing and deletes the request.
+/// pid -> [`crate::process::ProcessSeen`]: processes whose mappings the
+/// walker needs (never seen, or a PC outside every known mapping: exec,
+/// mmap, dlopen), with what the asking thread saw of its process. The
+/// daemon reads them promptly, builds what is missing and deletes the
+/// request.
 pub const UNWIND_REQUESTS: &str = "UNWIND_REQUESTS";
 /// Ring buffer written when a request is first put in [`UNWIND_REQUESTS`]
 /// or a runtime's request map (each record a `u32`: [`RANG_MAPPINGS`] or
@@ -170,6 +172,9 @@ pub const GLOBAL_TASK_WORK: &str = "TASK_WORK_LINKED";
 /// Load-time global: the offset of `task_struct.thread.fsbase` from the
 /// kernel's BTF (0 without BTF: the Python walk then finds no thread).
 pub const GLOBAL_FSBASE_OFFSET: &str = "FSBASE_OFFSET";
+/// Load-time global: where a process's mount namespace and root are (a
+/// [`crate::process::ProcessOffsets`] from the kernel's BTF; zeros without).
+pub const GLOBAL_PROCESS_OFFSETS: &str = "PROCESS_OFFSETS";
 /// How many [`INTERVAL_CELLS`] are in use (a power of two; fewer only in
 /// tests, to make threads share cells).
 pub const GLOBAL_INTERVAL_CELLS: &str = "INTERVAL_CELLS_IN_USE";
@@ -217,7 +222,7 @@ pub const ALL: [&str; 36] = [
 ];
 
 /// Every load-time global the daemon sets, checked the same way.
-pub const GLOBALS: [&str; 7] = [
+pub const GLOBALS: [&str; 8] = [
     GLOBAL_TARGET_ALL,
     GLOBAL_OFF_CPU_RATE_NS,
     GLOBAL_UNWIND_TABLES,
@@ -225,6 +230,7 @@ pub const GLOBALS: [&str; 7] = [
     GLOBAL_TASK_WORK,
     GLOBAL_INTERVAL_CELLS,
     GLOBAL_FSBASE_OFFSET,
+    GLOBAL_PROCESS_OFFSETS,
 ];
 
 /// The globals of the test knobs, in an object built with the feature

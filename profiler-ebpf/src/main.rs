@@ -21,6 +21,7 @@ mod java;
 mod maps;
 mod off_cpu;
 mod on_cpu;
+mod process_seen;
 mod python;
 mod sched_info;
 mod stack;

@@ -23,6 +23,7 @@ use profiler_common::{
         UNWIND_PROCS_MAX_ENTRIES, UNWIND_REQUESTS_MAX_ENTRIES, UNWIND_ROWS_DEFAULT_ENTRIES,
         target_filter_slot,
     },
+    process::{ProcessOffsets, ProcessSeen},
     python::{CodeSeen, FRAME_READ_MAX, PythonProcess},
     sample::{COMM_LEN, SampleKey, SampleValue},
     sched::{SchedOffsets, SwitchCpu},
@@ -67,6 +68,21 @@ static TASK_WORK_LINKED: Global<u8> = Global::new(0);
 /// How many [`INTERVAL_CELLS`] are in use (a power of two).
 #[unsafe(no_mangle)]
 static INTERVAL_CELLS_IN_USE: Global<u32> = Global::new(INTERVAL_CELLS_LEN);
+
+/// Where a process's mount namespace and root are, from the kernel's BTF
+/// (zeros: unknown). A plain static, as [`SCHED_OFFSETS`].
+#[unsafe(no_mangle)]
+static PROCESS_OFFSETS: ProcessOffsets = ProcessOffsets {
+    nsproxy: 0,
+    mnt_ns: 0,
+    ns_inum: 0,
+    fs: 0,
+    root_dentry: 0,
+    d_inode: 0,
+    i_ino: 0,
+    d_sb: 0,
+    s_dev: 0,
+};
 
 /// `task_struct.thread.fsbase`, from the kernel's BTF (0: unknown).
 #[unsafe(no_mangle)]
@@ -176,7 +192,7 @@ static UNWIND_PROCS: HashMap<u32, ProcessMappings> =
 
 /// Processes whose mappings the walker asked for.
 #[map]
-static UNWIND_REQUESTS: HashMap<u32, u8> =
+static UNWIND_REQUESTS: HashMap<u32, ProcessSeen> =
     HashMap::with_max_entries(UNWIND_REQUESTS_MAX_ENTRIES, 0);
 
 /// Rung when a request is new, so that the daemon serves it at once.
@@ -448,6 +464,14 @@ pub fn sched_offset(field: impl Fn(&SchedOffsets) -> &u32) -> u32 {
     unsafe { core::ptr::read_volatile(field(&SCHED_OFFSETS)) }
 }
 
+/// Where a process's mount namespace and root are.
+#[inline(always)]
+pub fn process_offsets() -> ProcessOffsets {
+    // SAFETY: a static. The read is volatile because the loader sets the
+    // static's bytes: the compiler must not fold in the zeros.
+    unsafe { core::ptr::read_volatile(&raw const PROCESS_OFFSETS) }
+}
+
 /// This CPU's [`SwitchCpu`].
 #[inline(always)]
 pub fn switch_cpu() -> Option<*mut SwitchCpu> {
@@ -521,23 +545,32 @@ pub fn process_mappings(pid: u32) -> Option<&'static ProcessMappings> {
     unsafe { UNWIND_PROCS.get(pid) }
 }
 
-/// Asks the daemon for the mappings of `pid` (a no-op while asked), and
-/// rings it when the request is new.
+/// Asks the daemon for the mappings of `pid` (a no-op while asked), with
+/// what `seen` reads of it (only for a new request), and rings it when the
+/// request is new.
 #[inline(always)]
-pub fn request_mappings(pid: u32) {
+pub fn request_mappings(pid: u32, seen: impl FnOnce() -> ProcessSeen) {
+    if UNWIND_REQUESTS.get_ptr(pid).is_some() {
+        return;
+    }
     if UNWIND_REQUESTS
-        .insert(pid, 1, u64::from(BPF_NOEXIST))
+        .insert(pid, seen(), u64::from(BPF_NOEXIST))
         .is_ok()
     {
         let _ = UNWIND_DOORBELL.output::<u32>(&RANG_MAPPINGS, 0);
     }
 }
 
-/// Forgets the mappings of `pid` (it exec'd) and asks for new ones.
+/// Forgets the mappings of `pid` (it exec'd) and asks for new ones, with
+/// what `seen` reads of it now: a request still waiting from before the
+/// exec saw another program (its name, and its root and namespace if it
+/// entered them on the way, as a container's first process does).
 #[inline(always)]
-pub fn invalidate_mappings(pid: u32) {
+pub fn invalidate_mappings(pid: u32, seen: impl FnOnce() -> ProcessSeen) {
     let _ = UNWIND_PROCS.remove(pid);
-    request_mappings(pid);
+    if UNWIND_REQUESTS.insert(pid, seen(), 0).is_ok() {
+        let _ = UNWIND_DOORBELL.output::<u32>(&RANG_MAPPINGS, 0);
+    }
 }
 
 /// Row `index` of the unwind tables.

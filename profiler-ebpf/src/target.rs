@@ -4,7 +4,7 @@ use aya_ebpf::{
     helpers::{bpf_get_current_comm, bpf_get_current_pid_tgid},
 };
 
-use crate::{maps, sched_info};
+use crate::{maps, process_seen, sched_info};
 
 /// The current thread's (pid, tid), if it is profiled.
 ///
@@ -54,5 +54,5 @@ pub fn on_exec() {
         }
         maps::add_target(pid);
     }
-    maps::invalidate_mappings(pid);
+    maps::invalidate_mappings(pid, || process_seen::current(pid));
 }

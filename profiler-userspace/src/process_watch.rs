@@ -28,7 +28,7 @@ use crate::{
     config::{Target, Unwind},
     cpu_time::{Step, timed},
     mapping_events::{MappingEvents, Recorded},
-    process::{build_ids::BuildIds, roots::Roots, snapshot::ProcessSnapshot},
+    process::snapshot::{Known, ProcessSnapshot},
     runtimes::{
         go::GoLabels,
         java::{Java, NamedFrame},
@@ -65,10 +65,9 @@ pub struct ProcessWatch {
 struct Anew {
     /// Snapshots taken since the last [`ProcessWatch::take_snapshots`].
     snapshots: Vec<Arc<ProcessSnapshot>>,
-    /// The build ids of the files mapped, for the snapshots.
-    build_ids: BuildIds,
-    /// The roots of processes not in ours, held open for the snapshots.
-    roots: Roots,
+    /// The build ids of the files mapped, the roots of processes not in
+    /// ours (held open) and the placements, for the snapshots.
+    known: Known,
     walked: Walked,
 }
 
@@ -278,13 +277,10 @@ impl ProcessWatch {
     fn snapshot_all(&mut self, pids: &[u32]) {
         timed(Step::Snapshots, || {
             for &pid in pids {
+                let seen = self.unwinder.seen(pid);
                 if let Some(mappings) = self.unwinder.stamped_mappings(pid) {
-                    let snapshot = ProcessSnapshot::read(
-                        pid,
-                        mappings,
-                        &mut self.anew.build_ids,
-                        &mut self.anew.roots,
-                    );
+                    let snapshot =
+                        ProcessSnapshot::read(pid, mappings, &seen, &mut self.anew.known);
                     self.anew.snapshots.push(Arc::new(snapshot));
                 }
             }

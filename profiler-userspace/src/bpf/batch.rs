@@ -8,7 +8,12 @@ use std::{
     os::fd::{AsFd as _, AsRawFd as _},
 };
 
-use aya::{Pod, maps::MapData};
+use aya::{
+    Pod,
+    maps::{Map, MapData},
+};
+
+use super::error::KernelError;
 
 /// `BPF_MAP_LOOKUP_AND_DELETE_BATCH` in `enum bpf_cmd` (`linux/bpf.h`).
 const BPF_MAP_LOOKUP_AND_DELETE_BATCH: libc::c_long = 25;
@@ -31,6 +36,20 @@ struct BatchAttr {
     map_fd: u32,
     elem_flags: u64,
     flags: u64,
+}
+
+/// Every entry of hash map `map` (named `name`), which is left empty.
+///
+/// # Errors
+/// When `map` is not a hash map, or the kernel refuses the call.
+pub fn take_all_of<K: Pod, V: Pod>(
+    map: &Map,
+    name: &'static str,
+) -> Result<Vec<(K, V)>, KernelError> {
+    match map {
+        Map::HashMap(data) => take_all(data).map_err(|source| KernelError::MapIo { name, source }),
+        _ => Err(KernelError::MapType { name }),
+    }
 }
 
 /// Takes every entry out of hash map `map`: each is read and deleted in the

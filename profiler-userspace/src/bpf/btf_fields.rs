@@ -10,7 +10,7 @@
 //! and offsets of struct and union members.
 use std::collections::HashMap;
 
-use profiler_common::sched::SchedOffsets;
+use profiler_common::{process::ProcessOffsets, sched::SchedOffsets};
 
 const MAGIC: u16 = 0xeb9f;
 const KIND_STRUCT: u32 = 4;
@@ -209,6 +209,26 @@ impl KernelTypes {
             pid: self.offset("task_struct", "pid", "the thread id")?,
             tgid: self.offset("task_struct", "tgid", "the process id")?,
             flags: self.offset("task_struct", "flags", "the thread's kind")?,
+        })
+    }
+
+    /// Where a process's mount namespace and root are, for what the kernel
+    /// reads of a process as it asks for its mappings.
+    ///
+    /// # Errors
+    /// When this kernel lacks one of the fields.
+    pub fn process_offsets(&self) -> Result<ProcessOffsets, BtfFieldError> {
+        let why = "a new process's mount namespace and root";
+        Ok(ProcessOffsets {
+            nsproxy: self.offset("task_struct", "nsproxy", why)?,
+            mnt_ns: self.offset("nsproxy", "mnt_ns", why)?,
+            ns_inum: self.offset("mnt_namespace", "ns.inum", why)?,
+            fs: self.offset("task_struct", "fs", why)?,
+            root_dentry: self.offset("fs_struct", "root.dentry", why)?,
+            d_inode: self.offset("dentry", "d_inode", why)?,
+            i_ino: self.offset("inode", "i_ino", why)?,
+            d_sb: self.offset("dentry", "d_sb", why)?,
+            s_dev: self.offset("super_block", "s_dev", why)?,
         })
     }
 }

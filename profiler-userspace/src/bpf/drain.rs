@@ -3,7 +3,7 @@
 use std::{collections::HashMap as StdHashMap, sync::Arc};
 
 use aya::{
-    Ebpf, Pod,
+    Ebpf,
     maps::{Array, Map, MapData, PerCpuArray},
 };
 use profiler_common::{
@@ -197,9 +197,10 @@ impl WindowMaps for Windows {
     fn drain(&mut self, flip: &Flip) -> Result<Drained, KernelError> {
         let (samples_name, stacks_name) = slot_maps(flip.slot);
         let (samples, stacks) = &self.slots[flip.slot as usize];
-        let raw: Vec<(SampleKey, SampleValue)> = take_all(samples, samples_name)?;
-        let stacks: StdHashMap<u64, StackTrace> =
-            take_all(stacks, stacks_name)?.into_iter().collect();
+        let raw: Vec<(SampleKey, SampleValue)> = batch::take_all_of(samples, samples_name)?;
+        let stacks: StdHashMap<u64, StackTrace> = batch::take_all_of(stacks, stacks_name)?
+            .into_iter()
+            .collect();
         let mut resolved: StdHashMap<u64, Stack> = StdHashMap::new();
         let mut attrs = AttrsRead::new(&self.thread_attrs)?;
         let mut window = Drained::default();
@@ -258,16 +259,6 @@ impl WindowMaps for Windows {
             samples: since_drain(Stat::SampleEntries)?,
             stacks: since_drain(Stat::StackEntries)?,
         })
-    }
-}
-
-/// Every entry of hash map `map` (named `name`), which is left empty.
-fn take_all<K: Pod, V: Pod>(map: &Map, name: &'static str) -> Result<Vec<(K, V)>, KernelError> {
-    match map {
-        Map::HashMap(data) => {
-            batch::take_all(data).map_err(|source| KernelError::MapIo { name, source })
-        }
-        _ => Err(KernelError::MapType { name }),
     }
 }
 

@@ -8,6 +8,7 @@ use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
 use profiler_common::{
     go::{GoProcess, LabelSetSeen},
     java::{FrameSeen, JavaProcess},
+    process::ProcessSeen,
     python::{CodeSeen, PythonProcess},
     stats::{STATS_LEN, Stat},
     thread_ctx::ThreadCtxProcess,
@@ -198,8 +199,11 @@ impl UnwindMaps for MemoryKernel {
         Ok(())
     }
 
-    fn take_requests(&mut self) -> Result<Vec<u32>, KernelError> {
-        Ok(std::mem::take(&mut self.requests))
+    fn take_requests(&mut self) -> Result<Vec<(u32, ProcessSeen)>, KernelError> {
+        Ok(std::mem::take(&mut self.requests)
+            .into_iter()
+            .map(|pid| (pid, ProcessSeen::default()))
+            .collect())
     }
 
     fn request(&mut self, pid: u32) -> Result<(), KernelError> {

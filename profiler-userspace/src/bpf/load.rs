@@ -15,10 +15,11 @@ use profiler_common::{
     java::{FrameSeen, JavaProcess},
     maps::{
         GLOBAL_FSBASE_OFFSET, GLOBAL_INTERVAL_CELLS, GLOBAL_OFF_CPU_DISPATCH_ONLY,
-        GLOBAL_OFF_CPU_NAIVE, GLOBAL_OFF_CPU_RATE_NS, GLOBAL_SCHED_OFFSETS, GLOBAL_TARGET_ALL,
-        GLOBAL_TASK_WORK, GLOBAL_UNWIND_TABLES, IN_FLIGHT, IN_FLIGHT_MAX_ENTRIES, INTERVAL_CELLS,
-        TASK_WORK, UNWIND_DOORBELL, UNWIND_ROWS,
+        GLOBAL_OFF_CPU_NAIVE, GLOBAL_OFF_CPU_RATE_NS, GLOBAL_PROCESS_OFFSETS, GLOBAL_SCHED_OFFSETS,
+        GLOBAL_TARGET_ALL, GLOBAL_TASK_WORK, GLOBAL_UNWIND_TABLES, IN_FLIGHT,
+        IN_FLIGHT_MAX_ENTRIES, INTERVAL_CELLS, TASK_WORK, UNWIND_DOORBELL, UNWIND_ROWS,
     },
+    process::ProcessSeen,
     python::{CodeSeen, PythonProcess},
     sched::SchedOffsets,
     thread_ctx::ThreadCtxProcess,
@@ -152,6 +153,16 @@ impl Kernel {
             .as_ref()
             .and_then(|t| t.offset("task_struct", "thread.fsbase", "").ok())
             .unwrap_or(0);
+        // Without them the daemon reads each new process's mount namespace
+        // and root from `/proc`.
+        let process_offsets = types
+            .as_ref()
+            .and_then(|t| {
+                t.process_offsets()
+                    .inspect_err(|e| tracing::debug!("{}", crate::error_chain(e)))
+                    .ok()
+            })
+            .unwrap_or_default();
         let user_stacks = config.modes.off_cpu().map(|o| o.user_stacks);
         let task_work = user_stacks == Some(UserStacks::TaskWork);
         let object = kfunc::link(EBPF_OBJECT, &KFUNCS, |name| {
@@ -170,6 +181,7 @@ impl Kernel {
             .override_global(GLOBAL_TASK_WORK, &u8::from(object.kfuncs), true)
             .override_global(GLOBAL_INTERVAL_CELLS, &interval_cells, true)
             .override_global(GLOBAL_FSBASE_OFFSET, &fsbase_offset, true)
+            .override_global(GLOBAL_PROCESS_OFFSETS, &process_offsets, true)
             .map_max_entries(UNWIND_ROWS, config.unwind.table_rows())
             .map_max_entries(INTERVAL_CELLS, interval_cells)
             .map_max_entries(IN_FLIGHT, in_flight)
@@ -381,7 +393,7 @@ impl UnwindMaps for Kernel {
         self.unwind.remove_mappings(pid)
     }
 
-    fn take_requests(&mut self) -> Result<Vec<u32>, KernelError> {
+    fn take_requests(&mut self) -> Result<Vec<(u32, ProcessSeen)>, KernelError> {
         self.unwind.take_requests()
     }
 

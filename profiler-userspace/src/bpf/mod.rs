@@ -34,6 +34,8 @@ pub mod in_memory;
 mod java_maps;
 mod kfunc;
 mod load;
+#[cfg(test)]
+mod process_seen_tests;
 mod python_maps;
 mod rng;
 mod targets;

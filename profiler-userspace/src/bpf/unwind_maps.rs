@@ -13,10 +13,14 @@ use aya::{
 };
 use profiler_common::{
     maps::{UNWIND_PROCS, UNWIND_REQUESTS, UNWIND_ROWS},
+    process::ProcessSeen,
     unwind::{ProcessMappings, UnwindRow},
 };
 
-use super::error::{KernelError, removed, take_map};
+use super::{
+    batch,
+    error::{KernelError, removed, take_map},
+};
 
 /// A window of `UNWIND_ROWS` mapped shared into the daemon for as long as
 /// one table is written, so that the daemon's memory holds only that
@@ -134,11 +138,12 @@ pub trait UnwindMaps {
     /// # Errors
     /// When the kernel map cannot be written.
     fn remove_mappings(&mut self, pid: u32) -> Result<(), Self::Error>;
-    /// The pids the walker asked for since the last call.
+    /// The pids the walker asked for since the last call, each with what
+    /// the asking thread saw of its process.
     ///
     /// # Errors
     /// When the kernel map cannot be read.
-    fn take_requests(&mut self) -> Result<Vec<u32>, Self::Error>;
+    fn take_requests(&mut self) -> Result<Vec<(u32, ProcessSeen)>, Self::Error>;
     /// Puts `pid` back among the requests, so that the walker does not
     /// ask (and ring) for it again before the next poll takes it.
     ///
@@ -168,21 +173,15 @@ impl UnwindMaps for UnwindTables {
         removed(self.procs()?.remove(&pid)).map_err(KernelError::map(UNWIND_PROCS))
     }
 
-    fn take_requests(&mut self) -> Result<Vec<u32>, KernelError> {
-        let mut requests: HashMap<&mut MapData, u32, u8> =
-            HashMap::try_from(&mut self.requests).map_err(KernelError::map(UNWIND_REQUESTS))?;
-        let pids: Vec<u32> = requests.keys().filter_map(Result::ok).collect();
-        for pid in &pids {
-            let _ = requests.remove(pid);
-        }
-        Ok(pids)
+    fn take_requests(&mut self) -> Result<Vec<(u32, ProcessSeen)>, KernelError> {
+        batch::take_all_of(&self.requests, UNWIND_REQUESTS)
     }
 
     fn request(&mut self, pid: u32) -> Result<(), KernelError> {
-        let mut requests: HashMap<&mut MapData, u32, u8> =
+        let mut requests: HashMap<&mut MapData, u32, ProcessSeen> =
             HashMap::try_from(&mut self.requests).map_err(KernelError::map(UNWIND_REQUESTS))?;
         requests
-            .insert(pid, 1, 0)
+            .insert(pid, ProcessSeen::default(), 0)
             .map_err(KernelError::map(UNWIND_REQUESTS))
     }
 }

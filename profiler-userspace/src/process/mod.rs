@@ -7,7 +7,8 @@
 //! read of a process while it lived (`snapshot.rs`), its root held open
 //! for files it mapped in another namespace or chroot (`roots.rs`); the small
 //! `/proc` readers (`procfs.rs`) and its cgroup, service and container
-//! (`cgroup.rs`); its memory (`memory.rs`, by `process_vm_readv`) and the
+//! (`cgroup.rs`; remembered by cgroup id on a unified-only host:
+//! `placements.rs`); its memory (`memory.rs`, by `process_vm_readv`) and the
 //! resource attributes an OpenTelemetry SDK published in it
 //! (`otel_ctx.rs`). The
 //! unwinder, the runtimes, the mmap records and the symbolizer take these
@@ -18,6 +19,7 @@ pub mod files;
 pub mod maps;
 pub mod memory;
 pub mod otel_ctx;
+pub mod placements;
 pub mod procfs;
 pub mod procmap_query;
 pub mod recorded;

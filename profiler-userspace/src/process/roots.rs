@@ -21,6 +21,8 @@ use std::{
     sync::{Arc, OnceLock, Weak},
 };
 
+use profiler_common::process::{ProcessSeen, user_dev};
+
 /// What tells roots apart: the mount namespace, and the root directory
 /// in it (a chroot is another root in the same namespace).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -31,6 +33,16 @@ struct RootKey {
 }
 
 impl RootKey {
+    /// As the kernel saw it when the process asked for its mappings, when
+    /// it could read it.
+    fn seen(seen: &ProcessSeen) -> Option<Self> {
+        (seen.mnt_ns != 0 && seen.root_ino != 0).then(|| Self {
+            mount_ns: u64::from(seen.mnt_ns),
+            dev: user_dev(seen.root_dev),
+            ino: seen.root_ino,
+        })
+    }
+
     fn of(pid: u32) -> io::Result<Self> {
         let ns = std::fs::metadata(format!("/proc/{pid}/ns/mnt"))?;
         let root = std::fs::metadata(format!("/proc/{pid}/root/"))?;
@@ -115,8 +127,25 @@ impl Roots {
     /// # Errors
     /// Why its root could not be held.
     pub fn of(&mut self, pid: u32) -> Result<Option<Arc<Root>>, Unheld> {
-        static OURS: OnceLock<Option<RootKey>> = OnceLock::new();
         let key = RootKey::of(pid).map_err(|e| Unheld::of(&e))?;
+        self.of_key(pid, key)
+    }
+
+    /// As [`Roots::of`], by what the kernel saw of `pid` when it asked for
+    /// its mappings where it could read it (two `stat`s of `/proc` fewer
+    /// per process).
+    ///
+    /// # Errors
+    /// Why its root could not be held.
+    pub fn of_seen(&mut self, pid: u32, seen: &ProcessSeen) -> Result<Option<Arc<Root>>, Unheld> {
+        match RootKey::seen(seen) {
+            Some(key) => self.of_key(pid, key),
+            None => self.of(pid),
+        }
+    }
+
+    fn of_key(&mut self, pid: u32, key: RootKey) -> Result<Option<Arc<Root>>, Unheld> {
+        static OURS: OnceLock<Option<RootKey>> = OnceLock::new();
         if OURS
             .get_or_init(|| RootKey::of(std::process::id()).ok())
             .as_ref()

@@ -2,12 +2,15 @@
 //! or saw it exec), with what must be read then because the process may
 //! be gone by the window's end: the build ids behind them, its name, its
 //! placement, whether it shares our mount namespace, and its root.
-use std::{path::PathBuf, sync::Arc};
+use std::{os::unix::fs::MetadataExt as _, path::PathBuf, sync::Arc};
+
+use profiler_common::{process::ProcessSeen, sample::comm_str};
 
 use super::{
     build_ids::BuildIds,
-    cgroup::{self, Placement},
+    cgroup::Placement,
     maps::{FileStamp, Vma},
+    placements::Placements,
     procfs,
     roots::{Root, Roots, Unheld},
 };
@@ -32,18 +35,32 @@ pub struct ProcessSnapshot {
     pub unheld: Option<Unheld>,
 }
 
+/// What snapshots share: the build ids, roots and placements read so far.
+#[derive(Default)]
+pub struct Known {
+    pub build_ids: BuildIds,
+    pub roots: Roots,
+    pub placements: Placements,
+}
+
 impl ProcessSnapshot {
     /// Reads what the symbolizer needs of `pid`, whose executable mappings
     /// were just read from `/proc/PID/maps`, each with the stamp of the
-    /// file behind it, which names its build id in `build_ids`.
+    /// file behind it, which names its build id; what the kernel `seen` of
+    /// it as it asked is taken rather than read again.
     #[must_use]
     pub fn read<'a>(
         pid: u32,
         mappings: impl Iterator<Item = (&'a Vma, Option<FileStamp>)>,
-        build_ids: &mut BuildIds,
-        roots: &mut Roots,
+        seen: &ProcessSeen,
+        known: &mut Known,
     ) -> Self {
-        let (root, unheld) = match roots.of(pid) {
+        let Known {
+            build_ids,
+            roots,
+            placements,
+        } = known;
+        let (root, unheld) = match roots.of_seen(pid, seen) {
             Ok(root) => (root, None),
             Err(cause) => (None, Some(cause)),
         };
@@ -53,17 +70,32 @@ impl ProcessSnapshot {
                 ((vma.clone(), build_id), root.as_ref().and(stamp))
             })
             .unzip();
+        let comm = match comm_str(&seen.comm) {
+            [] => procfs::comm(pid, pid).map(Arc::from),
+            name => Some(Arc::from(String::from_utf8_lossy(name))),
+        };
         Self {
             pid,
-            comm: procfs::comm(pid, pid).map(Arc::from),
-            placement: cgroup::read(pid).map(Arc::new),
+            comm,
+            placement: placements.of(pid, seen.cgroup),
             vmas,
-            same_mount_ns: same_mount_ns(pid),
+            same_mount_ns: if seen.mnt_ns == 0 {
+                same_mount_ns(pid)
+            } else {
+                our_mount_ns() == Some(u64::from(seen.mnt_ns))
+            },
             root,
             stamps,
             unheld,
         }
     }
+}
+
+/// Our mount namespace's inode number, read once: the daemon never
+/// changes namespace.
+fn our_mount_ns() -> Option<u64> {
+    static OURS: std::sync::OnceLock<Option<u64>> = std::sync::OnceLock::new();
+    *OURS.get_or_init(|| std::fs::metadata("/proc/self/ns/mnt").ok().map(|m| m.ino()))
 }
 
 /// Whether `pid` is in our mount namespace, so that the paths it mapped

@@ -24,7 +24,10 @@ use std::{
     time::Instant,
 };
 
-use profiler_common::unwind::{MAX_MAPPINGS, ProcessMappings, UnwindMapping, UnwindRow};
+use profiler_common::{
+    process::ProcessSeen,
+    unwind::{MAX_MAPPINGS, ProcessMappings, UnwindMapping, UnwindRow},
+};
 
 use crate::{
     bpf::UnwindMaps,
@@ -61,6 +64,9 @@ struct Process {
     /// The binary behind each of `vmas`, as many as were published.
     ids: Vec<Option<BinaryId>>,
     binaries: HashSet<BinaryId>,
+    /// What the kernel saw of it when it last asked (all unknown for a
+    /// process published unasked).
+    seen: ProcessSeen,
 }
 
 /// A process's executable mappings as read, each with its file's stamp
@@ -133,6 +139,34 @@ impl Unwinder {
     #[must_use]
     pub fn builds_tables(&self) -> bool {
         self.tables
+    }
+
+    /// What the kernel saw of `pid` when it asked for the mappings last
+    /// published (all unknown when it did not ask).
+    #[must_use]
+    pub fn seen(&self, pid: u32) -> ProcessSeen {
+        self.processes.get(&pid).map(|p| p.seen).unwrap_or_default()
+    }
+
+    /// Keeps what the kernel saw of `pid`, just published at its request.
+    fn saw(&mut self, pid: u32, seen: ProcessSeen) {
+        if let Some(process) = self.processes.get_mut(&pid) {
+            process.seen = seen;
+        }
+    }
+
+    /// Keeps what the kernel saw of `pid`, whose mappings did not change,
+    /// when it saw something new (not a request put back, which carries
+    /// nothing); whether it did.
+    fn saw_anew(&mut self, pid: u32, seen: ProcessSeen) -> bool {
+        let Some(process) = self.processes.get_mut(&pid) else {
+            return false;
+        };
+        let anew = seen != ProcessSeen::default() && seen != process.seen;
+        if anew {
+            process.seen = seen;
+        }
+        anew
     }
 
     /// `pid`'s executable mappings as last published, each with the stamp
@@ -240,6 +274,7 @@ impl Unwinder {
                 vmas,
                 ids,
                 binaries: used,
+                seen: ProcessSeen::default(),
             },
         );
         self.release(old);

@@ -2,6 +2,8 @@
 //! poll, and forgetting the processes that have exited.
 use std::time::Instant;
 
+use profiler_common::process::ProcessSeen;
+
 use super::{Published, Stamped, Unwinder};
 use crate::bpf::UnwindMaps;
 
@@ -52,15 +54,23 @@ impl Unwinder {
     ) -> Result<(Vec<u32>, Vec<u32>), M::Error> {
         let started = Instant::now();
         let (mut published, mut unchanged) = (Vec::new(), Vec::new());
-        let requests = maps.take_requests()?;
+        let (requests, seen): (Vec<u32>, Vec<ProcessSeen>) =
+            maps.take_requests()?.into_iter().unzip();
         if let Some(notice) = &mut self.on_requests {
             notice(&requests);
         }
-        for &pid in &requests {
+        for (&pid, seen) in requests.iter().zip(seen) {
             // A full mappings map (more processes than it holds under
             // --all) costs that process its table walk, not the daemon.
             match self.publish(maps, pid, read) {
-                Ok(Published::Anew) => published.push(pid),
+                Ok(Published::Anew) => {
+                    self.saw(pid, seen);
+                    published.push(pid);
+                }
+                // The same mappings, but a process the kernel saw otherwise:
+                // it exec'd between the ask and the read (the read saw the
+                // new program), and asked again. Snapshotted again.
+                Ok(Published::Unchanged) if self.saw_anew(pid, seen) => published.push(pid),
                 Ok(Published::Unchanged) => unchanged.push(pid),
                 Ok(Published::Gone) => {}
                 Err(_) => self.stats.publish_failures += 1,

@@ -1,0 +1,64 @@
+//! What the current process's own thread sees of it when it asks the
+//! daemon for its mappings ([`ProcessSeen`]): its cgroup, name, mount
+//! namespace and root, so the daemon need not read four `/proc` files for
+//! each new process.
+use aya_ebpf::helpers::{
+    bpf_get_current_cgroup_id, bpf_get_current_comm, bpf_get_current_pid_tgid,
+    bpf_probe_read_kernel, generated::bpf_get_current_task_btf,
+};
+use profiler_common::process::{ProcessOffsets, ProcessSeen};
+
+use crate::maps;
+
+/// The current process as its thread sees it; `pid` when it is not the
+/// current process (nothing is read then).
+#[inline(always)]
+pub fn current(pid: u32) -> ProcessSeen {
+    let mut seen = ProcessSeen::default();
+    let pid_tgid = bpf_get_current_pid_tgid();
+    if (pid_tgid >> 32) as u32 != pid {
+        return seen;
+    }
+    #[expect(clippy::cast_possible_truncation, reason = "the low half is the tid")]
+    let tid = pid_tgid as u32;
+    // SAFETY: a helper without arguments, allowed in every tracing program.
+    seen.cgroup = unsafe { bpf_get_current_cgroup_id() };
+    if tid == pid {
+        seen.comm = bpf_get_current_comm().unwrap_or_default();
+    }
+    let offsets = maps::process_offsets();
+    if offsets.known() {
+        read_namespaces(&offsets, &mut seen);
+    }
+    seen
+}
+
+/// The mount namespace and root of the current task.
+#[inline(always)]
+fn read_namespaces(at: &ProcessOffsets, seen: &mut ProcessSeen) {
+    // SAFETY: the helper returns the current task, valid for this run.
+    let task = unsafe { bpf_get_current_task_btf() } as u64;
+    let nsproxy = pointer(task, at.nsproxy);
+    let mnt_ns = pointer(nsproxy, at.mnt_ns);
+    seen.mnt_ns = read::<u32>(mnt_ns, at.ns_inum);
+    let fs = pointer(task, at.fs);
+    let dentry = pointer(fs, at.root_dentry);
+    seen.root_ino = read::<u64>(pointer(dentry, at.d_inode), at.i_ino);
+    seen.root_dev = read::<u32>(pointer(dentry, at.d_sb), at.s_dev);
+}
+
+/// The pointer at `base + offset` (0 when `base` is 0 or unreadable).
+#[inline(always)]
+fn pointer(base: u64, offset: u32) -> u64 {
+    read::<u64>(base, offset)
+}
+
+/// The value at `base + offset`; zero when `base` is 0 or unreadable.
+#[inline(always)]
+fn read<T: Default>(base: u64, offset: u32) -> T {
+    if base == 0 {
+        return T::default();
+    }
+    // SAFETY: a read of kernel memory through the fault-tolerant helper.
+    unsafe { bpf_probe_read_kernel((base + u64::from(offset)) as *const T) }.unwrap_or_default()
+}
