@@ -95,6 +95,8 @@ pub const UNWIND_REQUESTS: &str = "UNWIND_REQUESTS";
 pub const UNWIND_DOORBELL: &str = "UNWIND_DOORBELL";
 /// Per-CPU state of the user stack walk between `bpf_loop` iterations.
 pub const UNWIND_STATE: &str = "UNWIND_STATE";
+/// Per-CPU [`crate::process::ProcessSeen`] of a request being made.
+pub const PROCESS_SEEN_SCRATCH: &str = "PROCESS_SEEN_SCRATCH";
 /// Per-CPU state of `sched_switch` ([`crate::sched::SwitchCpu`]): the
 /// offset from the run queue's clock to ktime, measured again every 100 ms
 /// (see `profiler-ebpf`'s `off_cpu/clock.rs`), the xorshift64* state of the
@@ -182,7 +184,7 @@ pub const GLOBAL_INTERVAL_CELLS: &str = "INTERVAL_CELLS_IN_USE";
 /// Every map of the eBPF object (besides aya-log's own). A test in
 /// profiler-userspace checks the built object against this list both
 /// ways, so a map renamed on one side only, or left unused, fails it.
-pub const ALL: [&str; 36] = [
+pub const ALL: [&str; 37] = [
     SAMPLES_0,
     SAMPLES_1,
     STACKS_0,
@@ -204,6 +206,7 @@ pub const ALL: [&str; 36] = [
     UNWIND_REQUESTS,
     UNWIND_DOORBELL,
     UNWIND_STATE,
+    PROCESS_SEEN_SCRATCH,
     SWITCH_CPU,
     PYTHON_PROCS,
     PYTHON_THREADS,

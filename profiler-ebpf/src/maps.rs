@@ -179,6 +179,13 @@ static STACK_SCRATCH: PerCpuArray<StackTrace> = PerCpuArray::with_max_entries(SC
 #[map]
 static KEY_SCRATCH: PerCpuArray<SampleKey> = PerCpuArray::with_max_entries(SCRATCH_CONTEXTS, 0);
 
+/// Per-CPU [`ProcessSeen`] of a request being made, one per [`Scratch`]
+/// context: on the walk's stack it passed 512 bytes with its calls on
+/// Linux 6.1.
+#[map]
+static PROCESS_SEEN_SCRATCH: PerCpuArray<ProcessSeen> =
+    PerCpuArray::with_max_entries(SCRATCH_CONTEXTS, 0);
+
 /// Unwind rows of every binary; the daemon sizes it at load time and
 /// writes it through mmap.
 #[map]
@@ -546,29 +553,44 @@ pub fn process_mappings(pid: u32) -> Option<&'static ProcessMappings> {
 }
 
 /// Asks the daemon for the mappings of `pid` (a no-op while asked), with
-/// what `seen` reads of it (only for a new request), and rings it when the
-/// request is new.
+/// what `see` reads of it (only for a new request) in `context`'s scratch,
+/// and rings it when the request is new.
 #[inline(always)]
-pub fn request_mappings(pid: u32, seen: impl FnOnce() -> ProcessSeen) {
+pub fn request_mappings(pid: u32, context: u32, see: impl FnOnce(&mut ProcessSeen)) {
     if UNWIND_REQUESTS.get_ptr(pid).is_some() {
         return;
     }
-    if UNWIND_REQUESTS
-        .insert(pid, seen(), u64::from(BPF_NOEXIST))
-        .is_ok()
-    {
-        let _ = UNWIND_DOORBELL.output::<u32>(&RANG_MAPPINGS, 0);
-    }
+    ask_mappings(pid, context, see, u64::from(BPF_NOEXIST));
 }
 
 /// Forgets the mappings of `pid` (it exec'd) and asks for new ones, with
-/// what `seen` reads of it now: a request still waiting from before the
+/// what `see` reads of it now: a request still waiting from before the
 /// exec saw another program (its name, and its root and namespace if it
 /// entered them on the way, as a container's first process does).
 #[inline(always)]
-pub fn invalidate_mappings(pid: u32, seen: impl FnOnce() -> ProcessSeen) {
+pub fn invalidate_mappings(pid: u32, context: u32, see: impl FnOnce(&mut ProcessSeen)) {
     let _ = UNWIND_PROCS.remove(pid);
-    if UNWIND_REQUESTS.insert(pid, seen(), 0).is_ok() {
+    ask_mappings(pid, context, see, 0);
+}
+
+/// Stores the request for `pid` (`flags`: whether it may replace one)
+/// and rings when it is stored.
+#[inline(always)]
+fn ask_mappings(pid: u32, context: u32, see: impl FnOnce(&mut ProcessSeen), flags: u64) {
+    let Some(seen) = PROCESS_SEEN_SCRATCH.get_ptr_mut(context) else {
+        return;
+    };
+    // SAFETY: a per-CPU map value, valid for this program's run; programs
+    // of one context do not nest on a CPU (see `Scratch`). Zeroed in place
+    // (a literal would be built on the stack first).
+    let seen = unsafe {
+        core::ptr::write_bytes(seen, 0, 1);
+        &mut *seen
+    };
+    see(seen);
+    // By reference: a copy would be on the stack.
+    let seen: &ProcessSeen = seen;
+    if UNWIND_REQUESTS.insert(pid, seen, flags).is_ok() {
         let _ = UNWIND_DOORBELL.output::<u32>(&RANG_MAPPINGS, 0);
     }
 }

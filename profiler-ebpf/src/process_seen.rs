@@ -3,34 +3,33 @@
 //! namespace and root, so the daemon need not read four `/proc` files for
 //! each new process.
 use aya_ebpf::helpers::{
-    bpf_get_current_cgroup_id, bpf_get_current_comm, bpf_get_current_pid_tgid,
-    bpf_probe_read_kernel, generated::bpf_get_current_task_btf,
+    bpf_get_current_pid_tgid, bpf_probe_read_kernel,
+    generated::{bpf_get_current_cgroup_id, bpf_get_current_comm, bpf_get_current_task_btf},
 };
 use profiler_common::process::{ProcessOffsets, ProcessSeen};
 
 use crate::maps;
 
-/// The current process as its thread sees it; `pid` when it is not the
-/// current process (nothing is read then).
+/// Fills `seen` (zeroed) with the current process as its thread sees it,
+/// when it is process `pid` (nothing is read otherwise).
 #[inline(always)]
-pub fn current(pid: u32) -> ProcessSeen {
-    let mut seen = ProcessSeen::default();
+pub fn current(pid: u32, seen: &mut ProcessSeen) {
     let pid_tgid = bpf_get_current_pid_tgid();
     if (pid_tgid >> 32) as u32 != pid {
-        return seen;
+        return;
     }
     #[expect(clippy::cast_possible_truncation, reason = "the low half is the tid")]
     let tid = pid_tgid as u32;
     // SAFETY: a helper without arguments, allowed in every tracing program.
     seen.cgroup = unsafe { bpf_get_current_cgroup_id() };
     if tid == pid {
-        seen.comm = bpf_get_current_comm().unwrap_or_default();
+        // SAFETY: the buffer is `seen.comm`, 16 writable bytes.
+        unsafe { bpf_get_current_comm(seen.comm.as_mut_ptr().cast(), 16) };
     }
     let offsets = maps::process_offsets();
     if offsets.known() {
-        read_namespaces(&offsets, &mut seen);
+        read_namespaces(&offsets, seen);
     }
-    seen
 }
 
 /// The mount namespace and root of the current task.

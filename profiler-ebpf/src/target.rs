@@ -54,5 +54,7 @@ pub fn on_exec() {
         }
         maps::add_target(pid);
     }
-    maps::invalidate_mappings(pid, || process_seen::current(pid));
+    maps::invalidate_mappings(pid, maps::Scratch::Tracing as u32, |seen| {
+        process_seen::current(pid, seen);
+    });
 }

@@ -180,7 +180,9 @@ fn frame(state: &mut WalkState, trace: &mut StackTrace, context: u32) -> bool {
         // No tables to look up, but the symbolizer wants the mappings of
         // a process read while it lives: ask once per process (and exec).
         if i == 0 && maps::process_mappings(state.pid).is_none() {
-            maps::request_mappings(state.pid, || process_seen::current(state.pid));
+            maps::request_mappings(state.pid, context, |seen| {
+                process_seen::current(state.pid, seen);
+            });
         }
         state.by_frame_pointer += 1;
         return unwind(state, RowKind::FramePointer, 0, 0);
@@ -188,7 +190,9 @@ fn frame(state: &mut WalkState, trace: &mut StackTrace, context: u32) -> bool {
     let Some(mapping) = mapping_of(state, lookup) else {
         // Not published yet, or mapped since the daemon last looked
         // (mmap, dlopen, exec): the daemon builds them within a poll.
-        maps::request_mappings(state.pid, || process_seen::current(state.pid));
+        maps::request_mappings(state.pid, context, |seen| {
+            process_seen::current(state.pid, seen);
+        });
         return without_table(state);
     };
     let Ok(rel) = u32::try_from(lookup.wrapping_sub(mapping.bias)) else {
