@@ -51,8 +51,18 @@ struct Run {
     hwm_mb: f64,
 }
 
+/// What section 15 measured, for the goals.
+pub(super) struct Churn {
+    /// µs of daemon CPU per process of the shell loop.
+    pub(super) shell_us: f64,
+    /// The daemon's CPU during the builds, percent of a core.
+    pub(super) build_daemon_percent: f64,
+    /// The build's wall time with the daemon over without (medians).
+    pub(super) build_slowdown: f64,
+}
+
 /// Writes section 15.
-pub(super) fn churn(report: &mut String) -> anyhow::Result<()> {
+pub(super) fn churn(report: &mut String) -> anyhow::Result<Churn> {
     writeln!(
         report,
         "## 15. A build host's churn: daemon CPU per new process\n"
@@ -110,7 +120,11 @@ pub(super) fn churn(report: &mut String) -> anyhow::Result<()> {
          (medians of {BUILDS}): {:+.1}%.\n",
         (with / without - 1.0) * 100.0
     )?;
-    Ok(())
+    Ok(Churn {
+        shell_us: per_process_us(&shell, shell.cpu_s),
+        build_daemon_percent: build.cpu_s / build.secs * 100.0,
+        build_slowdown: with / without,
+    })
 }
 
 fn per_process_us(run: &Run, cpu_s: f64) -> f64 {

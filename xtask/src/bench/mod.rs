@@ -58,7 +58,7 @@ pub fn run_only(section: &str) -> anyhow::Result<()> {
         "syscalls" => syscalls::overhead_on_others(report).map(drop),
         "kernel" => program_costs(report).map(drop),
         "processes" => brief::brief_processes(report),
-        "churn" => churn::churn(report),
+        "churn" => churn::churn(report).map(drop),
         "daemon" => {
             daemon_cost(report)?;
             startup::startup(report).map(drop)
@@ -129,6 +129,7 @@ pub fn run() -> anyhow::Result<()> {
             startup_partial,
             goroutine_pingpong: later.goroutine_pingpong,
             walk: &later.walk,
+            churn: &later.churn,
         }),
     )?;
 
@@ -216,6 +217,7 @@ struct Later {
     syscalls: Vec<Measured>,
     /// The goroutine ping-pong's slowdown at defaults.
     goroutine_pingpong: f64,
+    churn: churn::Churn,
 }
 
 /// Sections 6 to 14: the stack walk, the unwind tables, the cost to
@@ -243,11 +245,12 @@ fn later_sections(report: &mut String) -> anyhow::Result<Later> {
     eprintln!("bench: containers of short processes");
     containers::containers(report)?;
     eprintln!("bench: a build host's churn");
-    churn::churn(report)?;
+    let churn = churn::churn(report)?;
 
     Ok(Later {
         walk,
         syscalls,
         goroutine_pingpong,
+        churn,
     })
 }

@@ -3,8 +3,8 @@
 use std::fmt::Write as _;
 
 use super::{
-    daemon_cost::DaemonCost, floor::FloorPairs, kernel_cost::SwitchCosts, overhead::Measured,
-    unwinding::WalkCosts,
+    churn::Churn, daemon_cost::DaemonCost, floor::FloorPairs, kernel_cost::SwitchCosts,
+    overhead::Measured, unwinding::WalkCosts,
 };
 
 /// What one run measured, for the goals.
@@ -19,6 +19,7 @@ pub(super) struct Measurements<'a> {
     pub(super) startup_partial: f64,
     pub(super) goroutine_pingpong: f64,
     pub(super) walk: &'a WalkCosts,
+    pub(super) churn: &'a Churn,
 }
 
 /// The goals: (goal, measured, target, unit).
@@ -111,6 +112,33 @@ pub(super) fn goals(m: &Measurements<'_>) -> Vec<(&'static str, f64, f64, &'stat
             "goroutine ping-pong slowdown, goroutine view at defaults",
             m.goroutine_pingpong,
             1.05,
+            "x",
+        ),
+    ]
+    .into_iter()
+    .chain(churn_goals(m.churn))
+    .collect()
+}
+
+/// The goals of a build host's churn (section 15).
+fn churn_goals(churn: &Churn) -> [(&'static str, f64, f64, &'static str); 3] {
+    [
+        (
+            "daemon CPU per new process, a shell loop of real programs (15)",
+            churn.shell_us,
+            50.0,
+            "µs",
+        ),
+        (
+            "daemon CPU during make -j2 of a C project (15)",
+            churn.build_daemon_percent,
+            2.0,
+            "% of a core",
+        ),
+        (
+            "make -j2 wall time with the daemon over without (15)",
+            churn.build_slowdown,
+            1.01,
             "x",
         ),
     ]
