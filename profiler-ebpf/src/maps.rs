@@ -563,13 +563,19 @@ pub fn request_mappings(pid: u32, context: u32, see: impl FnOnce(&mut ProcessSee
     ask_mappings(pid, context, see, u64::from(BPF_NOEXIST));
 }
 
+/// Forgets the mappings of `pid` (it exec'd): its next sample asks.
+#[inline(always)]
+pub fn forget_mappings(pid: u32) {
+    let _ = UNWIND_PROCS.remove(pid);
+}
+
 /// Forgets the mappings of `pid` (it exec'd) and asks for new ones, with
 /// what `see` reads of it now: a request still waiting from before the
 /// exec saw another program (its name, and its root and namespace if it
 /// entered them on the way, as a container's first process does).
 #[inline(always)]
 pub fn invalidate_mappings(pid: u32, context: u32, see: impl FnOnce(&mut ProcessSeen)) {
-    let _ = UNWIND_PROCS.remove(pid);
+    forget_mappings(pid);
     ask_mappings(pid, context, see, 0);
 }
 
