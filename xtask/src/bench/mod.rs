@@ -57,7 +57,7 @@ pub fn run_only(section: &str) -> anyhow::Result<()> {
         "floor" => floor_pairs(report).map(drop),
         "syscalls" => syscalls::overhead_on_others(report).map(drop),
         "kernel" => program_costs(report).map(drop),
-        "processes" => brief::brief_processes(report),
+        "processes" => brief::brief_processes(report).map(drop),
         "churn" => churn::churn(report).map(drop),
         "daemon" => {
             daemon_cost(report)?;
@@ -129,6 +129,7 @@ pub fn run() -> anyhow::Result<()> {
             startup_partial,
             goroutine_pingpong: later.goroutine_pingpong,
             walk: &later.walk,
+            storm_percent: later.storm_percent,
             churn: &later.churn,
         }),
     )?;
@@ -217,6 +218,8 @@ struct Later {
     syscalls: Vec<Measured>,
     /// The goroutine ping-pong's slowdown at defaults.
     goroutine_pingpong: f64,
+    /// The daemon's CPU in the fork/exec storm, percent of a core.
+    storm_percent: f64,
     churn: churn::Churn,
 }
 
@@ -235,7 +238,7 @@ fn later_sections(report: &mut String) -> anyhow::Result<Later> {
     eprintln!("bench: symbolization time per window");
     symbolization::symbolization(report)?;
     eprintln!("bench: processes that live milliseconds");
-    brief::brief_processes(report)?;
+    let storm_percent = brief::brief_processes(report)?;
     eprintln!("bench: the goroutine view's cost");
     let goroutine_pingpong = goroutines::goroutine_view(report)?;
     eprintln!("bench: Python frames' cost");
@@ -251,6 +254,7 @@ fn later_sections(report: &mut String) -> anyhow::Result<Later> {
         walk,
         syscalls,
         goroutine_pingpong,
+        storm_percent,
         churn,
     })
 }
