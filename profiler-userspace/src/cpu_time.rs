@@ -73,13 +73,7 @@ static TOTALS: [AtomicU64; Step::ALL.len()] = [const { AtomicU64::new(0) }; Step
 /// The calling thread's CPU time, in nanoseconds.
 #[must_use]
 pub fn thread_cpu_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: `ts` is a valid, writable timespec.
-    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &raw mut ts) };
-    u64::try_from(ts.tv_sec).unwrap_or(0) * 1_000_000_000 + u64::try_from(ts.tv_nsec).unwrap_or(0)
+    crate::clock::now_ns(libc::CLOCK_THREAD_CPUTIME_ID)
 }
 
 /// Runs `work`, adding the CPU time it took this thread to `step`.

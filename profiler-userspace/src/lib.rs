@@ -10,6 +10,7 @@ pub mod allocator;
 pub(crate) mod assemble;
 pub(crate) mod bpf;
 pub mod cli;
+pub(crate) mod clock;
 pub(crate) mod config;
 pub(crate) mod cpu_time;
 pub mod daemon;
