@@ -148,9 +148,12 @@ impl Unwinder {
         self.processes.get(&pid).map(|p| p.seen).unwrap_or_default()
     }
 
-    /// Keeps what the kernel saw of `pid`, just published at its request.
+    /// Keeps what the kernel saw of `pid`, just published at its request
+    /// (a request put back carries nothing: what was seen before stays).
     fn saw(&mut self, pid: u32, seen: ProcessSeen) {
-        if let Some(process) = self.processes.get_mut(&pid) {
+        if let Some(process) = self.processes.get_mut(&pid)
+            && seen != ProcessSeen::default()
+        {
             process.seen = seen;
         }
     }
@@ -268,13 +271,15 @@ impl Unwinder {
                 binary.users += 1;
             }
         }
+        // What the kernel saw stays until a request says otherwise.
+        let seen = self.seen(pid);
         let old = self.processes.insert(
             pid,
             Process {
                 vmas,
                 ids,
                 binaries: used,
-                seen: ProcessSeen::default(),
+                seen,
             },
         );
         self.release(old);
