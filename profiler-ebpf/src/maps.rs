@@ -699,8 +699,9 @@ pub fn note_java_frame(seen: &FrameSeen) {
     ask_once(&JAVA_FRAMES, &JAVA_FRAME_REQUESTS, seen);
 }
 
-/// Asks the daemon about `key` (something the walk recorded) once: in `requests` for the daemon to take, rung when new,
-/// and marked in `asked` only once the request is stored. A request the
+/// Asks the daemon about `key` (something the walk recorded) once: in
+/// `requests` for the daemon to take, rung when new, and marked in
+/// `asked` only once the request is stored. A request the
 /// map refuses (full, or no memory for the entry in this context) is
 /// counted and asked again the next time the walk records it: marked
 /// first, it would never be asked again, and a frame recorded in a burst
