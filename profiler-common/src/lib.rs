@@ -21,3 +21,4 @@ pub mod stats;
 pub mod task;
 pub mod thread_ctx;
 pub mod unwind;
+pub mod waker;

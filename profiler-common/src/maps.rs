@@ -16,6 +16,11 @@ pub const SAMPLES_1: &str = "SAMPLES_1";
 pub const STACKS_0: &str = "STACKS_0";
 /// Stack traces referenced by [`SAMPLES_1`].
 pub const STACKS_1: &str = "STACKS_1";
+/// Wakers named by [`SAMPLES_0`]'s blocked weight, hash ->
+/// [`crate::waker::WakerRecord`] (`--wakers`).
+pub const WAKERS_0: &str = "WAKERS_0";
+/// Wakers named by [`SAMPLES_1`].
+pub const WAKERS_1: &str = "WAKERS_1";
 /// Per-CPU scratch [`crate::stack::StackTrace`] that stacks are captured into.
 pub const STACK_SCRATCH: &str = "STACK_SCRATCH";
 /// Per-CPU sample keys being built (too big for the BPF stack beside the
@@ -171,6 +176,9 @@ pub const GLOBAL_SCHED_OFFSETS: &str = "SCHED_OFFSETS";
 /// linked (the daemon's `bpf/kfunc.rs`); zero keeps the calls, and the
 /// callback they name, in code the verifier proves dead.
 pub const GLOBAL_TASK_WORK: &str = "TASK_WORK_LINKED";
+/// Load-time global: non-zero with `--wakers`, when blocked weight names
+/// its waker (`crate::waker`).
+pub const GLOBAL_WAKERS: &str = "WAKERS";
 /// Load-time global: the offset of `task_struct.thread.fsbase` from the
 /// kernel's BTF (0 without BTF: the Python walk then finds no thread).
 pub const GLOBAL_FSBASE_OFFSET: &str = "FSBASE_OFFSET";
@@ -184,11 +192,13 @@ pub const GLOBAL_INTERVAL_CELLS: &str = "INTERVAL_CELLS_IN_USE";
 /// Every map of the eBPF object (besides aya-log's own). A test in
 /// profiler-userspace checks the built object against this list both
 /// ways, so a map renamed on one side only, or left unused, fails it.
-pub const ALL: [&str; 37] = [
+pub const ALL: [&str; 39] = [
     SAMPLES_0,
     SAMPLES_1,
     STACKS_0,
     STACKS_1,
+    WAKERS_0,
+    WAKERS_1,
     STACK_SCRATCH,
     KEY_SCRATCH,
     CONTROL,
@@ -225,7 +235,7 @@ pub const ALL: [&str; 37] = [
 ];
 
 /// Every load-time global the daemon sets, checked the same way.
-pub const GLOBALS: [&str; 8] = [
+pub const GLOBALS: [&str; 9] = [
     GLOBAL_TARGET_ALL,
     GLOBAL_OFF_CPU_RATE_NS,
     GLOBAL_UNWIND_TABLES,
@@ -234,6 +244,7 @@ pub const GLOBALS: [&str; 8] = [
     GLOBAL_INTERVAL_CELLS,
     GLOBAL_FSBASE_OFFSET,
     GLOBAL_PROCESS_OFFSETS,
+    GLOBAL_WAKERS,
 ];
 
 /// The globals of the test knobs, in an object built with the feature
@@ -244,6 +255,8 @@ pub const TEST_KNOB_GLOBALS: [&str; 2] = [GLOBAL_OFF_CPU_NAIVE, GLOBAL_OFF_CPU_D
 pub const SAMPLES_MAX_ENTRIES: u32 = 32_768;
 /// Capacity of each stack map.
 pub const STACKS_MAX_ENTRIES: u32 = 16_384;
+/// Capacity of each wakers map.
+pub const WAKERS_MAX_ENTRIES: u32 = 8_192;
 /// Capacity of [`TARGETS`].
 pub const TARGETS_MAX_ENTRIES: u32 = 4_096;
 /// Slots of [`TARGET_FILTER`]: with a few targets, a thread of another
@@ -332,12 +345,28 @@ pub const RANG_RUNTIMES: u32 = 2;
 /// Capacity of [`UNWIND_REQUESTS`].
 pub const UNWIND_REQUESTS_MAX_ENTRIES: u32 = 1_024;
 
-/// Returns the samples and stacks map names of `slot`.
+/// The map names of one slot.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SlotMaps {
+    pub samples: &'static str,
+    pub stacks: &'static str,
+    pub wakers: &'static str,
+}
+
+/// Returns the map names of `slot`.
 #[must_use]
-pub const fn slot_maps(slot: u32) -> (&'static str, &'static str) {
+pub const fn slot_maps(slot: u32) -> SlotMaps {
     if slot.is_multiple_of(SLOTS) {
-        (SAMPLES_0, STACKS_0)
+        SlotMaps {
+            samples: SAMPLES_0,
+            stacks: STACKS_0,
+            wakers: WAKERS_0,
+        }
     } else {
-        (SAMPLES_1, STACKS_1)
+        SlotMaps {
+            samples: SAMPLES_1,
+            stacks: STACKS_1,
+            wakers: WAKERS_1,
+        }
     }
 }

@@ -107,6 +107,10 @@ pub struct SampleKey {
     /// The attributes of that thread's context record: their hash in
     /// `THREAD_ATTRS` ([`crate::thread_ctx::ThreadAttrs`]); 0 for none.
     pub thread_attrs: u64,
+    /// Who woke the thread, for blocked weight with `--wakers`: the hash
+    /// of its [`crate::waker::WakerRecord`] in the slot's wakers map, or
+    /// [`crate::waker::UNKNOWN`]; [`crate::waker::NONE`] elsewhere.
+    pub waker: u64,
 }
 
 /// Aggregated weight of one [`SampleKey`].
@@ -128,8 +132,8 @@ mod pod {
     use super::{SampleKey, SampleValue};
 
     // SAFETY: SampleKey is repr(C) with no padding (two u32, two u64, four
-    // 32-bit fields, `python_gil` included, then two u64, 24 bytes and a
-    // u64: 88 bytes) and every bit pattern is valid.
+    // 32-bit fields, `python_gil` included, then two u64, 24 bytes and two
+    // u64: 96 bytes) and every bit pattern is valid.
     unsafe impl aya::Pod for SampleKey {}
     // SAFETY: SampleValue is repr(C): three u64 then 16 bytes, 40 bytes
     // with no padding, and every bit pattern is valid.
@@ -155,7 +159,7 @@ pub fn comm_key(name: &str) -> [u8; COMM_LEN] {
 
 // The layouts both sides agree on, checked wherever this crate is built
 // (the eBPF target included): no padding.
-const _: () = assert!(size_of::<SampleKey>() == 88);
+const _: () = assert!(size_of::<SampleKey>() == 96);
 const _: () = assert!(size_of::<SampleValue>() == 40);
 
 #[cfg(test)]

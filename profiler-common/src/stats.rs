@@ -84,11 +84,20 @@ pub enum Stat {
     /// sample keeps its trace and span. The daemon counts them at the
     /// drain; the kernel's slot stays 0.
     ThreadAttrsLost = 26,
+    /// Wakers noted (`--wakers`): wakeups of intervals already past their
+    /// threshold.
+    WakersNoted = 27,
+    /// Waker records the slot's wakers map refused (full): their weight
+    /// shows under `[woken by unknown]`.
+    WakersLost = 28,
+    /// Blocked weight flushed with no waker noted for its interval (shown
+    /// under `[woken by unknown]`), in off-CPU nanoseconds.
+    WakersUnknownNs = 29,
 }
 
 impl Stat {
     /// Every counter, in index order.
-    pub const ALL: [Self; 27] = [
+    pub const ALL: [Self; 30] = [
         Self::OnCpuSamples,
         Self::UserStackErrors,
         Self::KernelStackErrors,
@@ -116,6 +125,9 @@ impl Stat {
         Self::ThreadCtxInvalid,
         Self::RuntimeRequestsLost,
         Self::ThreadAttrsLost,
+        Self::WakersNoted,
+        Self::WakersLost,
+        Self::WakersUnknownNs,
     ];
 
     /// Name used in logs and profile comments.
@@ -149,6 +161,9 @@ impl Stat {
             Self::ThreadCtxInvalid => "thread_ctx_records_invalid",
             Self::RuntimeRequestsLost => "runtime_requests_lost",
             Self::ThreadAttrsLost => "thread_ctx_attrs_lost",
+            Self::WakersNoted => "wakers_noted",
+            Self::WakersLost => "wakers_lost",
+            Self::WakersUnknownNs => "wakers_unknown_ns",
         }
     }
 }

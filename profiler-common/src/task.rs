@@ -15,7 +15,7 @@
 //!   exits; a thread whose cell is taken keeps its interval in its
 //!   [`TaskState`] instead.
 
-use crate::sample::COMM_LEN;
+use crate::{sample::COMM_LEN, waker::WakerRecord};
 
 /// An off-CPU interval that has begun and not yet ended: how and when a
 /// thread left the CPU.
@@ -77,14 +77,20 @@ pub struct TaskState {
     /// (`profiler-ebpf`'s `off_cpu/task_work.rs`): a switch-out where the thread
     /// was preempted leaves the flush to it.
     pub work_scheduled: u8,
-    pub pad: u8,
+    /// Non-zero when [`TaskState::waker`] woke the interval whose blocked
+    /// weight is pending (`--wakers`).
+    pub waker_pending: u8,
     /// 0, or the errno of the failed kernel stack capture.
     pub kernel_stack_err: i32,
     /// Kernel stack of the pending weight (hash, or `NO_STACK`).
     pub kernel_stack: u64,
     /// `ThreadState` of the pending blocked part (sleeping or disk).
     pub pending_state: u32,
-    pub pad2: u32,
+    /// How long noting [`TaskState::waker`] delayed the wakeup of interval
+    /// [`TaskState::waker_interval`] (`--wakers`): its keep decision and
+    /// weight leave that out, so that noting does not make the intervals
+    /// it notes longer, and likelier kept.
+    pub waker_delay_ns: u32,
     /// Pending weight of the blocked part.
     pub blocked_ns: u64,
     pub blocked_count: u64,
@@ -94,12 +100,16 @@ pub struct TaskState {
     /// The thread's name: taken when it is first tracked, kept current at
     /// renames and exec (`profiler-ebpf`'s `off_cpu/thread_identity.rs`).
     pub comm: [u8; COMM_LEN],
+    /// `off_since_ns` of the interval [`TaskState::waker`] ended (`--wakers`).
+    pub waker_interval: u64,
+    /// The last waker noted for an interval past its threshold.
+    pub waker: WakerRecord,
 }
 
 #[cfg(feature = "user")]
 // SAFETY: TaskState is repr(C) with no padding (u64s, pairs of 32-bit
-// fields, four u8 in one 32-bit slot, then 16 bytes) and every
-// bit pattern is valid.
+// fields, four u8 in one 32-bit slot, 16 bytes, a u64, then a 48-byte
+// WakerRecord) and every bit pattern is valid.
 unsafe impl aya::Pod for TaskState {}
 
 #[cfg(feature = "user")]
@@ -109,7 +119,7 @@ unsafe impl aya::Pod for IntervalCell {}
 
 // The layouts both sides agree on, checked wherever this crate is built
 // (the eBPF target included): no padding, the sizes the kernel allocates.
-const _: () = assert!(size_of::<TaskState>() == 112);
+const _: () = assert!(size_of::<TaskState>() == 168);
 const _: () = assert!(size_of::<IntervalCell>() == 48);
 
 /// The kernel's opaque `struct bpf_task_work`: a map value field the

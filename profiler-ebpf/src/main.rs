@@ -58,6 +58,18 @@ pub fn sched_switch(ctx: BtfTracePointContext) -> i32 {
     0
 }
 
+/// A thread is being woken, in its waker's context (attached with
+/// `--wakers` only).
+#[btf_tracepoint(function = "sched_waking")]
+#[expect(
+    clippy::needless_pass_by_value,
+    reason = "the macro fixes the signature"
+)]
+pub fn sched_waking(ctx: BtfTracePointContext) -> i32 {
+    off_cpu::on_waking(&ctx);
+    0
+}
+
 /// A thread registered with rseq returns to user space after it was
 /// switched out; returns at once unless weight is pending.
 #[btf_tracepoint(function = "rseq_update")]

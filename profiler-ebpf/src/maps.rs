@@ -21,7 +21,7 @@ use profiler_common::{
         STACKS_MAX_ENTRIES, TARGET_COMMS_MAX_ENTRIES, TARGET_FILTER_SLOTS, TARGETS_MAX_ENTRIES,
         THREAD_ATTRS_MAX_ENTRIES, THREAD_CTX_PROCS_MAX_ENTRIES, UNWIND_DOORBELL_BYTES,
         UNWIND_PROCS_MAX_ENTRIES, UNWIND_REQUESTS_MAX_ENTRIES, UNWIND_ROWS_DEFAULT_ENTRIES,
-        target_filter_slot,
+        WAKERS_MAX_ENTRIES, target_filter_slot,
     },
     process::{ProcessOffsets, ProcessSeen},
     python::{CodeSeen, FRAME_READ_MAX, PythonProcess},
@@ -32,6 +32,7 @@ use profiler_common::{
     task::{IntervalCell, TaskState, TaskWork},
     thread_ctx::{ThreadAttrs, ThreadCtxProcess},
     unwind::{ProcessMappings, UnwindRow, WalkState},
+    waker::WakerRecord,
 };
 
 use crate::task_storage::TaskStorage;
@@ -64,6 +65,10 @@ static UNWIND_TABLES: Global<u8> = Global::new(1);
 /// Non-zero: the task work kfunc calls are linked (see `off_cpu/task_work.rs`).
 #[unsafe(no_mangle)]
 static TASK_WORK_LINKED: Global<u8> = Global::new(0);
+
+/// Non-zero: blocked weight names its waker (`--wakers`).
+#[unsafe(no_mangle)]
+static WAKERS: Global<u8> = Global::new(0);
 
 /// How many [`INTERVAL_CELLS`] are in use (a power of two).
 #[unsafe(no_mangle)]
@@ -137,6 +142,13 @@ static STACKS_0: HashMap<u64, StackTrace> =
 #[map]
 static STACKS_1: HashMap<u64, StackTrace> =
     HashMap::with_max_entries(STACKS_MAX_ENTRIES, BPF_F_NO_PREALLOC);
+
+#[map]
+static WAKERS_0: HashMap<u64, WakerRecord> =
+    HashMap::with_max_entries(WAKERS_MAX_ENTRIES, BPF_F_NO_PREALLOC);
+#[map]
+static WAKERS_1: HashMap<u64, WakerRecord> =
+    HashMap::with_max_entries(WAKERS_MAX_ENTRIES, BPF_F_NO_PREALLOC);
 
 /// Off-CPU state per tracked thread, stored off its task_struct.
 #[unsafe(link_section = ".maps")]
@@ -221,19 +233,22 @@ static SWITCH_CPU: PerCpuArray<SwitchCpu> = PerCpuArray::with_max_entries(1, 0);
 /// from a timer interrupt, so it can interrupt a tracepoint program that
 /// is walking a stack on the same CPU (`rseq_update` flushing off-CPU
 /// weight, with interrupts on): sharing one entry, the sampler's walk
-/// would overwrite the interrupted one mid-stack.
+/// would overwrite the interrupted one mid-stack. `sched_waking` runs
+/// from interrupts too (a timer's or a disk's wakeup).
 #[derive(Clone, Copy)]
 #[repr(u32)]
 pub enum Scratch {
-    /// Tracepoint programs (none runs from an interrupt, and
-    /// `sched_switch` runs with interrupts off).
+    /// Tracepoint programs but `sched_waking` (none runs from an
+    /// interrupt, and `sched_switch` runs with interrupts off).
     Tracing = 0,
     /// The perf_event sampler.
     Sampling = 1,
+    /// `sched_waking`: one program, which the kernel does not nest.
+    Waking = 2,
 }
 
 /// Entries of each per-CPU scratch map: one per [`Scratch`] variant.
-const SCRATCH_CONTEXTS: u32 = 2;
+const SCRATCH_CONTEXTS: u32 = 3;
 
 /// The errno a map insert with `BPF_NOEXIST` returns (negated) when the
 /// key is there already.
@@ -304,6 +319,7 @@ static PYTHON_SCRATCH: PerCpuArray<[u8; FRAME_READ_MAX]> =
 pub struct Slot {
     pub samples: &'static HashMap<SampleKey, SampleValue>,
     pub stacks: &'static HashMap<u64, StackTrace>,
+    pub wakers: &'static HashMap<u64, WakerRecord>,
 }
 
 /// Returns the active double-buffer slot (see `profiler_common::maps`).
@@ -314,11 +330,13 @@ pub fn active_slot() -> Slot {
         Slot {
             samples: &SAMPLES_0,
             stacks: &STACKS_0,
+            wakers: &WAKERS_0,
         }
     } else {
         Slot {
             samples: &SAMPLES_1,
             stacks: &STACKS_1,
+            wakers: &WAKERS_1,
         }
     }
 }
@@ -400,6 +418,29 @@ pub fn forget_task(task: *mut task_struct, tid: u32) {
 pub fn forget_tid(tid: u32) {
     let _ = IN_FLIGHT.remove(tid);
     let _ = TASK_WORK.remove(tid);
+}
+
+/// Whether blocked weight names its waker (`--wakers`).
+#[inline(always)]
+pub fn wakers() -> bool {
+    WAKERS.load() != 0
+}
+
+/// Stores `record` under `hash` in the slot's wakers map; false when it
+/// could not (counted).
+#[inline(always)]
+pub fn store_waker(slot: &Slot, hash: u64, record: &WakerRecord) -> bool {
+    if slot.wakers.get_ptr(hash).is_some() {
+        return true;
+    }
+    match slot.wakers.insert(hash, record, u64::from(BPF_NOEXIST)) {
+        Ok(()) => true,
+        Err(err) if err == -EEXIST => true,
+        Err(_) => {
+            count(Stat::WakersLost, 1);
+            false
+        }
+    }
 }
 
 /// Whether flushes go by task work (the daemon linked its kfuncs).

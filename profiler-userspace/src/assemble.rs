@@ -3,6 +3,8 @@
 //! and the window's counters ([`Accounting`]) as the profile's comments.
 use std::{sync::Arc, time::SystemTime};
 
+mod wakers;
+
 use profiler_common::{sample::ThreadState, stats::Stat};
 
 use crate::{
@@ -37,6 +39,7 @@ fn lost_sample(raw: &RawWindow) -> Option<Sample> {
         off_cpu_count,
         labels: None,
         runtime_ns: 0,
+        waker_ns: 0,
         off_cpu_in_wall: true,
     })
 }
@@ -127,7 +130,7 @@ pub fn assemble(
     symbolizer.remember_python(raw.python_codes());
     symbolizer.remember_java(raw.java_names());
     let sym_stats = symbolizer.prepare(
-        raw.samples(),
+        &wakers::rows_to_symbolize(raw.samples()),
         raw.processes(),
         raw.recorded(),
         raw.kernel_symbols(),
@@ -137,12 +140,12 @@ pub fn assemble(
     let mut samples: Vec<Sample> = raw
         .samples()
         .iter()
-        .map(|s| {
+        .flat_map(|s| {
             let mut stack = symbolizer.kernel_locations(&s.kernel_stack);
             let user = symbolizer.user_locations(s.pid, &s.user_stack);
             user_frames.count(symbolizer, &user);
             stack.extend(user);
-            Sample {
+            let row = Sample {
                 pid: s.pid,
                 tid: s.tid,
                 comm: process_name(symbolizer, s),
@@ -155,8 +158,11 @@ pub fn assemble(
                 off_cpu_count: s.off_cpu_count,
                 labels: labels(symbolizer, s, &mut unnamed_attrs),
                 runtime_ns: s.runtime_ns,
+                waker_ns: 0,
                 off_cpu_in_wall: !raw.runtimes().wall_pids.contains(&s.pid),
-            }
+            };
+            let twin = wakers::twin(symbolizer, s, &row);
+            std::iter::once(row).chain(twin)
         })
         .collect();
     samples.extend(lost_sample(raw));
@@ -323,6 +329,7 @@ mod tests {
             runtime_ns: 0,
             label_set: None,
             thread_attrs: None,
+            woken_by: None,
         };
         // Above the kernel's largest pid_max (2^22): never a process.
         let raw = RawWindow::of_samples(vec![sample(u32::MAX - 1), sample(std::process::id())]);

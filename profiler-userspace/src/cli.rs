@@ -94,6 +94,12 @@ struct Args {
     #[arg(long, conflicts_with = "no_off_cpu")]
     off_cpu_sys_exit: bool,
 
+    /// Record who woke each kept off-CPU interval (its thread and stacks,
+    /// or the interrupt: timer, disk, network): the `off_cpu_wakers`
+    /// sample type, the blocked stack with the waker's above it.
+    #[arg(long, conflicts_with = "no_off_cpu")]
+    wakers: bool,
+
     /// Do not take on-CPU samples.
     #[arg(long)]
     no_on_cpu: bool,
@@ -290,6 +296,7 @@ fn modes(args: &Args) -> Result<Modes, clap::Error> {
             (false, true) => UserStacks::Rseq,
             (false, false) => UserStacks::TaskWork,
         },
+        wakers: args.wakers,
     };
     match (args.no_on_cpu, args.no_off_cpu) {
         (false, false) => Ok(Modes::Both(off_cpu)),

@@ -204,6 +204,8 @@ pub struct OffCpu {
     pub interval_cells: u32,
     /// Where the user stack of kept weight is taken.
     pub user_stacks: UserStacks,
+    /// Whether blocked weight names its waker (`--wakers`).
+    pub wakers: bool,
 }
 
 /// Where the user stack of kept off-CPU weight is taken: in the thread's

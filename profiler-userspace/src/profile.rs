@@ -83,6 +83,11 @@ pub struct Sample {
     pub labels: Option<Arc<RowLabels>>,
     /// Nanoseconds a runtime's own unit (a goroutine) spent not running.
     pub runtime_ns: u64,
+    /// Debiased blocked nanoseconds of a row whose stack is the blocked
+    /// one with its waker's above it (`off_cpu_wakers`, `--wakers`): the
+    /// same time as a row of `off_cpu_ns`, drawn another way, so it counts
+    /// in no other weight.
+    pub waker_ns: u64,
     /// Whether `off_cpu_ns` counts in `wall`: not for the threads of a
     /// process whose runtime's units were read (a Go process's goroutines),
     /// whose `wall` is its units' time (a thread parked in the scheduler
@@ -143,6 +148,13 @@ impl Sample {
         )
     }
 
+    /// Whether the row belongs in `view`: a waker row in the off-CPU one.
+    #[must_use]
+    pub fn in_view(&self, view: View) -> bool {
+        (view == View::OffCpu && self.waker_ns != 0)
+            || view.shows(self.samples, self.off_cpu_ns, self.off_cpu_count)
+    }
+
     /// Wall-clock nanoseconds: on-CPU time (`period_ns` per sample),
     /// off-CPU time unless a runtime's units cover it, and those units'
     /// time.
@@ -193,6 +205,7 @@ pub fn merge_samples(rows: &mut Vec<Sample>, more: Vec<Sample>) {
             total.off_cpu_ns += row.off_cpu_ns;
             total.off_cpu_count += row.off_cpu_count;
             total.runtime_ns += row.runtime_ns;
+            total.waker_ns += row.waker_ns;
         } else {
             candidates.push(rows.len());
             rows.push(row);
@@ -218,6 +231,7 @@ mod tests {
             off_cpu_count: 0,
             labels: None,
             runtime_ns: 0,
+            waker_ns: 0,
             off_cpu_in_wall: true,
         }
     }

@@ -66,6 +66,30 @@ pub struct RawSample {
     /// at the row's samples, by key index, until named with the process's
     /// `threadlocal.attribute_key_map` when the window is assembled.
     pub thread_attrs: Option<Arc<ThreadAttrValues>>,
+    /// Who woke the thread, for blocked weight with `--wakers`.
+    pub woken_by: Option<WokenBy>,
+}
+
+/// Who ended a blocked interval (`--wakers`).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum WokenBy {
+    /// Not recorded: the interval was under its threshold at the wakeup,
+    /// or the record was lost.
+    Unknown,
+    /// The context the wakeup ran in: a thread, or an interrupt (its
+    /// kernel stack says which; then the ids are the interrupted task's).
+    Waker(Arc<Waker>),
+}
+
+/// The context of a wakeup, as the kernel recorded it.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Waker {
+    pub pid: u32,
+    pub tid: u32,
+    /// Its thread's name.
+    pub thread: String,
+    pub user_stack: Stack,
+    pub kernel_stack: Stack,
 }
 
 /// A thread context record's attributes: (key index, value), each index

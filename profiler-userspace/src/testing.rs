@@ -48,6 +48,7 @@ pub fn row(tid: u32, state: ThreadState, samples: u64, off_cpu_ns: u64) -> RawSa
         runtime_ns: 0,
         label_set: None,
         thread_attrs: None,
+        woken_by: None,
     }
 }
 

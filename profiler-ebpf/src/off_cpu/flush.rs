@@ -8,7 +8,7 @@ use aya_ebpf::{
 use core::intrinsics::{AtomicOrdering, atomic_xadd};
 use profiler_common::{sample::ThreadState, stack::NO_STACK, stats::Stat, task::TaskState};
 
-use super::interval_cell;
+use super::{interval_cell, waker};
 use crate::{aggregate, go, maps, thread_ctx, unwind};
 
 /// Where a thread's pending weight is flushed (see `off_cpu/mod.rs`).
@@ -102,12 +102,14 @@ pub fn flush(entry: *mut TaskState, hook: Flush) {
         (key.go_labels, key.go_labels_identity) = go::labels((*entry).pid);
         thread_ctx::read((*entry).pid, key, maps::Scratch::Tracing);
         if (*entry).blocked_count != 0 {
+            waker::name_in(key, entry, &slot, (*entry).blocked_ns);
             let mut weight = aggregate::weight(0, (*entry).blocked_ns, (*entry).blocked_count);
             weight.comm = (*entry).comm;
             aggregate::add(slot.samples, key, &weight);
         }
         if (*entry).runqueue_count != 0 {
             key.state = ThreadState::Runqueue as u32;
+            key.waker = profiler_common::waker::NONE;
             let mut weight = aggregate::weight(0, (*entry).runqueue_ns, (*entry).runqueue_count);
             weight.comm = (*entry).comm;
             aggregate::add(slot.samples, key, &weight);
@@ -125,6 +127,7 @@ pub fn flush(entry: *mut TaskState, hook: Flush) {
         (*entry).runqueue_count = 0;
         (*entry).pending = 0;
         (*entry).work_scheduled = 0;
+        (*entry).waker_pending = 0;
         interval_cell::mirror_pending((*entry).tid, false);
     }
     add_pending(u64::MAX); // -1, wrapping

@@ -59,9 +59,11 @@ mod flush;
 mod interval_cell;
 mod task_work;
 mod thread_identity;
+mod waker;
 
 pub use flush::{Flush, on_exit, on_return_to_user};
 pub use thread_identity::{on_exec, on_rename};
+pub use waker::on_waking;
 
 use self::{
     clock::Clock,
@@ -317,16 +319,28 @@ fn keep_interval(next: *mut task_struct, tid: u32, open: *mut OpenInterval, now:
             return;
         }
     }
+    let entry = maps::task(next);
+    // Noting its waker (`--wakers`) delayed its wakeup: without that delay
+    // the interval may not have outlasted its threshold.
+    if let Some(entry) = entry
+        && let Some(delay) = waker::delay(entry, off)
+    {
+        start += delay.min(now - start);
+        if now <= start + u64::from(keep_after) {
+            return;
+        }
+    }
     let state = ThreadState::off_cpu(left_with);
     let queued = sched_info::queued_since(next, run_delay_out, now);
     let (blocked, runqueue) = split_interval(state == ThreadState::Runqueue, start, now, queued);
     let (rate, naive) = maps::off_cpu_rule();
     let d = now - start;
     maps::count(Stat::OffCpuEventsKept, 1);
-    if let Some(entry) = maps::task(next) {
+    if let Some(entry) = entry {
         keep(
             next,
             entry,
+            off,
             state as u32,
             weigh_part(blocked, d, rate, naive),
             weigh_part(runqueue, d, rate, naive),
@@ -334,11 +348,12 @@ fn keep_interval(next: *mut task_struct, tid: u32, open: *mut OpenInterval, now:
     }
 }
 
-/// Kept weight of an interval of `next` waits in its `entry` for the user
-/// stack, which only the thread's own context can read.
+/// Kept weight of an interval of `next` that began at `off` waits in its
+/// `entry` for the user stack, which only the thread's own context can read.
 fn keep(
     next: *mut task_struct,
     entry: *mut TaskState,
+    off: u64,
     state: u32,
     blocked: Option<Weight>,
     runqueue: Option<Weight>,
@@ -362,6 +377,7 @@ fn keep(
         let (kernel_stack, err) = stack::capture_task_kernel(next.cast(), &slot);
         (*entry).kernel_stack = kernel_stack;
         (*entry).kernel_stack_err = err;
+        waker::mark(entry, off);
         (*entry).pending = 1;
         interval_cell::mirror_pending((*entry).tid, true);
         add_pending(1);

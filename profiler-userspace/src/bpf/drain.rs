@@ -15,6 +15,7 @@ use profiler_common::{
     sched::SwitchCpu,
     stack::{NO_STACK, StackTrace},
     stats::{STATS_LEN, Stat},
+    waker::{self, WakerRecord},
 };
 
 use super::{
@@ -23,7 +24,8 @@ use super::{
     thread_attrs::AttrsRead,
 };
 use crate::sample::{
-    LabelSetAt, MapEntries, RawSample, RowLabels, Stack, python_gil_labels, trace_labels,
+    LabelSetAt, MapEntries, RawSample, RowLabels, Stack, Waker, WokenBy, python_gil_labels,
+    trace_labels,
 };
 
 /// A window's end as the kernel saw it.
@@ -85,8 +87,8 @@ pub trait WindowMaps {
 /// left (the slot written now, the counters then, its time).
 pub(super) struct Windows {
     control: Map,
-    /// Samples and stacks, by slot.
-    slots: [(Map, Map); SLOTS as usize],
+    /// Samples, stacks and wakers, by slot.
+    slots: [(Map, Map, Map); SLOTS as usize],
     stats: Map,
     switch_cpu: Map,
     thread_attrs: Map,
@@ -101,9 +103,13 @@ impl Windows {
     /// Takes the window's maps out of `ebpf`, and points the kernel at
     /// slot 0.
     pub(super) fn take(ebpf: &mut Ebpf) -> Result<Self, KernelError> {
-        let mut slot = |slot| -> Result<(Map, Map), KernelError> {
-            let (samples, stacks) = slot_maps(slot);
-            Ok((take_map(ebpf, samples)?, take_map(ebpf, stacks)?))
+        let mut slot = |slot| -> Result<(Map, Map, Map), KernelError> {
+            let names = slot_maps(slot);
+            Ok((
+                take_map(ebpf, names.samples)?,
+                take_map(ebpf, names.stacks)?,
+                take_map(ebpf, names.wakers)?,
+            ))
         };
         let slots = [slot(0)?, slot(1)?];
         let mut windows = Self {
@@ -189,13 +195,17 @@ impl WindowMaps for Windows {
     }
 
     fn drain(&mut self, flip: &Flip) -> Result<Drained, KernelError> {
-        let (samples_name, stacks_name) = slot_maps(flip.slot);
-        let (samples, stacks) = &self.slots[flip.slot as usize];
-        let raw: Vec<(SampleKey, SampleValue)> = batch::take_all_of(samples, samples_name)?;
-        let stacks: StdHashMap<u64, StackTrace> = batch::take_all_of(stacks, stacks_name)?
+        let names = slot_maps(flip.slot);
+        let (samples, stacks, wakers) = &self.slots[flip.slot as usize];
+        let raw: Vec<(SampleKey, SampleValue)> = batch::take_all_of(samples, names.samples)?;
+        let stacks: StdHashMap<u64, StackTrace> = batch::take_all_of(stacks, names.stacks)?
+            .into_iter()
+            .collect();
+        let wakers: StdHashMap<u64, WakerRecord> = batch::take_all_of(wakers, names.wakers)?
             .into_iter()
             .collect();
         let mut resolved: StdHashMap<u64, Stack> = StdHashMap::new();
+        let mut woken_by: StdHashMap<u64, WokenBy> = StdHashMap::new();
         let mut attrs = AttrsRead::new(&self.thread_attrs)?;
         let mut window = Drained::default();
         window.map_entries.samples = u32::try_from(raw.len()).unwrap_or(u32::MAX);
@@ -227,6 +237,7 @@ impl WindowMaps for Windows {
                 runtime_ns: 0,
                 label_set: LabelSetAt::of(key.go_labels, key.go_labels_identity),
                 thread_attrs: attrs.get(key.thread_attrs),
+                woken_by: resolve_waker(&wakers, &stacks, &mut resolved, &mut woken_by, key.waker),
             });
         }
         let lost = attrs.lost;
@@ -281,6 +292,42 @@ fn resolve_stack(
             },
         })
         .clone()
+}
+
+/// Who woke the thread of a key whose `waker` field is `hash`: looked up
+/// once per window.
+fn resolve_waker(
+    wakers: &StdHashMap<u64, WakerRecord>,
+    stacks: &StdHashMap<u64, StackTrace>,
+    resolved: &mut StdHashMap<u64, Stack>,
+    woken_by: &mut StdHashMap<u64, WokenBy>,
+    hash: u64,
+) -> Option<WokenBy> {
+    match hash {
+        waker::NONE => return None,
+        waker::UNKNOWN => return Some(WokenBy::Unknown),
+        _ => {}
+    }
+    if let Some(known) = woken_by.get(&hash) {
+        return Some(known.clone());
+    }
+    // A hash the map does not hold: the record was lost.
+    let found = wakers.get(&hash).map_or(WokenBy::Unknown, |record| {
+        WokenBy::Waker(Arc::new(Waker {
+            pid: record.pid,
+            tid: record.tid,
+            thread: String::from_utf8_lossy(comm_str(&record.comm)).into_owned(),
+            user_stack: resolve_stack(stacks, resolved, record.user_stack, record.user_stack_err),
+            kernel_stack: resolve_stack(
+                stacks,
+                resolved,
+                record.kernel_stack,
+                record.kernel_stack_err,
+            ),
+        }))
+    });
+    woken_by.insert(hash, found.clone());
+    Some(found)
 }
 
 /// The labels the kernel recorded in `key`: a Python thread's GIL, the

@@ -388,5 +388,6 @@ fn push_part(
         runtime_ns: 0,
         label_set: None,
         thread_attrs: None,
+        woken_by: None,
     });
 }

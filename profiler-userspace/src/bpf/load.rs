@@ -16,7 +16,7 @@ use profiler_common::{
     maps::{
         GLOBAL_FSBASE_OFFSET, GLOBAL_INTERVAL_CELLS, GLOBAL_OFF_CPU_DISPATCH_ONLY,
         GLOBAL_OFF_CPU_NAIVE, GLOBAL_OFF_CPU_RATE_NS, GLOBAL_PROCESS_OFFSETS, GLOBAL_SCHED_OFFSETS,
-        GLOBAL_TARGET_ALL, GLOBAL_TASK_WORK, GLOBAL_UNWIND_TABLES, IN_FLIGHT,
+        GLOBAL_TARGET_ALL, GLOBAL_TASK_WORK, GLOBAL_UNWIND_TABLES, GLOBAL_WAKERS, IN_FLIGHT,
         IN_FLIGHT_MAX_ENTRIES, INTERVAL_CELLS, TASK_WORK, UNWIND_DOORBELL, UNWIND_ROWS,
     },
     process::ProcessSeen,
@@ -99,6 +99,10 @@ const RSEQ_UPDATE: (&str, &str) = ("rseq_update", "rseq_update");
 /// this tracepoint slows every system call of every process.
 const SYS_EXIT: (&str, &str) = ("sys_exit", "sys_exit");
 
+/// Notes who woke a kept interval (`--wakers`): runs at every wakeup on
+/// the machine, so it is attached only when asked for.
+const SCHED_WAKING: (&str, &str) = ("sched_waking", "sched_waking");
+
 /// The loaded and attached programs, and their maps in parts, one per
 /// interface: each part owns its maps (taken out of the object) and its
 /// state, in the file of its interface. The parts' maps stay open as long
@@ -165,6 +169,7 @@ impl Kernel {
             .unwrap_or_default();
         let user_stacks = config.modes.off_cpu().map(|o| o.user_stacks);
         let task_work = user_stacks == Some(UserStacks::TaskWork);
+        let wakers = config.modes.off_cpu().is_some_and(|o| o.wakers);
         let object = kfunc::link(EBPF_OBJECT, &KFUNCS, |name| {
             types.as_ref().filter(|_| task_work)?.func_id(name)
         })
@@ -182,6 +187,7 @@ impl Kernel {
             .override_global(GLOBAL_INTERVAL_CELLS, &interval_cells, true)
             .override_global(GLOBAL_FSBASE_OFFSET, &fsbase_offset, true)
             .override_global(GLOBAL_PROCESS_OFFSETS, &process_offsets, true)
+            .override_global(GLOBAL_WAKERS, &u8::from(wakers), true)
             .map_max_entries(UNWIND_ROWS, config.unwind.table_rows())
             .map_max_entries(INTERVAL_CELLS, interval_cells)
             .map_max_entries(IN_FLIGHT, in_flight)
@@ -221,6 +227,9 @@ impl Kernel {
         if let Some(off_cpu) = config.modes.off_cpu() {
             kernel.attach_return_hooks(object.kfuncs, off_cpu.user_stacks, &btf)?;
             kernel.attach_tracepoints(&OFF_CPU_PROGRAMS, &btf)?;
+            if wakers {
+                kernel.attach_tracepoints(&[SCHED_WAKING], &btf)?;
+            }
         }
         if config.modes.on_cpu() {
             kernel.attach_on_cpu(config.sample_period_ns())?;

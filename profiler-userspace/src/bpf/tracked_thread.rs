@@ -14,7 +14,7 @@ use super::{error::KernelError, task_storage};
 
 /// What the kernel's entry for a thread says.
 pub(super) enum ThreadEntry {
-    Tracked(TrackedThread),
+    Tracked(Box<TrackedThread>),
     /// No entry, or the thread is gone.
     Untracked,
     /// The kernel cannot give a thread's pidfd (before Linux 6.9): whether
@@ -82,12 +82,12 @@ impl TrackedThread {
             return Ok(ThreadEntry::Untracked);
         };
         let open = cells.open(tid, &state)?;
-        Ok(ThreadEntry::Tracked(Self {
+        Ok(ThreadEntry::Tracked(Box::new(Self {
             tid,
             pidfd,
             state,
             open,
-        }))
+        })))
     }
 
     /// The open interval as it is now; `None` once the thread is gone.

@@ -53,6 +53,7 @@ fn defaults() {
             dispatch_only: false,
             interval_cells: INTERVAL_CELLS_LEN,
             user_stacks: UserStacks::TaskWork,
+            wakers: false,
         })
     );
 }
@@ -68,6 +69,7 @@ fn off_cpu_flags() {
             dispatch_only: false,
             interval_cells: INTERVAL_CELLS_LEN,
             user_stacks: UserStacks::TaskWork,
+            wakers: false,
         })
     );
     assert!(!config.modes.on_cpu());
@@ -80,9 +82,18 @@ fn off_cpu_flags() {
             dispatch_only: false,
             interval_cells: INTERVAL_CELLS_LEN,
             user_stacks: UserStacks::SysExit,
+            wakers: false,
         })
     );
     assert_eq!(parse_ok(&["--all", "--no-off-cpu"]).modes.off_cpu(), None);
+}
+
+#[test]
+fn wakers_need_off_cpu() {
+    let config = parse_ok(&["--all", "--wakers"]);
+    assert!(config.modes.off_cpu().is_some_and(|o| o.wakers));
+    let err = parse_err(&["--all", "--wakers", "--no-off-cpu"]);
+    assert_eq!(err.kind(), ErrorKind::ArgumentConflict);
 }
 
 #[cfg(feature = "test-knobs")]

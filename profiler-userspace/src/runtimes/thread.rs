@@ -130,6 +130,7 @@ impl<R: Runtime> RuntimeThread<R> {
                 runtime_ns: ns,
                 label_set: None,
                 thread_attrs: None,
+                woken_by: None,
             })
             .collect();
         (samples, pids, stats)

@@ -31,6 +31,7 @@ fn one_sample(pid: u32, addr: u64, kernel_stack: Stack) -> RawWindow {
         runtime_ns: 0,
         label_set: None,
         thread_attrs: None,
+        woken_by: None,
     }])
 }
 

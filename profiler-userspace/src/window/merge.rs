@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use profiler_common::sample::ThreadState;
 
 use super::chunk::RawWindow;
-use crate::sample::{RawSample, RowLabels, Stack, ThreadAttrValues};
+use crate::sample::{RawSample, RowLabels, Stack, ThreadAttrValues, WokenBy};
 
 /// What makes two entries the same row: the kernel's own key.
 #[derive(PartialEq, Eq, Hash)]
@@ -19,6 +19,7 @@ struct Key<'a> {
     kernel_stack: &'a Stack,
     labels: Option<&'a RowLabels>,
     thread_attrs: Option<&'a ThreadAttrValues>,
+    woken_by: Option<&'a WokenBy>,
 }
 
 impl<'a> Key<'a> {
@@ -32,6 +33,7 @@ impl<'a> Key<'a> {
             kernel_stack: &sample.kernel_stack,
             labels: sample.labels.as_deref(),
             thread_attrs: sample.thread_attrs.as_deref(),
+            woken_by: sample.woken_by.as_ref(),
         }
     }
 }
@@ -105,6 +107,7 @@ mod tests {
             runtime_ns: 0,
             label_set: None,
             thread_attrs: None,
+            woken_by: None,
         }
     }
 

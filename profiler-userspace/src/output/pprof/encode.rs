@@ -26,25 +26,36 @@ pub fn encode(profile: &Profile) -> Vec<u8> {
 /// each pprof under one name.
 #[must_use]
 pub fn encode_view(profile: &Profile) -> Vec<u8> {
-    let types: &[usize] = match profile.view {
-        View::Cpu => &[0, 1],
-        View::OffCpu => &[2, 3],
-        View::Wall => &[4],
+    let types: &[usize] = match (profile.view, has_wakers(profile)) {
+        (View::Cpu, _) => &[0, 1],
+        (View::OffCpu, false) => &[2, 3],
+        (View::OffCpu, true) => &[2, 3, WAKERS],
+        (View::Wall, _) => &[4],
     };
-    build_with(profile, types).encode_to_vec()
+    build_with(profile, types, false).encode_to_vec()
 }
 
-/// Builds the pprof message for `profile`, with every sample type.
+/// Builds the pprof message for `profile`, with every sample type
+/// (`off_cpu_wakers` only with `--wakers`' rows).
 #[must_use]
 pub fn build(profile: &Profile) -> proto::Profile {
-    build_with(profile, &[0, 1, 2, 3, 4, 5])
+    if has_wakers(profile) {
+        build_with(profile, &[0, 1, 2, 3, 4, 5, WAKERS], true)
+    } else {
+        build_with(profile, &[0, 1, 2, 3, 4, 5], true)
+    }
+}
+
+/// Whether `profile` has rows with a waker's stack (`--wakers`).
+fn has_wakers(profile: &Profile) -> bool {
+    profile.samples.iter().any(|s| s.waker_ns != 0)
 }
 
 /// Builds the pprof message for the rows of `profile` that its view
-/// shows, with the sample types at `types` (indices into
+/// shows (`all` of them), with the sample types at `types` (indices into
 /// [`SAMPLE_TYPES`]; the view's default among them). The period type is
 /// `cpu` where present, else the last type.
-fn build_with(profile: &Profile, types: &[usize]) -> proto::Profile {
+fn build_with(profile: &Profile, types: &[usize], all: bool) -> proto::Profile {
     let mut tables = Tables::default();
     let mut out = proto::Profile {
         string_table: vec![String::new()],
@@ -89,10 +100,7 @@ fn build_with(profile: &Profile, types: &[usize]) -> proto::Profile {
     let mut samples: Vec<_> = profile
         .samples
         .iter()
-        .filter(|s| {
-            types.len() == SAMPLE_TYPES.len()
-                || view.shows(s.samples, s.off_cpu_ns, s.off_cpu_count)
-        })
+        .filter(|s| all || s.in_view(view))
         .collect();
     samples.sort();
     for sample in samples {
@@ -150,14 +158,18 @@ fn default_sample_type(view: View) -> usize {
 }
 
 /// (type, unit) of each sample value, in order.
-pub const SAMPLE_TYPES: [(&str, &str); 6] = [
+pub const SAMPLE_TYPES: [(&str, &str); 7] = [
     ("samples", "count"),
     ("cpu", "nanoseconds"),
     ("off_cpu_events", "count"),
     ("off_cpu", "nanoseconds"),
     ("wall", "nanoseconds"),
     ("goroutine", "nanoseconds"),
+    ("off_cpu_wakers", "nanoseconds"),
 ];
+
+/// Index of `off_cpu_wakers` in [`SAMPLE_TYPES`].
+const WAKERS: usize = 6;
 
 /// The values of one sample in [`SAMPLE_TYPES`] order. Off-CPU event
 /// counts are fixed point in the kernel; pprof values are integers, so they
@@ -172,6 +184,7 @@ fn values(sample: &Sample, period_ns: u64) -> Vec<i64> {
         to_i64(sample.off_cpu_ns),
         to_i64(sample.wall_ns(period_ns)),
         to_i64(sample.runtime_ns),
+        to_i64(sample.waker_ns),
     ]
 }
 

@@ -189,6 +189,7 @@ mod tests {
             off_cpu_count: 0,
             labels: None,
             runtime_ns: 0,
+            waker_ns: 0,
             off_cpu_in_wall: true,
         }
     }

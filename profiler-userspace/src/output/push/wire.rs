@@ -80,11 +80,7 @@ const MAX_PROFILE_BYTES: usize = 4 << 20;
 /// kind.
 fn view_pprofs(series: &Series, view: View) -> Vec<Vec<u8>> {
     let whole = &series.profile;
-    let samples: Vec<_> = whole
-        .samples
-        .iter()
-        .filter(|s| view.shows(s.samples, s.off_cpu_ns, s.off_cpu_count))
-        .collect();
+    let samples: Vec<_> = whole.samples.iter().filter(|s| s.in_view(view)).collect();
     let mut pprofs = Vec::new();
     if samples.is_empty() {
         return pprofs;

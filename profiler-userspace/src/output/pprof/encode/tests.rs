@@ -51,6 +51,7 @@ fn fixture() -> Profile {
         off_cpu_count: 0,
         labels: None,
         runtime_ns: 0,
+        waker_ns: 0,
         off_cpu_in_wall: true,
     };
     Profile {
@@ -95,7 +96,7 @@ fn round_trip_tables() {
         .iter()
         .map(|t| (string(&p, t.r#type), string(&p, t.unit)))
         .collect();
-    assert_eq!(types, SAMPLE_TYPES);
+    assert_eq!(types, SAMPLE_TYPES[..6], "off_cpu_wakers only with wakers");
     assert_eq!(string(&p, p.default_sample_type), "wall");
     let period_type = p.period_type.unwrap();
     assert_eq!(
@@ -249,6 +250,7 @@ fn goroutine_rows_carry_their_goroutine_and_replace_their_threads_off_cpu_in_wal
         // A thread of a Go process whose goroutines were read: its
         // off-CPU time stays in `off_cpu`, not in `wall`.
         Sample {
+            waker_ns: 0,
             off_cpu_in_wall: false,
             ..thread.clone()
         },

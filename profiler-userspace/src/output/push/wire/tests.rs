@@ -58,6 +58,7 @@ pub(super) fn row(
         off_cpu_count: u64::from(off_cpu_ns > 0) * 1000,
         labels: None,
         runtime_ns: 0,
+        waker_ns: 0,
         off_cpu_in_wall: true,
     }
 }

@@ -1,0 +1,244 @@
+//! `--wakers`: the `off_cpu_wakers` rows. Each blocked row that names its
+//! waker gets a twin whose stack is the blocked one with the waker's above
+//! it, joined by a frame that names the waker, as bcc's `offwaketime`
+//! draws its merged flame graphs: leaf first, the waker's stack from its
+//! root down to where it woke the thread, `[woken by …]`, then the blocked
+//! stack from its leaf.
+//!
+//! A wakeup in an interrupt runs on whatever task it interrupted, which
+//! did not wake anyone: its kernel stack names the interrupt instead
+//! ([`Interrupt`]), and the interrupted task's user stack is left out.
+use std::{borrow::Cow, collections::HashSet, sync::Arc};
+
+use crate::{
+    profile::{Location, Sample},
+    sample::{RawSample, Waker, WokenBy},
+    symbolize::Symbolizer,
+};
+
+/// What woke a thread from an interrupt, by the kernel functions on the
+/// wakeup's stack.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Interrupt {
+    /// A timer expired (`nanosleep`, a timeout, a timerfd).
+    Timer,
+    /// A block request completed.
+    Disk,
+    /// A packet was received (or looped back in a softirq).
+    Network,
+    /// Some other interrupt.
+    Other,
+}
+
+impl Interrupt {
+    /// The interrupt `functions` (a kernel stack's, leaf first) ran in,
+    /// if they are an interrupt's.
+    #[must_use]
+    pub fn of<'a>(functions: impl IntoIterator<Item = &'a str> + Clone) -> Option<Self> {
+        let any = |names: &[&str]| functions.clone().into_iter().any(|f| names.contains(&f));
+        if any(&[
+            "hrtimer_wakeup",
+            "process_timeout",
+            "call_timer_fn",
+            "__run_timers",
+            "hrtimer_run_softirq",
+        ]) {
+            Some(Self::Timer)
+        } else if any(&[
+            "blk_mq_end_request",
+            "blk_update_request",
+            "bio_endio",
+            "blk_complete_reqs",
+            "blk_mq_complete_request",
+        ]) {
+            Some(Self::Disk)
+        } else if any(&["net_rx_action", "__napi_poll", "process_backlog"]) {
+            Some(Self::Network)
+        } else if functions.into_iter().any(|f| {
+            f.starts_with("asm_sysvec_")
+                || f.starts_with("asm_common_interrupt")
+                || f == "handle_softirqs"
+                || f == "__do_softirq"
+                || f == "irq_exit_rcu"
+        }) {
+            Some(Self::Other)
+        } else {
+            None
+        }
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            Self::Timer => "timer",
+            Self::Disk => "disk",
+            Self::Network => "network",
+            Self::Other => "interrupt",
+        }
+    }
+}
+
+/// The frame that joins a blocked stack to its waker's.
+#[must_use]
+pub fn joint(waker: Option<(&Waker, Option<Interrupt>)>) -> String {
+    match waker {
+        None => "[woken by unknown]".to_owned(),
+        Some((_, Some(interrupt))) => format!("[woken by {}]", interrupt.name()),
+        Some((waker, None)) if waker.tid == 0 => "[woken by interrupt]".to_owned(),
+        Some((waker, None)) => format!("[woken by {}:{}]", waker.thread, waker.tid),
+    }
+}
+
+/// The window's rows and, if any names a waker, one weightless row per
+/// distinct waker, so that its stacks are symbolized with the rest.
+#[must_use]
+pub fn rows_to_symbolize(samples: &[RawSample]) -> Cow<'_, [RawSample]> {
+    let mut seen: HashSet<*const Waker> = HashSet::new();
+    let wakers: Vec<RawSample> = samples
+        .iter()
+        .filter_map(|s| match &s.woken_by {
+            Some(WokenBy::Waker(waker)) if seen.insert(Arc::as_ptr(waker)) => Some(waker),
+            _ => None,
+        })
+        .map(|waker| RawSample {
+            pid: waker.pid,
+            tid: waker.tid,
+            thread: waker.thread.clone(),
+            state: profiler_common::sample::ThreadState::Running,
+            user_stack: waker.user_stack.clone(),
+            kernel_stack: waker.kernel_stack.clone(),
+            samples: 0,
+            off_cpu_ns: 0,
+            off_cpu_count: 0,
+            labels: None,
+            runtime_ns: 0,
+            label_set: None,
+            thread_attrs: None,
+            woken_by: None,
+        })
+        .collect();
+    if wakers.is_empty() {
+        return Cow::Borrowed(samples);
+    }
+    Cow::Owned(samples.iter().cloned().chain(wakers).collect())
+}
+
+/// The `off_cpu_wakers` twin of `row`, the assembled blocked row of
+/// `raw`, if `raw` was woken.
+#[must_use]
+pub fn twin(symbolizer: &Symbolizer, raw: &RawSample, row: &Sample) -> Option<Sample> {
+    let woken_by = raw.woken_by.as_ref()?;
+    if row.off_cpu_ns == 0 {
+        return None;
+    }
+    let mut stack: Vec<Location> = Vec::new();
+    let joint = match woken_by {
+        WokenBy::Unknown => joint(None),
+        WokenBy::Waker(waker) => {
+            let kernel = below_the_hook(symbolizer.kernel_locations(&waker.kernel_stack));
+            let interrupt = Interrupt::of(
+                kernel
+                    .iter()
+                    .flat_map(|l| l.lines.iter().map(|line| line.function.as_str())),
+            );
+            let mut above = kernel;
+            if interrupt.is_none() {
+                above.extend(symbolizer.user_locations(waker.pid, &waker.user_stack));
+            }
+            above.reverse();
+            stack = above;
+            joint(Some((waker, interrupt)))
+        }
+    };
+    stack.push(Location::marker(joint));
+    stack.extend(row.stack.iter().cloned());
+    Some(Sample {
+        stack,
+        samples: 0,
+        off_cpu_ns: 0,
+        off_cpu_count: 0,
+        runtime_ns: 0,
+        waker_ns: row.off_cpu_ns,
+        ..row.clone()
+    })
+}
+
+/// `kernel`, a wakeup's stack, without the frames of the program that
+/// took it (`bpf_prog_…`, `bpf_trace_run…`): from the wakeup down.
+fn below_the_hook(mut kernel: Vec<Location>) -> Vec<Location> {
+    let ours = |l: &Location| {
+        l.lines.last().is_some_and(|line| {
+            line.function.starts_with("bpf_prog_")
+                || line.function.starts_with("bpf_trace_run")
+                || line.function.starts_with("__bpf_trace_")
+        })
+    };
+    let hook = kernel.iter().take_while(|l| ours(l)).count();
+    kernel.drain(..hook);
+    kernel
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn interrupts_are_named_by_their_stacks() {
+        let timer = [
+            "try_to_wake_up",
+            "hrtimer_wakeup",
+            "__hrtimer_run_queues",
+            "hrtimer_interrupt",
+            "asm_sysvec_apic_timer_interrupt",
+        ];
+        assert_eq!(Interrupt::of(timer), Some(Interrupt::Timer));
+        let disk = [
+            "try_to_wake_up",
+            "blkdev_bio_end_io",
+            "blk_update_request",
+            "blk_mq_end_request",
+            "virtblk_done",
+            "asm_common_interrupt",
+        ];
+        assert_eq!(Interrupt::of(disk), Some(Interrupt::Disk));
+        let other = ["try_to_wake_up", "handle_softirqs", "irq_exit_rcu"];
+        assert_eq!(Interrupt::of(other), Some(Interrupt::Other));
+        let task = ["try_to_wake_up", "pipe_write", "vfs_write", "ksys_write"];
+        assert_eq!(Interrupt::of(task), None);
+    }
+
+    #[test]
+    fn the_hook_s_own_frames_are_left_out() {
+        let stack = [
+            "bpf_prog_0844af1f42f207b4_note",
+            "bpf_prog_428ddd9007b592c2_sched_waking",
+            "bpf_trace_run1",
+            "try_to_wake_up",
+            "anon_pipe_write",
+        ]
+        .map(|f| Location::marker(f.to_owned()));
+        let left: Vec<_> = below_the_hook(stack.to_vec())
+            .iter()
+            .map(|l| l.lines[0].function.clone())
+            .collect();
+        assert_eq!(left, ["try_to_wake_up", "anon_pipe_write"]);
+    }
+
+    #[test]
+    fn the_joint_names_the_waker() {
+        let waker = Waker {
+            pid: 10,
+            tid: 12,
+            thread: "producer".to_owned(),
+            user_stack: crate::sample::Stack::Absent,
+            kernel_stack: crate::sample::Stack::Absent,
+        };
+        assert_eq!(joint(Some((&waker, None))), "[woken by producer:12]");
+        assert_eq!(
+            joint(Some((&waker, Some(Interrupt::Timer)))),
+            "[woken by timer]"
+        );
+        assert_eq!(joint(None), "[woken by unknown]");
+        let idle = Waker { tid: 0, ..waker };
+        assert_eq!(joint(Some((&idle, None))), "[woken by interrupt]");
+    }
+}
