@@ -49,25 +49,18 @@ const _: () = assert!(size_of::<WakerRecord>() == 48);
 /// The key a record is stored under: the same for the same waker with the
 /// same stacks, and never [`NONE`] or [`UNKNOWN`].
 #[must_use]
-#[inline(always)]
-#[allow(clippy::inline_always, reason = "runs inside an eBPF program")]
 pub fn record_hash(record: &WakerRecord) -> u64 {
-    // FxHash's multiplier, a word at a time, with a final avalanche (as
-    // crate::stack::stack_hash).
-    const K: u64 = 0x517c_c1b7_2722_0a95;
-    let words = [
-        (u64::from(record.pid) << 32) | u64::from(record.tid),
-        record.user_stack,
-        record.kernel_stack,
+    // One word at a time, no array: the kernel's callers have little stack.
+    let mut hash = mix(0, (u64::from(record.pid) << 32) | u64::from(record.tid));
+    hash = mix(hash, record.user_stack);
+    hash = mix(hash, record.kernel_stack);
+    hash = mix(
+        hash,
         (u64::from(record.user_stack_err.cast_unsigned()) << 32)
             | u64::from(record.kernel_stack_err.cast_unsigned()),
-        u64::from_le_bytes(first_half(&record.comm)),
-        u64::from_le_bytes(second_half(&record.comm)),
-    ];
-    let mut hash = 0u64;
-    for word in words {
-        hash = (hash.rotate_left(5) ^ word).wrapping_mul(K);
-    }
+    );
+    hash = mix(hash, u64::from_le_bytes(first_half(&record.comm)));
+    hash = mix(hash, u64::from_le_bytes(second_half(&record.comm)));
     hash ^= hash >> 33;
     hash = hash.wrapping_mul(0xff51_afd7_ed55_8ccd);
     hash ^= hash >> 33;
@@ -76,6 +69,13 @@ pub fn record_hash(record: &WakerRecord) -> u64 {
     } else {
         hash
     }
+}
+
+/// One step of FxHash (as crate::stack::stack_hash).
+#[inline(always)]
+#[allow(clippy::inline_always, reason = "runs inside an eBPF program")]
+const fn mix(hash: u64, word: u64) -> u64 {
+    (hash.rotate_left(5) ^ word).wrapping_mul(0x517c_c1b7_2722_0a95)
 }
 
 #[inline(always)]

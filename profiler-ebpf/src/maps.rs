@@ -393,11 +393,11 @@ pub fn interval_cell(tid: u32) -> Option<*mut IntervalCell> {
     INTERVAL_CELLS.get_ptr_mut(profiler_common::maps::interval_cell(tid, cells))
 }
 
-/// Starts tracking a thread; counts a refusal.
+/// Starts tracking a thread: its entry, zeroed if new; counts a refusal.
 #[inline(always)]
-pub fn track_task(task: *mut task_struct, state: &TaskState) -> Option<*mut TaskState> {
+pub fn track_task(task: *mut task_struct) -> Option<*mut TaskState> {
     // SAFETY: as in `task`.
-    let entry = unsafe { TASKS.get_or_insert(task, state) };
+    let entry = unsafe { TASKS.get_or_create(task) };
     if entry.is_none() {
         count(Stat::TaskMapFull, 1);
     }

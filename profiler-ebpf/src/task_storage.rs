@@ -54,19 +54,21 @@ impl<T> TaskStorage<T> {
         (!value.is_null()).then_some(value.cast())
     }
 
-    /// The value of thread `task`, created from `init` if it has none.
+    /// The value of thread `task`, created zeroed if it has none (a value
+    /// built on the BPF stack to copy from would take its size there).
     /// `None` when the kernel cannot allocate it.
     ///
     /// # Safety
     /// As [`TaskStorage::get`].
     #[inline(always)]
-    pub unsafe fn get_or_insert(&self, task: *mut task_struct, init: &T) -> Option<*mut T> {
-        // SAFETY: per this function's contract; `init` is read, not kept.
+    pub unsafe fn get_or_create(&self, task: *mut task_struct) -> Option<*mut T> {
+        // SAFETY: per this function's contract; with no value to copy, the
+        // kernel zeroes a new one.
         let value = unsafe {
             bpf_task_storage_get(
                 self.as_ptr(),
                 task,
-                ptr::from_ref(init).cast_mut().cast(),
+                ptr::null_mut(),
                 BPF_LOCAL_STORAGE_GET_F_CREATE.into(),
             )
         };

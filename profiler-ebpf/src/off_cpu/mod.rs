@@ -213,13 +213,16 @@ fn tracked_entry(
     if !target::is(pid) {
         return None;
     }
-    let fresh = TaskState {
-        pid,
-        tid,
-        comm: bpf_get_current_comm().unwrap_or([0; COMM_LEN]),
-        ..TaskState::default()
-    };
-    let entry = maps::track_task(prev, &fresh);
+    let entry = maps::track_task(prev);
+    if let Some(entry) = entry {
+        // SAFETY: `entry` comes from a successful lookup or insert and
+        // stays valid for this program's run; a new one is all zeros.
+        unsafe {
+            (*entry).pid = pid;
+            (*entry).tid = tid;
+            (*entry).comm = bpf_get_current_comm().unwrap_or([0; COMM_LEN]);
+        }
+    }
     if entry.is_none() {
         // Rare (an allocation failure) and counted; the log says which.
         warn!(

@@ -143,8 +143,10 @@ pub fn mark(entry: *mut TaskState, off: u64) {
 
 /// Names the waker of `entry`'s pending blocked weight in `key`: its
 /// record's hash once stored in the slot's map, or [`waker::UNKNOWN`].
-/// Without `--wakers`, [`waker::NONE`].
-#[inline(always)]
+/// Without `--wakers`, [`waker::NONE`]. Out of line: its locals stay off
+/// the flush's frame, which the walk of the user stack sits on (6.1's
+/// verifier allows 512 bytes for a whole call chain).
+#[inline(never)]
 pub fn name_in(key: &mut SampleKey, entry: *mut TaskState, slot: &maps::Slot, blocked_ns: u64) {
     if !maps::wakers() {
         key.waker = waker::NONE;
