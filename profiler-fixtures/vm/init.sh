@@ -100,7 +100,8 @@ say "kernel $(uname -r)"
 # 4 standard errors of the split): under TCG every sample's walk is
 # emulated, and 999 Hz (as on the host) left the fixture's threads
 # waiting for a CPU, which skewed their waits by up to 20%.
-run pid natural 20 -- --pid {pid} --off-cpu-rate 1ms
+# With --wakers: what woke each wait (sched_waking on this kernel).
+run pid natural 20 -- --pid {pid} --off-cpu-rate 1ms --wakers
 # The same program under --all.
 run all natural 20 -- --all --off-cpu-rate 1ms
 # A thread without rseq (the Go runtime registers none): flushed at its

@@ -130,6 +130,47 @@ fn pid_names_a_frameless_leafs_callers_and_glibc_waits() {
     natural_is_right("pid");
 }
 
+/// The `pid` run has `--wakers`: the block thread's pipe reads are woken
+/// by the helper's write (its user stack above the joint), its sleeps by
+/// the timer, on this kernel's `sched_waking` too.
+#[test]
+#[ignore = "boots Debian's 6.1 kernel in a VM: cargo xtask vm-test"]
+fn pid_names_what_woke_each_wait() {
+    let (profiles, _) = run("pid");
+    let block = ready_id("pid", "block");
+    let mut failures = Vec::new();
+    for (wait, waker, joint) in [
+        ("read_phase", "helper_thread", "[woken by natural:"),
+        ("sleep_phase", "hrtimer_wakeup", "[woken by timer]"),
+    ] {
+        let (mut all, mut named) = (0, 0);
+        for (_, p) in &profiles {
+            for sample in p.0.sample.iter().filter(|s| p.is_thread(s, block)) {
+                let weight = p.value(sample, "off_cpu_wakers");
+                let functions = p.functions(sample);
+                let Some(at) = functions.iter().position(|f| f.starts_with("[woken by ")) else {
+                    continue;
+                };
+                if weight == 0 || !functions[at..].contains(&wait) {
+                    continue;
+                }
+                all += weight;
+                if functions[at].starts_with(joint) && functions[..at].contains(&waker) {
+                    named += weight;
+                }
+            }
+        }
+        let named_share = ratio(named, u64::try_from(all).unwrap_or(0).max(1));
+        eprintln!("pid: {wait}: {named_share:.3} of {all} ns under {joint} with {waker}");
+        if all == 0 || named_share < 0.9 {
+            failures.push(format!(
+                "{wait}: {named_share:.3} of {all} ns under {joint}… with {waker} above"
+            ));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
 #[test]
 #[ignore = "boots Debian's 6.1 kernel in a VM: cargo xtask vm-test"]
 fn all_names_a_frameless_leafs_callers_and_glibc_waits() {
