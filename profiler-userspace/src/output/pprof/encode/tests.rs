@@ -316,3 +316,54 @@ fn program_label(key: &str, value: &str) -> crate::sample::Label {
         value: LabelValue::Str(Arc::from(value)),
     }
 }
+
+/// With `--wakers`' rows, `off_cpu_wakers` is a type of the whole profile
+/// and of the off-CPU view (a push's `offcpu`), holding only those rows'
+/// weight; without them, neither has it.
+#[test]
+fn waker_rows_bring_their_own_sample_type() {
+    let mut profile = fixture();
+    let blocked = profile.samples[3].clone();
+    let mut stack = vec![Location::marker("[woken by producer:12]".into())];
+    stack.extend(blocked.stack.iter().cloned());
+    profile.samples.push(Sample {
+        stack,
+        off_cpu_ns: 0,
+        off_cpu_count: 0,
+        waker_ns: blocked.off_cpu_ns,
+        ..blocked
+    });
+    let types = |p: &proto::Profile| -> Vec<String> {
+        p.sample_type
+            .iter()
+            .map(|t| string(p, t.r#type).to_owned())
+            .collect()
+    };
+    let whole = decode(&encode(&profile));
+    assert_eq!(
+        types(&whole).last().map(String::as_str),
+        Some("off_cpu_wakers")
+    );
+    let wakers: i64 = whole.sample.iter().map(|s| s.value[6]).sum();
+    let wall: i64 = whole.sample.iter().map(|s| s.value[4]).sum();
+    assert_eq!(wakers, 5_000_000);
+    assert_eq!(
+        wall,
+        5_000_000 + 33 * 10_101_010,
+        "waker rows count in no other type"
+    );
+    let off_cpu = decode(&encode_view(&Profile {
+        view: View::OffCpu,
+        ..profile
+    }));
+    assert_eq!(
+        types(&off_cpu),
+        ["off_cpu_events", "off_cpu", "off_cpu_wakers"]
+    );
+    assert_eq!(off_cpu.sample.len(), 2);
+    let plain = decode(&encode_view(&Profile {
+        view: View::OffCpu,
+        ..fixture()
+    }));
+    assert_eq!(types(&plain), ["off_cpu_events", "off_cpu"]);
+}
