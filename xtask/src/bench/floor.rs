@@ -19,7 +19,7 @@ use super::{
 
 /// Pairs per target mode: twice section 1's rounds, as the difference
 /// sought (1.5%) is below what single runs spread (up to 4%).
-const PAIRS: usize = 14;
+pub(super) const PAIRS: usize = 14;
 
 /// The paired slowdowns of defaults over the floor.
 pub(super) struct FloorPairs {
@@ -42,8 +42,8 @@ impl FloorPairs {
 /// Runs the pairs for `--pid` and `--all` and writes section 1b.
 pub(super) fn floor_pairs(report: &mut String) -> anyhow::Result<FloorPairs> {
     let pairs = FloorPairs {
-        pid: pairs(&["--pid", "{pid}"])?,
-        all: pairs(&["--all"])?,
+        pid: pairs(&["--pid", "{pid}"], &[])?,
+        all: pairs(&["--all"], &[])?,
     };
     writeln!(
         report,
@@ -72,10 +72,10 @@ pub(super) fn floor_pairs(report: &mut String) -> anyhow::Result<FloorPairs> {
     Ok(pairs)
 }
 
-/// The slowdowns of the profiler with target `target` at defaults over
-/// its floor, one per pair.
-fn pairs(target: &[&str]) -> anyhow::Result<Vec<f64>> {
-    let defaults = profiler("profiler at defaults", target);
+/// The slowdowns of the profiler with target `target` at defaults (and
+/// the flags `with`) over its floor, one per pair.
+pub(super) fn pairs(target: &[&str], with: &[&str]) -> anyhow::Result<Vec<f64>> {
+    let defaults = profiler("profiler at defaults", &[target, with].concat());
     let mut floor_args = target.to_vec();
     floor_args.push("--off-cpu-dispatch-only");
     let floor = profiler("profiler, the floor", &floor_args);

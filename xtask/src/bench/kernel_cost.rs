@@ -102,13 +102,16 @@ pub(super) fn program_costs(report: &mut String) -> anyhow::Result<SwitchCosts> 
 }
 
 /// Program `name`'s costs in one round's run.
-fn find<'a>(costs: &'a [Cost], name: &str) -> Option<&'a Cost> {
+pub(super) fn find<'a>(costs: &'a [Cost], name: &str) -> Option<&'a Cost> {
     costs.iter().find(|c| c.name == name)
 }
 
 /// The median over `rounds` of what `value` reads in each (rounds where
 /// it reads nothing are left out); None if it reads nothing in any.
-fn median_of(rounds: &[Vec<Cost>], value: impl Fn(&[Cost]) -> Option<f64>) -> Option<f64> {
+pub(super) fn median_of(
+    rounds: &[Vec<Cost>],
+    value: impl Fn(&[Cost]) -> Option<f64>,
+) -> Option<f64> {
     let values: Vec<f64> = rounds.iter().filter_map(|r| value(r)).collect();
     (!values.is_empty()).then(|| median(&values))
 }
@@ -120,26 +123,26 @@ fn ns_of(rounds: &[Vec<Cost>], name: &str) -> String {
 }
 
 /// One program's runs and kernel time over a measurement.
-struct Cost {
-    name: String,
-    runs: u64,
-    ns: u64,
+pub(super) struct Cost {
+    pub(super) name: String,
+    pub(super) runs: u64,
+    pub(super) ns: u64,
 }
 
 impl Cost {
     #[expect(clippy::cast_precision_loss, reason = "a count, for a table")]
-    fn run_count(&self) -> f64 {
+    pub(super) fn run_count(&self) -> f64 {
         self.runs as f64
     }
 
     #[expect(clippy::cast_precision_loss, reason = "an average")]
-    fn ns_per_run(&self) -> f64 {
+    pub(super) fn ns_per_run(&self) -> f64 {
         self.ns as f64 / self.runs.max(1) as f64
     }
 }
 
 /// The ping-pong under `profiler ARGS`: each program's runs and time.
-fn per_run_costs(args: &[&str]) -> anyhow::Result<Vec<Cost>> {
+pub(super) fn per_run_costs(args: &[&str]) -> anyhow::Result<Vec<Cost>> {
     let mut workload = workload("pingpong", &[RUN_SECS])?;
     let attached = attach(&profiler("", args), workload.pid())?.context("profiler")?;
     let (before, after) = around_run(&mut workload, bpf_stats)?;
@@ -176,7 +179,7 @@ pub(super) fn around_run<T>(
 }
 
 /// Time of every off-CPU program per sched_switch run.
-fn per_switch(costs: &[Cost]) -> f64 {
+pub(super) fn per_switch(costs: &[Cost]) -> f64 {
     let switches = costs
         .iter()
         .find(|c| c.name == "sched_switch")
@@ -192,12 +195,13 @@ fn per_switch(costs: &[Cost]) -> f64 {
 }
 
 /// The profiler's programs, by their (kernel-truncated) names.
-pub(super) const PROGRAMS: [&str; 5] = [
+pub(super) const PROGRAMS: [&str; 6] = [
     "on_cpu_sample",
     "sched_switch",
     "rseq_update",
     "sys_exit",
     "sched_process_e",
+    "sched_waking",
 ];
 
 /// (name, (run_cnt, run_time_ns)) of the profiler's programs. Only one

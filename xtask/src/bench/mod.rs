@@ -30,6 +30,7 @@ mod syscalls;
 mod targets;
 mod tools;
 mod unwinding;
+mod wakers;
 
 use self::{
     accuracy::accuracy,
@@ -57,6 +58,7 @@ pub fn run_only(section: &str) -> anyhow::Result<()> {
         "floor" => floor_pairs(report).map(drop),
         "syscalls" => syscalls::overhead_on_others(report).map(drop),
         "kernel" => program_costs(report).map(drop),
+        "wakers" => wakers::wakers(report).map(drop),
         "processes" => brief::brief_processes(report).map(drop),
         "churn" => churn::churn(report).map(drop),
         "daemon" => {
@@ -109,6 +111,9 @@ pub fn run() -> anyhow::Result<()> {
     eprintln!("bench: per-program kernel cost");
     let switch_costs = program_costs(&mut report)?;
 
+    eprintln!("bench: --wakers on the ping-pong");
+    let wakers = wakers::wakers(&mut report)?;
+
     eprintln!("bench: daemon cost");
     let daemon = daemon_cost(&mut report)?;
     let startup_partial = startup::startup(&mut report)?;
@@ -131,6 +136,7 @@ pub fn run() -> anyhow::Result<()> {
             walk: &later.walk,
             storm_percent: later.storm_percent,
             churn: &later.churn,
+            wakers: &wakers,
         }),
     )?;
 

@@ -4,7 +4,7 @@ use std::fmt::Write as _;
 
 use super::{
     churn::Churn, daemon_cost::DaemonCost, floor::FloorPairs, kernel_cost::SwitchCosts,
-    overhead::Measured, unwinding::WalkCosts,
+    overhead::Measured, unwinding::WalkCosts, wakers::WakersCost,
 };
 
 /// What one run measured, for the goals.
@@ -21,6 +21,7 @@ pub(super) struct Measurements<'a> {
     pub(super) walk: &'a WalkCosts,
     pub(super) storm_percent: f64,
     pub(super) churn: &'a Churn,
+    pub(super) wakers: &'a WakersCost,
 }
 
 /// The goals: (goal, measured, target, unit).
@@ -39,6 +40,12 @@ pub(super) fn goals(m: &Measurements<'_>) -> Vec<(&'static str, f64, f64, &'stat
         (
             "ping-pong slowdown, profiler --all at defaults, over the floor (1b)",
             m.floor.all(),
+            1.015,
+            "x",
+        ),
+        (
+            "ping-pong slowdown, profiler --all --wakers, over the floor (3c)",
+            m.wakers.all,
             1.015,
             "x",
         ),

@@ -1,0 +1,69 @@
+//! Section 3c: what `--wakers` costs a context-switch-heavy workload.
+//!
+//! The ping-pong wakes a thread at every switch. Under `--wakers`, each
+//! wakeup of a target runs `sched_waking` (the target check and a look at
+//! the woken thread's interval), and about one in a hundred (those within
+//! 100 µs of their threshold, at the default 10 ms rate) takes the
+//! waker's stacks. Paired against the floor as section 1b, so that the
+//! goal reads against the same floor.
+use std::fmt::Write as _;
+
+use super::{
+    floor::{PAIRS, pairs},
+    kernel_cost::{Cost, find, median_of, per_run_costs, per_switch},
+    overhead::median,
+    tools::RUN_SECS,
+};
+
+/// Rounds of the bpf_stats measurement.
+const COST_ROUNDS: usize = 3;
+
+/// What section 3c gives the goals.
+pub(super) struct WakersCost {
+    /// The ping-pong's median slowdown with `--all --wakers` over the floor.
+    pub(super) all: f64,
+}
+
+/// Runs the pairs and the bpf_stats rounds, and writes section 3c.
+pub(super) fn wakers(report: &mut String) -> anyhow::Result<WakersCost> {
+    let pid = pairs(&["--pid", "{pid}"], &["--wakers"])?;
+    let all = pairs(&["--all"], &["--wakers"])?;
+    let rounds: Vec<Vec<Cost>> = (0..COST_ROUNDS)
+        .map(|_| per_run_costs(&["--all", "--wakers"]))
+        .collect::<anyhow::Result<_>>()?;
+    writeln!(
+        report,
+        "## 3c. `--wakers` on the ping-pong\n\n\
+         The ping-pong under the profiler with `--wakers` over the floor (section 1b's, the \
+         off-CPU programs returning at once), paired the same way: {PAIRS} pairs of {RUN_SECS} s \
+         per mode, the median of floor / with wakers. Then `sched_waking`'s kernel time per run \
+         (one run per wakeup on the machine) from bpf_stats under `--all --wakers`, the median \
+         over {COST_ROUNDS} rounds, and all off-CPU programs per context switch.\n"
+    )?;
+    writeln!(
+        report,
+        "| target | slowdown over the floor (median) | min .. max |"
+    )?;
+    writeln!(report, "| --- | --- | --- |")?;
+    for (name, ratios) in [("--pid --wakers", &pid), ("--all --wakers", &all)] {
+        let min = ratios.iter().copied().fold(f64::INFINITY, f64::min);
+        let max = ratios.iter().copied().fold(0.0, f64::max);
+        writeln!(
+            report,
+            "| profiler {name} | {:.3}x | {min:.3} .. {max:.3} |",
+            median(ratios)
+        )?;
+    }
+    let waking = |value: fn(&Cost) -> f64| {
+        median_of(&rounds, |round| find(round, "sched_waking").map(value)).unwrap_or(f64::NAN)
+    };
+    writeln!(
+        report,
+        "\n`sched_waking`: {:.0} ns per run over {:.0} runs; all off-CPU programs: {:.1} ns per \
+         context switch (section 3's defaults row, without wakers, is the comparison).\n",
+        waking(Cost::ns_per_run),
+        waking(Cost::run_count),
+        median_of(&rounds, |r| Some(per_switch(r))).unwrap_or(f64::NAN),
+    )?;
+    Ok(WakersCost { all: median(&all) })
+}
