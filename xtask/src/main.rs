@@ -56,9 +56,11 @@ enum Cmd {
         /// cost of the records, the daemon's in a fork/exec storm),
         /// `goroutines` (section 11, the goroutine view's cost),
         /// `containers` (section 14, fifty containers of short processes), `floor`
-        /// (section 1b, the ping-pong at defaults over its floor, paired) or
-        /// `syscalls` (section 8, system calls of a process not profiled).
-        #[arg(long, value_name = "SECTION", value_parser = ["kernel", "daemon", "unwinding", "processes", "goroutines", "python", "java", "containers", "floor", "syscalls", "churn"])]
+        /// (section 1b, the ping-pong at defaults over its floor, paired),
+        /// `wakers` (section 3c, the same with `--wakers`, and each wakeup's
+        /// kernel time) or `syscalls` (section 8, system calls of a process
+        /// not profiled).
+        #[arg(long, value_name = "SECTION", value_parser = ["kernel", "daemon", "unwinding", "processes", "goroutines", "python", "java", "containers", "floor", "wakers", "syscalls", "churn"])]
         only: Option<String>,
         /// Compare this tree's `sched_switch` program with the one of
         /// another build's profiler binary, both running at once, and print
