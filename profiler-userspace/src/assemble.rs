@@ -3,15 +3,17 @@
 //! and the window's counters ([`Accounting`]) as the profile's comments.
 use std::{sync::Arc, time::SystemTime};
 
+mod accounting;
+mod critical_path;
 mod wakers;
 
+pub use accounting::Accounting;
 use profiler_common::{sample::ThreadState, stats::Stat};
 
 use crate::{
-    process::roots::Unheld,
     profile::{Location, Profile, Sample, View},
     sample::{RowLabels, with_java_frames_label, with_labels},
-    symbolize::{SymbolizeStats, Symbolizer, Unnamed},
+    symbolize::{Symbolizer, Unnamed},
     window::RawWindow,
 };
 
@@ -40,6 +42,7 @@ fn lost_sample(raw: &RawWindow) -> Option<Sample> {
         labels: None,
         runtime_ns: 0,
         waker_ns: 0,
+        critical_ns: 0,
         off_cpu_in_wall: true,
     })
 }
@@ -137,37 +140,50 @@ pub fn assemble(
     );
     let mut user_frames = UserFrames::default();
     let mut unnamed_attrs = 0;
-    let mut samples: Vec<Sample> = raw
-        .samples()
-        .iter()
-        .flat_map(|s| {
-            let mut stack = symbolizer.kernel_locations(&s.kernel_stack);
-            let user = symbolizer.user_locations(s.pid, &s.user_stack);
-            user_frames.count(symbolizer, &user);
-            stack.extend(user);
-            let row = Sample {
-                pid: s.pid,
-                tid: s.tid,
-                comm: process_name(symbolizer, s),
-                placement: symbolizer.placement(s.pid),
-                thread: s.thread.clone(),
-                state: s.state,
-                stack,
-                samples: s.samples,
-                off_cpu_ns: s.off_cpu_ns,
-                off_cpu_count: s.off_cpu_count,
-                labels: labels(symbolizer, s, &mut unnamed_attrs),
-                runtime_ns: s.runtime_ns,
-                waker_ns: 0,
-                off_cpu_in_wall: !raw.runtimes().wall_pids.contains(&s.pid),
-            };
-            let twin = wakers::twin(symbolizer, s, &row);
-            std::iter::once(row).chain(twin)
-        })
-        .collect();
+    let mut samples: Vec<Sample> = Vec::with_capacity(raw.samples().len());
+    // Blocked rows that name their waker: (row index, waker).
+    let mut woken = Vec::new();
+    for s in raw.samples() {
+        let mut stack = symbolizer.kernel_locations(&s.kernel_stack);
+        let user = symbolizer.user_locations(s.pid, &s.user_stack);
+        user_frames.count(symbolizer, &user);
+        stack.extend(user);
+        let row = Sample {
+            pid: s.pid,
+            tid: s.tid,
+            comm: process_name(symbolizer, s),
+            placement: symbolizer.placement(s.pid),
+            thread: s.thread.clone(),
+            state: s.state,
+            stack,
+            samples: s.samples,
+            off_cpu_ns: s.off_cpu_ns,
+            off_cpu_count: s.off_cpu_count,
+            labels: labels(symbolizer, s, &mut unnamed_attrs),
+            runtime_ns: s.runtime_ns,
+            waker_ns: 0,
+            critical_ns: 0,
+            off_cpu_in_wall: !raw.runtimes().wall_pids.contains(&s.pid),
+        };
+        let twin = wakers::twin(symbolizer, s, &row);
+        samples.push(row);
+        if let Some((twin, waited_on)) = twin {
+            woken.push((samples.len() - 1, waited_on));
+            samples.push(twin);
+        }
+    }
     samples.extend(lost_sample(raw));
+    let chains = critical_path::critical_path(&samples, &woken, period_ns);
+    samples.extend(chains.rows);
 
-    let accounting = Accounting::of(raw, sym_stats, &user_frames, unnamed_attrs);
+    let mut accounting = Accounting::of(raw, sym_stats, &user_frames, unnamed_attrs);
+    if !woken.is_empty() {
+        accounting.counters.extend([
+            ("critical_path_cycles", chains.cycles),
+            ("critical_path_too_deep", chains.too_deep),
+        ]);
+        accounting.critical_ends = chains.by_end;
+    }
     let comments = accounting.comments();
     let profile = Profile {
         view,
@@ -178,113 +194,6 @@ pub fn assemble(
         comments,
     };
     (profile, accounting)
-}
-
-/// A window's counters: the profile's comments, and `/metrics`.
-#[derive(Clone, Debug, Default)]
-pub struct Accounting {
-    pub symbolize: SymbolizeStats,
-    /// Counts of this window alone, by name (`map_full_drops`, ...).
-    pub counters: Vec<(&'static str, u64)>,
-    /// Levels at the window's end (`debuginfod_pending`).
-    pub gauges: Vec<(&'static str, u64)>,
-}
-
-impl Accounting {
-    fn of(
-        raw: &RawWindow,
-        symbolize: SymbolizeStats,
-        user_frames: &UserFrames,
-        unnamed_attrs: u64,
-    ) -> Self {
-        let mut counters: Vec<(&'static str, u64)> = Stat::ALL
-            .iter()
-            .map(|&stat| (stat.name(), raw.stat(stat)))
-            .collect();
-        let records = raw.record_stats();
-        counters.extend([
-            ("addresses_symbolized", symbolize.resolved),
-            ("symbolization_failures", symbolize.failed),
-            ("processes_unreadable", symbolize.processes_unreadable),
-            ("processes_remembered", symbolize.processes_remembered),
-            ("process_images_recorded", symbolize.images_recorded),
-            ("process_images_ended", records.ended),
-            ("process_images_dropped", records.dropped),
-            ("processes_untracked", records.untracked),
-            ("mapping_records_lost", records.lost),
-            ("mapping_records_unreadable", records.unreadable),
-            ("user_frames", user_frames.total),
-            ("user_frames_resolved", user_frames.resolved),
-            (Unnamed::ALL[0].counter(), user_frames.unnamed[0]),
-            (Unnamed::ALL[1].counter(), user_frames.unnamed[1]),
-            (Unnamed::ALL[2].counter(), user_frames.unnamed[2]),
-            ("debug_files_opened", symbolize.debug_files),
-        ]);
-        counters.extend([
-            ("process_contexts_read", symbolize.contexts.read),
-            ("process_contexts_unreadable", symbolize.contexts.unreadable),
-        ]);
-        counters.extend(
-            Unheld::ALL
-                .iter()
-                .map(|cause| (cause.counter(), symbolize.roots_unheld[cause.index()])),
-        );
-        let mut gauges = Vec::new();
-        if let Some((debuginfod, pending)) = symbolize.debuginfod {
-            counters.extend([
-                ("debuginfod_fetched", debuginfod.fetched),
-                ("debuginfod_missing", debuginfod.missing),
-                ("debuginfod_failed", debuginfod.failed),
-                ("debuginfod_bytes", debuginfod.bytes),
-                ("debuginfod_fetch_ms", debuginfod.fetch_ms),
-            ]);
-            gauges.push(("debuginfod_pending", pending));
-        }
-        counters.extend([
-            ("off_cpu_in_flight_tracked", raw.in_flight().tracked),
-            ("off_cpu_in_flight_untracked", raw.in_flight().untracked),
-            ("early_drains", raw.early_drains()),
-        ]);
-        counters.extend(raw.runtimes().counters());
-        counters.push(("thread_ctx_attrs_unnamed", unnamed_attrs));
-        counters.push(("unknown_entries", raw.unknown_entries()));
-        Self {
-            symbolize,
-            counters,
-            gauges,
-        }
-    }
-
-    /// Adds a later part of the same window: counters add up, levels are
-    /// the later part's.
-    pub fn absorb(&mut self, later: Accounting) {
-        for (name, value) in later.counters {
-            match self.counters.iter_mut().find(|(n, _)| *n == name) {
-                Some((_, total)) => *total += value,
-                None => self.counters.push((name, value)),
-            }
-        }
-        for (name, value) in later.gauges {
-            match self.gauges.iter_mut().find(|(n, _)| *n == name) {
-                Some((_, level)) => *level = value,
-                None => self.gauges.push((name, value)),
-            }
-        }
-        self.symbolize.resolved += later.symbolize.resolved;
-        self.symbolize.failed += later.symbolize.failed;
-    }
-
-    /// `name=value` lines, counters then gauges (`unknown_entries` only
-    /// when there were any).
-    #[must_use]
-    pub fn comments(&self) -> Vec<String> {
-        self.counters
-            .iter()
-            .chain(&self.gauges)
-            .filter(|&&(name, value)| name != "unknown_entries" || value > 0)
-            .map(|(name, value)| format!("{name}={value}"))
-            .collect()
-    }
 }
 
 #[cfg(test)]
@@ -341,21 +250,6 @@ mod tests {
         let names: Vec<&str> = profile.samples.iter().map(|s| &*s.comm).collect();
         let own = std::fs::read_to_string("/proc/self/comm").unwrap();
         assert_eq!(names, ["watch.sh", own.trim_end()]);
-    }
-
-    #[test]
-    fn parts_of_a_window_add_their_counters_and_keep_the_last_levels() {
-        let part = |lost, pending| Accounting {
-            counters: vec![("lost_samples", lost)],
-            gauges: vec![("debuginfod_pending", pending)],
-            ..Accounting::default()
-        };
-        let mut window = part(3, 2);
-        window.absorb(part(4, 0));
-        assert_eq!(
-            window.comments(),
-            ["lost_samples=7", "debuginfod_pending=0"]
-        );
     }
 
     #[test]

@@ -88,6 +88,11 @@ pub struct Sample {
     /// same time as a row of `off_cpu_ns`, drawn another way, so it counts
     /// in no other weight.
     pub waker_ns: u64,
+    /// Debiased blocked nanoseconds of a row whose stack is what the
+    /// blocked thread ultimately waited for, its chain of wakers and its
+    /// blocked stack (`critical_path`, `--wakers`): counts in no other
+    /// weight either.
+    pub critical_ns: u64,
     /// Whether `off_cpu_ns` counts in `wall`: not for the threads of a
     /// process whose runtime's units were read (a Go process's goroutines),
     /// whose `wall` is its units' time (a thread parked in the scheduler
@@ -148,10 +153,11 @@ impl Sample {
         )
     }
 
-    /// Whether the row belongs in `view`: a waker row in the off-CPU one.
+    /// Whether the row belongs in `view`: a waker or critical-path row in
+    /// the off-CPU one.
     #[must_use]
     pub fn in_view(&self, view: View) -> bool {
-        (view == View::OffCpu && self.waker_ns != 0)
+        (view == View::OffCpu && (self.waker_ns != 0 || self.critical_ns != 0))
             || view.shows(self.samples, self.off_cpu_ns, self.off_cpu_count)
     }
 
@@ -206,6 +212,7 @@ pub fn merge_samples(rows: &mut Vec<Sample>, more: Vec<Sample>) {
             total.off_cpu_count += row.off_cpu_count;
             total.runtime_ns += row.runtime_ns;
             total.waker_ns += row.waker_ns;
+            total.critical_ns += row.critical_ns;
         } else {
             candidates.push(rows.len());
             rows.push(row);
@@ -232,6 +239,7 @@ mod tests {
             labels: None,
             runtime_ns: 0,
             waker_ns: 0,
+            critical_ns: 0,
             off_cpu_in_wall: true,
         }
     }

@@ -144,3 +144,65 @@ fn blocked_time_names_what_woke_it() {
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
+
+/// A three-stage chain (`chain.c`): `a` waits on a pipe for `b`, which
+/// waits on a condition variable for `c`, which computes. On the critical
+/// path, `a`'s blocked time ends at `c_compute`, through `b` then `c`, as
+/// much of it as `a` measured waiting (within 10%).
+#[test]
+fn a_chain_of_waits_ends_at_the_compute_it_waited_for() {
+    require_root();
+    let dir = tempfile::tempdir().unwrap();
+    let bin = build::c_program("chain", dir.path());
+    let mut command = Command::new(&bin);
+    command.arg("4");
+    let mut fixture = Fixture::spawn_command(command);
+    let [a, b, c] = ["a", "b", "c"].map(|name| fixture.tid(name));
+    let (truth, profiles) = profile_fixture(
+        &mut fixture,
+        &dir.path().join("profiles"),
+        &["--wakers", "--off-cpu-rate", "1ms"],
+    );
+    let chain = [format!("[woken by c:{c}]"), format!("[woken by b:{b}]")];
+    let (mut on_path, mut all) = (0, 0);
+    for (_, p) in &profiles {
+        for sample in p.0.sample.iter().filter(|s| p.is_thread(s, a)) {
+            let weight = p.value(sample, "critical_path");
+            if weight == 0 {
+                continue;
+            }
+            all += weight;
+            let functions = p.functions(sample);
+            let Some(at) = functions.iter().position(|f| f.starts_with("[woken by ")) else {
+                continue;
+            };
+            let hops: Vec<&str> = functions[at..]
+                .iter()
+                .take_while(|f| f.starts_with("[woken by "))
+                .copied()
+                .collect();
+            if functions[..at].contains(&"c_compute") && hops == chain {
+                on_path += weight;
+            }
+        }
+    }
+    let share = ratio(on_path, truth["a_ns"]);
+    eprintln!(
+        "a: {share:.3} of its measured {} ns on the path to c_compute ({all} ns in all)",
+        truth["a_ns"]
+    );
+    assert!(
+        (0.9..=1.1).contains(&share),
+        "a: {share:.3} of its measured wait ends at c_compute through b then c \
+         (within 10% of 1); {all} ns of critical path in all"
+    );
+    for (_, p) in &profiles {
+        assert!(
+            p.comments()
+                .iter()
+                .any(|c| c.starts_with("critical_path_top_1=c:")),
+            "the window's top end is c's code: {:?}",
+            p.comments()
+        );
+    }
+}

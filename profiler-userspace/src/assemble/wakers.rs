@@ -18,7 +18,7 @@ use crate::{
 
 /// What woke a thread from an interrupt, by the kernel functions on the
 /// wakeup's stack.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Interrupt {
     /// A timer expired (`nanosleep`, a timeout, a timerfd).
     Timer,
@@ -77,14 +77,37 @@ impl Interrupt {
     }
 }
 
-/// The frame that joins a blocked stack to its waker's.
-#[must_use]
-pub fn joint(waker: Option<(&Waker, Option<Interrupt>)>) -> String {
-    match waker {
-        None => "[woken by unknown]".to_owned(),
-        Some((_, Some(interrupt))) => format!("[woken by {}]", interrupt.name()),
-        Some((waker, None)) if waker.tid == 0 => "[woken by interrupt]".to_owned(),
-        Some((waker, None)) => format!("[woken by {}:{}]", waker.thread, waker.tid),
+/// What a blocked thread waited on: who woke it.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum WaitedOn {
+    Thread { pid: u32, tid: u32, name: String },
+    Interrupt(Interrupt),
+    Unknown,
+}
+
+impl WaitedOn {
+    /// The context of a wakeup whose kernel stack names `interrupt`.
+    fn of(waker: &Waker, interrupt: Option<Interrupt>) -> Self {
+        match interrupt {
+            Some(interrupt) => Self::Interrupt(interrupt),
+            // The idle task: an interrupt the stack did not name.
+            None if waker.tid == 0 => Self::Interrupt(Interrupt::Other),
+            None => Self::Thread {
+                pid: waker.pid,
+                tid: waker.tid,
+                name: waker.thread.clone(),
+            },
+        }
+    }
+
+    /// The frame that joins a blocked stack to its waker's.
+    #[must_use]
+    pub fn joint(&self) -> String {
+        match self {
+            Self::Unknown => "[woken by unknown]".to_owned(),
+            Self::Interrupt(interrupt) => format!("[woken by {}]", interrupt.name()),
+            Self::Thread { tid, name, .. } => format!("[woken by {name}:{tid}]"),
+        }
     }
 }
 
@@ -123,16 +146,16 @@ pub fn rows_to_symbolize(samples: &[RawSample]) -> Cow<'_, [RawSample]> {
 }
 
 /// The `off_cpu_wakers` twin of `row`, the assembled blocked row of
-/// `raw`, if `raw` was woken.
+/// `raw`, if `raw` was woken, and what it waited on.
 #[must_use]
-pub fn twin(symbolizer: &Symbolizer, raw: &RawSample, row: &Sample) -> Option<Sample> {
+pub fn twin(symbolizer: &Symbolizer, raw: &RawSample, row: &Sample) -> Option<(Sample, WaitedOn)> {
     let woken_by = raw.woken_by.as_ref()?;
     if row.off_cpu_ns == 0 {
         return None;
     }
     let mut stack: Vec<Location> = Vec::new();
-    let joint = match woken_by {
-        WokenBy::Unknown => joint(None),
+    let waited_on = match woken_by {
+        WokenBy::Unknown => WaitedOn::Unknown,
         WokenBy::Waker(waker) => {
             let kernel = below_the_hook(symbolizer.kernel_locations(&waker.kernel_stack));
             let interrupt = Interrupt::of(
@@ -146,12 +169,12 @@ pub fn twin(symbolizer: &Symbolizer, raw: &RawSample, row: &Sample) -> Option<Sa
             }
             above.reverse();
             stack = above;
-            joint(Some((waker, interrupt)))
+            WaitedOn::of(waker, interrupt)
         }
     };
-    stack.push(Location::marker(joint));
+    stack.push(Location::marker(waited_on.joint()));
     stack.extend(row.stack.iter().cloned());
-    Some(Sample {
+    let twin = Sample {
         stack,
         samples: 0,
         off_cpu_ns: 0,
@@ -159,7 +182,8 @@ pub fn twin(symbolizer: &Symbolizer, raw: &RawSample, row: &Sample) -> Option<Sa
         runtime_ns: 0,
         waker_ns: row.off_cpu_ns,
         ..row.clone()
-    })
+    };
+    Some((twin, waited_on))
 }
 
 /// `kernel`, a wakeup's stack, without the frames of the program that
@@ -232,13 +256,11 @@ mod tests {
             user_stack: crate::sample::Stack::Absent,
             kernel_stack: crate::sample::Stack::Absent,
         };
-        assert_eq!(joint(Some((&waker, None))), "[woken by producer:12]");
-        assert_eq!(
-            joint(Some((&waker, Some(Interrupt::Timer)))),
-            "[woken by timer]"
-        );
-        assert_eq!(joint(None), "[woken by unknown]");
+        let joint = |interrupt| WaitedOn::of(&waker, interrupt).joint();
+        assert_eq!(joint(None), "[woken by producer:12]");
+        assert_eq!(joint(Some(Interrupt::Timer)), "[woken by timer]");
+        assert_eq!(WaitedOn::Unknown.joint(), "[woken by unknown]");
         let idle = Waker { tid: 0, ..waker };
-        assert_eq!(joint(Some((&idle, None))), "[woken by interrupt]");
+        assert_eq!(WaitedOn::of(&idle, None).joint(), "[woken by interrupt]");
     }
 }

@@ -163,7 +163,7 @@ impl<'a, K: KernelMaps> Daemon<'a, K> {
             let event = match self.waits.next_event(chores).await? {
                 Woken::Drain(event) => event,
                 Woken::Assembled(segment) => {
-                    self.absorb(segment, false)?;
+                    self.absorb(*segment, false)?;
                     continue;
                 }
             };

@@ -52,7 +52,7 @@ impl WindowEnd {
 /// from the symbolizer, which ends none.
 pub(super) enum Woken {
     Drain(Event),
-    Assembled(Assembled),
+    Assembled(Box<Assembled>),
 }
 
 impl From<Event> for Woken {
@@ -187,7 +187,7 @@ impl Waits {
                 _ = self.signals.hangup.recv() => return Ok(Event::WindowEnd(WindowEnd::Hangup).into()),
                 Some(request) = next_request(requests.as_deref_mut()) => return Ok(Event::Request(request).into()),
                 () = sleep_until(due.unwrap_or(never)), if due.is_some() => return Ok(Event::RequestsDue.into()),
-                segment = pipeline.next_assembled() => return Ok(Woken::Assembled(segment)),
+                segment = pipeline.next_assembled() => return Ok(Woken::Assembled(Box::new(segment))),
                 rung = ring(self.doorbell.as_mut()) => {
                     watch.serve_rung(kernel, rung?)?;
                 }

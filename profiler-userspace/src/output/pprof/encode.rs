@@ -29,18 +29,18 @@ pub fn encode_view(profile: &Profile) -> Vec<u8> {
     let types: &[usize] = match (profile.view, has_wakers(profile)) {
         (View::Cpu, _) => &[0, 1],
         (View::OffCpu, false) => &[2, 3],
-        (View::OffCpu, true) => &[2, 3, WAKERS],
+        (View::OffCpu, true) => &[2, 3, WAKERS, CRITICAL_PATH],
         (View::Wall, _) => &[4],
     };
     build_with(profile, types, false).encode_to_vec()
 }
 
 /// Builds the pprof message for `profile`, with every sample type
-/// (`off_cpu_wakers` only with `--wakers`' rows).
+/// (`off_cpu_wakers` and `critical_path` only with `--wakers`' rows).
 #[must_use]
 pub fn build(profile: &Profile) -> proto::Profile {
     if has_wakers(profile) {
-        build_with(profile, &[0, 1, 2, 3, 4, 5, WAKERS], true)
+        build_with(profile, &[0, 1, 2, 3, 4, 5, WAKERS, CRITICAL_PATH], true)
     } else {
         build_with(profile, &[0, 1, 2, 3, 4, 5], true)
     }
@@ -158,7 +158,7 @@ fn default_sample_type(view: View) -> usize {
 }
 
 /// (type, unit) of each sample value, in order.
-pub const SAMPLE_TYPES: [(&str, &str); 7] = [
+pub const SAMPLE_TYPES: [(&str, &str); 8] = [
     ("samples", "count"),
     ("cpu", "nanoseconds"),
     ("off_cpu_events", "count"),
@@ -166,10 +166,13 @@ pub const SAMPLE_TYPES: [(&str, &str); 7] = [
     ("wall", "nanoseconds"),
     ("goroutine", "nanoseconds"),
     ("off_cpu_wakers", "nanoseconds"),
+    ("critical_path", "nanoseconds"),
 ];
 
 /// Index of `off_cpu_wakers` in [`SAMPLE_TYPES`].
 const WAKERS: usize = 6;
+/// Index of `critical_path` in [`SAMPLE_TYPES`].
+const CRITICAL_PATH: usize = 7;
 
 /// The values of one sample in [`SAMPLE_TYPES`] order. Off-CPU event
 /// counts are fixed point in the kernel; pprof values are integers, so they
@@ -185,6 +188,7 @@ fn values(sample: &Sample, period_ns: u64) -> Vec<i64> {
         to_i64(sample.wall_ns(period_ns)),
         to_i64(sample.runtime_ns),
         to_i64(sample.waker_ns),
+        to_i64(sample.critical_ns),
     ]
 }
 

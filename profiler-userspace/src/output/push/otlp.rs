@@ -1,7 +1,7 @@
 //! A push's series as OTLP profiles (`ExportProfilesServiceRequest`, the
 //! `opentelemetry-proto` crate's types): one resource per program, one
 //! profile per sample type (`cpu`, `off_cpu`, `wall`, and with `--wakers`
-//! `off_cpu_wakers`), all sharing one
+//! `off_cpu_wakers` and `critical_path`), all sharing one
 //! dictionary per request. Converted row for row from the symbolized
 //! profile: nothing is re-sampled.
 mod dictionary;
@@ -34,13 +34,14 @@ const MAX_REQUEST_BYTES: usize = 4 << 20;
 type ValueOf = fn(&Sample, u64) -> u64;
 
 /// (type, unit) of each profile, and the row's value for it.
-const TYPES: [(&str, &str, ValueOf); 4] = [
+const TYPES: [(&str, &str, ValueOf); 5] = [
     ("cpu", "nanoseconds", |s, period| {
         s.samples.saturating_mul(period)
     }),
     ("off_cpu", "nanoseconds", |s, _| s.off_cpu_ns),
     ("wall", "nanoseconds", |s, period| s.wall_ns(period)),
     ("off_cpu_wakers", "nanoseconds", |s, _| s.waker_ns),
+    ("critical_path", "nanoseconds", |s, _| s.critical_ns),
 ];
 
 /// Gzip'd `ExportProfilesServiceRequest`s for `series`, in order, each

@@ -190,6 +190,7 @@ mod tests {
             labels: None,
             runtime_ns: 0,
             waker_ns: 0,
+            critical_ns: 0,
             off_cpu_in_wall: true,
         }
     }

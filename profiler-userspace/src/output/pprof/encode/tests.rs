@@ -52,6 +52,7 @@ fn fixture() -> Profile {
         labels: None,
         runtime_ns: 0,
         waker_ns: 0,
+        critical_ns: 0,
         off_cpu_in_wall: true,
     };
     Profile {
@@ -251,6 +252,7 @@ fn goroutine_rows_carry_their_goroutine_and_replace_their_threads_off_cpu_in_wal
         // off-CPU time stays in `off_cpu`, not in `wall`.
         Sample {
             waker_ns: 0,
+            critical_ns: 0,
             off_cpu_in_wall: false,
             ..thread.clone()
         },
@@ -340,10 +342,7 @@ fn waker_rows_bring_their_own_sample_type() {
             .collect()
     };
     let whole = decode(&encode(&profile));
-    assert_eq!(
-        types(&whole).last().map(String::as_str),
-        Some("off_cpu_wakers")
-    );
+    assert_eq!(types(&whole)[6..], ["off_cpu_wakers", "critical_path"]);
     let wakers: i64 = whole.sample.iter().map(|s| s.value[6]).sum();
     let wall: i64 = whole.sample.iter().map(|s| s.value[4]).sum();
     assert_eq!(wakers, 5_000_000);
@@ -358,7 +357,12 @@ fn waker_rows_bring_their_own_sample_type() {
     }));
     assert_eq!(
         types(&off_cpu),
-        ["off_cpu_events", "off_cpu", "off_cpu_wakers"]
+        [
+            "off_cpu_events",
+            "off_cpu",
+            "off_cpu_wakers",
+            "critical_path"
+        ]
     );
     assert_eq!(off_cpu.sample.len(), 2);
     let plain = decode(&encode_view(&Profile {

@@ -59,6 +59,7 @@ pub(super) fn row(
         labels: None,
         runtime_ns: 0,
         waker_ns: 0,
+        critical_ns: 0,
         off_cpu_in_wall: true,
     }
 }

@@ -1,0 +1,291 @@
+//! `--wakers`' critical path: for each thread's blocked time, what it
+//! ultimately waited for (the `critical_path` sample type), and which
+//! threads and stacks the window's blocked time waits on most (comments).
+//!
+//! A waits on B (B woke it); what B did while A waited is taken to be
+//! what B did over the window, in proportion: its on-CPU stacks, its own
+//! waits (followed the same way, to [`MAX_HOPS`] threads), its waits for
+//! a CPU. The window's rows carry no timeline, so this is the model, as
+//! in wPerf's wait-for graph weighted by time: exact when B's work has
+//! one shape all window (a pipeline's stage), an average when it varies.
+//! A wait ends at an on-CPU stack, an interrupt (`[woken by disk]`), or a
+//! marker: `[waiting for a CPU]`, `[still blocked]` (no waker named yet),
+//! `[woken by unknown]`, `[not profiled]` (a waker outside the targets),
+//! `[cycle]` (a thread met again on the chain) or `[chain too deep]`.
+//!
+//! A row's stack, leaf first: the end's stack, a `[woken by …]` frame per
+//! thread on the chain from the end back, then the blocked stack: in a
+//! flame graph the blocked thread at the bottom, its chain above, and the
+//! code that held everything up on top.
+use std::collections::HashMap;
+
+use profiler_common::sample::ThreadState;
+
+use super::wakers::WaitedOn;
+use crate::profile::{Location, Sample};
+
+/// Threads followed from a blocked one, the first waker included.
+const MAX_HOPS: usize = 4;
+
+/// Ends of a thread's time kept apart, the largest; the rest go under one
+/// `[other]` end (a busy thread has hundreds of on-CPU stacks, and a
+/// blocked row gets a row per end).
+const MAX_ENDS: usize = 256;
+
+/// A thread: (pid, tid).
+type ThreadKey = (u32, u32);
+
+/// One thread's time in the window, as the critical path divides it.
+#[derive(Default)]
+struct ThreadTime {
+    /// Its on-CPU rows: (row index, ns).
+    cpu: Vec<(usize, u64)>,
+    runqueue_ns: u64,
+    /// Blocked time, by what woke it.
+    blocked_by: HashMap<WaitedOn, u64>,
+    /// Blocked time no waker names (still off-CPU at the window's end).
+    unresolved_ns: u64,
+}
+
+impl ThreadTime {
+    fn total_ns(&self) -> u64 {
+        self.cpu.iter().map(|&(_, ns)| ns).sum::<u64>()
+            + self.runqueue_ns
+            + self.blocked_by.values().sum::<u64>()
+            + self.unresolved_ns
+    }
+}
+
+/// Where a share of a wait ends.
+#[derive(Clone)]
+enum Terminal {
+    /// The on-CPU row at this index.
+    Cpu(usize),
+    Marker(String),
+}
+
+/// One end of a thread's time: the threads waited on from it to the end,
+/// first first, and the share of its time.
+#[derive(Clone)]
+struct End {
+    hops: Vec<(String, u32)>,
+    terminal: Terminal,
+    share: f64,
+}
+
+/// The critical path's rows and what the window's blocked time waits on.
+#[derive(Default)]
+pub struct Chains {
+    pub rows: Vec<Sample>,
+    /// Blocked time by where it ends: a thread's code (`name:tid`) or a
+    /// marker.
+    pub by_end: HashMap<String, u64>,
+    /// Chains cut at a thread met again, or at [`MAX_HOPS`].
+    pub cycles: u64,
+    pub too_deep: u64,
+}
+
+/// The critical path of every blocked row of `samples` that names what
+/// woke it (`woken`: row index, waker), on-CPU rows weighing `period_ns`
+/// a sample.
+#[must_use]
+pub fn critical_path(samples: &[Sample], woken: &[(usize, WaitedOn)], period_ns: u64) -> Chains {
+    let times = thread_times(samples, woken, period_ns);
+    let mut chains = Chains::default();
+    let mut memo: HashMap<(ThreadKey, ThreadKey), Vec<End>> = HashMap::new();
+    for (index, by) in woken {
+        let row = &samples[*index];
+        let ends = match by {
+            WaitedOn::Thread { pid, tid, name } => {
+                let from = (row.pid, row.tid);
+                let ends = memo.entry((from, (*pid, *tid))).or_insert_with(|| {
+                    let mut path = vec![from];
+                    let ends = ends_of(&times, (*pid, *tid), &mut path, &mut chains);
+                    ends.into_iter().map(|e| e.after(name, *tid)).collect()
+                });
+                ends.clone()
+            }
+            other => vec![End {
+                hops: Vec::new(),
+                terminal: Terminal::Marker(other.joint()),
+                share: 1.0,
+            }],
+        };
+        for end in ends {
+            let on_path = end.row(samples, row);
+            *chains.by_end.entry(end.name()).or_default() += on_path.critical_ns;
+            chains.rows.push(on_path);
+        }
+    }
+    chains
+}
+
+impl End {
+    /// Where it ends, for the comments: the thread whose code it is
+    /// (`name:tid`), or its marker.
+    fn name(&self) -> String {
+        match (&self.terminal, self.hops.last()) {
+            (Terminal::Cpu(_), Some((name, tid))) => format!("{name}:{tid}"),
+            (Terminal::Cpu(_), None) => "[own code]".to_owned(),
+            (Terminal::Marker(marker), _) => marker.clone(),
+        }
+    }
+
+    /// This end, reached through thread `name:tid` first.
+    fn after(mut self, name: &str, tid: u32) -> Self {
+        self.hops.insert(0, (name.to_owned(), tid));
+        self
+    }
+
+    /// The critical-path row of `blocked` for this end.
+    #[expect(
+        clippy::cast_possible_truncation,
+        clippy::cast_sign_loss,
+        clippy::cast_precision_loss,
+        reason = "a share of nanoseconds"
+    )]
+    fn row(&self, samples: &[Sample], blocked: &Sample) -> Sample {
+        let mut stack = match &self.terminal {
+            Terminal::Cpu(index) => samples[*index].stack.clone(),
+            Terminal::Marker(name) => vec![Location::marker(name.clone())],
+        };
+        stack.extend(
+            self.hops
+                .iter()
+                .rev()
+                .map(|(name, tid)| Location::marker(format!("[woken by {name}:{tid}]"))),
+        );
+        stack.extend(blocked.stack.iter().cloned());
+        Sample {
+            stack,
+            samples: 0,
+            off_cpu_ns: 0,
+            off_cpu_count: 0,
+            runtime_ns: 0,
+            waker_ns: 0,
+            critical_ns: (blocked.off_cpu_ns as f64 * self.share) as u64,
+            ..blocked.clone()
+        }
+    }
+}
+
+/// Each thread's time, from the window's rows.
+fn thread_times(
+    samples: &[Sample],
+    woken: &[(usize, WaitedOn)],
+    period_ns: u64,
+) -> HashMap<ThreadKey, ThreadTime> {
+    let by_row: HashMap<usize, &WaitedOn> = woken.iter().map(|(i, by)| (*i, by)).collect();
+    let mut times: HashMap<ThreadKey, ThreadTime> = HashMap::new();
+    for (index, row) in samples.iter().enumerate() {
+        if row.runtime_ns != 0 || row.waker_ns != 0 || row.critical_ns != 0 {
+            continue;
+        }
+        let time = times.entry((row.pid, row.tid)).or_default();
+        match row.state {
+            ThreadState::Running if row.samples != 0 => {
+                time.cpu
+                    .push((index, row.samples.saturating_mul(period_ns)));
+            }
+            ThreadState::Runqueue => time.runqueue_ns += row.off_cpu_ns,
+            ThreadState::Sleeping | ThreadState::Disk => match by_row.get(&index) {
+                Some(&by) => *time.blocked_by.entry(by.clone()).or_default() += row.off_cpu_ns,
+                None => time.unresolved_ns += row.off_cpu_ns,
+            },
+            _ => {}
+        }
+    }
+    times
+}
+
+/// What `thread`'s time in the window ends at, reached through `path`
+/// (the threads before it, which a chain does not go back to).
+#[expect(clippy::cast_precision_loss, reason = "shares of nanoseconds")]
+fn ends_of(
+    times: &HashMap<ThreadKey, ThreadTime>,
+    thread: ThreadKey,
+    path: &mut Vec<ThreadKey>,
+    chains: &mut Chains,
+) -> Vec<End> {
+    let marker = |name: &str, share: f64| End {
+        hops: Vec::new(),
+        terminal: Terminal::Marker(name.to_owned()),
+        share,
+    };
+    let Some(time) = times.get(&thread).filter(|t| t.total_ns() != 0) else {
+        return vec![marker("[not profiled]", 1.0)];
+    };
+    let total = time.total_ns() as f64;
+    let mut ends: Vec<End> = time
+        .cpu
+        .iter()
+        .map(|&(index, ns)| End {
+            hops: Vec::new(),
+            terminal: Terminal::Cpu(index),
+            share: ns as f64 / total,
+        })
+        .collect();
+    ends.push(marker(
+        "[waiting for a CPU]",
+        time.runqueue_ns as f64 / total,
+    ));
+    ends.push(marker("[still blocked]", time.unresolved_ns as f64 / total));
+    for (by, &ns) in &time.blocked_by {
+        let share = ns as f64 / total;
+        let WaitedOn::Thread { pid, tid, name } = by else {
+            ends.push(marker(&by.joint(), share));
+            continue;
+        };
+        let next = (*pid, *tid);
+        if path.contains(&next) || next == thread {
+            chains.cycles += 1;
+            ends.push(marker("[cycle]", share));
+        } else if path.len() + 1 >= MAX_HOPS {
+            chains.too_deep += 1;
+            ends.push(marker("[chain too deep]", share));
+        } else {
+            path.push(thread);
+            for end in ends_of(times, next, path, chains) {
+                ends.push(End {
+                    share: share * end.share,
+                    ..end.after(name, *tid)
+                });
+            }
+            path.pop();
+        }
+    }
+    gather_small(ends)
+}
+
+/// `ends` without the empty ones, and past the [`MAX_ENDS`] largest as one.
+fn gather_small(mut ends: Vec<End>) -> Vec<End> {
+    ends.retain(|e| e.share > 0.0);
+    ends.sort_by(|a, b| b.share.total_cmp(&a.share));
+    let small = ends.split_off(ends.len().min(MAX_ENDS));
+    let rest: f64 = small.iter().map(|e| e.share).sum();
+    let mut kept = ends;
+    if rest > 0.0 {
+        kept.push(End {
+            hops: Vec::new(),
+            terminal: Terminal::Marker("[other]".to_owned()),
+            share: rest,
+        });
+    }
+    kept
+}
+
+/// The five ends the most blocked time waits on, from `by_end`, as
+/// `critical_path_top_N=END NS` lines, the largest first.
+#[must_use]
+pub fn top_ends(by_end: &HashMap<String, u64>) -> Vec<String> {
+    let mut ends: Vec<(&String, &u64)> = by_end.iter().collect();
+    ends.sort_by(|a, b| b.1.cmp(a.1).then_with(|| a.0.cmp(b.0)));
+    ends.iter()
+        .take(5)
+        .enumerate()
+        .map(|(i, (end, ns))| format!("critical_path_top_{}={end} {ns}", i + 1))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests;
