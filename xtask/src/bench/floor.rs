@@ -54,12 +54,20 @@ pub(super) fn floor_pairs(report: &mut String) -> anyhow::Result<FloorPairs> {
          over the pairs of floor / defaults: what the programs' own work and the kept intervals \
          cost this workload, the part a change to them can move.\n"
     )?;
+    slowdown_table(report, &[("--pid", &pairs.pid), ("--all", &pairs.all)])?;
+    writeln!(report)?;
+    Ok(pairs)
+}
+
+/// The table of `rows`: (the profiler's flags, its slowdowns over the
+/// floor, one per pair), as the median and the range.
+pub(super) fn slowdown_table(report: &mut String, rows: &[(&str, &[f64])]) -> anyhow::Result<()> {
     writeln!(
         report,
         "| target | slowdown over the floor (median) | min .. max |"
     )?;
     writeln!(report, "| --- | --- | --- |")?;
-    for (name, ratios) in [("--pid", &pairs.pid), ("--all", &pairs.all)] {
+    for (name, ratios) in rows {
         let min = ratios.iter().copied().fold(f64::INFINITY, f64::min);
         let max = ratios.iter().copied().fold(0.0, f64::max);
         writeln!(
@@ -68,8 +76,7 @@ pub(super) fn floor_pairs(report: &mut String) -> anyhow::Result<FloorPairs> {
             median(ratios)
         )?;
     }
-    writeln!(report)?;
-    Ok(pairs)
+    Ok(())
 }
 
 /// The slowdowns of the profiler with target `target` at defaults (and

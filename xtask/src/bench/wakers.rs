@@ -9,7 +9,7 @@
 use std::fmt::Write as _;
 
 use super::{
-    floor::{PAIRS, pairs},
+    floor::{PAIRS, pairs, slowdown_table},
     kernel_cost::{Cost, find, median_of, per_run_costs, per_switch},
     overhead::median,
     tools::RUN_SECS,
@@ -40,20 +40,10 @@ pub(super) fn wakers(report: &mut String) -> anyhow::Result<WakersCost> {
          (one run per wakeup on the machine) from bpf_stats under `--all --wakers`, the median \
          over {COST_ROUNDS} rounds, and all off-CPU programs per context switch.\n"
     )?;
-    writeln!(
+    slowdown_table(
         report,
-        "| target | slowdown over the floor (median) | min .. max |"
+        &[("--pid --wakers", &pid), ("--all --wakers", &all)],
     )?;
-    writeln!(report, "| --- | --- | --- |")?;
-    for (name, ratios) in [("--pid --wakers", &pid), ("--all --wakers", &all)] {
-        let min = ratios.iter().copied().fold(f64::INFINITY, f64::min);
-        let max = ratios.iter().copied().fold(0.0, f64::max);
-        writeln!(
-            report,
-            "| profiler {name} | {:.3}x | {min:.3} .. {max:.3} |",
-            median(ratios)
-        )?;
-    }
     let waking = |value: fn(&Cost) -> f64| {
         median_of(&rounds, |round| find(round, "sched_waking").map(value)).unwrap_or(f64::NAN)
     };
