@@ -610,6 +610,17 @@ pub fn forget_mappings(pid: u32) {
     let _ = UNWIND_PROCS.remove(pid);
 }
 
+/// Asks again about `pid` (it exec'd), with what `see` reads of it now,
+/// if a request of it is still waiting: that one saw the old program (its
+/// name, its root and namespace before a container's first process
+/// entered them). Nothing else when none waits.
+#[inline(always)]
+pub fn renew_waiting_request(pid: u32, context: u32, see: impl FnOnce(&mut ProcessSeen)) {
+    if UNWIND_REQUESTS.get_ptr(pid).is_some() {
+        ask_mappings(pid, context, see, 0);
+    }
+}
+
 /// Forgets the mappings of `pid` (it exec'd) and asks for new ones, with
 /// what `see` reads of it now: a request still waiting from before the
 /// exec saw another program (its name, and its root and namespace if it

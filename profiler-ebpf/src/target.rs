@@ -48,10 +48,15 @@ pub fn is(pid: u32) -> bool {
 /// sample, and the mmap records keep the images of those that end before
 /// (a build's processes mostly run no sample: a thousand `/bin/true` a
 /// second cost the daemon 10.7% of a core, 60% of it serving these asks).
+/// A request still waiting from a sample before the exec is renewed: it
+/// saw the old program (a container's `chroot` named the program it ran).
 pub fn on_exec() {
     let pid = (bpf_get_current_pid_tgid() >> 32) as u32;
     if maps::target_all() {
         maps::forget_mappings(pid);
+        maps::renew_waiting_request(pid, maps::Scratch::Tracing as u32, |seen| {
+            process_seen::current(pid, seen);
+        });
         return;
     }
     if !is(pid) {
