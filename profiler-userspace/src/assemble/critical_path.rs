@@ -80,8 +80,9 @@ pub struct Chains {
     /// Blocked time by where it ends: a thread's code (`name:tid`) or a
     /// marker.
     pub by_end: HashMap<String, u64>,
-    /// Chains cut at a thread met again, or at [`MAX_HOPS`].
+    /// Chains cut at a thread met again (`[cycle]`).
     pub cycles: u64,
+    /// Chains cut at [`MAX_HOPS`] threads (`[chain too deep]`).
     pub too_deep: u64,
 }
 
