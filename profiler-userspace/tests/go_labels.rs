@@ -224,8 +224,8 @@ fn check_run(
 
 /// What is wrong with the labels of the on-CPU samples: every sample in
 /// `main.heavy` or `main.light` under its own label, and each label's
-/// share of them within 3 points of the time the program measured and of
-/// Go's own CPU profile's share (1000 Hz over 3 s).
+/// share of them within 3 points of the time the program measured and
+/// within 4 of Go's own CPU profile's share (1000 Hz over 3 s).
 fn check_on_cpu(
     profile: &Profile,
     pid: u32,
@@ -285,7 +285,11 @@ fn check_on_cpu(
                 "{function}: {labelled} of its {all} on-CPU samples under endpoint={endpoint}"
             ));
         }
-        if (mine - want).abs() > 3.0 || (mine - go).abs() > 3.0 {
+        // Ours and Go's are each a sampling of the measured split (about
+        // 0.8 points of binomial error at 2,900 samples): each within 3
+        // points of the truth, and within 4 of each other (two samplings'
+        // errors add, by the root of their squares).
+        if (mine - want).abs() > 3.0 || (mine - go).abs() > 4.0 {
             failures.push(format!(
                 "{function} endpoint={endpoint}: {mine:.1}% of on-CPU samples, measured \
                  {want:.1}%, Go's own {go:.1}%"
