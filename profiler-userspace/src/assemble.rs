@@ -6,11 +6,13 @@ use std::{sync::Arc, time::SystemTime};
 mod accounting;
 mod critical_path;
 mod wakers;
+mod what_if;
 
 pub use accounting::Accounting;
 use profiler_common::{sample::ThreadState, stats::Stat};
 
 use crate::{
+    config::WhatIf,
     profile::{Location, Profile, Sample, View},
     sample::{RowLabels, with_java_frames_label, with_labels},
     symbolize::{Symbolizer, Unnamed},
@@ -122,13 +124,15 @@ pub struct WindowTimes {
 
 /// Symbolizes `raw` and assembles the window's profile, with its
 /// accounting in the comments. `view` picks the sample type readers show
-/// first; which rows `raw` holds is the caller's choice.
+/// first; which rows `raw` holds is the caller's choice. `what_if` adds
+/// its estimates to the comments.
 pub fn assemble(
     raw: &RawWindow,
     symbolizer: &mut Symbolizer,
     times: WindowTimes,
     period_ns: u64,
     view: View,
+    what_if: Option<&WhatIf>,
 ) -> (Profile, Accounting) {
     symbolizer.remember_python(raw.python_codes());
     symbolizer.remember_java(raw.java_names());
@@ -174,6 +178,9 @@ pub fn assemble(
     }
     samples.extend(lost_sample(raw));
     let chains = critical_path::critical_path(&samples, &woken, period_ns);
+    let what_if = what_if
+        .map(|w| what_if::estimates(&samples, &woken, period_ns, w))
+        .unwrap_or_default();
     samples.extend(chains.rows);
 
     let mut accounting = Accounting::of(raw, sym_stats, &user_frames, unnamed_attrs);
@@ -184,6 +191,7 @@ pub fn assemble(
         ]);
         accounting.critical_ends = chains.by_end;
     }
+    accounting.what_if = what_if;
     let comments = accounting.comments();
     let profile = Profile {
         view,
@@ -212,7 +220,14 @@ mod tests {
             start: UNIX_EPOCH,
             duration_ns: 1,
         };
-        let (profile, _) = assemble(&raw, &mut Symbolizer::default(), times, 10, View::Wall);
+        let (profile, _) = assemble(
+            &raw,
+            &mut Symbolizer::default(),
+            times,
+            10,
+            View::Wall,
+            None,
+        );
         let lost = &profile.samples[0];
         assert_eq!(lost.stack[0].lines[0].function, LOST_FRAME);
         assert_eq!(
@@ -246,7 +261,14 @@ mod tests {
             start: UNIX_EPOCH,
             duration_ns: 1,
         };
-        let (profile, _) = assemble(&raw, &mut Symbolizer::default(), times, 10, View::Wall);
+        let (profile, _) = assemble(
+            &raw,
+            &mut Symbolizer::default(),
+            times,
+            10,
+            View::Wall,
+            None,
+        );
         let names: Vec<&str> = profile.samples.iter().map(|s| &*s.comm).collect();
         let own = std::fs::read_to_string("/proc/self/comm").unwrap();
         assert_eq!(names, ["watch.sh", own.trim_end()]);
@@ -264,6 +286,7 @@ mod tests {
             times,
             10,
             View::Wall,
+            None,
         );
         assert!(profile.samples.is_empty());
     }

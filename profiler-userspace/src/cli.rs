@@ -13,7 +13,7 @@ use profiler_common::{
     off_cpu::MAX_RATE_NS,
 };
 
-use crate::config::{Config, Discover, Modes, OffCpu, Target, Unwind, UserStacks};
+use crate::config::{Config, Discover, Modes, OffCpu, Target, Unwind, UserStacks, WhatIf};
 
 /// Where the kernel's sampling-rate ceiling is published.
 pub const MAX_SAMPLE_RATE_PATH: &str = "/proc/sys/kernel/perf_event_max_sample_rate";
@@ -100,6 +100,12 @@ struct Args {
     #[arg(long, conflicts_with = "no_off_cpu")]
     wakers: bool,
 
+    /// With --wakers: estimate in each window how much faster each thread
+    /// would make progress if FUNCTION took PERCENT less time (1 to 99),
+    /// from who waited on whom (profile comments `what_if_N`).
+    #[arg(long, value_name = "FUNCTION:PERCENT", requires = "wakers", value_parser = parse_what_if)]
+    what_if: Option<WhatIf>,
+
     /// Do not take on-CPU samples.
     #[arg(long)]
     no_on_cpu: bool,
@@ -140,7 +146,7 @@ mod push;
 mod symbols;
 mod values;
 
-use values::{parse_duration, parse_size};
+use values::{parse_duration, parse_size, parse_what_if};
 
 /// The test knobs given.
 #[cfg(feature = "test-knobs")]
@@ -267,6 +273,7 @@ where
         symbols,
         listen: args.listen,
         push,
+        what_if: args.what_if,
     })
 }
 

@@ -40,6 +40,29 @@ pub struct Config {
     pub listen: Option<SocketAddr>,
     /// Backends the profiles are pushed to (`--push`); `None`: off.
     pub push: Option<Push>,
+    /// The what-if estimate of each window (`--what-if`); `None`: off.
+    pub what_if: Option<WhatIf>,
+}
+
+/// `--what-if FUNCTION:PERCENT`: each window estimates how much faster
+/// threads would make progress if FUNCTION took PERCENT less time.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct WhatIf {
+    pub function: String,
+    /// The share of the function's time taken out, 1 to 99.
+    pub faster_pct: u8,
+}
+
+impl WhatIf {
+    /// Whether a frame's function is this one: the same name, or a name
+    /// that ends in it after `::` or `.` (`Class::method`, Go's
+    /// `main.work`, Java's `pkg.Class.method`, Python's `module.function`).
+    #[must_use]
+    pub fn matches(&self, function: &str) -> bool {
+        function
+            .strip_suffix(self.function.as_str())
+            .is_some_and(|head| head.is_empty() || head.ends_with("::") || head.ends_with('.'))
+    }
 }
 
 /// Pushing profiles to fleet backends (`--push` and its flags).

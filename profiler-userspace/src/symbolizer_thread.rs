@@ -64,7 +64,10 @@ impl Assembler {
     ///
     /// # Errors
     /// When debuginfod's cache or thread, or this thread, cannot start.
-    pub fn start(symbols: &config::Symbols) -> Result<(Self, AssemblerThread), AssemblerError> {
+    pub fn start(
+        symbols: &config::Symbols,
+        what_if: Option<config::WhatIf>,
+    ) -> Result<(Self, AssemblerThread), AssemblerError> {
         let debuginfod = symbols
             .debuginfod
             .as_ref()
@@ -85,6 +88,7 @@ impl Assembler {
                             job.times,
                             job.period_ns,
                             job.view,
+                            what_if.as_ref(),
                         )
                     });
                     (job.done)(profile, accounting, started.elapsed());

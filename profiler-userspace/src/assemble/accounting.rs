@@ -21,6 +21,8 @@ pub struct Accounting {
     /// Blocked time on the critical path by where it ends (`--wakers`):
     /// the five largest are comments.
     pub critical_ends: std::collections::HashMap<String, u64>,
+    /// `--what-if`'s estimates, as comment lines.
+    pub what_if: Vec<String>,
 }
 
 impl Accounting {
@@ -86,6 +88,7 @@ impl Accounting {
             counters,
             gauges,
             critical_ends: std::collections::HashMap::new(),
+            what_if: Vec::new(),
         }
     }
 
@@ -109,11 +112,16 @@ impl Accounting {
         for (end, ns) in later.critical_ends {
             *self.critical_ends.entry(end).or_default() += ns;
         }
+        // An estimate is of a part's whole wait graph: the later part's
+        // stands (parts are rare: a map filled before the window's end).
+        if !later.what_if.is_empty() {
+            self.what_if = later.what_if;
+        }
     }
 
     /// `name=value` lines, counters then gauges (`unknown_entries` only
     /// when there were any), then the critical path's five largest ends
-    /// (`critical_path_top_N=END NS`).
+    /// (`critical_path_top_N=END NS`) and the what-if estimates.
     #[must_use]
     pub fn comments(&self) -> Vec<String> {
         let mut lines: Vec<String> = self
@@ -124,6 +132,7 @@ impl Accounting {
             .map(|(name, value)| format!("{name}={value}"))
             .collect();
         lines.extend(critical_path::top_ends(&self.critical_ends));
+        lines.extend(self.what_if.iter().cloned());
         lines
     }
 }

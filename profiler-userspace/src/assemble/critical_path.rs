@@ -33,22 +33,22 @@ const MAX_HOPS: usize = 4;
 const MAX_ENDS: usize = 256;
 
 /// A thread: (pid, tid).
-type ThreadKey = (u32, u32);
+pub(super) type ThreadKey = (u32, u32);
 
 /// One thread's time in the window, as the critical path divides it.
 #[derive(Default)]
-struct ThreadTime {
+pub(super) struct ThreadTime {
     /// Its on-CPU rows: (row index, ns).
-    cpu: Vec<(usize, u64)>,
-    runqueue_ns: u64,
+    pub cpu: Vec<(usize, u64)>,
+    pub runqueue_ns: u64,
     /// Blocked time, by what woke it.
-    blocked_by: HashMap<WaitedOn, u64>,
+    pub blocked_by: HashMap<WaitedOn, u64>,
     /// Blocked time no waker names (still off-CPU at the window's end).
-    unresolved_ns: u64,
+    pub unresolved_ns: u64,
 }
 
 impl ThreadTime {
-    fn total_ns(&self) -> u64 {
+    pub fn total_ns(&self) -> u64 {
         self.cpu.iter().map(|&(_, ns)| ns).sum::<u64>()
             + self.runqueue_ns
             + self.blocked_by.values().sum::<u64>()
@@ -171,7 +171,7 @@ impl End {
 }
 
 /// Each thread's time, from the window's rows.
-fn thread_times(
+pub(super) fn thread_times(
     samples: &[Sample],
     woken: &[(usize, WaitedOn)],
     period_ns: u64,
@@ -179,7 +179,7 @@ fn thread_times(
     let by_row: HashMap<usize, &WaitedOn> = woken.iter().map(|(i, by)| (*i, by)).collect();
     let mut times: HashMap<ThreadKey, ThreadTime> = HashMap::new();
     for (index, row) in samples.iter().enumerate() {
-        if row.runtime_ns != 0 || row.waker_ns != 0 || row.critical_ns != 0 {
+        if row.runtime_ns != 0 || row.waker_ns != 0 {
             continue;
         }
         let time = times.entry((row.pid, row.tid)).or_default();

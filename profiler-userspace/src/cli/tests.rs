@@ -96,6 +96,32 @@ fn wakers_need_off_cpu() {
     assert_eq!(err.kind(), ErrorKind::ArgumentConflict);
 }
 
+#[test]
+fn what_if_names_a_function_and_a_share_and_needs_wakers() {
+    let config = parse_ok(&["--all", "--wakers", "--what-if", "ns::c_compute:50"]);
+    assert_eq!(
+        config.what_if,
+        Some(WhatIf {
+            function: "ns::c_compute".to_owned(),
+            faster_pct: 50,
+        })
+    );
+    assert_eq!(parse_ok(&["--all"]).what_if, None);
+    let err = parse_err(&["--all", "--what-if", "c_compute:50"]);
+    assert_eq!(err.kind(), ErrorKind::MissingRequiredArgument);
+    for bad in [
+        "c_compute",
+        "c_compute:0",
+        "c_compute:100",
+        ":50",
+        "c_compute:fast",
+    ] {
+        let err = parse_err(&["--all", "--wakers", "--what-if", bad]);
+        assert_eq!(err.kind(), ErrorKind::ValueValidation, "{bad}");
+        assert!(err.to_string().contains("FUNCTION:PERCENT"), "{bad}: {err}");
+    }
+}
+
 #[cfg(feature = "test-knobs")]
 #[test]
 fn test_knobs() {

@@ -68,7 +68,7 @@ pub async fn run(config: Config) -> Result<(), DaemonError> {
         .as_ref()
         .map(|push| Pusher::start(push, &metrics.push))
         .transpose()?;
-    let (assembler, symbolizer) = Assembler::start(&config.symbols)?;
+    let (assembler, symbolizer) = Assembler::start(&config.symbols, config.what_if.clone())?;
     let http = start_http(&config, &metrics, &assembler)?;
     let pipeline = Pipeline::new(&config, metrics, pusher, assembler);
     let targets = Targets::new(&config.target, &config.discover);

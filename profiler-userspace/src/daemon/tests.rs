@@ -16,7 +16,7 @@ const SECOND: u64 = 1_000_000_000;
 async fn run_loop(dir: &std::path::Path, flags: &[&str], mut kernel: MemoryKernel) -> MemoryKernel {
     let config = config(dir, flags);
     kernel.rows = vec![UnwindRow::default(); config.unwind.table_rows() as usize];
-    let (assembler, symbolizer) = Assembler::start(&config.symbols).unwrap();
+    let (assembler, symbolizer) = Assembler::start(&config.symbols, None).unwrap();
     let pipeline = Pipeline::new(&config, Arc::new(Metrics::new()), None, assembler);
     let targets = Targets::new(&config.target, &config.discover);
     let signals = Signals::install().unwrap();

@@ -24,7 +24,7 @@ impl Setup {
     fn new() -> Self {
         let dir = tempfile::tempdir().unwrap();
         let config = config(dir.path(), &["--pid", "4000000"]);
-        let assembler = Assembler::start(&config.symbols).unwrap().0;
+        let assembler = Assembler::start(&config.symbols, None).unwrap().0;
         let pipeline = Pipeline::new(&config, Arc::new(Metrics::new()), None, assembler);
         Self {
             dir,

@@ -43,7 +43,7 @@ fn decode(reply: Reply) -> proto::Profile {
 /// started later gets only what came after its start.
 #[tokio::test]
 async fn each_request_gets_the_chunks_of_its_own_time() {
-    let (assembler, _) = Assembler::start(&Symbols::default()).unwrap();
+    let (assembler, _) = Assembler::start(&Symbols::default(), None).unwrap();
     let mut on_demand = OnDemand::new(assembler, 10_000_000);
     on_demand.add_chunk(&chunk(100, 0), 1_000);
 

@@ -1,0 +1,220 @@
+//! `--what-if FUNCTION:PERCENT`: how much faster each thread would make
+//! progress if FUNCTION took PERCENT less time, estimated from the
+//! window's wait graph (who woke whom, `--wakers`) and each thread's time,
+//! without slowing anything down (Coz measures the same by inserting
+//! delays; this reads it off one window).
+//!
+//! The model is the operational laws of queueing networks. A thread P's
+//! progress depends on the threads it waits on, transitively: its chain
+//! (a thread joins when a thread already in it spent at least
+//! [`STRONG_WAIT`] of its time woken by it). Per thread T of the chain,
+//! as shares of T's time: `u` on a CPU, `f` on a CPU in FUNCTION, `z`
+//! waiting on anything but the chain (timers, disks, threads outside it).
+//! FUNCTION faster by `s` leaves `u' = u - s f`. Time waiting for a CPU
+//! is neither: a thread woken in a loop waits for a CPU while its waker
+//! finishes (the kernel's schedstat shows such threads' CPU times adding
+//! up to the wall time and their run delays on top), so it is taken to
+//! shrink with the work, as on a machine with CPUs to spare.
+//! Relative to today's time per unit of progress, tomorrow's is at least
+//! - `max u'` (no thread can be busier than all the time), and
+//! - where a thread of the chain waits on none of the others (less than
+//!   [`STRONG_WAIT`] of its time: it sets the pace, as a pipeline's
+//!   slowest stage or a source does), its own `(u' + z) / (u + z)`;
+//! - else (every thread waits on another: requests passed round a loop)
+//!   `Σ(u' + z) / Σ(u + z)`: the work in flight, `Σ(u + z)` by Little's
+//!   law, stays the same, so each unit's round through the loop shrinks by
+//!   the time taken out of it.
+//!
+//! The estimate is the largest of those. It assumes the window is one
+//! steady state, the same work per unit of progress, and that the threads
+//! found waiting on each other keep doing so; time on a CPU is taken from
+//! samples, so it has their error. It cannot see waits that no wakeup
+//! names (spinning, polling) nor a CPU that becomes the bottleneck.
+use std::collections::HashMap;
+
+use super::{
+    critical_path::{ThreadKey, ThreadTime, thread_times},
+    wakers::WaitedOn,
+};
+use crate::{config::WhatIf, profile::Sample};
+
+/// The share of a thread's time, woken by another thread, that makes the
+/// other part of its chain.
+const STRONG_WAIT: f64 = 0.1;
+
+/// Threads whose estimates are comments, the largest first.
+const MAX_LINES: usize = 16;
+
+/// One thread's time as the model reads it, shares of its own time.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+struct Shares {
+    /// On a CPU.
+    busy: f64,
+    /// On a CPU in the function.
+    in_function: f64,
+    /// Waiting for a CPU.
+    runqueue: f64,
+}
+
+/// Comment lines: `what_if_faster=FUNCTION PERCENT%`, then
+/// `what_if_N=NAME:TID +X.X%` for each thread whose chain runs the
+/// function, the largest first. None when no thread's does.
+#[must_use]
+pub fn estimates(
+    samples: &[Sample],
+    woken: &[(usize, WaitedOn)],
+    period_ns: u64,
+    what_if: &WhatIf,
+) -> Vec<String> {
+    let times = thread_times(samples, woken, period_ns);
+    let in_function = |index: usize| {
+        samples[index].stack.iter().any(|location| {
+            location
+                .lines
+                .iter()
+                .any(|line| what_if.matches(&line.function))
+        })
+    };
+    let shares: HashMap<ThreadKey, Shares> = times
+        .iter()
+        .filter(|(_, t)| t.total_ns() != 0)
+        .map(|(&key, t)| (key, shares_of(t, &in_function)))
+        .collect();
+    let cut = f64::from(what_if.faster_pct) / 100.0;
+    let names: HashMap<ThreadKey, &str> = samples
+        .iter()
+        .map(|s| ((s.pid, s.tid), s.thread.as_str()))
+        .collect();
+    let mut found: Vec<(f64, String)> = shares
+        .keys()
+        .filter_map(|&progress| {
+            let chain = chain(&times, progress);
+            if chain.iter().all(|t| shares[t].in_function == 0.0) {
+                return None;
+            }
+            let speedup = 1.0 / time_ratio(&times, &shares, &chain, cut) - 1.0;
+            Some((speedup, format!("{}:{}", names[&progress], progress.1)))
+        })
+        .collect();
+    if found.is_empty() {
+        return Vec::new();
+    }
+    // Largest first, as printed (to 0.1%), then by name.
+    let printed = |speedup: f64| (speedup * 1000.0).round();
+    found.sort_by(|a, b| {
+        printed(b.0)
+            .total_cmp(&printed(a.0))
+            .then_with(|| a.1.cmp(&b.1))
+    });
+    let mut lines = vec![format!(
+        "what_if_faster={} {}%",
+        what_if.function, what_if.faster_pct
+    )];
+    lines.extend(
+        found
+            .iter()
+            .take(MAX_LINES)
+            .enumerate()
+            .map(|(i, (speedup, thread))| {
+                format!("what_if_{}={thread} {:+.1}%", i + 1, speedup * 100.0)
+            }),
+    );
+    lines
+}
+
+/// `time`'s shares.
+#[expect(clippy::cast_precision_loss, reason = "shares of nanoseconds")]
+fn shares_of(time: &ThreadTime, in_function: &impl Fn(usize) -> bool) -> Shares {
+    let total = time.total_ns() as f64;
+    let cpu: u64 = time.cpu.iter().map(|&(_, ns)| ns).sum();
+    let function: u64 = time
+        .cpu
+        .iter()
+        .filter(|&&(index, _)| in_function(index))
+        .map(|&(_, ns)| ns)
+        .sum();
+    Shares {
+        busy: cpu as f64 / total,
+        in_function: function as f64 / total,
+        runqueue: time.runqueue_ns as f64 / total,
+    }
+}
+
+/// The share of `time`'s time woken by the threads of `among`.
+#[expect(clippy::cast_precision_loss, reason = "shares of nanoseconds")]
+fn waiting_on(time: &ThreadTime, among: &impl Fn(ThreadKey) -> bool) -> f64 {
+    let ns: u64 = time
+        .blocked_by
+        .iter()
+        .filter_map(|(by, &ns)| match by {
+            WaitedOn::Thread { pid, tid, .. } if among((*pid, *tid)) => Some(ns),
+            _ => None,
+        })
+        .sum();
+    ns as f64 / time.total_ns() as f64
+}
+
+/// `progress` and the threads it waits on, transitively (each woke a
+/// thread already in the chain for [`STRONG_WAIT`] of its time or more).
+fn chain(times: &HashMap<ThreadKey, ThreadTime>, progress: ThreadKey) -> Vec<ThreadKey> {
+    let mut chain = vec![progress];
+    let mut next = 0;
+    while let Some(&thread) = chain.get(next) {
+        next += 1;
+        let time = &times[&thread];
+        for by in time.blocked_by.keys() {
+            let WaitedOn::Thread { pid, tid, .. } = by else {
+                continue;
+            };
+            let waker = (*pid, *tid);
+            let strong = waiting_on(time, &|t| t == waker) >= STRONG_WAIT;
+            let profiled = times.get(&waker).is_some_and(|t| t.total_ns() != 0);
+            if strong && profiled && !chain.contains(&waker) {
+                chain.push(waker);
+            }
+        }
+    }
+    chain
+}
+
+/// Tomorrow's time per unit of progress over today's, for the threads of
+/// `chain` with the function's time cut by `cut` (the module's model).
+fn time_ratio(
+    times: &HashMap<ThreadKey, ThreadTime>,
+    shares: &HashMap<ThreadKey, Shares>,
+    chain: &[ThreadKey],
+    cut: f64,
+) -> f64 {
+    let in_chain = |t: ThreadKey| chain.contains(&t);
+    // (u, u', z) of each thread, and whether it waits on the others.
+    let threads: Vec<(f64, f64, f64, bool)> = chain
+        .iter()
+        .map(|t| {
+            let Shares {
+                busy,
+                in_function,
+                runqueue,
+            } = shares[t];
+            let on_chain = waiting_on(&times[t], &in_chain);
+            let z = (1.0 - busy - runqueue - on_chain).max(0.0);
+            (busy, busy - cut * in_function, z, on_chain >= STRONG_WAIT)
+        })
+        .collect();
+    let busiest = threads.iter().map(|t| t.1).fold(0.0, f64::max);
+    let pacers: Vec<f64> = threads
+        .iter()
+        .filter(|t| !t.3)
+        .map(|&(u, u2, z, _)| (u2 + z) / (u + z))
+        .collect();
+    let paced = if pacers.is_empty() {
+        let today: f64 = threads.iter().map(|&(u, _, z, _)| u + z).sum();
+        let tomorrow: f64 = threads.iter().map(|&(_, u2, z, _)| u2 + z).sum();
+        tomorrow / today
+    } else {
+        pacers.into_iter().fold(0.0, f64::max)
+    };
+    busiest.max(paced).max(f64::EPSILON)
+}
+
+#[cfg(test)]
+mod tests;

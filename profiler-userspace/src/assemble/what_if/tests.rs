@@ -1,0 +1,173 @@
+use std::sync::Arc;
+
+use profiler_common::sample::ThreadState;
+
+use super::*;
+use crate::profile::Location;
+
+fn row(tid: u32, state: ThreadState, function: &str, samples: u64, off_cpu_ns: u64) -> Sample {
+    Sample {
+        pid: 1,
+        tid,
+        comm: Arc::from("app"),
+        thread: format!("t{tid}"),
+        placement: Arc::default(),
+        state,
+        stack: vec![
+            Location::marker(function.to_owned()),
+            Location::marker("main".to_owned()),
+        ],
+        samples,
+        off_cpu_ns,
+        off_cpu_count: 0,
+        labels: None,
+        runtime_ns: 0,
+        waker_ns: 0,
+        critical_ns: 0,
+        off_cpu_in_wall: true,
+    }
+}
+
+fn by(tid: u32) -> WaitedOn {
+    WaitedOn::Thread {
+        pid: 1,
+        tid,
+        name: format!("t{tid}"),
+    }
+}
+
+const MS: u64 = 1_000_000;
+
+/// Rows and their wakers: (tid, function, on-CPU ms) and (tid, waker,
+/// blocked ms).
+fn window(
+    cpu: &[(u32, &str, u64)],
+    waits: &[(u32, WaitedOn, u64)],
+) -> (Vec<Sample>, Vec<(usize, WaitedOn)>) {
+    let mut samples: Vec<Sample> = cpu
+        .iter()
+        .map(|&(tid, f, ms)| row(tid, ThreadState::Running, f, ms, 0))
+        .collect();
+    let mut woken = Vec::new();
+    for (tid, waker, ms) in waits {
+        woken.push((samples.len(), waker.clone()));
+        samples.push(row(*tid, ThreadState::Sleeping, "read", 0, ms * MS));
+    }
+    (samples, woken)
+}
+
+fn c_compute(pct: u8) -> WhatIf {
+    WhatIf {
+        function: "c_compute".to_owned(),
+        faster_pct: pct,
+    }
+}
+
+#[test]
+fn a_loop_of_requests_gains_what_the_function_takes_from_one_round() {
+    // 20 rounds of 3 ms: a works 0.5 ms then waits for b; b works 0.5 ms
+    // then waits for c's 2 ms; each waits for the others the rest.
+    let (samples, woken) = window(
+        &[(1, "a_work", 10), (2, "b_work", 10), (3, "c_compute", 40)],
+        &[
+            (1, by(2), 50),
+            (2, by(1), 10),
+            (2, by(3), 40),
+            (3, by(2), 20),
+        ],
+    );
+    // c_compute at half its time: a round of 2 ms instead of 3.
+    assert_eq!(
+        estimates(&samples, &woken, MS, &c_compute(50)),
+        [
+            "what_if_faster=c_compute 50%",
+            "what_if_1=t1:1 +50.0%",
+            "what_if_2=t2:2 +50.0%",
+            "what_if_3=t3:3 +50.0%",
+        ]
+    );
+}
+
+#[test]
+fn a_pipeline_goes_at_its_slowest_stage() {
+    // c computes all the time and hands rounds on; b and a each work a
+    // tenth of their time and wait on the stage before for the rest.
+    let (samples, woken) = window(
+        &[(1, "a_work", 6), (2, "b_work", 6), (3, "c_compute", 60)],
+        &[(1, by(2), 54), (2, by(3), 54)],
+    );
+    // Half of c's time: twice the rounds, for every stage.
+    let lines = estimates(&samples, &woken, MS, &c_compute(50));
+    assert_eq!(
+        lines[1..],
+        [
+            "what_if_1=t1:1 +100.0%",
+            "what_if_2=t2:2 +100.0%",
+            "what_if_3=t3:3 +100.0%"
+        ]
+    );
+    // At 90% less, c's 6 ms a round is b's and a's: b and a set the pace.
+    let lines = estimates(&samples, &woken, MS, &c_compute(90));
+    assert!(
+        lines.contains(&"what_if_1=t1:1 +900.0%".to_owned()),
+        "{lines:?}"
+    );
+    // A function of the last stage speeds it alone: a's 10% busy was not
+    // what held the pipeline.
+    let a_work = WhatIf {
+        function: "a_work".to_owned(),
+        faster_pct: 50,
+    };
+    assert_eq!(
+        estimates(&samples, &woken, MS, &a_work)[1..],
+        ["what_if_1=t1:1 +0.0%"]
+    );
+}
+
+#[test]
+fn a_thread_that_waits_on_timers_gains_only_its_own_share() {
+    // t1 computes 20 ms in c_compute and sleeps 80 ms on a timer; a brief
+    // wait on t9 (a thread sleeping all window) does not join t9 in.
+    let (mut samples, mut woken) = window(
+        &[(1, "c_compute", 20), (9, "idle", 1)],
+        &[
+            (
+                1,
+                WaitedOn::Interrupt(super::super::wakers::Interrupt::Timer),
+                75,
+            ),
+            (1, by(9), 5),
+        ],
+    );
+    let (more, more_woken) = window(&[], &[(9, WaitedOn::Unknown, 99)]);
+    let at = samples.len();
+    samples.extend(more);
+    woken.extend(more_woken.into_iter().map(|(i, w)| (i + at, w)));
+    // 100 ms a round, 10 of them taken out.
+    assert_eq!(
+        estimates(&samples, &woken, MS, &c_compute(50))[1..],
+        ["what_if_1=t1:1 +11.1%"]
+    );
+}
+
+#[test]
+fn no_thread_runs_the_function_no_estimate() {
+    let (samples, woken) = window(&[(1, "a_work", 10)], &[(1, by(2), 50)]);
+    assert!(estimates(&samples, &woken, MS, &c_compute(50)).is_empty());
+}
+
+#[test]
+fn a_function_is_named_as_its_language_writes_it() {
+    let f = c_compute(50);
+    for name in [
+        "c_compute",
+        "ns::c_compute",
+        "main.c_compute",
+        "pkg.Class.c_compute",
+    ] {
+        assert!(f.matches(name), "{name}");
+    }
+    for name in ["xc_compute", "c_compute2", "c_compute::inner", "c"] {
+        assert!(!f.matches(name), "{name}");
+    }
+}
