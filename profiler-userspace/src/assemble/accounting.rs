@@ -119,6 +119,12 @@ impl Accounting {
         }
     }
 
+    /// The critical path's five largest ends, (end, ns), the largest first.
+    #[must_use]
+    pub fn critical_top(&self) -> Vec<(&str, u64)> {
+        critical_path::top(&self.critical_ends)
+    }
+
     /// `name=value` lines, counters then gauges (`unknown_entries` only
     /// when there were any), then the critical path's five largest ends
     /// (`critical_path_top_N=END NS`) and the what-if estimates.

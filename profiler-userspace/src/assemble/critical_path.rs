@@ -275,14 +275,21 @@ fn gather_small(mut ends: Vec<End>) -> Vec<End> {
     kept
 }
 
-/// The five ends the most blocked time waits on, from `by_end`, as
-/// `critical_path_top_N=END NS` lines, the largest first.
+/// The five ends the most blocked time waits on, from `by_end`, the
+/// largest first: (end, ns).
+#[must_use]
+pub fn top(by_end: &HashMap<String, u64>) -> Vec<(&str, u64)> {
+    let mut ends: Vec<(&str, u64)> = by_end.iter().map(|(e, &ns)| (e.as_str(), ns)).collect();
+    ends.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(b.0)));
+    ends.truncate(5);
+    ends
+}
+
+/// [`top`] as `critical_path_top_N=END NS` lines.
 #[must_use]
 pub fn top_ends(by_end: &HashMap<String, u64>) -> Vec<String> {
-    let mut ends: Vec<(&String, &u64)> = by_end.iter().collect();
-    ends.sort_by(|a, b| b.1.cmp(a.1).then_with(|| a.0.cmp(b.0)));
-    ends.iter()
-        .take(5)
+    top(by_end)
+        .iter()
         .enumerate()
         .map(|(i, (end, ns))| format!("critical_path_top_{}={end} {ns}", i + 1))
         .collect()

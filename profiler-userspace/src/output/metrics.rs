@@ -78,6 +78,8 @@ pub struct Metrics {
     /// The daemon's CPU by step (`cpu_time.rs`), brought up to date when
     /// rendered.
     cpu_seconds: Family<Labels, Counter<f64, AtomicU64>>,
+    /// The last window's critical-path ends (`--wakers`).
+    critical_path_top: Family<OwnedLabels, Gauge<f64, AtomicU64>>,
     /// What the pusher reports (the push thread updates it).
     pub push: Arc<PushMetrics>,
 }
@@ -186,6 +188,7 @@ impl Metrics {
             drains: Family::default(),
             http_profiles: Family::default(),
             cpu_seconds: Family::default(),
+            critical_path_top: Family::default(),
             push: Arc::default(),
         };
         metrics.push.register(&mut registry);
@@ -245,6 +248,13 @@ impl Metrics {
              process's CPU less their sum)",
             metrics.cpu_seconds.clone(),
         );
+        registry.register(
+            "critical_path_top_seconds",
+            "With --wakers: the last window's blocked time by what it ultimately waited \
+             for, its five largest ends (label `end`: a thread's code as NAME:TID, or a \
+             marker such as [woken by disk])",
+            metrics.critical_path_top.clone(),
+        );
         Self {
             registry,
             ..metrics
@@ -277,6 +287,13 @@ impl Metrics {
             self.window_gauges
                 .get_or_create(&vec![("gauge", name)])
                 .set(i64::try_from(value).unwrap_or(i64::MAX));
+        }
+        self.critical_path_top.clear();
+        for (end, ns) in accounting.critical_top() {
+            #[expect(clippy::cast_precision_loss, reason = "seconds")]
+            self.critical_path_top
+                .get_or_create(&vec![("end", end.to_owned())])
+                .set(ns as f64 / 1e9);
         }
     }
 
@@ -360,5 +377,25 @@ mod tests {
         assert_eq!(value(&text, "profiler_windows_waiting", None), 1.0);
         let symbolize = Some(("step", "symbolize"));
         assert_eq!(value(&text, "profiler_window_step_seconds", symbolize), 1.0);
+    }
+
+    #[test]
+    #[expect(clippy::float_cmp, reason = "quarter seconds are exact")]
+    fn the_critical_paths_top_ends_are_the_last_windows() {
+        let metrics = Metrics::new();
+        let window = |ends: &[(&str, u64)]| Accounting {
+            critical_ends: ends.iter().map(|&(e, ns)| (e.to_owned(), ns)).collect(),
+            ..Accounting::default()
+        };
+        metrics.add_window(&window(&[
+            ("c:12", 750_000_000),
+            ("[woken by disk]", 250_000_000),
+        ]));
+        metrics.add_window(&window(&[("b:11", 500_000_000)]));
+        let text = metrics.render();
+        let family = "profiler_critical_path_top_seconds";
+        assert_eq!(value(&text, family, Some(("end", "b:11"))), 0.5);
+        let gone = openmetrics::value(&text, family, Some(("end", "c:12")));
+        assert!(gone.is_err_and(|e| e.starts_with("no sample")), "{text}");
     }
 }
