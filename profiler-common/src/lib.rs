@@ -9,6 +9,7 @@ extern crate std;
 
 pub mod frames;
 pub mod go;
+pub mod hash;
 pub mod java;
 pub mod maps;
 pub mod off_cpu;

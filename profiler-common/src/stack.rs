@@ -55,20 +55,16 @@ impl StackTrace {
 #[inline(always)]
 #[allow(clippy::inline_always, reason = "runs inside an eBPF program")]
 pub fn stack_hash(ips: &[u64; MAX_STACK_DEPTH], len: usize) -> u64 {
-    // FxHash's multiplier, one word at a time, with a final avalanche.
-    const K: u64 = 0x517c_c1b7_2722_0a95;
     let mut hash = len as u64;
     let mut i = 0;
     while i < MAX_STACK_DEPTH {
         if i >= len {
             break;
         }
-        hash = (hash.rotate_left(5) ^ ips[i]).wrapping_mul(K);
+        hash = crate::hash::mix(hash, ips[i]);
         i += 1;
     }
-    hash ^= hash >> 33;
-    hash = hash.wrapping_mul(0xff51_afd7_ed55_8ccd);
-    hash ^= hash >> 33;
+    let hash = crate::hash::finish(hash);
     if hash == NO_STACK { 1 } else { hash }
 }
 

@@ -97,17 +97,13 @@ impl ThreadAttrs {
     #[inline(always)]
     #[allow(clippy::inline_always, reason = "runs inside an eBPF program")]
     pub fn hash(&self) -> u64 {
-        // As `stack::stack_hash`: FxHash's multiplier, then an avalanche.
-        const K: u64 = 0x517c_c1b7_2722_0a95;
         let mut hash = self.len;
         let mut i = 0;
         while i < ATTRS_WORDS {
-            hash = (hash.rotate_left(5) ^ self.words[i]).wrapping_mul(K);
+            hash = crate::hash::mix(hash, self.words[i]);
             i += 1;
         }
-        hash ^= hash >> 33;
-        hash = hash.wrapping_mul(0xff51_afd7_ed55_8ccd);
-        hash ^= hash >> 33;
+        let hash = crate::hash::finish(hash);
         if hash == 0 { 1 } else { hash }
     }
 }

@@ -9,7 +9,11 @@
 //! the slot's wakers map, and the blocked weight's
 //! [`crate::sample::SampleKey::waker`] names it.
 
-use crate::{sample::COMM_LEN, stack::NO_STACK};
+use crate::{
+    hash::{finish, mix},
+    sample::COMM_LEN,
+    stack::NO_STACK,
+};
 
 /// `SampleKey::waker` of weight without a waker: on-CPU samples, run-queue
 /// waits, and every row when wakers are not recorded.
@@ -61,21 +65,12 @@ pub fn record_hash(record: &WakerRecord) -> u64 {
     );
     hash = mix(hash, u64::from_le_bytes(first_half(&record.comm)));
     hash = mix(hash, u64::from_le_bytes(second_half(&record.comm)));
-    hash ^= hash >> 33;
-    hash = hash.wrapping_mul(0xff51_afd7_ed55_8ccd);
-    hash ^= hash >> 33;
+    let hash = finish(hash);
     if hash == NONE || hash == UNKNOWN {
         1
     } else {
         hash
     }
-}
-
-/// One step of FxHash (as crate::stack::stack_hash).
-#[inline(always)]
-#[allow(clippy::inline_always, reason = "runs inside an eBPF program")]
-const fn mix(hash: u64, word: u64) -> u64 {
-    (hash.rotate_left(5) ^ word).wrapping_mul(0x517c_c1b7_2722_0a95)
 }
 
 #[inline(always)]

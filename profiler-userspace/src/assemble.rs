@@ -136,8 +136,9 @@ pub fn assemble(
 ) -> (Profile, Accounting) {
     symbolizer.remember_python(raw.python_codes());
     symbolizer.remember_java(raw.java_names());
+    let waker_rows = wakers::waker_rows(raw.samples());
     let sym_stats = symbolizer.prepare(
-        &wakers::rows_to_symbolize(raw.samples()),
+        raw.samples().iter().chain(&waker_rows),
         raw.processes(),
         raw.recorded(),
         raw.kernel_symbols(),

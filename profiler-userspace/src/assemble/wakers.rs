@@ -8,7 +8,7 @@
 //! A wakeup in an interrupt runs on whatever task it interrupted, which
 //! did not wake anyone: its kernel stack names the interrupt instead
 //! ([`Interrupt`]), and the interrupted task's user stack is left out.
-use std::{borrow::Cow, collections::HashSet, sync::Arc};
+use std::{collections::HashSet, sync::Arc};
 
 use crate::{
     profile::{Location, Sample},
@@ -111,12 +111,12 @@ impl WaitedOn {
     }
 }
 
-/// The window's rows and, if any names a waker, one weightless row per
-/// distinct waker, so that its stacks are symbolized with the rest.
+/// One weightless row per distinct waker the window's rows name, so that
+/// its stacks are symbolized with the rest.
 #[must_use]
-pub fn rows_to_symbolize(samples: &[RawSample]) -> Cow<'_, [RawSample]> {
+pub fn waker_rows(samples: &[RawSample]) -> Vec<RawSample> {
     let mut seen: HashSet<*const Waker> = HashSet::new();
-    let wakers: Vec<RawSample> = samples
+    samples
         .iter()
         .filter_map(|s| match &s.woken_by {
             Some(WokenBy::Waker(waker)) if seen.insert(Arc::as_ptr(waker)) => Some(waker),
@@ -138,11 +138,7 @@ pub fn rows_to_symbolize(samples: &[RawSample]) -> Cow<'_, [RawSample]> {
             thread_attrs: None,
             woken_by: None,
         })
-        .collect();
-    if wakers.is_empty() {
-        return Cow::Borrowed(samples);
-    }
-    Cow::Owned(samples.iter().cloned().chain(wakers).collect())
+        .collect()
 }
 
 /// The `off_cpu_wakers` twin of `row`, the assembled blocked row of

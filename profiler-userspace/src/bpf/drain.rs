@@ -92,6 +92,8 @@ pub(super) struct Windows {
     stats: Map,
     switch_cpu: Map,
     thread_attrs: Map,
+    /// Whether the wakers maps are written (`--wakers`); else never read.
+    wakers: bool,
     active_slot: u32,
     /// Kernel counters as of the previous drain, to report deltas.
     last_stats: [u64; STATS_LEN as usize],
@@ -101,8 +103,8 @@ pub(super) struct Windows {
 
 impl Windows {
     /// Takes the window's maps out of `ebpf`, and points the kernel at
-    /// slot 0.
-    pub(super) fn take(ebpf: &mut Ebpf) -> Result<Self, KernelError> {
+    /// slot 0. `wakers`: whether the kernel notes wakers.
+    pub(super) fn take(ebpf: &mut Ebpf, wakers: bool) -> Result<Self, KernelError> {
         let mut slot = |slot| -> Result<(Map, Map, Map), KernelError> {
             let names = slot_maps(slot);
             Ok((
@@ -118,6 +120,7 @@ impl Windows {
             stats: take_map(ebpf, STATS)?,
             switch_cpu: take_map(ebpf, SWITCH_CPU)?,
             thread_attrs: take_map(ebpf, THREAD_ATTRS)?,
+            wakers,
             active_slot: 0,
             last_stats: [0; STATS_LEN as usize],
             last_flip_ns: 0,
@@ -201,9 +204,13 @@ impl WindowMaps for Windows {
         let stacks: StdHashMap<u64, StackTrace> = batch::take_all_of(stacks, names.stacks)?
             .into_iter()
             .collect();
-        let wakers: StdHashMap<u64, WakerRecord> = batch::take_all_of(wakers, names.wakers)?
-            .into_iter()
-            .collect();
+        let wakers: StdHashMap<u64, WakerRecord> = if self.wakers {
+            batch::take_all_of(wakers, names.wakers)?
+                .into_iter()
+                .collect()
+        } else {
+            StdHashMap::new()
+        };
         let mut resolved: StdHashMap<u64, Stack> = StdHashMap::new();
         let mut woken_by: StdHashMap<u64, WokenBy> = StdHashMap::new();
         let mut attrs = AttrsRead::new(&self.thread_attrs)?;

@@ -210,7 +210,7 @@ impl Kernel {
             Target::All => &[],
         };
         let mut kernel = Self {
-            windows: Windows::take(&mut ebpf)?,
+            windows: Windows::take(&mut ebpf, wakers)?,
             targets: TargetSet::take(&mut ebpf, pids, &config.discover.comms)?,
             in_flight: InFlight::take(&mut ebpf)?,
             unwind: UnwindTables::take(&mut ebpf)?,

@@ -39,12 +39,14 @@ struct WindowAddrs {
 
 impl Symbolizer {
     /// Symbolizes every address of a window's `samples` that is not cached
-    /// yet, so the lookups that follow are cache hits. `processes` and
+    /// yet, so the lookups that follow are cache hits (`samples` is walked
+    /// more than once, so it is cheap to clone: a slice's iterator, or
+    /// one chained to the wakers' rows). `processes` and
     /// `recorded` are the mappings read or recorded while processes lived,
     /// `kernel_symbols` the kernel code loaded meanwhile.
-    pub fn prepare(
+    pub fn prepare<'a>(
         &mut self,
-        samples: &[RawSample],
+        samples: impl Iterator<Item = &'a RawSample> + Clone,
         processes: &[Arc<ProcessSnapshot>],
         recorded: &[Arc<RecordedImage>],
         kernel_symbols: &[KernelSymbol],
@@ -52,11 +54,11 @@ impl Symbolizer {
         self.window += 1;
         let mut stats = SymbolizeStats::default();
         self.binaries.collect_downloads();
-        self.read_processes(samples, processes, recorded, &mut stats);
+        self.read_processes(samples.clone(), processes, recorded, &mut stats);
         stats.roots_unheld = self.processes.take_unheld();
         stats.contexts = self.processes.take_contexts();
         self.take_kernel_symbols(kernel_symbols);
-        let addrs = self.window_addrs(samples);
+        let addrs = self.window_addrs(samples.clone());
         self.prepare_python(samples);
         self.symbolize_user(&addrs.user, &mut stats);
         self.symbolize_kernel(addrs.kernel, &mut stats);
@@ -71,15 +73,15 @@ impl Symbolizer {
     /// is now (of the others, only a new one's name and placement).
     /// Recorded images count only for processes with samples: most never
     /// have any.
-    fn read_processes(
+    fn read_processes<'a>(
         &mut self,
-        samples: &[RawSample],
+        samples: impl Iterator<Item = &'a RawSample> + Clone,
         processes: &[Arc<ProcessSnapshot>],
         recorded: &[Arc<RecordedImage>],
         stats: &mut SymbolizeStats,
     ) {
         self.processes.start_window();
-        let with_samples: HashSet<u32> = samples.iter().map(|s| s.pid).collect();
+        let with_samples: HashSet<u32> = samples.clone().map(|s| s.pid).collect();
         for image in recorded.iter().filter(|i| with_samples.contains(&i.pid)) {
             self.processes.remember_recorded(image, self.window);
             stats.images_recorded += 1;
@@ -252,7 +254,7 @@ impl Symbolizer {
     }
 
     /// Makes the lines of the window's Python frames.
-    fn prepare_python(&mut self, samples: &[RawSample]) {
+    fn prepare_python<'a>(&mut self, samples: impl Iterator<Item = &'a RawSample>) {
         for sample in samples {
             for (frame, _) in user_frames(stack_frames(&sample.user_stack)) {
                 if let UserFrame::Python {
@@ -269,7 +271,7 @@ impl Symbolizer {
 
     /// The addresses to look up in `window`, deduplicated, user ones by
     /// the process image their stack belongs to.
-    fn window_addrs(&self, samples: &[RawSample]) -> WindowAddrs {
+    fn window_addrs<'a>(&self, samples: impl Iterator<Item = &'a RawSample>) -> WindowAddrs {
         let mut addrs = WindowAddrs::default();
         for sample in samples {
             let frames = stack_frames(&sample.user_stack);

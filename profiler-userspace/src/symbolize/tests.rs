@@ -56,7 +56,12 @@ fn symbolizes_own_function_with_inlined_lines() {
     let pid = std::process::id();
     let addr = inlined_here();
     let window = one_sample(pid, addr, Stack::Lost { errno: libc::E2BIG });
-    let stats = symbolizer.prepare(window.samples(), window.processes(), window.recorded(), &[]);
+    let stats = symbolizer.prepare(
+        window.samples().iter(),
+        window.processes(),
+        window.recorded(),
+        &[],
+    );
     assert_eq!(stats.failed, 0, "{stats:?}");
     let locations = symbolizer.user_locations(pid, &window.samples()[0].user_stack);
     assert_eq!(locations.len(), 1);
@@ -90,7 +95,7 @@ fn symbolizes_own_function_with_inlined_lines() {
     // Windows without the process: its cache entries (ours and
     // blazesym's) go after EVICT_AFTER_WINDOWS.
     for _ in 0..EVICT_AFTER_WINDOWS {
-        symbolizer.prepare(&[], &[], &[], &[]);
+        symbolizer.prepare([].iter(), &[], &[], &[]);
     }
     assert!(!symbolizer.processes.contains(pid));
     let kernel = symbolizer.kernel_locations(&window.samples()[0].kernel_stack);
@@ -140,7 +145,12 @@ fn anonymous_code_is_named_from_a_growing_perf_map() {
             .map(|l| l.function.clone())
     };
 
-    let stats = symbolizer.prepare(window.samples(), window.processes(), window.recorded(), &[]);
+    let stats = symbolizer.prepare(
+        window.samples().iter(),
+        window.processes(),
+        window.recorded(),
+        &[],
+    );
     assert_eq!((stats.resolved, stats.failed), (1, 1), "not in the map yet");
     assert_eq!(name(&symbolizer), None);
 
@@ -149,10 +159,15 @@ fn anonymous_code_is_named_from_a_growing_perf_map() {
     writeln!(file, "{:#x} 0x80 void Crypto.crypt()", code as u64 + 0x800).unwrap();
     writeln!(file, "{:x} 200 JS:*jitted /app/main.js:3", code as u64).unwrap();
     drop(file);
-    let stats = symbolizer.prepare(window.samples(), window.processes(), window.recorded(), &[]);
+    let stats = symbolizer.prepare(
+        window.samples().iter(),
+        window.processes(),
+        window.recorded(),
+        &[],
+    );
     let named = name(&symbolizer);
     let hotspot_window = one_sample(pid, code as u64 + 0x840, Stack::Absent);
-    symbolizer.prepare(hotspot_window.samples(), &[], &[], &[]);
+    symbolizer.prepare(hotspot_window.samples().iter(), &[], &[], &[]);
     let hotspot = symbolizer.user_locations(pid, &hotspot_window.samples()[0].user_stack)[0]
         .lines
         .first()
@@ -175,7 +190,7 @@ fn mappings_are_read_only_for_samples_with_user_frames() {
         ..one_sample(pid, 0, Stack::Absent).samples()[0].clone()
     }]);
     let mut symbolizer = Symbolizer::default();
-    symbolizer.prepare(asleep.samples(), &[], &[], &[]);
+    symbolizer.prepare(asleep.samples().iter(), &[], &[], &[]);
     let process = symbolizer.processes.get(pid).unwrap();
     assert_eq!(
         &*process.comm,
@@ -185,7 +200,7 @@ fn mappings_are_read_only_for_samples_with_user_frames() {
 
     let addr = inlined_here();
     let running = one_sample(pid, addr, Stack::Absent);
-    symbolizer.prepare(running.samples(), &[], &[], &[]);
+    symbolizer.prepare(running.samples().iter(), &[], &[], &[]);
     let process = symbolizer.processes.get(pid).unwrap();
     let index = process.generation_of(&[addr]);
     assert!(!process.generation(index).vmas.is_empty(), "mappings read");
