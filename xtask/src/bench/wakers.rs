@@ -6,17 +6,23 @@
 //! 100 µs of their threshold, at the default 10 ms rate) takes the
 //! waker's stacks. Paired against the floor as section 1b, so that the
 //! goal reads against the same floor.
-use std::fmt::Write as _;
+use std::{fmt::Write as _, time::Instant};
+
+use anyhow::Context as _;
 
 use super::{
     floor::{PAIRS, pairs, slowdown_table},
     kernel_cost::{Cost, find, median_of, per_run_costs, per_switch},
     overhead::median,
-    tools::RUN_SECS,
+    tools::{RUN_SECS, attach, go_and_wait, profiler, workload},
 };
+use crate::procfs::cpu_ticks;
 
 /// Rounds of the bpf_stats measurement.
 const COST_ROUNDS: usize = 3;
+
+/// Seconds of ping-pong the daemon's CPU is measured over.
+const DAEMON_SECS: &str = "20";
 
 /// What section 3c gives the goals.
 pub(super) struct WakersCost {
@@ -55,5 +61,32 @@ pub(super) fn wakers(report: &mut String) -> anyhow::Result<WakersCost> {
         waking(Cost::run_count),
         median_of(&rounds, |r| Some(per_switch(r))).unwrap_or(f64::NAN),
     )?;
+    let (without, with, what_if) = (
+        daemon_cpu(&["--all"])?,
+        daemon_cpu(&["--all", "--wakers"])?,
+        daemon_cpu(&["--all", "--wakers", "--what-if", "main:50"])?,
+    );
+    writeln!(
+        report,
+        "The daemon's CPU (utime + stime, % of one core) over {DAEMON_SECS} s of ping-pong under \
+         `--all`, one run each: {without:.2}% without wakers, {with:.2}% with `--wakers`, \
+         {what_if:.2}% with `--what-if main:50` too (the wakers' records drained, their stacks \
+         symbolized, the critical path and the estimate made each window).\n"
+    )?;
     Ok(WakersCost { all: median(&all) })
+}
+
+/// The daemon's CPU with `args` while the ping-pong runs, in % of one core.
+fn daemon_cpu(args: &[&str]) -> anyhow::Result<f64> {
+    let mut pingpong = workload("pingpong", &[DAEMON_SECS])?;
+    let attached = attach(&profiler("", args), pingpong.pid())?.context("profiler")?;
+    let daemon = attached.child.id();
+    let ticks0 = cpu_ticks(daemon)?;
+    let started = Instant::now();
+    go_and_wait(&mut pingpong)?;
+    let ticks = cpu_ticks(daemon)? - ticks0;
+    let elapsed = started.elapsed().as_secs_f64();
+    attached.stop()?;
+    #[expect(clippy::cast_precision_loss, reason = "a percentage")]
+    Ok(ticks as f64 / elapsed)
 }
