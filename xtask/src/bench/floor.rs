@@ -82,10 +82,16 @@ pub(super) fn slowdown_table(report: &mut String, rows: &[(&str, &[f64])]) -> an
 /// The slowdowns of the profiler with target `target` at defaults (and
 /// the flags `with`) over its floor, one per pair.
 pub(super) fn pairs(target: &[&str], with: &[&str]) -> anyhow::Result<Vec<f64>> {
-    let defaults = profiler("profiler at defaults", &[target, with].concat());
     let mut floor_args = target.to_vec();
     floor_args.push("--off-cpu-dispatch-only");
-    let floor = profiler("profiler, the floor", &floor_args);
+    pairs_of(&floor_args, &[target, with].concat())
+}
+
+/// The slowdowns of the profiler with `args` over the one with `floor`,
+/// one per pair.
+pub(super) fn pairs_of(floor: &[&str], args: &[&str]) -> anyhow::Result<Vec<f64>> {
+    let defaults = profiler("profiler at defaults", args);
+    let floor = profiler("profiler, the floor", floor);
     let run =
         |config: &Config, pair: usize| run_once("pingpong", "round_trips_per_sec", config, pair);
     let mut ratios = Vec::with_capacity(PAIRS);

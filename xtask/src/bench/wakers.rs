@@ -11,7 +11,7 @@ use std::{fmt::Write as _, time::Instant};
 use anyhow::Context as _;
 
 use super::{
-    floor::{PAIRS, pairs, slowdown_table},
+    floor::{PAIRS, pairs, pairs_of, slowdown_table},
     kernel_cost::{Cost, find, median_of, per_run_costs, per_switch},
     overhead::median,
     tools::{RUN_SECS, attach, go_and_wait, profiler, workload},
@@ -34,6 +34,9 @@ pub(super) struct WakersCost {
 pub(super) fn wakers(report: &mut String) -> anyhow::Result<WakersCost> {
     let pid = pairs(&["--pid", "{pid}"], &["--wakers"])?;
     let all = pairs(&["--all"], &["--wakers"])?;
+    // The hook alone: sched_waking attached, returning at once.
+    let floor = ["--all", "--off-cpu-dispatch-only"];
+    let hook = pairs_of(&floor, &[&floor[..], &["--wakers"]].concat())?;
     let rounds: Vec<Vec<Cost>> = (0..COST_ROUNDS)
         .map(|_| per_run_costs(&["--all", "--wakers"]))
         .collect::<anyhow::Result<_>>()?;
@@ -44,11 +47,17 @@ pub(super) fn wakers(report: &mut String) -> anyhow::Result<WakersCost> {
          off-CPU programs returning at once), paired the same way: {PAIRS} pairs of {RUN_SECS} s \
          per mode, the median of floor / with wakers. Then `sched_waking`'s kernel time per run \
          (one run per wakeup on the machine) from bpf_stats under `--all --wakers`, the median \
-         over {COST_ROUNDS} rounds, and all off-CPU programs per context switch.\n"
+         over {COST_ROUNDS} rounds, and all off-CPU programs per context switch. The last row \
+         is the floor with `sched_waking` attached too, returning at once, over the floor: what \
+         the hook costs before it does anything.\n"
     )?;
     slowdown_table(
         report,
-        &[("--pid --wakers", &pid), ("--all --wakers", &all)],
+        &[
+            ("--pid --wakers", &pid),
+            ("--all --wakers", &all),
+            ("--all, the floor with sched_waking attached", &hook),
+        ],
     )?;
     let waking = |value: fn(&Cost) -> f64| {
         median_of(&rounds, |round| find(round, "sched_waking").map(value)).unwrap_or(f64::NAN)
