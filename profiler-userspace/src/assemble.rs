@@ -5,6 +5,8 @@ use std::{sync::Arc, time::SystemTime};
 
 mod accounting;
 mod critical_path;
+#[cfg(test)]
+mod test_rows;
 mod wakers;
 mod what_if;
 
@@ -211,24 +213,22 @@ mod tests {
 
     use super::*;
 
+    /// `raw` assembled by a fresh symbolizer, 10 ns a sample, no what-if.
+    fn assemble_plain(raw: &RawWindow) -> Profile {
+        let times = WindowTimes {
+            start: UNIX_EPOCH,
+            duration_ns: 1,
+        };
+        assemble(raw, &mut Symbolizer::default(), times, 10, View::Wall, None).0
+    }
+
     #[test]
     fn weight_lost_on_a_full_map_shows_as_a_frame() {
         let raw = RawWindow::default()
             .with_stat(Stat::LostSamples, 3)
             .with_stat(Stat::LostOffCpuNs, 5_000_000)
             .with_stat(Stat::LostOffCpuCount, 2_000);
-        let times = WindowTimes {
-            start: UNIX_EPOCH,
-            duration_ns: 1,
-        };
-        let (profile, _) = assemble(
-            &raw,
-            &mut Symbolizer::default(),
-            times,
-            10,
-            View::Wall,
-            None,
-        );
+        let profile = assemble_plain(&raw);
         let lost = &profile.samples[0];
         assert_eq!(lost.stack[0].lines[0].function, LOST_FRAME);
         assert_eq!(
@@ -258,18 +258,7 @@ mod tests {
         };
         // Above the kernel's largest pid_max (2^22): never a process.
         let raw = RawWindow::of_samples(vec![sample(u32::MAX - 1), sample(std::process::id())]);
-        let times = WindowTimes {
-            start: UNIX_EPOCH,
-            duration_ns: 1,
-        };
-        let (profile, _) = assemble(
-            &raw,
-            &mut Symbolizer::default(),
-            times,
-            10,
-            View::Wall,
-            None,
-        );
+        let profile = assemble_plain(&raw);
         let names: Vec<&str> = profile.samples.iter().map(|s| &*s.comm).collect();
         let own = std::fs::read_to_string("/proc/self/comm").unwrap();
         assert_eq!(names, ["watch.sh", own.trim_end()]);
@@ -277,18 +266,7 @@ mod tests {
 
     #[test]
     fn nothing_lost_adds_nothing() {
-        let times = WindowTimes {
-            start: UNIX_EPOCH,
-            duration_ns: 1,
-        };
-        let (profile, _) = assemble(
-            &RawWindow::default(),
-            &mut Symbolizer::default(),
-            times,
-            10,
-            View::Wall,
-            None,
-        );
+        let profile = assemble_plain(&RawWindow::default());
         assert!(profile.samples.is_empty());
     }
 }

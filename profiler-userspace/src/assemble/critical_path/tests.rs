@@ -1,34 +1,5 @@
-use std::sync::Arc;
-
 use super::*;
-
-fn row(tid: u32, state: ThreadState, function: &str, samples: u64, off_cpu_ns: u64) -> Sample {
-    Sample {
-        pid: 1,
-        tid,
-        comm: Arc::from("app"),
-        thread: format!("t{tid}"),
-        placement: Arc::default(),
-        state,
-        stack: vec![Location::marker(function.to_owned())],
-        samples,
-        off_cpu_ns,
-        off_cpu_count: 0,
-        labels: None,
-        runtime_ns: 0,
-        waker_ns: 0,
-        critical_ns: 0,
-        off_cpu_in_wall: true,
-    }
-}
-
-fn by(tid: u32) -> WaitedOn {
-    WaitedOn::Thread {
-        pid: 1,
-        tid,
-        name: format!("t{tid}"),
-    }
-}
+use crate::assemble::test_rows::{by, row};
 
 /// (the end's top frame, the chain's frames, ns) of each row.
 fn ends(chains: &Chains) -> Vec<(String, Vec<String>, u64)> {
