@@ -40,18 +40,17 @@ impl<T> Default for Binaries<T> {
 }
 
 impl<T: Clone> Binaries<T> {
-    /// What `file` is: known, or read now by `load` (`None`: not the
-    /// runtime's, or not readable, which is remembered too, or not
-    /// readable now, which is not).
-    pub fn get_or_load(&mut self, file: FileId, load: impl FnOnce() -> Loaded<T>) -> Option<T> {
+    /// What `file` is: known, or read now by `load` (not the runtime's,
+    /// or not readable, is remembered too; not readable now is not).
+    pub fn get_or_load(&mut self, file: FileId, load: impl FnOnce() -> Loaded<T>) -> Loaded<T> {
         if let Some(known) = self.files.get_mut(&file) {
             known.last_used = self.refresh;
-            return known.loaded.clone();
+            return known.loaded.clone().map_or(Loaded::Not, Loaded::Runtime);
         }
         let loaded = match load() {
             Loaded::Runtime(binary) => Some(binary),
             Loaded::Not => None,
-            Loaded::NotNow => return None,
+            Loaded::NotNow => return Loaded::NotNow,
         };
         self.files.insert(
             file,
@@ -60,7 +59,7 @@ impl<T: Clone> Binaries<T> {
                 last_used: self.refresh,
             },
         );
-        loaded
+        loaded.map_or(Loaded::Not, Loaded::Runtime)
     }
 
     /// Ends a refresh, at which processes ran the files `in_use`; drops
@@ -102,11 +101,11 @@ mod tests {
             Loaded::Runtime(7)
         };
         let mut binaries = Binaries::default();
-        assert_eq!(binaries.get_or_load(file(1), load), Some(7));
+        assert_eq!(binaries.get_or_load(file(1), load), Loaded::Runtime(7));
         // A process runs it for two minutes: never loaded again.
         for _ in 0..120 {
             binaries.end_refresh([file(1)]);
-            assert_eq!(binaries.get_or_load(file(1), load), Some(7));
+            assert_eq!(binaries.get_or_load(file(1), load), Loaded::Runtime(7));
         }
         assert_eq!(loads.get(), 1);
         // Gone: the refresh it was last used in ends, then it is kept for
@@ -117,7 +116,7 @@ mod tests {
         assert_eq!(binaries.len(), 1);
         binaries.end_refresh([]);
         assert_eq!(binaries.len(), 0);
-        assert_eq!(binaries.get_or_load(file(1), load), Some(7));
+        assert_eq!(binaries.get_or_load(file(1), load), Loaded::Runtime(7));
         assert_eq!(loads.get(), 2);
     }
 
@@ -132,7 +131,7 @@ mod tests {
         // A short-lived process, never running at a refresh, every 50 s:
         // "not Go" is remembered across the gaps.
         for _ in 0..5 {
-            assert_eq!(binaries.get_or_load(file(2), load), None);
+            assert_eq!(binaries.get_or_load(file(2), load), Loaded::Not);
             for _ in 0..50 {
                 binaries.end_refresh([]);
             }
@@ -155,13 +154,13 @@ mod tests {
             loads.set(loads.get() + 1);
             Loaded::<u32>::NotNow
         };
-        assert_eq!(binaries.get_or_load(file(3), not_now), None);
+        assert_eq!(binaries.get_or_load(file(3), not_now), Loaded::NotNow);
         assert_eq!(binaries.len(), 0);
         assert_eq!(
             binaries.get_or_load(file(3), || Loaded::Runtime(9)),
-            Some(9)
+            Loaded::Runtime(9)
         );
-        assert_eq!(binaries.get_or_load(file(3), not_now), Some(9));
+        assert_eq!(binaries.get_or_load(file(3), not_now), Loaded::Runtime(9));
         assert_eq!(loads.get(), 1);
     }
 }

@@ -23,7 +23,10 @@ pub trait Runtime: Send + 'static {
     /// [`Loaded::NotNow`].
     fn load(&self, pid: u32, file: FileId) -> Loaded<Self::Binary>;
 
-    /// Starts reading `pid`, which runs `file`, a binary of this runtime.
+    /// Starts reading `pid`, which runs `file`, a binary of this runtime;
+    /// `None` when the process cannot be read now (gone, or caught
+    /// mid-exec: its new executable named, not mapped yet): it is tried
+    /// again at the watcher's next refresh.
     fn attach(&self, pid: u32, file: FileId, binary: &Self::Binary) -> Option<Self::Process>;
 }
 

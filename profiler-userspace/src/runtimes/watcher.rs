@@ -13,7 +13,7 @@ use rustc_hash::FxHashMap;
 
 use super::{
     binaries::Binaries,
-    seam::{ReadStats, Runtime, RuntimeProcess},
+    seam::{Loaded, ReadStats, Runtime, RuntimeProcess},
 };
 use crate::{
     config::Target,
@@ -40,6 +40,11 @@ const LIST_EVERY: u64 = 10;
 /// hundreds of `statx` a second.
 const RECHECK_AT_LEAST: usize = 32;
 const RECHECK_ROUNDS: usize = 10;
+/// Refreshes at which a process running the runtime's binary is tried
+/// again when it could not be attached ([`Loaded::NotNow`]: caught
+/// mid-exec, its new executable named but not mapped yet), before it is
+/// taken for one that cannot be read.
+const ATTACH_TRIES: u32 = 5;
 /// The most units read per second, over all the runtime's processes
 /// (shared equally): above it each read takes a rotating one in N of a
 /// process's list, each standing for N.
@@ -135,6 +140,10 @@ pub(super) struct Watcher<R: Runtime> {
     /// or not readable).
     binaries: Binaries<R::Binary>,
     processes: HashMap<u32, Watched<R::Process>>,
+    /// Processes to look at again at the next refresh, whatever the
+    /// target set's listing says, and the tries so far
+    /// ([`ATTACH_TRIES`]).
+    retry: HashMap<u32, u32>,
     /// Where the next turn of looking at known processes that do not run
     /// the runtime starts.
     recheck: usize,
@@ -152,6 +161,7 @@ impl<R: Runtime> Watcher<R> {
             budget: usize::try_from(budget).unwrap_or(usize::MAX).max(1),
             binaries: Binaries::default(),
             processes: HashMap::new(),
+            retry: HashMap::new(),
             recheck: 0,
             refreshes: 0,
         }
@@ -245,9 +255,16 @@ impl<R: Runtime> Watcher<R> {
         self.refreshes += 1;
         let pids: BTreeSet<u32> = match target {
             Target::All if list => procfs::pids().into_iter().collect(),
-            Target::All => self.processes.keys().chain(noticed).copied().collect(),
+            Target::All => self
+                .processes
+                .keys()
+                .chain(noticed)
+                .chain(self.retry.keys())
+                .copied()
+                .collect(),
             Target::Pids(pids) => pids.iter().copied().collect(),
         };
+        self.retry.retain(|pid, _| pids.contains(pid));
         self.processes.retain(|pid, _| pids.contains(pid));
         // A noticed process may be known as not the runtime's: it exec'd
         // since.
@@ -293,7 +310,8 @@ impl<R: Runtime> Watcher<R> {
     }
 
     /// Attaches to `pid` if it is new or runs another binary than when
-    /// last looked at (it exec'd).
+    /// last looked at (it exec'd), or could not be attached when last
+    /// looked at.
     fn look_at(&mut self, pid: u32) {
         // No executable (a kernel thread): not the runtime's, looked at
         // again in turns like the others. Gone (most noticed processes of
@@ -306,6 +324,7 @@ impl<R: Runtime> Watcher<R> {
             },
             Err(_) if !std::path::Path::new(&format!("/proc/{pid}")).exists() => {
                 self.processes.remove(&pid);
+                self.retry.remove(&pid);
                 return;
             }
             Err(_) => FileId { dev: 0, inode: 0 },
@@ -313,7 +332,23 @@ impl<R: Runtime> Watcher<R> {
         if self.processes.get(&pid).is_some_and(|w| w.file == file) {
             return;
         }
-        let process = (file.inode != 0).then(|| self.attach(pid, file)).flatten();
+        let process = match (file.inode != 0).then(|| self.attach(pid, file)) {
+            Some(Loaded::Runtime(process)) => Some(process),
+            Some(Loaded::NotNow) => {
+                // Not remembered as not the runtime's: tried again at the
+                // next refresh (the listing under `--all` comes every 10 s,
+                // and a process that keeps its mappings asks nothing more).
+                let tries = self.retry.entry(pid).or_default();
+                *tries += 1;
+                if *tries < ATTACH_TRIES {
+                    self.processes.remove(&pid);
+                    return;
+                }
+                None
+            }
+            Some(Loaded::Not) | None => None,
+        };
+        self.retry.remove(&pid);
         self.processes.insert(
             pid,
             Watched {
@@ -325,12 +360,18 @@ impl<R: Runtime> Watcher<R> {
         );
     }
 
-    fn attach(&mut self, pid: u32, file: FileId) -> Option<R::Process> {
+    /// Attaches to `pid`, which runs `file`: `NotNow` when `file` is the
+    /// runtime's but the process cannot be read now, or its executable
+    /// cannot.
+    fn attach(&mut self, pid: u32, file: FileId) -> Loaded<R::Process> {
         let runtime = &self.runtime;
-        let binary = self
-            .binaries
-            .get_or_load(file, || runtime.load(pid, file))?;
-        runtime.attach(pid, file, &binary)
+        match self.binaries.get_or_load(file, || runtime.load(pid, file)) {
+            Loaded::Runtime(binary) => runtime
+                .attach(pid, file, &binary)
+                .map_or(Loaded::NotNow, Loaded::Runtime),
+            Loaded::Not => Loaded::Not,
+            Loaded::NotNow => Loaded::NotNow,
+        }
     }
 
     /// One read of every process of the runtime; one whose read failed is looked at
@@ -387,3 +428,6 @@ impl<R: Runtime> Watcher<R> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests;
