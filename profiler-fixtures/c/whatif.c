@@ -33,7 +33,7 @@
 
 static volatile int running = 1;
 static uint64_t c_ns, ab_ns, rounds, started_ns, ended_ns;
-static pid_t a_tid;
+static pid_t a_tid, b_tid, c_tid;
 static int request[2], reply[2];
 static pthread_mutex_t stage = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t handed = PTHREAD_COND_INITIALIZER;
@@ -65,7 +65,11 @@ __attribute__((noinline)) void c_compute(void) { sink += spin(c_ns); }
 __attribute__((noinline)) void b_work(void) { sink ^= spin(ab_ns); }
 __attribute__((noinline)) void a_work(void) { sink -= spin(ab_ns); }
 
-static void name(const char *what) { pthread_setname_np(pthread_self(), what); }
+/* Names the calling thread `what` and notes its id in `tid`. */
+static void name(const char *what, pid_t *tid) {
+    pthread_setname_np(pthread_self(), what);
+    *tid = (pid_t)syscall(SYS_gettid);
+}
 
 /* Waits under `stage` until `ready` holds or b has quit; says which. */
 static int wait_for(pthread_cond_t *cond, int (*ready)(void)) {
@@ -88,8 +92,7 @@ static void quit_all(void) {
 
 static void *serial_a(void *arg) {
     (void)arg;
-    name("a");
-    a_tid = (pid_t)syscall(SYS_gettid);
+    name("a", &a_tid);
     char byte = 'x';
     while (running) {
         a_work();
@@ -103,7 +106,7 @@ static void *serial_a(void *arg) {
 
 static void *serial_b(void *arg) {
     (void)arg;
-    name("b");
+    name("b", &b_tid);
     char byte;
     while (read(request[0], &byte, 1) == 1) {
         b_work();
@@ -121,7 +124,7 @@ static void *serial_b(void *arg) {
 
 static void *serial_c(void *arg) {
     (void)arg;
-    name("c");
+    name("c", &c_tid);
     for (;;) {
         pthread_mutex_lock(&stage);
         int more = wait_for(&handed, round_handed);
@@ -140,7 +143,7 @@ static void *serial_c(void *arg) {
 
 static void *pipeline_c(void *arg) {
     (void)arg;
-    name("c");
+    name("c", &c_tid);
     while (running) {
         c_compute();
         pthread_mutex_lock(&stage);
@@ -154,7 +157,7 @@ static void *pipeline_c(void *arg) {
 
 static void *pipeline_b(void *arg) {
     (void)arg;
-    name("b");
+    name("b", &b_tid);
     for (;;) {
         pthread_mutex_lock(&stage);
         int more = wait_for(&handed, round_handed);
@@ -170,8 +173,7 @@ static void *pipeline_b(void *arg) {
 
 static void *pipeline_a(void *arg) {
     (void)arg;
-    name("a");
-    a_tid = (pid_t)syscall(SYS_gettid);
+    name("a", &a_tid);
     char byte;
     while (read(request[0], &byte, 1) == 1) {
         a_work();
@@ -210,8 +212,8 @@ int main(int argc, char **argv) {
     nanosleep(&run, NULL);
     running = 0;
     for (int i = 0; i < 3; i++) pthread_join(threads[i], NULL);
-    printf("rounds=%llu run_ns=%llu a=%d\n", (unsigned long long)rounds,
-           (unsigned long long)(ended_ns - started_ns), a_tid);
+    printf("rounds=%llu run_ns=%llu a=%d b=%d c=%d\n", (unsigned long long)rounds,
+           (unsigned long long)(ended_ns - started_ns), a_tid, b_tid, c_tid);
     fflush(stdout);
     while (fgets(line, sizeof line, stdin)) {
     }

@@ -180,9 +180,10 @@ pub fn assemble(
         }
     }
     samples.extend(lost_sample(raw));
-    let chains = critical_path::critical_path(&samples, &woken, period_ns);
+    let threads = critical_path::thread_times(&samples, &woken, period_ns);
+    let chains = critical_path::critical_path(&samples, &woken, &threads);
     let what_if = what_if
-        .map(|w| what_if::estimates(&samples, &woken, period_ns, w))
+        .map(|w| what_if::estimates(&samples, &threads, w))
         .unwrap_or_default();
     samples.extend(chains.rows);
 

@@ -35,6 +35,9 @@ const MAX_ENDS: usize = 256;
 /// A thread: (pid, tid).
 pub(super) type ThreadKey = (u32, u32);
 
+/// Every thread's time in the window.
+pub(super) type ThreadTimes = HashMap<ThreadKey, ThreadTime>;
+
 /// One thread's time in the window, as the critical path divides it.
 #[derive(Default)]
 pub(super) struct ThreadTime {
@@ -87,11 +90,14 @@ pub struct Chains {
 }
 
 /// The critical path of every blocked row of `samples` that names what
-/// woke it (`woken`: row index, waker), on-CPU rows weighing `period_ns`
-/// a sample.
+/// woke it (`woken`: row index, waker), through the threads' `times`
+/// ([`thread_times`] of the same rows).
 #[must_use]
-pub fn critical_path(samples: &[Sample], woken: &[(usize, WaitedOn)], period_ns: u64) -> Chains {
-    let times = thread_times(samples, woken, period_ns);
+pub(super) fn critical_path(
+    samples: &[Sample],
+    woken: &[(usize, WaitedOn)],
+    times: &ThreadTimes,
+) -> Chains {
     let mut chains = Chains::default();
     let mut memo: HashMap<(ThreadKey, ThreadKey), Vec<End>> = HashMap::new();
     for (index, by) in woken {
@@ -101,7 +107,7 @@ pub fn critical_path(samples: &[Sample], woken: &[(usize, WaitedOn)], period_ns:
                 let from = (row.pid, row.tid);
                 let ends = memo.entry((from, (*pid, *tid))).or_insert_with(|| {
                     let mut path = vec![from];
-                    let ends = ends_of(&times, (*pid, *tid), &mut path, &mut chains);
+                    let ends = ends_of(times, (*pid, *tid), &mut path, &mut chains);
                     ends.into_iter().map(|e| e.after(name, *tid)).collect()
                 });
                 ends.clone()
@@ -170,14 +176,17 @@ impl End {
     }
 }
 
-/// Each thread's time, from the window's rows.
+/// Each thread's time, from the window's rows (`woken`: the blocked
+/// rows that name what woke them), on-CPU rows weighing `period_ns` a
+/// sample.
+#[must_use]
 pub(super) fn thread_times(
     samples: &[Sample],
     woken: &[(usize, WaitedOn)],
     period_ns: u64,
-) -> HashMap<ThreadKey, ThreadTime> {
+) -> ThreadTimes {
     let by_row: HashMap<usize, &WaitedOn> = woken.iter().map(|(i, by)| (*i, by)).collect();
-    let mut times: HashMap<ThreadKey, ThreadTime> = HashMap::new();
+    let mut times = ThreadTimes::new();
     for (index, row) in samples.iter().enumerate() {
         if row.runtime_ns != 0 || row.waker_ns != 0 {
             continue;
@@ -203,7 +212,7 @@ pub(super) fn thread_times(
 /// (the threads before it, which a chain does not go back to).
 #[expect(clippy::cast_precision_loss, reason = "shares of nanoseconds")]
 fn ends_of(
-    times: &HashMap<ThreadKey, ThreadTime>,
+    times: &ThreadTimes,
     thread: ThreadKey,
     path: &mut Vec<ThreadKey>,
     chains: &mut Chains,

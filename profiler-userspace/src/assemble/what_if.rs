@@ -7,7 +7,9 @@
 //! The model is the operational laws of queueing networks. A thread P's
 //! progress depends on the threads it waits on, transitively: its chain
 //! (a thread joins when a thread already in it spent at least
-//! [`STRONG_WAIT`] of its time woken by it). Per thread T of the chain,
+//! [`STRONG_WAIT`] of its time woken by it, or when it woke one of the
+//! chain at all and waits on the chain itself: a loop's members all
+//! count). Per thread T of the chain,
 //! as shares of T's time: `u` on a CPU, `f` on a CPU in FUNCTION, `z`
 //! waiting on anything but the chain (timers, disks, threads outside it).
 //! FUNCTION faster by `s` leaves `u' = u - s f`. Time waiting for a CPU
@@ -33,7 +35,7 @@
 use std::collections::HashMap;
 
 use super::{
-    critical_path::{ThreadKey, ThreadTime, thread_times},
+    critical_path::{ThreadKey, ThreadTime, ThreadTimes},
     wakers::WaitedOn,
 };
 use crate::{config::WhatIf, profile::Sample};
@@ -60,13 +62,7 @@ struct Shares {
 /// `what_if_N=NAME:TID +X.X%` for each thread whose chain runs the
 /// function, the largest first. None when no thread's does.
 #[must_use]
-pub fn estimates(
-    samples: &[Sample],
-    woken: &[(usize, WaitedOn)],
-    period_ns: u64,
-    what_if: &WhatIf,
-) -> Vec<String> {
-    let times = thread_times(samples, woken, period_ns);
+pub(super) fn estimates(samples: &[Sample], times: &ThreadTimes, what_if: &WhatIf) -> Vec<String> {
     let in_function = |index: usize| {
         samples[index].stack.iter().any(|location| {
             location
@@ -88,11 +84,11 @@ pub fn estimates(
     let mut found: Vec<(f64, String)> = shares
         .keys()
         .filter_map(|&progress| {
-            let chain = chain(&times, progress);
+            let chain = chain(times, progress);
             if chain.iter().all(|t| shares[t].in_function == 0.0) {
                 return None;
             }
-            let speedup = 1.0 / time_ratio(&times, &shares, &chain, cut) - 1.0;
+            let speedup = 1.0 / time_ratio(times, &shares, &chain, cut) - 1.0;
             Some((speedup, format!("{}:{}", names[&progress], progress.1)))
         })
         .collect();
@@ -155,39 +151,93 @@ fn waiting_on(time: &ThreadTime, among: &impl Fn(ThreadKey) -> bool) -> f64 {
 }
 
 /// `progress` and the threads it waits on, transitively (each woke a
-/// thread already in the chain for [`STRONG_WAIT`] of its time or more).
-fn chain(times: &HashMap<ThreadKey, ThreadTime>, progress: ThreadKey) -> Vec<ThreadKey> {
+/// thread already in the chain for [`STRONG_WAIT`] of its time or more),
+/// and the threads in a loop with them: a thread that woke one of the
+/// chain for less than that, but itself waits on the chain (a request's
+/// sender, woken by the reply, wakes the server only for the short time
+/// the server waits for the next request: still a member of the loop).
+fn chain(times: &ThreadTimes, progress: ThreadKey) -> Vec<ThreadKey> {
     let mut chain = vec![progress];
-    let mut next = 0;
+    let mut joined = 0;
+    loop {
+        strong_closure(times, &mut chain, joined);
+        joined = chain.len();
+        let looped = weak_wakers(times, &chain).find(|&waker| {
+            let mut of_waker = vec![waker];
+            strong_closure(times, &mut of_waker, 0);
+            of_waker.iter().any(|t| chain.contains(t))
+        });
+        match looped {
+            Some(waker) => chain.push(waker),
+            None => return chain,
+        }
+    }
+}
+
+/// Adds to `chain` the threads that woke one of it, from index `from` on,
+/// for [`STRONG_WAIT`] of its time or more, transitively.
+fn strong_closure(times: &ThreadTimes, chain: &mut Vec<ThreadKey>, from: usize) {
+    let mut next = from;
     while let Some(&thread) = chain.get(next) {
         next += 1;
         let time = &times[&thread];
-        for by in time.blocked_by.keys() {
-            let WaitedOn::Thread { pid, tid, .. } = by else {
-                continue;
-            };
-            let waker = (*pid, *tid);
+        for waker in thread_wakers(time) {
             let strong = waiting_on(time, &|t| t == waker) >= STRONG_WAIT;
-            let profiled = times.get(&waker).is_some_and(|t| t.total_ns() != 0);
-            if strong && profiled && !chain.contains(&waker) {
+            if strong && profiled(times, waker) && !chain.contains(&waker) {
                 chain.push(waker);
             }
         }
     }
-    chain
+}
+
+/// The profiled threads that woke one of `chain` for less than
+/// [`STRONG_WAIT`] of its time, not in it.
+fn weak_wakers<'a>(
+    times: &'a ThreadTimes,
+    chain: &'a [ThreadKey],
+) -> impl Iterator<Item = ThreadKey> + 'a {
+    chain.iter().flat_map(move |thread| {
+        thread_wakers(&times[thread])
+            .filter(move |&waker| profiled(times, waker) && !chain.contains(&waker))
+    })
+}
+
+/// The threads that woke `time`'s thread.
+fn thread_wakers(time: &ThreadTime) -> impl Iterator<Item = ThreadKey> + '_ {
+    time.blocked_by.keys().filter_map(|by| match by {
+        WaitedOn::Thread { pid, tid, .. } => Some((*pid, *tid)),
+        _ => None,
+    })
+}
+
+/// Whether `thread` has time of its own in the window.
+fn profiled(times: &ThreadTimes, thread: ThreadKey) -> bool {
+    times.get(&thread).is_some_and(|t| t.total_ns() != 0)
+}
+
+/// One thread of a chain, as [`time_ratio`] weighs it: shares of its time.
+struct Member {
+    /// On a CPU today (`u`).
+    busy: f64,
+    /// On a CPU tomorrow (`u'`).
+    busy_after: f64,
+    /// Waiting on anything but the chain (`z`).
+    elsewhere: f64,
+    /// Whether it waits on the others ([`STRONG_WAIT`] of its time or
+    /// more): if not, it sets the pace.
+    paced: bool,
 }
 
 /// Tomorrow's time per unit of progress over today's, for the threads of
 /// `chain` with the function's time cut by `cut` (the module's model).
 fn time_ratio(
-    times: &HashMap<ThreadKey, ThreadTime>,
+    times: &ThreadTimes,
     shares: &HashMap<ThreadKey, Shares>,
     chain: &[ThreadKey],
     cut: f64,
 ) -> f64 {
     let in_chain = |t: ThreadKey| chain.contains(&t);
-    // (u, u', z) of each thread, and whether it waits on the others.
-    let threads: Vec<(f64, f64, f64, bool)> = chain
+    let members: Vec<Member> = chain
         .iter()
         .map(|t| {
             let Shares {
@@ -196,19 +246,23 @@ fn time_ratio(
                 runqueue,
             } = shares[t];
             let on_chain = waiting_on(&times[t], &in_chain);
-            let z = (1.0 - busy - runqueue - on_chain).max(0.0);
-            (busy, busy - cut * in_function, z, on_chain >= STRONG_WAIT)
+            Member {
+                busy,
+                busy_after: busy - cut * in_function,
+                elsewhere: (1.0 - busy - runqueue - on_chain).max(0.0),
+                paced: on_chain >= STRONG_WAIT,
+            }
         })
         .collect();
-    let busiest = threads.iter().map(|t| t.1).fold(0.0, f64::max);
-    let pacers: Vec<f64> = threads
+    let busiest = members.iter().map(|m| m.busy_after).fold(0.0, f64::max);
+    let pacers: Vec<f64> = members
         .iter()
-        .filter(|t| !t.3)
-        .map(|&(u, u2, z, _)| (u2 + z) / (u + z))
+        .filter(|m| !m.paced)
+        .map(|m| (m.busy_after + m.elsewhere) / (m.busy + m.elsewhere))
         .collect();
     let paced = if pacers.is_empty() {
-        let today: f64 = threads.iter().map(|&(u, _, z, _)| u + z).sum();
-        let tomorrow: f64 = threads.iter().map(|&(_, u2, z, _)| u2 + z).sum();
+        let today: f64 = members.iter().map(|m| m.busy + m.elsewhere).sum();
+        let tomorrow: f64 = members.iter().map(|m| m.busy_after + m.elsewhere).sum();
         tomorrow / today
     } else {
         pacers.into_iter().fold(0.0, f64::max)

@@ -1,6 +1,11 @@
 use super::*;
 use crate::assemble::test_rows::{by, row};
 
+/// The chains of `samples`, on-CPU rows weighing `period_ns` a sample.
+fn chains_of(samples: &[Sample], woken: &[(usize, WaitedOn)], period_ns: u64) -> Chains {
+    critical_path(samples, woken, &thread_times(samples, woken, period_ns))
+}
+
 /// (the end's top frame, the chain's frames, ns) of each row.
 fn ends(chains: &Chains) -> Vec<(String, Vec<String>, u64)> {
     let mut ends: Vec<_> = chains
@@ -31,7 +36,7 @@ fn a_wait_ends_where_its_wakers_spent_their_time() {
         row(3, ThreadState::Running, "c_compute", 100, 0),
     ];
     let woken = [(0, by(2)), (2, by(3))];
-    let chains = critical_path(&samples, &woken, 1_000_000);
+    let chains = chains_of(&samples, &woken, 1_000_000);
     let of_t1: Vec<_> = ends(&chains)
         .into_iter()
         .filter(|(_, hops, _)| hops.last().is_some_and(|h| h == "[woken by t2:2]"))
@@ -66,7 +71,7 @@ fn a_cycle_ends_the_chain_and_is_counted() {
         row(2, ThreadState::Running, "b_work", 50, 0),
     ];
     let woken = [(0, by(2)), (1, by(1))];
-    let chains = critical_path(&samples, &woken, 1_000_000);
+    let chains = chains_of(&samples, &woken, 1_000_000);
     assert!(chains.cycles > 0);
     let ends = ends(&chains);
     let of_t1: u64 = ends
@@ -91,7 +96,7 @@ fn interrupts_and_strangers_end_a_chain() {
         ),
         (1, by(9)),
     ];
-    let chains = critical_path(&samples, &woken, 1);
+    let chains = chains_of(&samples, &woken, 1);
     let ends = ends(&chains);
     assert_eq!(ends[0].0, "[not profiled]");
     assert_eq!(ends[0].2, 70);

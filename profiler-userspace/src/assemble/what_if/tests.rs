@@ -1,7 +1,10 @@
 use profiler_common::sample::ThreadState;
 
 use super::*;
-use crate::assemble::test_rows::{by, row};
+use crate::assemble::{
+    critical_path::thread_times,
+    test_rows::{by, row},
+};
 
 const MS: u64 = 1_000_000;
 
@@ -21,6 +24,11 @@ fn window(
         samples.push(row(*tid, ThreadState::Sleeping, "read", 0, ms * MS));
     }
     (samples, woken)
+}
+
+/// The estimates of `samples`, 1 ms a sample.
+fn estimate(samples: &[Sample], woken: &[(usize, WaitedOn)], what_if: &WhatIf) -> Vec<String> {
+    estimates(samples, &thread_times(samples, woken, MS), what_if)
 }
 
 fn c_compute(pct: u8) -> WhatIf {
@@ -45,9 +53,34 @@ fn a_loop_of_requests_gains_what_the_function_takes_from_one_round() {
     );
     // c_compute at half its time: a round of 2 ms instead of 3.
     assert_eq!(
-        estimates(&samples, &woken, MS, &c_compute(50)),
+        estimate(&samples, &woken, &c_compute(50)),
         [
             "what_if_faster=c_compute 50%",
+            "what_if_1=t1:1 +50.0%",
+            "what_if_2=t2:2 +50.0%",
+            "what_if_3=t3:3 +50.0%",
+        ]
+    );
+}
+
+#[test]
+fn a_loop_member_that_wakes_another_briefly_still_counts() {
+    // The same loop, but b waits for a's request only 5 ms of its 60 (a
+    // writes its request as b finishes its reply): under the threshold,
+    // yet a waits on b, so a is in b's loop and in c's. Without a, b's
+    // and c's rounds would leave a's work out (and read +57.1%).
+    let (samples, woken) = window(
+        &[(1, "a_work", 10), (2, "b_work", 10), (3, "c_compute", 40)],
+        &[
+            (1, by(2), 50),
+            (2, by(1), 5),
+            (2, by(3), 45),
+            (3, by(2), 20),
+        ],
+    );
+    assert_eq!(
+        estimate(&samples, &woken, &c_compute(50))[1..],
+        [
             "what_if_1=t1:1 +50.0%",
             "what_if_2=t2:2 +50.0%",
             "what_if_3=t3:3 +50.0%",
@@ -64,7 +97,7 @@ fn a_pipeline_goes_at_its_slowest_stage() {
         &[(1, by(2), 54), (2, by(3), 54)],
     );
     // Half of c's time: twice the rounds, for every stage.
-    let lines = estimates(&samples, &woken, MS, &c_compute(50));
+    let lines = estimate(&samples, &woken, &c_compute(50));
     assert_eq!(
         lines[1..],
         [
@@ -74,7 +107,7 @@ fn a_pipeline_goes_at_its_slowest_stage() {
         ]
     );
     // At 90% less, c's 6 ms a round is b's and a's: b and a set the pace.
-    let lines = estimates(&samples, &woken, MS, &c_compute(90));
+    let lines = estimate(&samples, &woken, &c_compute(90));
     assert!(
         lines.contains(&"what_if_1=t1:1 +900.0%".to_owned()),
         "{lines:?}"
@@ -86,7 +119,7 @@ fn a_pipeline_goes_at_its_slowest_stage() {
         faster_pct: 50,
     };
     assert_eq!(
-        estimates(&samples, &woken, MS, &a_work)[1..],
+        estimate(&samples, &woken, &a_work)[1..],
         ["what_if_1=t1:1 +0.0%"]
     );
 }
@@ -112,7 +145,7 @@ fn a_thread_that_waits_on_timers_gains_only_its_own_share() {
     woken.extend(more_woken.into_iter().map(|(i, w)| (i + at, w)));
     // 100 ms a round, 10 of them taken out.
     assert_eq!(
-        estimates(&samples, &woken, MS, &c_compute(50))[1..],
+        estimate(&samples, &woken, &c_compute(50))[1..],
         ["what_if_1=t1:1 +11.1%"]
     );
 }
@@ -120,7 +153,7 @@ fn a_thread_that_waits_on_timers_gains_only_its_own_share() {
 #[test]
 fn no_thread_runs_the_function_no_estimate() {
     let (samples, woken) = window(&[(1, "a_work", 10)], &[(1, by(2), 50)]);
-    assert!(estimates(&samples, &woken, MS, &c_compute(50)).is_empty());
+    assert!(estimate(&samples, &woken, &c_compute(50)).is_empty());
 }
 
 #[test]
