@@ -273,6 +273,21 @@ impl ProcessWatch {
         comments
     }
 
+    /// The sizes of its caches, as gauges.
+    #[must_use]
+    pub fn levels(&self) -> Vec<(&'static str, u64)> {
+        vec![
+            (
+                "unwind_binaries_cached",
+                self.unwinder.binaries_cached() as u64,
+            ),
+            (
+                "unwind_processes_cached",
+                self.unwinder.processes_cached() as u64,
+            ),
+        ]
+    }
+
     /// Snapshots the processes whose mappings were read anew.
     fn snapshot_all(&mut self, pids: &[u32]) {
         timed(Step::Snapshots, || {

@@ -64,7 +64,16 @@ impl Accounting {
                 .iter()
                 .map(|cause| (cause.counter(), symbolize.roots_unheld[cause.index()])),
         );
-        let mut gauges = Vec::new();
+        let caches = symbolize.caches;
+        counters.extend([
+            ("symbol_binaries_evicted", caches.binaries_evicted),
+            ("kernel_addresses_evicted", caches.kernel_addresses_evicted),
+        ]);
+        let mut gauges = vec![
+            ("symbol_binaries_cached", caches.binaries),
+            ("symbol_processes_cached", caches.processes),
+            ("kernel_addresses_cached", caches.kernel_addresses),
+        ];
         if let Some((debuginfod, pending)) = symbolize.debuginfod {
             counters.extend([
                 ("debuginfod_fetched", debuginfod.fetched),

@@ -231,12 +231,13 @@ impl<'a, K: KernelMaps> Daemon<'a, K> {
         }
         let current = self.targets.current();
         let comments = self.watch.comments();
+        let levels = self.watch.levels();
         self.watch.new_window();
         if last {
             self.pipeline.push(self.config, end_ns);
         }
         self.pipeline
-            .finish(self.config, &current, end_ns, comments);
+            .finish(self.config, &current, end_ns, comments, levels);
         if last {
             while self.pipeline.waiting() {
                 let segment = self.pipeline.next_assembled().await;

@@ -212,6 +212,7 @@ impl Pipeline {
         targets: &Target,
         end_ns: u64,
         unwind_comments: Vec<String>,
+        levels: Vec<(&'static str, u64)>,
     ) {
         let start_ns = self.window_start_ns.take().unwrap_or(end_ns);
         let window = WindowEnds {
@@ -221,6 +222,7 @@ impl Pipeline {
             drain_time: std::mem::take(&mut self.drain_time),
             targets: targets.clone(),
             unwind_comments,
+            levels,
         };
         let ends = Ends {
             window: Some(window),

@@ -54,6 +54,8 @@ pub struct WindowEnds {
     /// The targets at its end.
     pub targets: Target,
     pub unwind_comments: Vec<String>,
+    /// The process watch's caches at its end, as gauges.
+    pub levels: Vec<(&'static str, u64)>,
 }
 
 /// The push period a segment ends.
@@ -163,7 +165,8 @@ impl Outlets {
                 .collect::<HashSet<_>>()
                 .len(),
         });
-        let accounting = window.accounting;
+        let mut accounting = window.accounting;
+        accounting.gauges.extend(ends.levels);
         self.metrics.add_window(&accounting);
         let mut comments = accounting.comments();
         comments.extend(ends.unwind_comments);

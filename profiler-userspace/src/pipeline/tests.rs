@@ -53,7 +53,7 @@ impl Setup {
     fn finish(&mut self, end_ns: u64, unwind_comments: Vec<String>) {
         let target = self.config.target.clone();
         self.pipeline
-            .finish(&self.config, &target, end_ns, unwind_comments);
+            .finish(&self.config, &target, end_ns, unwind_comments, Vec::new());
     }
 }
 

@@ -17,6 +17,12 @@ use crate::process::maps::FileId;
 /// its last use.
 const KEEP_UNUSED_REFRESHES: u64 = 60;
 
+/// Files known at most that no process runs: past it, the least recently
+/// used go first (a build host starting a thousand new binaries within the
+/// minute would otherwise keep each, and a Go binary's table maps it
+/// whole).
+const MAX_UNUSED: usize = 256;
+
 /// A file's load, and the refresh that last used it.
 struct Known<T> {
     loaded: Option<T>,
@@ -73,7 +79,33 @@ impl<T: Clone> Binaries<T> {
         let refresh = self.refresh;
         self.files
             .retain(|_, known| refresh - known.last_used < KEEP_UNUSED_REFRESHES);
+        self.bound_unused();
         self.refresh += 1;
+    }
+
+    /// Drops the files unused in this refresh, least recently used first,
+    /// down to [`MAX_UNUSED`] of them.
+    fn bound_unused(&mut self) {
+        let mut unused: Vec<(u64, FileId)> = self
+            .files
+            .iter()
+            .filter(|(_, known)| known.last_used != self.refresh)
+            .map(|(&file, known)| (known.last_used, file))
+            .collect();
+        let excess = unused.len().saturating_sub(MAX_UNUSED);
+        if excess == 0 {
+            return;
+        }
+        unused.sort_unstable_by_key(|&(used, _)| used);
+        for (_, file) in unused.into_iter().take(excess) {
+            self.files.remove(&file);
+        }
+    }
+
+    /// Whether `file` is known.
+    #[cfg(test)]
+    fn knows(&self, file: FileId) -> bool {
+        self.files.contains_key(&file)
     }
 
     /// How many files are known.
@@ -143,6 +175,28 @@ mod tests {
         assert_eq!(binaries.len(), 1);
         binaries.end_refresh([]);
         assert_eq!(binaries.len(), 0);
+    }
+
+    #[test]
+    fn files_no_process_runs_are_kept_up_to_a_bound_least_recently_used_first() {
+        let mut binaries = Binaries::default();
+        let mut run_once = |files: std::ops::Range<u64>| {
+            for inode in files {
+                binaries.get_or_load(file(inode), || Loaded::Runtime(inode));
+            }
+            binaries.end_refresh([]);
+        };
+        // Two refreshes' new binaries, each run once: within the bound.
+        assert!(MAX_UNUSED > 200);
+        let max = MAX_UNUSED as u64;
+        run_once(0..200);
+        run_once(200..max + 40);
+        // One more: past the bound, the oldest refresh's go first.
+        run_once(max + 40..max + 41);
+        assert_eq!(binaries.len(), MAX_UNUSED + 1);
+        assert!((200..=max + 40).all(|i| binaries.knows(file(i))));
+        let first = (0..200).filter(|&i| binaries.knows(file(i))).count();
+        assert_eq!(first, 160);
     }
 
     #[test]

@@ -91,7 +91,7 @@ impl<R: Runtime> RuntimeThread<R> {
 
     /// What tells the reader of processes started or exec'd (their
     /// mappings were just read): it looks at them once they have settled
-    /// (`watcher::SETTLE`), so a target that execs into the runtime is
+    /// (`watcher/shared.rs`'s `SETTLE`), so a target that execs into the runtime is
     /// read from within tens of milliseconds, not at the next refresh.
     pub(super) fn noticer(&self) -> impl Fn(&[u32]) + Send + Sync + 'static {
         let shared = Arc::clone(&self.shared);

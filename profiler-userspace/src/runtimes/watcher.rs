@@ -5,23 +5,22 @@ use std::{
     collections::{BTreeSet, HashMap},
     fs,
     os::unix::fs::MetadataExt as _,
-    sync::{Mutex, atomic::AtomicBool, atomic::Ordering},
+    sync::atomic::Ordering,
     time::{Duration, Instant},
 };
 
-use rustc_hash::FxHashMap;
-
 use super::{
     binaries::Binaries,
-    seam::{Loaded, ReadStats, Runtime, RuntimeProcess},
+    seam::{Loaded, Runtime, RuntimeProcess},
 };
 use crate::{
     config::Target,
     cpu_time::{self, Step},
     process::maps::FileId,
     process::procfs,
-    sample::Stack,
 };
+pub(super) use shared::{Collected, KeyOf, Shared};
+use shared::{RowKey, SETTLE};
 
 /// How often the target set is looked at again for new processes of the
 /// runtime.
@@ -49,80 +48,6 @@ const ATTACH_TRIES: u32 = 5;
 /// (shared equally): above it each read takes a rotating one in N of a
 /// process's list, each standing for N.
 const MAX_PER_SECOND: u64 = 20_000;
-
-/// A process the daemon saw start or exec is looked at once it has lived
-/// this long, with the others noticed meanwhile: most processes of a
-/// build or a shell script are gone by then (the reader is not woken, and
-/// nothing is attached, for each), and a process of the runtime that
-/// lives is read from its second or third tick on.
-const SETTLE: Duration = Duration::from_millis(25);
-
-/// A runtime's row key.
-pub(super) type KeyOf<R> = <<R as Runtime>::Process as RuntimeProcess>::Key;
-
-#[derive(Clone, PartialEq, Eq, Hash)]
-pub(super) struct RowKey<K> {
-    pub pid: u32,
-    pub key: K,
-    pub stack: Stack,
-}
-
-pub(super) struct Collected<K> {
-    pub rows: FxHashMap<RowKey<K>, u64>,
-    pub pids: BTreeSet<u32>,
-    pub stats: ReadStats,
-}
-
-impl<K> Default for Collected<K> {
-    fn default() -> Self {
-        Self {
-            rows: FxHashMap::default(),
-            pids: BTreeSet::new(),
-            stats: ReadStats::default(),
-        }
-    }
-}
-
-/// What the watcher's thread and its owner (`thread.rs`) share.
-pub(super) struct Shared<K> {
-    pub collected: Mutex<Collected<K>>,
-    pub target: Mutex<Target>,
-    /// Processes the daemon saw start or exec, not yet looked at, and
-    /// when.
-    pub noticed: Mutex<Vec<(u32, Instant)>>,
-    pub stop: AtomicBool,
-}
-
-impl<K> Shared<K> {
-    /// Adds processes the daemon saw start or exec; true when none was
-    /// waiting before (the reader must be woken to plan its look).
-    pub(super) fn notice(&self, pids: &[u32]) -> bool {
-        let now = Instant::now();
-        self.noticed.lock().is_ok_and(|mut noticed| {
-            let first = noticed.is_empty();
-            noticed.extend(pids.iter().map(|&pid| (pid, now)));
-            first
-        })
-    }
-
-    /// Takes the noticed processes that have lived [`SETTLE`] by `now`;
-    /// with when the oldest of those left was noticed.
-    fn take_settled(&self, now: Instant) -> (BTreeSet<u32>, Option<Instant>) {
-        let Ok(mut noticed) = self.noticed.lock() else {
-            return (BTreeSet::new(), None);
-        };
-        let mut settled = BTreeSet::new();
-        noticed.retain(|&(pid, at)| {
-            let old = now.duration_since(at) >= SETTLE;
-            if old {
-                settled.insert(pid);
-            }
-            !old
-        });
-        let oldest = noticed.iter().map(|&(_, at)| at).min();
-        (settled, oldest)
-    }
-}
 
 struct Watched<P> {
     file: FileId,
@@ -429,5 +354,6 @@ impl<R: Runtime> Watcher<R> {
     }
 }
 
+mod shared;
 #[cfg(test)]
 mod tests;

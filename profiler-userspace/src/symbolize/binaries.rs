@@ -15,13 +15,19 @@ use std::{
 use blazesym::symbolize::{Input, Symbolizer, source::Elf};
 
 use super::{
-    convert::BinaryKey,
+    convert::{BinaryKey, go_lines},
     debug_files::{self, ElfFacts},
     debuginfod::{DebugFile, Debuginfod, DebuginfodStats},
     inflated::Inflated,
     parsed::ParsedFiles,
 };
 use crate::{config::DebugCache, gopclntab::GoTable, process::files::hex, profile::Line};
+
+/// Binaries cached at most: past it, those seen least recently are
+/// dropped first (a build host maps new binaries all day, most of them run
+/// once), never those of the window being symbolized (its lookups
+/// follow).
+pub(super) const MAX_BINARIES: usize = 1_024;
 
 /// Where one binary's names are read from.
 #[derive(Clone)]
@@ -290,11 +296,47 @@ impl Binaries {
         std::mem::take(&mut self.debug_files_used)
     }
 
-    /// Drops binaries unseen for `windows` windows, and the parsed files
-    /// `window` did not read.
-    pub fn end_window(&mut self, blaze: &mut Symbolizer, window: u64, windows: u64) {
+    /// Drops binaries unseen for `windows` windows and those past
+    /// [`MAX_BINARIES`], and the parsed files `window` did not read;
+    /// returns how many binaries the bound dropped.
+    pub fn end_window(&mut self, blaze: &mut Symbolizer, window: u64, windows: u64) -> u64 {
         self.caches.retain(|_, b| window - b.last_seen < windows);
+        let evicted = self.bound(window);
         self.parsed.end_window(blaze, window);
+        evicted
+    }
+
+    /// Drops the binaries seen least recently, but not in `window`, down
+    /// to [`MAX_BINARIES`]; returns how many.
+    fn bound(&mut self, window: u64) -> u64 {
+        let excess = self.caches.len().saturating_sub(MAX_BINARIES);
+        if excess == 0 {
+            return 0;
+        }
+        let mut older: Vec<(u64, BinaryKey)> = self
+            .caches
+            .iter()
+            .filter(|(_, cache)| cache.last_seen != window)
+            .map(|(key, cache)| (cache.last_seen, key.clone()))
+            .collect();
+        older.sort_unstable_by_key(|&(seen, _)| seen);
+        let mut evicted = 0;
+        for (_, key) in older.into_iter().take(excess) {
+            self.caches.remove(&key);
+            evicted += 1;
+        }
+        evicted
+    }
+
+    /// Binaries cached.
+    pub fn len(&self) -> usize {
+        self.caches.len()
+    }
+
+    /// Whether `key` is cached.
+    #[cfg(test)]
+    pub fn has(&self, key: &BinaryKey) -> bool {
+        self.caches.contains_key(key)
     }
 
     fn choose_names(&mut self, path: &Path, dir: Option<&Path>) -> Names {
@@ -336,25 +378,4 @@ impl Binaries {
             None => debug,
         }
     }
-}
-
-/// Names file offsets of a stripped Go binary from its `.gopclntab`.
-fn go_lines(table: &GoTable, facts: &ElfFacts, offsets: &[u64]) -> Vec<Arc<[Line]>> {
-    offsets
-        .iter()
-        .map(|&offset| {
-            let frames = facts
-                .virt_offset(offset)
-                .and_then(|address| table.frames(address))
-                .unwrap_or_default();
-            frames
-                .into_iter()
-                .map(|frame| Line {
-                    function: frame.function,
-                    file: frame.file,
-                    line: frame.line,
-                })
-                .collect()
-        })
-        .collect()
 }

@@ -5,7 +5,9 @@ use std::sync::Arc;
 use blazesym::symbolize::{Input, Symbolized, source::Source};
 use profiler_common::frames::{self, UserFrame};
 
+use super::debug_files::ElfFacts;
 use crate::{
+    gopclntab::GoTable,
     process::maps::{self, Vma},
     profile::{Line, Location, Mapping},
     sample::Stack,
@@ -173,4 +175,25 @@ pub(super) fn symbolize(
             vec![Arc::from([]); count]
         }
     }
+}
+
+/// Names file offsets of a stripped Go binary from its `.gopclntab`.
+pub(super) fn go_lines(table: &GoTable, facts: &ElfFacts, offsets: &[u64]) -> Vec<Arc<[Line]>> {
+    offsets
+        .iter()
+        .map(|&offset| {
+            let frames = facts
+                .virt_offset(offset)
+                .and_then(|address| table.frames(address))
+                .unwrap_or_default();
+            frames
+                .into_iter()
+                .map(|frame| Line {
+                    function: frame.function,
+                    file: frame.file,
+                    line: frame.line,
+                })
+                .collect()
+        })
+        .collect()
 }

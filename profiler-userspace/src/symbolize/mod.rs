@@ -105,6 +105,20 @@ pub struct SymbolizeStats {
     /// Debuginfod's accounting this window, and downloads under way at its
     /// end; `None` when debuginfod is off.
     pub debuginfod: Option<(DebuginfodStats, u64)>,
+    /// The caches' sizes at the window's end, and what their bounds
+    /// dropped this window.
+    pub caches: CacheLevels,
+}
+
+/// The symbolizer's caches: entries at a window's end, and entries their
+/// size bounds dropped in it (the others go when unseen for a while).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CacheLevels {
+    pub binaries: u64,
+    pub binaries_evicted: u64,
+    pub processes: u64,
+    pub kernel_addresses: u64,
+    pub kernel_addresses_evicted: u64,
 }
 
 pub struct Symbolizer {

@@ -29,6 +29,11 @@ use crate::{
 /// Windows a process or binary may go unseen before its cache is dropped.
 pub(super) const EVICT_AFTER_WINDOWS: u64 = 10;
 
+/// Kernel addresses cached at most: past it, only those of the window
+/// being symbolized stay (kernel code is bounded, but BPF programs and
+/// modules come and go at new addresses for weeks).
+const MAX_KERNEL_ADDRESSES: usize = 65_536;
+
 /// The new addresses of one window, by process and image
 /// (`processes.rs`), and by side.
 #[derive(Default)]
@@ -64,7 +69,10 @@ impl Symbolizer {
         self.symbolize_kernel(addrs.kernel, &mut stats);
         stats.debug_files = self.binaries.take_debug_files();
         stats.debuginfod = self.binaries.take_debuginfod_stats();
-        self.evict();
+        stats.caches.binaries_evicted = self.evict();
+        stats.caches.binaries = self.binaries.len() as u64;
+        stats.caches.processes = self.processes.len() as u64;
+        stats.caches.kernel_addresses = self.kernel.len() as u64;
         stats
     }
 
@@ -203,6 +211,11 @@ impl Symbolizer {
     /// kallsyms was read, by the kernel's records, else through kallsyms
     /// (read at the first).
     fn symbolize_kernel(&mut self, kernel: HashSet<u64>, stats: &mut SymbolizeStats) {
+        if self.kernel.len() > MAX_KERNEL_ADDRESSES {
+            let before = self.kernel.len();
+            self.kernel.retain(|addr, _| kernel.contains(addr));
+            stats.caches.kernel_addresses_evicted = (before - self.kernel.len()) as u64;
+        }
         let mut kernel: Vec<u64> = kernel
             .into_iter()
             .filter(|a| !self.kernel.contains_key(a))
@@ -240,7 +253,9 @@ impl Symbolizer {
         }
     }
 
-    fn evict(&mut self) {
+    /// Drops the processes and binaries unseen for a while, and binaries
+    /// past their bound; returns how many the bound dropped.
+    fn evict(&mut self) -> u64 {
         let gone = self.processes.evict(self.window, EVICT_AFTER_WINDOWS);
         for &pid in &gone {
             let _ = self
@@ -250,7 +265,7 @@ impl Symbolizer {
         self.python.evict(&gone);
         self.java.evict(&gone);
         self.binaries
-            .end_window(&mut self.blaze, self.window, EVICT_AFTER_WINDOWS);
+            .end_window(&mut self.blaze, self.window, EVICT_AFTER_WINDOWS)
     }
 
     /// Makes the lines of the window's Python frames.

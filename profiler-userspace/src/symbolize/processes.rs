@@ -266,6 +266,11 @@ impl Processes {
         Some(Mappings::Remembered)
     }
 
+    /// Processes known.
+    pub fn len(&self) -> usize {
+        self.map.len()
+    }
+
     /// Drops processes unseen for `after` windows, and those gone unseen
     /// for [`GONE_AFTER_WINDOWS`] (with the root of a container they
     /// hold open: kept `after` windows, fifty containers' short processes

@@ -245,3 +245,32 @@ fn a_binary_stays_parsed_only_while_it_brings_new_addresses() {
     let reads = [Some(0x1000), Some(0x1100), None, None, Some(0x1200), None];
     assert_eq!(mapped_after_windows(&reads), [1, 1, 0, 0, 1, 0]);
 }
+
+#[test]
+fn binaries_past_the_bound_go_least_recently_seen_first_never_the_windows_own() {
+    let mut blaze = blazesym::symbolize::Symbolizer::new();
+    let mut binaries = Binaries::new(Vec::new(), None, None);
+    let key = |i: usize| BinaryKey::BuildId(format!("{i:040x}"));
+    let mut see = |binaries: &mut Binaries, keys: std::ops::Range<usize>, window| {
+        for i in keys {
+            binaries.needs(&key(i), 0, window);
+        }
+        binaries.end_window(&mut blaze, window, EVICT_AFTER_WINDOWS)
+    };
+    let max = binaries::MAX_BINARIES;
+    assert_eq!(see(&mut binaries, 0..max, 1), 0);
+    // Forty new ones: forty of the first window's go.
+    assert_eq!(see(&mut binaries, max..max + 40, 2), 40);
+    assert_eq!(binaries.len(), max);
+    assert!((max..max + 40).all(|i| binaries.has(&key(i))));
+    // One seen again is among the newest: kept over the others.
+    let kept = (0..max).find(|&i| binaries.has(&key(i))).unwrap();
+    assert_eq!(see(&mut binaries, kept..kept + 1, 3), 0);
+    assert_eq!(see(&mut binaries, max + 40..max + 41, 4), 1);
+    assert!(binaries.has(&key(kept)));
+    // A window with more binaries than the bound keeps all of its own.
+    let busy = 10 * max..11 * max + 10;
+    assert_eq!(see(&mut binaries, busy.clone(), 5), max as u64);
+    assert_eq!(binaries.len(), max + 10);
+    assert!(busy.into_iter().all(|i| binaries.has(&key(i))));
+}

@@ -14,6 +14,7 @@
 //! container image's libc, seen through each new overlay mount, is one
 //! table, not one per container).
 mod binary;
+mod placing;
 mod serving;
 mod stats;
 mod store;
@@ -26,7 +27,7 @@ use std::{
 
 use profiler_common::{
     process::ProcessSeen,
-    unwind::{MAX_MAPPINGS, ProcessMappings, UnwindMapping, UnwindRow},
+    unwind::{MAX_MAPPINGS, ProcessMappings, UnwindMapping},
 };
 
 use crate::{
@@ -193,6 +194,18 @@ impl Unwinder {
             rows_in_use: u64::from(self.space.used()),
             ..self.stats
         }
+    }
+
+    /// Binaries known (with a table or without).
+    #[must_use]
+    pub fn binaries_cached(&self) -> usize {
+        self.binaries.len()
+    }
+
+    /// Processes whose mappings are published.
+    #[must_use]
+    pub fn processes_cached(&self) -> usize {
+        self.processes.len()
     }
 
     /// Builds what `pid` needs and publishes its mappings; a process that
@@ -364,55 +377,6 @@ impl Unwinder {
             .wrapping_sub(vaddr)
             .wrapping_add(binary.info.table.base);
         (table != 0).then_some((first_row, table, bias))
-    }
-
-    /// Copies `rows` into free space of the kernel's array, evicting unused
-    /// tables (least recently used first) to make room; `None` when they
-    /// do not fit the budget even then.
-    fn place<M: UnwindMaps>(
-        &mut self,
-        maps: &mut M,
-        rows: &[UnwindRow],
-    ) -> Result<Option<u32>, M::Error> {
-        let Ok(len) = u32::try_from(rows.len()) else {
-            self.stats.tables_over_budget += 1;
-            return Ok(None);
-        };
-        if len == 0 {
-            return Ok(None);
-        }
-        let start = loop {
-            if let Some(start) = self.space.alloc(len) {
-                break start;
-            }
-            if !self.evict_one_unused() {
-                self.stats.tables_over_budget += 1;
-                return Ok(None);
-            }
-        };
-        if let Err(e) = maps.write_rows(start, rows) {
-            self.space.release(start, len);
-            return Err(e);
-        }
-        Ok(Some(start))
-    }
-
-    fn evict_one_unused(&mut self) -> bool {
-        let Some(id) = self
-            .binaries
-            .iter()
-            .filter(|(_, b)| b.users == 0 && b.first_row.is_some())
-            .min_by_key(|(_, b)| b.last_used)
-            .map(|(id, _)| id.clone())
-        else {
-            return false;
-        };
-        if let Some(binary) = self.binaries.remove(&id)
-            && let Some(start) = binary.first_row
-        {
-            self.space.release(start, binary.run);
-        }
-        true
     }
 
     fn forget<M: UnwindMaps>(&mut self, maps: &mut M, pid: u32) -> Result<(), M::Error> {

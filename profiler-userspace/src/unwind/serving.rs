@@ -101,6 +101,9 @@ impl Unwinder {
         for &pid in &gone {
             self.forget(maps, pid)?;
         }
+        if !gone.is_empty() {
+            self.bound_unused();
+        }
         Ok(gone)
     }
 }

@@ -22,6 +22,9 @@ pub struct UnwindStats {
     pub publishes_over_mapping_limit: u64,
     /// Processes whose mappings the kernel map refused (it was full).
     pub publish_failures: u64,
+    /// Binaries dropped, unused, to make room for rows or past their
+    /// bound.
+    pub binaries_evicted: u64,
 }
 
 impl UnwindStats {
@@ -53,6 +56,7 @@ impl UnwindStats {
                 self.publishes_over_mapping_limit
             ),
             format!("unwind_publish_failures_total={}", self.publish_failures),
+            format!("unwind_binaries_evicted_total={}", self.binaries_evicted),
         ]
     }
 }
