@@ -7,6 +7,7 @@
 pub mod backend;
 pub mod client;
 pub mod debuginfod;
+pub mod distinct;
 pub mod http;
 pub mod openmetrics;
 

@@ -11,11 +11,7 @@
 //! windows: only the bounds hold.
 mod support;
 
-use std::{
-    os::unix::fs::PermissionsExt as _,
-    path::{Path, PathBuf},
-    process::Command,
-};
+use std::process::Command;
 
 use support::{Profiler, build, profiles, release_profiler, require_root};
 
@@ -32,30 +28,6 @@ const MAX_BINARIES: u64 = 1_024;
 /// libraries), which the unwinder keeps past its bound on unused ones.
 const HOST_BINARIES: u64 = 512;
 
-/// A GNU build id note's header: name size 4, descriptor size 20, type 3
-/// (`NT_GNU_BUILD_ID`), name "GNU".
-const BUILD_ID_NOTE: [u8; 16] = [4, 0, 0, 0, 20, 0, 0, 0, 3, 0, 0, 0, b'G', b'N', b'U', 0];
-
-/// `count` copies of `bin` in `dir`, each with a build id of its own.
-fn distinct_copies(bin: &Path, dir: &Path, count: usize) -> Vec<PathBuf> {
-    let elf = std::fs::read(bin).unwrap();
-    let at = elf
-        .windows(BUILD_ID_NOTE.len())
-        .position(|w| w == BUILD_ID_NOTE)
-        .expect("cc gives a GNU build id")
-        + BUILD_ID_NOTE.len();
-    (0..count)
-        .map(|i| {
-            let mut copy = elf.clone();
-            copy[at..at + 8].copy_from_slice(&(i as u64 + 1).to_le_bytes());
-            let path = dir.join(format!("distinct{i:05}"));
-            std::fs::write(&path, copy).unwrap();
-            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
-            path
-        })
-        .collect()
-}
-
 /// `pid`'s resident memory, in kB.
 fn rss_kb(pid: u32) -> u64 {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
@@ -71,7 +43,7 @@ fn thousands_of_distinct_binaries_keep_the_caches_bounded_and_the_memory_level()
     require_root();
     let dir = tempfile::tempdir().unwrap();
     let bin = build::c_program("distinct", dir.path());
-    let copies = distinct_copies(&bin, dir.path(), PROGRAMS);
+    let copies = profiler_fixtures::distinct::copies(&bin, dir.path(), PROGRAMS).unwrap();
     let out = dir.path().join("out");
     // Memory as users run it: the optimised build.
     let profiler = Profiler::start_command(

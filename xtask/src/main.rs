@@ -60,7 +60,7 @@ enum Cmd {
         /// `wakers` (section 3c, the same with `--wakers`, and each wakeup's
         /// kernel time) or `syscalls` (section 8, system calls of a process
         /// not profiled).
-        #[arg(long, value_name = "SECTION", value_parser = ["kernel", "daemon", "unwinding", "processes", "goroutines", "python", "java", "containers", "floor", "wakers", "syscalls", "churn"])]
+        #[arg(long, value_name = "SECTION", value_parser = ["kernel", "daemon", "unwinding", "processes", "goroutines", "python", "java", "containers", "floor", "wakers", "syscalls", "churn", "distinct"])]
         only: Option<String>,
         /// Compare this tree's `sched_switch` program with the one of
         /// another build's profiler binary, both running at once, and print

@@ -116,7 +116,7 @@ impl Binaries {
     /// many offsets were looked up and how many of them did not resolve.
     pub fn symbolize(
         &mut self,
-        blaze: &Symbolizer,
+        blaze: &mut Symbolizer,
         key: BinaryKey,
         todo: &Todo,
         window: u64,
@@ -161,7 +161,7 @@ impl Binaries {
     /// that maps the binary still gets it read.
     pub fn symbolize_gone(
         &mut self,
-        blaze: &Symbolizer,
+        blaze: &mut Symbolizer,
         key: BinaryKey,
         offsets: &[(u64, u64)],
         window: u64,
@@ -231,7 +231,7 @@ impl Binaries {
     /// code) in a separate debug file.
     fn by_virtual_address(
         &mut self,
-        blaze: &Symbolizer,
+        blaze: &mut Symbolizer,
         debug_file: &Path,
         virt: &[Option<u64>],
         window: u64,

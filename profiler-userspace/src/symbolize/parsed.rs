@@ -30,17 +30,26 @@ use blazesym::symbolize::{
 use super::{convert::symbolize, resident};
 use crate::profile::Line;
 
+/// Files kept parsed at most: past it, the one read least recently is
+/// dropped at once. A window that brings a thousand new binaries (a build
+/// host) would otherwise hold all of them parsed until its end, each tens
+/// of kilobytes of blazesym's state, and the heap's high-water mark with
+/// them.
+pub(super) const MAX_PARSED: usize = 128;
+
 #[derive(Default)]
 pub(super) struct ParsedFiles {
-    /// Files blazesym holds, by the window that last read them.
-    last_read: HashMap<PathBuf, u64>,
+    /// Files blazesym holds, by the window that last read them, and the
+    /// read's number (for [`MAX_PARSED`]).
+    last_read: HashMap<PathBuf, (u64, u64)>,
+    reads: u64,
 }
 
 impl ParsedFiles {
     /// Looks `input` up in the ELF file `elf` in `window`.
     pub fn read(
         &mut self,
-        blaze: &Symbolizer,
+        blaze: &mut Symbolizer,
         elf: Elf,
         input: Input<&[u64]>,
         window: u64,
@@ -48,13 +57,30 @@ impl ParsedFiles {
         let path = elf.path.clone();
         let lines = symbolize(blaze, &Source::Elf(elf), input);
         resident::release(&path);
-        self.last_read.insert(path, window);
+        self.reads += 1;
+        self.last_read.insert(path, (window, self.reads));
+        if self.last_read.len() > MAX_PARSED {
+            self.drop_least_recent(blaze);
+        }
         lines
+    }
+
+    /// Has blazesym drop the file read least recently.
+    fn drop_least_recent(&mut self, blaze: &mut Symbolizer) {
+        let oldest = self
+            .last_read
+            .iter()
+            .min_by_key(|&(_, &(_, read))| read)
+            .map(|(path, _)| path.clone());
+        if let Some(path) = oldest {
+            self.last_read.remove(&path);
+            let _ = blaze.evict(&Evict::Elf(evict::Elf::new(path)));
+        }
     }
 
     /// Has blazesym drop the files that `window` did not read.
     pub fn end_window(&mut self, blaze: &mut Symbolizer, window: u64) {
-        self.last_read.retain(|path, &mut read| {
+        self.last_read.retain(|path, &mut (read, _)| {
             let keep = read == window;
             if !keep {
                 // Evicting a path blazesym does not cache is a no-op.

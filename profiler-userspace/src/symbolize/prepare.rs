@@ -175,14 +175,14 @@ impl Symbolizer {
             offsets.dedup_by_key(|&mut (o, _)| o);
             let (looked_up, failed) =
                 self.binaries
-                    .symbolize_gone(&self.blaze, key, &offsets, self.window);
+                    .symbolize_gone(&mut self.blaze, key, &offsets, self.window);
             stats.resolved += looked_up;
             stats.failed += failed;
         }
         for (key, todo) in todo {
-            let (looked_up, failed) = self
-                .binaries
-                .symbolize(&self.blaze, key, &todo, self.window);
+            let (looked_up, failed) =
+                self.binaries
+                    .symbolize(&mut self.blaze, key, &todo, self.window);
             stats.resolved += looked_up;
             stats.failed += failed;
         }

@@ -4,7 +4,7 @@ use super::{
     *,
 };
 use crate::{sample::RawSample, window::RawWindow};
-use std::path::PathBuf;
+use std::{collections::HashSet, path::PathBuf};
 
 #[test]
 fn return_addresses_are_looked_up_one_byte_back() {
@@ -229,7 +229,7 @@ fn mapped_after_windows(reads: &[Option<u64>]) -> Vec<usize> {
                 dir: None,
                 offsets: vec![*offset],
             };
-            let (looked_up, _) = binaries.symbolize(&blaze, key.clone(), &todo, window);
+            let (looked_up, _) = binaries.symbolize(&mut blaze, key.clone(), &todo, window);
             assert_eq!(looked_up, 1);
         }
         binaries.end_window(&mut blaze, window, EVICT_AFTER_WINDOWS);
@@ -273,4 +273,42 @@ fn binaries_past_the_bound_go_least_recently_seen_first_never_the_windows_own() 
     assert_eq!(see(&mut binaries, busy.clone(), 5), max as u64);
     assert_eq!(binaries.len(), max + 10);
     assert!(busy.into_iter().all(|i| binaries.has(&key(i))));
+}
+
+/// A window that reads more files than blazesym may keep parsed drops the
+/// least recent at once, not at its end.
+#[test]
+fn a_window_of_many_new_binaries_keeps_a_bounded_number_parsed() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let mut blaze = blazesym::symbolize::Symbolizer::new();
+    let mut binaries = Binaries::new(Vec::new(), None, None);
+    let count = parsed::MAX_PARSED + 20;
+    for i in 0..count {
+        let copy = dir.path().join(format!("true{i}"));
+        std::fs::copy("/usr/bin/true", &copy).expect("copy /usr/bin/true");
+        let todo = binaries::Todo {
+            path: copy.clone(),
+            dir: None,
+            offsets: vec![0x1000],
+        };
+        let key = BinaryKey::Path(copy.display().to_string());
+        binaries.symbolize(&mut blaze, key, &todo, 1);
+    }
+    let maps = std::fs::read_to_string("/proc/self/maps").expect("own maps");
+    let prefix = dir.path().to_str().expect("utf-8 path");
+    let mapped: HashSet<&str> = maps
+        .lines()
+        .filter_map(|l| l.split_whitespace().nth(5))
+        .filter(|path| path.starts_with(prefix))
+        .collect();
+    assert_eq!(mapped.len(), parsed::MAX_PARSED);
+    // The newest are the ones kept.
+    assert!(
+        mapped.contains(
+            dir.path()
+                .join(format!("true{}", count - 1))
+                .to_str()
+                .unwrap()
+        )
+    );
 }

@@ -18,6 +18,7 @@ mod churn;
 mod containers;
 mod daemon_cost;
 mod daemon_metrics;
+mod distinct;
 mod floor;
 mod goroutines;
 mod java;
@@ -61,6 +62,7 @@ pub fn run_only(section: &str) -> anyhow::Result<()> {
         "wakers" => wakers::wakers(report).map(drop),
         "processes" => brief::brief_processes(report).map(drop),
         "churn" => churn::churn(report).map(drop),
+        "distinct" => distinct::distinct(report).map(drop),
         "daemon" => {
             daemon_cost(report)?;
             startup::startup(report).map(drop)
@@ -136,6 +138,7 @@ pub fn run() -> anyhow::Result<()> {
             walk: &later.walk,
             storm_percent: later.storm_percent,
             churn: &later.churn,
+            distinct_rss: later.distinct_rss,
             wakers: &wakers,
         }),
     )?;
@@ -217,7 +220,7 @@ fn header(report: &mut String) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// What sections 6 to 12 measured for the goals.
+/// What sections 6 to 16 measured for the goals.
 struct Later {
     walk: WalkCosts,
     /// The system-call overhead runs.
@@ -227,11 +230,14 @@ struct Later {
     /// The daemon's CPU in the fork/exec storm, percent of a core.
     storm_percent: f64,
     churn: churn::Churn,
+    /// The daemon's RSS after 5,000 distinct programs over after 500.
+    distinct_rss: f64,
 }
 
-/// Sections 6 to 14: the stack walk, the unwind tables, the cost to
+/// Sections 6 to 16: the stack walk, the unwind tables, the cost to
 /// processes not profiled, symbolization, brief processes, the goroutine
-/// view, Python frames, Java frames and containers.
+/// view, Python frames, Java frames, containers, a build host's churn and
+/// its new binaries.
 fn later_sections(report: &mut String) -> anyhow::Result<Later> {
     eprintln!("bench: stack walk cost, tables against frame pointers");
     let walk = unwinding::kernel_costs(report)?;
@@ -255,6 +261,8 @@ fn later_sections(report: &mut String) -> anyhow::Result<Later> {
     containers::containers(report)?;
     eprintln!("bench: a build host's churn");
     let churn = churn::churn(report)?;
+    eprintln!("bench: a build host's new binaries");
+    let distinct_rss = distinct::distinct(report)?;
 
     Ok(Later {
         walk,
@@ -262,5 +270,6 @@ fn later_sections(report: &mut String) -> anyhow::Result<Later> {
         goroutine_pingpong,
         storm_percent,
         churn,
+        distinct_rss,
     })
 }
