@@ -18,6 +18,11 @@
 //!
 //! So a kept file stays parsed, but the pages a batch touched in it are
 //! given back right after the batch (`resident.rs`).
+//!
+//! Past [`MAX_PARSED`] files, the one read least recently is dropped at
+//! once: under `--all` with 10 s windows, 5,000 distinct programs (about
+//! 1,450 new binaries a window) left the daemon at 53.9 MB, 37.9 with the
+//! bound (bench section 16).
 
 use std::{collections::HashMap, path::PathBuf, sync::Arc};
 
