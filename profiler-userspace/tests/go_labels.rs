@@ -215,8 +215,13 @@ fn check_run(
     let profile = &profiles[0].1;
     let goroutines = read_profile(&dir.join("goroutine.pb.gz"));
     let cpu = read_profile(&dir.join("cpu.pb.gz"));
+    // The reader's cache of Go binaries is reported (README, "The
+    // daemon's own memory"): the fixture's binary, at least.
+    let cached = profile.comment_value("goroutine_binaries_cached");
+    let level = (cached == 0).then(|| "goroutine_binaries_cached=0 with a Go target".to_owned());
     check(profile, pid, &goroutines)
         .into_iter()
+        .chain(level)
         .chain(check_on_cpu(profile, pid, &cpu, truth))
         .map(|f| format!("{what}: {f}"))
         .collect()

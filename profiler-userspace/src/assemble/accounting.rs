@@ -90,6 +90,7 @@ impl Accounting {
             ("early_drains", raw.early_drains()),
         ]);
         counters.extend(raw.runtimes().counters());
+        gauges.extend(raw.runtimes().levels());
         counters.push(("thread_ctx_attrs_unnamed", unnamed_attrs));
         counters.push(("unknown_entries", raw.unknown_entries()));
         Self {

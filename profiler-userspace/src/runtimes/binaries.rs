@@ -109,8 +109,7 @@ impl<T: Clone> Binaries<T> {
     }
 
     /// How many files are known.
-    #[cfg(test)]
-    fn len(&self) -> usize {
+    pub fn len(&self) -> usize {
         self.files.len()
     }
 }

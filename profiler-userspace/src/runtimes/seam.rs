@@ -107,6 +107,14 @@ impl Kind {
         }
     }
 
+    /// The name of its [`ReadStats::binaries_known`] level.
+    #[must_use]
+    pub fn binaries_level(self) -> &'static str {
+        match self {
+            Self::Go => "goroutine_binaries_cached",
+        }
+    }
+
     /// Its reader thread's name.
     #[must_use]
     pub fn thread_name(self) -> &'static str {
@@ -129,6 +137,8 @@ pub struct ReadStats {
     pub torn: u64,
     /// Ticks that began more than a quarter of a period late.
     pub late_ticks: u64,
+    /// Binaries known at a refresh (a level: the largest of those added).
+    pub binaries_known: u64,
 }
 
 impl ReadStats {
@@ -138,6 +148,7 @@ impl ReadStats {
         self.units += other.units;
         self.torn += other.torn;
         self.late_ticks += other.late_ticks;
+        self.binaries_known = self.binaries_known.max(other.binaries_known);
     }
 }
 
@@ -157,6 +168,14 @@ impl RuntimeFacts {
         for (total, part) in self.stats.iter_mut().zip(&other.stats) {
             total.add(part);
         }
+    }
+
+    /// Every runtime's levels by name, in [`Kind::ALL`] order.
+    pub fn levels(&self) -> impl Iterator<Item = (&'static str, u64)> + '_ {
+        Kind::ALL
+            .iter()
+            .zip(&self.stats)
+            .map(|(kind, s)| (kind.binaries_level(), s.binaries_known))
     }
 
     /// Every runtime's counters by name, in [`Kind::ALL`] order.

@@ -109,6 +109,9 @@ impl<R: Runtime> Watcher<R> {
             let waiting = self.look(shared, refresh, now);
             if refresh {
                 next_refresh = now + REFRESH;
+                if let Ok(mut collected) = shared.collected.lock() {
+                    collected.stats.binaries_known = self.binaries.len() as u64;
+                }
                 let cpu = cpu_time::thread_cpu_ns();
                 cpu_time::add(Step::RuntimeReads, cpu.saturating_sub(accounted));
                 accounted = cpu;
