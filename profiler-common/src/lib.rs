@@ -7,6 +7,7 @@
 #[cfg(test)]
 extern crate std;
 
+pub mod bound;
 pub mod frames;
 pub mod go;
 pub mod hash;

@@ -10,6 +10,8 @@
 //! each, and the disk space of those deleted since.
 use std::collections::HashMap;
 
+use profiler_common::bound::least_recent;
+
 use super::seam::Loaded;
 use crate::process::maps::FileId;
 
@@ -93,12 +95,8 @@ impl<T: Clone> Binaries<T> {
             .map(|(&file, known)| (known.last_used, file))
             .collect();
         let excess = unused.len().saturating_sub(MAX_UNUSED);
-        if excess == 0 {
-            return;
-        }
-        unused.sort_unstable_by_key(|&(used, _)| used);
-        for (_, file) in unused.into_iter().take(excess) {
-            self.files.remove(&file);
+        for (_, file) in least_recent(&mut unused, excess) {
+            self.files.remove(file);
         }
     }
 

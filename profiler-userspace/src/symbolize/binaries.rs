@@ -22,6 +22,7 @@ use super::{
     parsed::ParsedFiles,
 };
 use crate::{config::DebugCache, gopclntab::GoTable, process::files::hex, profile::Line};
+use profiler_common::bound::least_recent;
 
 /// Binaries cached at most: past it, those seen least recently are
 /// dropped first (a build host maps new binaries all day, most of them run
@@ -319,13 +320,11 @@ impl Binaries {
             .filter(|(_, cache)| cache.last_seen != window)
             .map(|(key, cache)| (cache.last_seen, key.clone()))
             .collect();
-        older.sort_unstable_by_key(|&(seen, _)| seen);
-        let mut evicted = 0;
-        for (_, key) in older.into_iter().take(excess) {
-            self.caches.remove(&key);
-            evicted += 1;
+        let gone = least_recent(&mut older, excess);
+        for (_, key) in gone {
+            self.caches.remove(key);
         }
-        evicted
+        gone.len() as u64
     }
 
     /// Binaries cached.

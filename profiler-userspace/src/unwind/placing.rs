@@ -4,7 +4,7 @@ use std::time::Instant;
 
 use super::{Unwinder, binary::BinaryId};
 use crate::bpf::UnwindMaps;
-use profiler_common::unwind::UnwindRow;
+use profiler_common::{bound::least_recent, unwind::UnwindRow};
 
 /// Binaries no process maps kept at most (for a program started again):
 /// past it, the least recently used go, and their rows with them. A build
@@ -54,12 +54,8 @@ impl Unwinder {
             .map(|(id, b)| (b.last_used, id.clone()))
             .collect();
         let excess = unused.len().saturating_sub(MAX_UNUSED_BINARIES);
-        if excess == 0 {
-            return;
-        }
-        unused.sort_unstable_by_key(|&(used, _)| used);
-        for (_, id) in unused.into_iter().take(excess) {
-            self.drop_binary(&id);
+        for (_, id) in least_recent(&mut unused, excess) {
+            self.drop_binary(id);
         }
     }
 
