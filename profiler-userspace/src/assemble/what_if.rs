@@ -190,8 +190,8 @@ fn strong_closure(times: &ThreadTimes, chain: &mut Vec<ThreadKey>, from: usize) 
     }
 }
 
-/// The profiled threads that woke one of `chain` for less than
-/// [`STRONG_WAIT`] of its time, not in it.
+/// The profiled threads not in `chain` that woke one of it: for less than
+/// [`STRONG_WAIT`] of its time (the others joined it already).
 fn weak_wakers<'a>(
     times: &'a ThreadTimes,
     chain: &'a [ThreadKey],

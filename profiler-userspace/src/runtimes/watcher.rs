@@ -39,10 +39,10 @@ const LIST_EVERY: u64 = 10;
 /// hundreds of `statx` a second.
 const RECHECK_AT_LEAST: usize = 32;
 const RECHECK_ROUNDS: usize = 10;
-/// Refreshes at which a process running the runtime's binary is tried
-/// again when it could not be attached ([`Loaded::NotNow`]: caught
-/// mid-exec, its new executable named but not mapped yet), before it is
-/// taken for one that cannot be read.
+/// Looks (at refreshes, or when noticed) at which a process running the
+/// runtime's binary is tried again when it could not be attached
+/// ([`Loaded::NotNow`]: caught mid-exec, its new executable named but not
+/// mapped yet), before it is taken for one that cannot be read.
 const ATTACH_TRIES: u32 = 5;
 /// The most units read per second, over all the runtime's processes
 /// (shared equally): above it each read takes a rotating one in N of a
