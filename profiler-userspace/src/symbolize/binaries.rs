@@ -20,6 +20,7 @@ use super::{
     debuginfod::{DebugFile, Debuginfod, DebuginfodStats},
     inflated::Inflated,
     parsed::ParsedFiles,
+    plt::PltStubs,
 };
 use crate::{config::DebugCache, gopclntab::GoTable, process::files::hex, profile::Line};
 use profiler_common::bound::least_recent;
@@ -58,6 +59,8 @@ struct BinaryCache {
     names: Option<Names>,
     /// Lookup file offset → frames (empty: did not resolve).
     lines: HashMap<u64, Arc<[Line]>>,
+    /// Read with `names`, from the binary itself.
+    plt: Arc<PltStubs>,
     last_seen: u64,
 }
 
@@ -123,14 +126,18 @@ impl Binaries {
         window: u64,
     ) -> (u64, u64) {
         // Names read without the binary give way once it can be read.
-        let cached = self.caches.get(&key).and_then(|c| c.names.clone());
-        let names = if let Some(names) = cached.filter(|n| !matches!(n, Names::DebugOnly { .. })) {
-            names
-        } else {
-            let names = self.choose_names(&todo.path, todo.dir.as_deref());
-            self.debug_files_used += u64::from(matches!(names, Names::DebugFile { .. }));
-            names
-        };
+        let cached = self
+            .caches
+            .get(&key)
+            .and_then(|c| Some((c.names.clone()?, c.plt.clone())));
+        let (names, plt) =
+            if let Some(cached) = cached.filter(|(n, _)| !matches!(n, Names::DebugOnly { .. })) {
+                cached
+            } else {
+                let (names, plt) = self.choose_names(&todo.path, todo.dir.as_deref());
+                self.debug_files_used += u64::from(matches!(names, Names::DebugFile { .. }));
+                (names, plt)
+            };
         let resolved = match &names {
             Names::Own => self.parsed.read(
                 blaze,
@@ -151,6 +158,8 @@ impl Binaries {
             Names::Go { table, facts } => go_lines(table, facts, &todo.offsets),
             Names::DebugOnly { .. } => vec![Arc::from([]); todo.offsets.len()],
         };
+        let resolved = plt.name(&todo.offsets, resolved);
+        self.caches.entry(key.clone()).or_default().plt = plt;
         self.store(key, names, &todo.offsets, resolved)
     }
 
@@ -338,10 +347,17 @@ impl Binaries {
         self.caches.contains_key(key)
     }
 
-    fn choose_names(&mut self, path: &Path, dir: Option<&Path>) -> Names {
+    /// Where the names of the binary at `path` come from, and its PLT
+    /// stubs.
+    fn choose_names(&mut self, path: &Path, dir: Option<&Path>) -> (Names, Arc<PltStubs>) {
         let Ok(facts) = ElfFacts::read(path) else {
-            return Names::Own;
+            return (Names::Own, Arc::default());
         };
+        let plt = facts.plt.clone();
+        (self.names_of(path, dir, facts), plt)
+    }
+
+    fn names_of(&mut self, path: &Path, dir: Option<&Path>, facts: ElfFacts) -> Names {
         if facts.has_symtab {
             return Names::Own;
         }

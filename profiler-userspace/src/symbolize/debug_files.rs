@@ -10,10 +10,12 @@ use std::{
     fs::File,
     io,
     path::{Path, PathBuf},
+    sync::Arc,
 };
 
 use object::{Object as _, ObjectSegment as _};
 
+use super::plt::PltStubs;
 use crate::process::files::hex;
 
 /// What the symbolizer needs to know about one binary.
@@ -31,6 +33,8 @@ pub struct ElfFacts {
     /// debug file, whose segments keep their addresses but not their file
     /// offsets, what places a mapping of the binary's code.
     pub text_vaddr: Option<u64>,
+    /// Its PLT stubs, which its symbols do not name.
+    pub plt: Arc<PltStubs>,
 }
 
 impl ElfFacts {
@@ -70,6 +74,7 @@ impl ElfFacts {
                 .flatten()
                 .map(|(name, crc)| (String::from_utf8_lossy(name).into_owned(), crc)),
             segments,
+            plt: Arc::new(PltStubs::read(&elf)),
         })
     }
 

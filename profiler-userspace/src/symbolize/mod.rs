@@ -29,6 +29,7 @@ mod kallsyms;
 mod kernel_symbols;
 mod parsed;
 mod perf_map;
+mod plt;
 mod prepare;
 mod processes;
 mod python;
