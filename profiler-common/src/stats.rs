@@ -14,9 +14,10 @@ pub enum Stat {
     UserStackErrors = 1,
     /// Kernel stacks that could not be captured (same exclusion).
     KernelStackErrors = 2,
-    /// Stacks not stored because the window's stack map was full.
+    /// Stacks not stored because the window's stack map was full (E2BIG;
+    /// other refusals count in [`Stat::MapAllocFailed`]).
     StackMapFull = 3,
-    /// Samples dropped because the samples map was full.
+    /// Samples dropped because the samples map was full (the same).
     MapFull = 4,
     /// Off-CPU intervals of target threads that began (counted when the
     /// thread leaves the CPU, where the rule's threshold is drawn). The
@@ -93,11 +94,31 @@ pub enum Stat {
     /// Blocked weight flushed with no waker noted for its interval (shown
     /// under `[woken by unknown]`), in off-CPU nanoseconds.
     WakersUnknownNs = 29,
+    /// Sample or stack entries the kernel could not allocate (ENOMEM: the
+    /// window's maps allocate per entry, which can fail in the sampling
+    /// interrupt) while the map was not full: lost as a full map's are,
+    /// counted apart so that a full map is not blamed.
+    MapAllocFailed = 30,
 }
 
+/// The errno (negated) a hash map insert returns when the map is full.
+const E2BIG: i32 = 7;
+
 impl Stat {
+    /// The counter of a map insert refused with `err` (a negative errno):
+    /// `full` when the map was full, else [`Stat::MapAllocFailed`] (no
+    /// memory for the entry).
+    #[must_use]
+    pub const fn of_refusal(err: i32, full: Self) -> Self {
+        if err == -E2BIG {
+            full
+        } else {
+            Self::MapAllocFailed
+        }
+    }
+
     /// Every counter, in index order.
-    pub const ALL: [Self; 30] = [
+    pub const ALL: [Self; 31] = [
         Self::OnCpuSamples,
         Self::UserStackErrors,
         Self::KernelStackErrors,
@@ -128,6 +149,7 @@ impl Stat {
         Self::WakersNoted,
         Self::WakersLost,
         Self::WakersUnknownNs,
+        Self::MapAllocFailed,
     ];
 
     /// Name used in logs and profile comments.
@@ -164,6 +186,7 @@ impl Stat {
             Self::WakersNoted => "wakers_noted",
             Self::WakersLost => "wakers_lost",
             Self::WakersUnknownNs => "wakers_unknown_ns",
+            Self::MapAllocFailed => "map_alloc_failures",
         }
     }
 }
@@ -175,6 +198,13 @@ pub const STATS_LEN: u32 = Stat::ALL.len() as u32;
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_full_map_is_told_from_an_allocation_failure() {
+        assert_eq!(Stat::of_refusal(-7, Stat::MapFull), Stat::MapFull);
+        assert_eq!(Stat::of_refusal(-7, Stat::StackMapFull), Stat::StackMapFull);
+        assert_eq!(Stat::of_refusal(-12, Stat::MapFull), Stat::MapAllocFailed);
+    }
 
     #[test]
     fn all_lists_every_counter_in_index_order_with_distinct_names() {

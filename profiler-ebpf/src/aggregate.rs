@@ -20,17 +20,18 @@ pub fn add(samples: &HashMap<SampleKey, SampleValue>, key: &SampleKey, weight: &
         // Another CPU inserted the same key between our lookup and insert.
         Err(err) if err == -maps::EEXIST => match samples.get_ptr_mut(key) {
             Some(value) => bump(value, weight),
-            None => lost(weight),
+            None => lost(weight, err),
         },
-        Err(_) => lost(weight),
+        Err(err) => lost(weight, err),
     }
 }
 
-/// Counts weight that could not be stored, so the daemon can show it under
-/// a `[lost …]` frame instead of under-reporting silently.
+/// Counts weight that could not be stored (the insert's `err`), so the
+/// daemon can show it under a `[lost …]` frame instead of under-reporting
+/// silently.
 #[inline(always)]
-fn lost(weight: &SampleValue) {
-    maps::count(Stat::MapFull, 1);
+fn lost(weight: &SampleValue, err: i32) {
+    maps::count(Stat::of_refusal(err, Stat::MapFull), 1);
     maps::count(Stat::LostSamples, weight.samples);
     maps::count(Stat::LostOffCpuNs, weight.off_cpu_ns);
     maps::count(Stat::LostOffCpuCount, weight.off_cpu_count);

@@ -113,7 +113,7 @@ pub fn store(slot: &Slot, trace: *mut StackTrace, len: u32, flags: u32) -> (u64,
         // Another CPU stored the same stack first.
         Err(err) if err == -maps::EEXIST => (hash, 0),
         Err(err) => {
-            maps::count(Stat::StackMapFull, 1);
+            maps::count(Stat::of_refusal(err, Stat::StackMapFull), 1);
             (NO_STACK, err)
         }
     }

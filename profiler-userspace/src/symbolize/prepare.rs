@@ -32,7 +32,7 @@ pub(super) const EVICT_AFTER_WINDOWS: u64 = 10;
 /// Kernel addresses cached at most: past it, only those of the window
 /// being symbolized stay (kernel code is bounded, but BPF programs and
 /// modules come and go at new addresses for weeks).
-const MAX_KERNEL_ADDRESSES: usize = 65_536;
+pub(super) const MAX_KERNEL_ADDRESSES: usize = 65_536;
 
 /// The new addresses of one window, by process and image
 /// (`processes.rs`), and by side.

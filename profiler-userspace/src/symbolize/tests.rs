@@ -312,3 +312,61 @@ fn a_window_of_many_new_binaries_keeps_a_bounded_number_parsed() {
         )
     );
 }
+
+/// The kernel's address of `function`, from `/proc/kallsyms`.
+fn kernel_address(function: &str) -> u64 {
+    let kallsyms = std::fs::read_to_string("/proc/kallsyms").expect("kallsyms");
+    kallsyms
+        .lines()
+        .find_map(|line| {
+            let mut fields = line.split_whitespace();
+            let (address, _, name) = (fields.next()?, fields.next()?, fields.next()?);
+            (name == function).then(|| u64::from_str_radix(address, 16).ok())?
+        })
+        .filter(|&address| address != 0)
+        .expect("kallsyms shows addresses (root)")
+}
+
+/// Past the bound, the kernel addresses cached are those of the window
+/// being symbolized, still named.
+#[test]
+fn kernel_addresses_past_the_bound_keep_only_the_windows_own() {
+    let schedule = kernel_address("schedule");
+    let pid = std::process::id();
+    let user = one_sample as *const () as usize as u64;
+    let window = |frames: Vec<u64>| one_sample(pid, user, Stack::Frames(frames.into()));
+    // Unnamed addresses are cached too (as not resolving).
+    let unnamed = |i: u64| 0xffff_ffff_0000_0000 + i * 16;
+    let mut symbolizer = Symbolizer::default();
+    let first = window(
+        std::iter::once(schedule)
+            .chain((1..=prepare::MAX_KERNEL_ADDRESSES as u64).map(unnamed))
+            .collect(),
+    );
+    let stats = symbolizer.prepare(
+        first.samples().iter(),
+        first.processes(),
+        first.recorded(),
+        &[],
+    );
+    assert_eq!(
+        stats.caches.kernel_addresses,
+        prepare::MAX_KERNEL_ADDRESSES as u64 + 1
+    );
+    assert_eq!(stats.caches.kernel_addresses_evicted, 0);
+
+    let second = window(vec![schedule, unnamed(1)]);
+    let stats = symbolizer.prepare(
+        second.samples().iter(),
+        second.processes(),
+        second.recorded(),
+        &[],
+    );
+    assert_eq!(stats.caches.kernel_addresses, 2);
+    assert_eq!(
+        stats.caches.kernel_addresses_evicted,
+        prepare::MAX_KERNEL_ADDRESSES as u64 - 1
+    );
+    let locations = symbolizer.kernel_locations(&second.samples()[0].kernel_stack);
+    assert_eq!(locations[0].lines[0].function, "schedule");
+}
