@@ -21,8 +21,11 @@ use super::{
 };
 use crate::procfs::{cpu_ticks, status_field};
 
-/// How long the shell loop runs, and the builds each way (alternated).
+/// How long the shell loop runs (measured), how long it runs before (the
+/// daemon's first programs and first window: its cold start), and the
+/// builds each way (alternated).
 const LOOP_SECS: u64 = 20;
+const WARM_SECS: u64 = 6;
 const BUILDS: usize = 3;
 /// Source files of the generated project.
 const SOURCES: usize = 120;
@@ -67,15 +70,19 @@ pub(super) fn churn(report: &mut String) -> anyhow::Result<Churn> {
         report,
         "## 15. A build host's churn: daemon CPU per new process\n"
     )?;
-    let shell = shell_loop()?;
-    let (build, walls) = builds()?;
+    let (shell_cold, shell) = shell_loop()?;
+    let (build_cold, build, walls) = builds()?;
     writeln!(
         report,
         "Under `profiler --all --interval 5s`: a shell loop starting real programs for \
          {LOOP_SECS} s (`head -c 20000 /dev/urandom | xz`, `gofmt`, Debian's `python3 -c pass`, \
          `sh -c 'ls /usr/bin | wc -l'`, and `date` for its clock), and `make -j2` of a \
          generated C project ({SOURCES} files, gcc -O2), {BUILDS} builds with the daemon \
-         and {BUILDS} without, alternated. Processes counted from `/proc/stat`'s forks; \
+         and {BUILDS} without, alternated. Each churn is measured on a daemon that has run \
+         it before and written its first window (a build host's daemon runs for weeks): \
+         the loop after {WARM_SECS} s of it, each build after another; the cold rows are \
+         those first runs, from the daemon's start (its first tables, `/proc/kallsyms`). \
+         Processes counted from `/proc/stat`'s forks; \
          the daemon's CPU from its `/proc/PID/stat`, by step from its \
          `profiler_cpu_seconds_total{{step}}` (the rest: draining, the window loop, HTTP).\n"
     )?;
@@ -84,7 +91,13 @@ pub(super) fn churn(report: &mut String) -> anyhow::Result<Churn> {
         "| churn | processes/s | daemon CPU (% of a core) | µs of daemon CPU per process | peak RSS (MB) |"
     )?;
     writeln!(report, "| --- | --- | --- | --- | --- |")?;
-    for (name, run) in [("shell loop", &shell), ("make -j2", &build)] {
+    let runs = [
+        ("shell loop", &shell),
+        ("make -j2", &build),
+        ("shell loop, cold", &shell_cold),
+        ("make -j2, cold", &build_cold),
+    ];
+    for (name, run) in runs {
         #[expect(clippy::cast_precision_loss, reason = "rates")]
         let per_s = run.processes as f64 / run.secs;
         writeln!(
@@ -96,29 +109,31 @@ pub(super) fn churn(report: &mut String) -> anyhow::Result<Churn> {
         )?;
     }
     writeln!(report, "\nBy step, µs of daemon CPU per process:\n")?;
-    writeln!(report, "| step | shell loop | make -j2 |")?;
-    writeln!(report, "| --- | --- | --- |")?;
-    for (i, step) in STEPS.iter().enumerate() {
-        writeln!(
-            report,
-            "| `{step}` | {:.1} | {:.1} |",
-            per_process_us(&shell, shell.steps[i]),
-            per_process_us(&build, build.steps[i])
-        )?;
-    }
-    let rest = |run: &Run| per_process_us(run, run.cpu_s - run.steps.iter().sum::<f64>());
     writeln!(
         report,
-        "| the rest | {:.1} | {:.1} |\n",
-        rest(&shell),
-        rest(&build)
+        "| step | shell loop | make -j2 | shell loop, cold | make -j2, cold |"
     )?;
-    let (without, with) = (median(&walls.0), median(&walls.1));
+    writeln!(report, "| --- | --- | --- | --- | --- |")?;
+    for (i, step) in STEPS.iter().enumerate() {
+        let cells: Vec<String> = runs
+            .iter()
+            .map(|(_, run)| format!("{:.1}", per_process_us(run, run.steps[i])))
+            .collect();
+        writeln!(report, "| `{step}` | {} |", cells.join(" | "))?;
+    }
+    let rest = |run: &Run| per_process_us(run, run.cpu_s - run.steps.iter().sum::<f64>());
+    let cells: Vec<String> = runs
+        .iter()
+        .map(|(_, run)| format!("{:.1}", rest(run)))
+        .collect();
+    writeln!(report, "| the rest | {} |\n", cells.join(" | "))?;
+    let (without, with, cold) = (median(&walls.0), median(&walls.1), median(&walls.2));
     writeln!(
         report,
         "The build's wall time: {without:.2} s without the daemon, {with:.2} s with it \
-         (medians of {BUILDS}): {:+.1}%.\n",
-        (with / without - 1.0) * 100.0
+         (medians of {BUILDS}): {:+.1}%; the daemon's first build {cold:.2} s ({:+.1}%).\n",
+        (with / without - 1.0) * 100.0,
+        (cold / without - 1.0) * 100.0
     )?;
     Ok(Churn {
         shell_us: per_process_us(&shell, shell.cpu_s),
@@ -133,11 +148,17 @@ fn per_process_us(run: &Run, cpu_s: f64) -> f64 {
     cpu_s * 1e6 / processes
 }
 
-/// The shell loop under the daemon.
-fn shell_loop() -> anyhow::Result<Run> {
+/// The shell loop under the daemon: its first seconds (cold), then
+/// [`LOOP_SECS`] of it measured.
+fn shell_loop() -> anyhow::Result<(Run, Run)> {
+    under_daemon(|| run_loop(WARM_SECS), || run_loop(LOOP_SECS))
+}
+
+/// Starts real programs for `secs` seconds.
+fn run_loop(secs: u64) -> anyhow::Result<()> {
     let script = format!(
         "py=/usr/bin/python3; [ -x $py ] || py=python3
-         end=$(($(date +%s) + {LOOP_SECS}))
+         end=$(($(date +%s) + {secs}))
          while [ \"$(date +%s)\" -lt \"$end\" ]; do
            head -c 20000 /dev/urandom | xz -c > /dev/null
            command -v gofmt > /dev/null && echo 'package p' | gofmt > /dev/null
@@ -145,45 +166,60 @@ fn shell_loop() -> anyhow::Result<Run> {
            sh -c 'ls /usr/bin | wc -l' > /dev/null
          done"
     );
-    under_daemon(|| {
-        let status = Command::new("sh").arg("-c").arg(&script).status()?;
-        if !status.success() {
-            bail!("the shell loop: {status}");
-        }
-        Ok(())
-    })
+    let status = Command::new("sh").arg("-c").arg(&script).status()?;
+    if !status.success() {
+        bail!("the shell loop: {status}");
+    }
+    Ok(())
 }
 
-/// The build's wall times in seconds, without the daemon and with it.
-type Walls = (Vec<f64>, Vec<f64>);
+/// The build's wall times in seconds: without the daemon, with it, and
+/// the daemon's first.
+type Walls = (Vec<f64>, Vec<f64>, Vec<f64>);
 
-/// `make -j2` of the generated project, `BUILDS` times each way
-/// (alternated): the builds with the daemon as one run, and the wall
+/// `make -j2` of the generated project, `BUILDS` times without the daemon
+/// and, alternated, `BUILDS` times two builds with a daemon started for
+/// them: the builds (cold, then measured) as one run each, and the wall
 /// times.
-fn builds() -> anyhow::Result<(Run, Walls)> {
+fn builds() -> anyhow::Result<(Run, Run, Walls)> {
     let dir = tempfile::tempdir()?;
     generate_project(dir.path())?;
-    let (mut without, mut with) = (Vec::new(), Vec::new());
-    let mut runs = Vec::new();
+    let mut walls: Walls = (Vec::new(), Vec::new(), Vec::new());
+    let (mut colds, mut warms) = (Vec::new(), Vec::new());
     for _ in 0..BUILDS {
-        without.push(build(dir.path())?);
-        let mut wall = 0.0;
-        runs.push(under_daemon(|| {
-            wall = build(dir.path())?;
-            Ok(())
-        })?);
-        with.push(wall);
+        walls.0.push(build(dir.path())?);
+        let (mut cold, mut warm) = (0.0, 0.0);
+        let (cold_run, warm_run) = under_daemon(
+            || {
+                cold = build(dir.path())?;
+                Ok(())
+            },
+            || {
+                warm = build(dir.path())?;
+                Ok(())
+            },
+        )?;
+        walls.1.push(warm);
+        walls.2.push(cold);
+        colds.push(cold_run);
+        warms.push(warm_run);
     }
-    let run = Run {
-        processes: runs.iter().map(|r| r.processes).sum(),
-        secs: runs.iter().map(|r| r.secs).sum(),
-        cpu_s: runs.iter().map(|r| r.cpu_s).sum(),
-        steps: (0..STEPS.len())
-            .map(|i| runs.iter().map(|r| r.steps[i]).sum())
-            .collect(),
-        hwm_mb: runs.iter().map(|r| r.hwm_mb).fold(0.0, f64::max),
-    };
-    Ok((run, (without, with)))
+    Ok((Run::sum(&colds), Run::sum(&warms), walls))
+}
+
+impl Run {
+    /// The runs as one.
+    fn sum(runs: &[Run]) -> Run {
+        Run {
+            processes: runs.iter().map(|r| r.processes).sum(),
+            secs: runs.iter().map(|r| r.secs).sum(),
+            cpu_s: runs.iter().map(|r| r.cpu_s).sum(),
+            steps: (0..STEPS.len())
+                .map(|i| runs.iter().map(|r| r.steps[i]).sum())
+                .collect(),
+            hwm_mb: runs.iter().map(|r| r.hwm_mb).fold(0.0, f64::max),
+        }
+    }
 }
 
 /// A clean `make -j2` in `dir`; its wall time in seconds.
@@ -248,9 +284,13 @@ fn generate_project(dir: &Path) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Runs `churn` with the daemon under `--all`, and what the daemon
-/// spent on it: its CPU over the churn, and the steps' deltas.
-fn under_daemon(churn: impl FnOnce() -> anyhow::Result<()>) -> anyhow::Result<Run> {
+/// Runs `cold` with a daemon just started under `--all`, waits for its
+/// first window to be written, then runs `churn`: what the daemon spent
+/// on each (its CPU over it, the steps' deltas).
+fn under_daemon(
+    cold: impl FnOnce() -> anyhow::Result<()>,
+    churn: impl FnOnce() -> anyhow::Result<()>,
+) -> anyhow::Result<(Run, Run)> {
     let metrics = Metrics::new()?;
     let mut args = vec!["--all", "--interval", "5s"];
     args.extend(metrics.args());
@@ -259,6 +299,25 @@ fn under_daemon(churn: impl FnOnce() -> anyhow::Result<()>) -> anyhow::Result<Ru
     let pid = attached.child.id();
     // Started, and its first look at every process done.
     std::thread::sleep(Duration::from_secs(2));
+    let first = measured(pid, &metrics, cold)?;
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while metrics.scrape()?.windows_written()? < 1.0 {
+        if Instant::now() > deadline {
+            bail!("the daemon wrote no window in 30 s");
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let steady = measured(pid, &metrics, churn)?;
+    attached.stop()?;
+    Ok((first, steady))
+}
+
+/// Runs `churn` and what daemon `pid` spent on it.
+fn measured(
+    pid: u32,
+    metrics: &Metrics,
+    churn: impl FnOnce() -> anyhow::Result<()>,
+) -> anyhow::Result<Run> {
     let (before, ticks0, forks0) = (steps(&metrics.scrape()?)?, cpu_ticks(pid)?, forks()?);
     let started = Instant::now();
     churn()?;
@@ -269,7 +328,6 @@ fn under_daemon(churn: impl FnOnce() -> anyhow::Result<()>) -> anyhow::Result<Ru
     let ticks = cpu_ticks(pid)? - ticks0;
     let after = steps(&metrics.scrape()?)?;
     let hwm_kb = status_field(pid, "VmHWM")?;
-    attached.stop()?;
     #[expect(clippy::cast_precision_loss, reason = "seconds and megabytes")]
     Ok(Run {
         processes,

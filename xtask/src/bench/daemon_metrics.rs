@@ -58,6 +58,13 @@ impl Scrape {
             .number())
     }
 
+    /// The windows written so far (`profiler_windows_written_total`).
+    pub(super) fn windows_written(&self) -> anyhow::Result<f64> {
+        openmetrics::value(&self.0, "profiler_windows_written", None)
+            .map(Value::number)
+            .map_err(|e| anyhow::anyhow!("{e} in:\n{}", self.0))
+    }
+
     /// The daemon's CPU seconds so far in `step` of its work
     /// (`profiler_cpu_seconds_total{step}`).
     pub(super) fn cpu_seconds(&self, step: &str) -> anyhow::Result<f64> {
