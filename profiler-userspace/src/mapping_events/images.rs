@@ -14,6 +14,7 @@ use std::{
 
 use crate::process::{
     maps::Vma,
+    procfs,
     recorded::{MappedFile, RecordStats, RecordedImage, RecordedVma},
 };
 
@@ -172,8 +173,7 @@ impl Images {
             // A sweep for processes whose exit was lost, on the first
             // refusal and every 1024th after: not one per event.
             if self.refused.is_multiple_of(1024) {
-                self.live
-                    .retain(|pid, _| std::path::Path::new(&format!("/proc/{pid}")).exists());
+                self.live.retain(|&pid, _| procfs::exists(pid));
             }
             if self.live.len() >= MAX_PROCESSES {
                 self.refused += 1;

@@ -88,6 +88,24 @@ fn parse_stack_line(line: &str) -> Option<String> {
     (!name.is_empty()).then(|| name.to_owned())
 }
 
+/// Whether process (or thread) `pid` exists, exited or not: what a
+/// `/proc/PID` lookup tells, by a signal-0 `kill` (a pid lookup, no path
+/// walk and no dentry: several times cheaper, and the daemon asks it of
+/// every process it knows at every poll).
+#[must_use]
+pub fn exists(pid: u32) -> bool {
+    let Ok(pid) = libc::pid_t::try_from(pid) else {
+        return false;
+    };
+    if pid <= 0 {
+        return false;
+    }
+    // SAFETY: signal 0 sends nothing: the call only checks that `pid`
+    // exists and may be signalled.
+    let ret = unsafe { libc::kill(pid, 0) };
+    ret == 0 || io::Error::last_os_error().raw_os_error() != Some(libc::ESRCH)
+}
+
 /// Whether process `pid` exists and has not exited (a zombie, exited but
 /// not yet reaped by its parent, counts as exited).
 #[must_use]
@@ -159,6 +177,21 @@ mod tests {
         }
         assert_eq!(thread_state(pid, pid), Some('Z'));
         assert!(!alive(pid));
+        assert!(exists(pid), "a zombie's /proc entry is there");
         child.wait().unwrap();
+        assert!(!exists(pid), "reaped");
+    }
+
+    /// `exists` says what a `/proc/PID` lookup says, for processes and
+    /// threads alike.
+    #[test]
+    fn exists_as_proc_says() {
+        let pid = std::process::id();
+        let tids = tids(pid);
+        assert!(tids.len() > 1, "the test harness runs threads");
+        for id in tids.into_iter().chain([1, 0, u32::MAX, u32::MAX >> 2]) {
+            let in_proc = Path::new(&format!("/proc/{id}")).exists();
+            assert_eq!(exists(id), in_proc && id != 0, "{id}");
+        }
     }
 }

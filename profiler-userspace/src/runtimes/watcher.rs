@@ -241,20 +241,21 @@ impl<R: Runtime> Watcher<R> {
     /// last looked at (it exec'd), or could not be attached when last
     /// looked at.
     fn look_at(&mut self, pid: u32) {
-        // No executable (a kernel thread): not the runtime's, looked at
-        // again in turns like the others. Gone (most noticed processes of
-        // a build are, once settled): forgotten now, not rechecked until
-        // the next listing.
+        // Gone (most noticed processes of a build are, once settled):
+        // forgotten now, not rechecked until the next listing; told by a
+        // pid lookup, cheaper than the path walk to its executable. No
+        // executable (a kernel thread): not the runtime's, looked at again
+        // in turns like the others.
+        if !procfs::exists(pid) {
+            self.processes.remove(&pid);
+            self.retry.remove(&pid);
+            return;
+        }
         let file = match fs::metadata(format!("/proc/{pid}/exe")) {
             Ok(meta) => FileId {
                 dev: meta.dev(),
                 inode: meta.ino(),
             },
-            Err(_) if !std::path::Path::new(&format!("/proc/{pid}")).exists() => {
-                self.processes.remove(&pid);
-                self.retry.remove(&pid);
-                return;
-            }
             Err(_) => FileId { dev: 0, inode: 0 },
         };
         if self.processes.get(&pid).is_some_and(|w| w.file == file) {

@@ -9,7 +9,7 @@
 //! with the newest generation that maps all of its frames (addresses of
 //! the old image fall outside the new image's mappings, both being placed
 //! at random; where they are not, both map the same file the same way).
-use std::{collections::HashMap, path::Path, sync::Arc};
+use std::{collections::HashMap, sync::Arc};
 
 use super::{
     anonymous::AnonymousCache,
@@ -280,8 +280,7 @@ impl Processes {
         let mut pids = Vec::new();
         self.map.retain(|&pid, p| {
             let unseen = window - p.last_seen;
-            let keep = unseen < after
-                && (unseen < GONE_AFTER_WINDOWS || Path::new(&format!("/proc/{pid}")).exists());
+            let keep = unseen < after && (unseen < GONE_AFTER_WINDOWS || procfs::exists(pid));
             if !keep {
                 pids.push(pid);
             }

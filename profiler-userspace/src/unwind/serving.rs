@@ -5,7 +5,7 @@ use std::time::Instant;
 use profiler_common::process::ProcessSeen;
 
 use super::{Published, Stamped, Unwinder};
-use crate::bpf::UnwindMaps;
+use crate::{bpf::UnwindMaps, process::procfs};
 
 impl Unwinder {
     /// Publishes the processes the kernel asked for (at each poll); `read`
@@ -96,7 +96,7 @@ impl Unwinder {
             .processes
             .keys()
             .copied()
-            .filter(|pid| !std::path::Path::new(&format!("/proc/{pid}")).exists())
+            .filter(|&pid| !procfs::exists(pid))
             .collect();
         for &pid in &gone {
             self.forget(maps, pid)?;
