@@ -300,13 +300,7 @@ fn under_daemon(
     // Started, and its first look at every process done.
     std::thread::sleep(Duration::from_secs(2));
     let first = measured(pid, &metrics, cold)?;
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while metrics.scrape()?.windows_written()? < 1.0 {
-        if Instant::now() > deadline {
-            bail!("the daemon wrote no window in 30 s");
-        }
-        std::thread::sleep(Duration::from_millis(200));
-    }
+    metrics.wait_first_window()?;
     let steady = measured(pid, &metrics, churn)?;
     attached.stop()?;
     Ok((first, steady))

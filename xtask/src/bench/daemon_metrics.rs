@@ -28,6 +28,19 @@ impl Metrics {
         ["--listen", &self.port]
     }
 
+    /// Waits (up to 30 s) until the daemon has written its first window:
+    /// past its cold start (its first tables, `/proc/kallsyms`).
+    pub(super) fn wait_first_window(&self) -> anyhow::Result<()> {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        while self.scrape()?.windows_written()? < 1.0 {
+            if std::time::Instant::now() > deadline {
+                bail!("the daemon wrote no window in 30 s");
+            }
+            std::thread::sleep(std::time::Duration::from_millis(200));
+        }
+        Ok(())
+    }
+
     /// `GET /metrics` now.
     pub(super) fn scrape(&self) -> anyhow::Result<Scrape> {
         let url = format!("http://127.0.0.1:{}/metrics", self.port);
@@ -59,7 +72,7 @@ impl Scrape {
     }
 
     /// The windows written so far (`profiler_windows_written_total`).
-    pub(super) fn windows_written(&self) -> anyhow::Result<f64> {
+    fn windows_written(&self) -> anyhow::Result<f64> {
         openmetrics::value(&self.0, "profiler_windows_written", None)
             .map(Value::number)
             .map_err(|e| anyhow::anyhow!("{e} in:\n{}", self.0))
