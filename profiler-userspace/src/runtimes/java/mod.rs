@@ -61,6 +61,8 @@ pub struct JavaStats {
     /// (or unreadable) when read: `[unknown Java method]`.
     pub frames_named: u64,
     pub frames_unnamed: u64,
+    /// Frames asked of a JVM no longer followed: left unnamed.
+    pub frames_jvm_gone: u64,
 }
 
 impl JavaStats {
@@ -72,6 +74,7 @@ impl JavaStats {
             format!("java_processes_unreadable: {}", self.unreadable),
             format!("java_frames_named: {}", self.frames_named),
             format!("java_frames_unnamed: {}", self.frames_unnamed),
+            format!("java_frames_jvm_gone: {}", self.frames_jvm_gone),
         ]
     }
 }
@@ -199,6 +202,7 @@ impl Java {
         JavaStats {
             frames_named: self.naming.frames_named,
             frames_unnamed: self.naming.frames_unnamed,
+            frames_jvm_gone: self.naming.frames_jvm_gone,
             ..self.stats
         }
     }

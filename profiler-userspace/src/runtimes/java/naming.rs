@@ -40,6 +40,9 @@ pub struct Naming {
     /// Frames named, and left unnamed, since start.
     pub frames_named: u64,
     pub frames_unnamed: u64,
+    /// Frames the walk asked to name of a JVM no longer followed (it
+    /// exited or exec'd before the request was served): left unnamed.
+    pub frames_jvm_gone: u64,
 }
 
 impl Naming {
@@ -102,6 +105,7 @@ impl Naming {
             return;
         }
         let Some(namer) = self.namers.get_mut(&pid) else {
+            self.frames_jvm_gone += 1;
             return;
         };
         if !self.named.insert((pid, frame)) {
@@ -140,5 +144,34 @@ fn name_one(namer: &mut Namer, frame: UserFrame) -> Option<CompiledFrames> {
                 approximate: false,
             }),
         _ => None,
+    }
+}
+
+#[cfg(test)]
+mod gone_tests {
+    use profiler_common::frames::JAVA_FRAME;
+
+    use super::*;
+
+    /// A request of a JVM not (or no longer) followed is counted, not
+    /// named; a native frame is neither.
+    #[test]
+    fn a_request_of_a_jvm_gone_is_counted() {
+        let mut naming = Naming::default();
+        let java = FrameSeen {
+            pid: 42,
+            pad: 0,
+            entry: JAVA_FRAME | 0x1000,
+            detail: 7,
+        };
+        let native = FrameSeen {
+            entry: 0x1000,
+            ..java
+        };
+        let mut out = Vec::new();
+        naming.name_seen(&[java, native], &mut out);
+        assert!(out.is_empty());
+        assert_eq!(naming.frames_jvm_gone, 1);
+        assert_eq!((naming.frames_named, naming.frames_unnamed), (0, 0));
     }
 }
