@@ -32,11 +32,17 @@ pub enum Step {
     RuntimeReads,
     /// Symbolizing and assembling windows.
     Symbolize,
+    /// Taking the kernel's requests from its maps (mappings', and the
+    /// runtimes' frames and label sets) and serving the runtimes'.
+    Requests,
+    /// Draining the window's maps (samples, stacks, wakers) and the
+    /// intervals still open.
+    Drain,
 }
 
 impl Step {
     /// Every step, in index order.
-    pub const ALL: [Self; 10] = [
+    pub const ALL: [Self; 12] = [
         Self::MapsRead,
         Self::BinaryIds,
         Self::Tables,
@@ -47,6 +53,8 @@ impl Step {
         Self::Records,
         Self::RuntimeReads,
         Self::Symbolize,
+        Self::Requests,
+        Self::Drain,
     ];
 
     /// Its name in `/metrics` (`step` label).
@@ -63,6 +71,8 @@ impl Step {
             Self::Records => "mmap_records",
             Self::RuntimeReads => "runtime_reads",
             Self::Symbolize => "symbolize",
+            Self::Requests => "requests",
+            Self::Drain => "drain",
         }
     }
 }

@@ -184,7 +184,8 @@ impl ProcessWatch {
             self.snapshot_all(&published);
         }
         if rang.runtimes {
-            self.anew.walked.serve(kernel)?;
+            let walked = &mut self.anew.walked;
+            timed(Step::Requests, || walked.serve(kernel))?;
         }
         Ok(published)
     }
@@ -200,7 +201,8 @@ impl ProcessWatch {
             .unwinder
             .serve_requests(kernel, publisher(&mut self.anew.walked))?;
         self.snapshot_all(&published);
-        self.anew.walked.serve(kernel)?;
+        let walked = &mut self.anew.walked;
+        timed(Step::Requests, || walked.serve(kernel))?;
         let unwinder = &mut self.unwinder;
         for pid in timed(Step::Exits, || unwinder.forget_exited(kernel))? {
             self.anew.walked.forget(kernel, pid)?;

@@ -22,6 +22,7 @@ use crate::{
     assemble::WindowTimes,
     bpf::{InFlightMaps, KernelError, Rng, WindowMaps},
     config::{Config, Target},
+    cpu_time::{self, Step},
     output::metrics::{FilledMap, Metrics},
     output::push::Pusher,
     output::sink::FileSink,
@@ -136,11 +137,16 @@ impl Pipeline {
         self.push_start_ns.get_or_insert(flip.start_ns);
         sleep(FLIP_GRACE).await;
         let started = Instant::now();
-        let mut chunk = ChunkCollector::drained(kernel.drain(&flip)?, reason == DrainReason::Full);
-        if let Some(rule) = config.modes.off_cpu() {
-            let (open, stats) = kernel.account_in_flight(&flip, rule, targets, &mut self.rng)?;
-            chunk.add_in_flight(open, stats);
-        }
+        let rng = &mut self.rng;
+        let chunk = cpu_time::timed(Step::Drain, || {
+            let mut chunk =
+                ChunkCollector::drained(kernel.drain(&flip)?, reason == DrainReason::Full);
+            if let Some(rule) = config.modes.off_cpu() {
+                let (open, stats) = kernel.account_in_flight(&flip, rule, targets, rng)?;
+                chunk.add_in_flight(open, stats);
+            }
+            Ok::<_, KernelError>(chunk)
+        })?;
         self.drain_time += started.elapsed();
         self.metrics.drained(reason.label());
         let (samples, stacks) = chunk.map_entries().fill();

@@ -5,7 +5,11 @@ use std::time::Instant;
 use profiler_common::process::ProcessSeen;
 
 use super::{Published, Stamped, Unwinder};
-use crate::{bpf::UnwindMaps, process::procfs};
+use crate::{
+    bpf::UnwindMaps,
+    cpu_time::{self, Step},
+    process::procfs,
+};
 
 impl Unwinder {
     /// Publishes the processes the kernel asked for (at each poll); `read`
@@ -37,9 +41,9 @@ impl Unwinder {
         mut read: impl FnMut(&mut M, u32, &Stamped<'_>) -> Result<(), M::Error>,
     ) -> Result<Vec<u32>, M::Error> {
         let (published, unchanged) = self.serve(maps, &mut read)?;
-        for pid in unchanged {
-            maps.request(pid)?;
-        }
+        cpu_time::timed(Step::Requests, || {
+            unchanged.into_iter().try_for_each(|pid| maps.request(pid))
+        })?;
         Ok(published)
     }
 
@@ -55,7 +59,9 @@ impl Unwinder {
         let started = Instant::now();
         let (mut published, mut unchanged) = (Vec::new(), Vec::new());
         let (requests, seen): (Vec<u32>, Vec<ProcessSeen>) =
-            maps.take_requests()?.into_iter().unzip();
+            cpu_time::timed(Step::Requests, || maps.take_requests())?
+                .into_iter()
+                .unzip();
         if let Some(notice) = &mut self.on_requests {
             notice(&requests);
         }

@@ -31,7 +31,7 @@ const BUILDS: usize = 3;
 const SOURCES: usize = 120;
 
 /// The daemon's steps, as `/metrics` names them (`cpu_time.rs`).
-const STEPS: [&str; 10] = [
+const STEPS: [&str; 12] = [
     "maps_read",
     "binary_ids",
     "unwind_tables",
@@ -42,6 +42,8 @@ const STEPS: [&str; 10] = [
     "mmap_records",
     "runtime_reads",
     "symbolize",
+    "requests",
+    "drain",
 ];
 
 /// One churn under the daemon: how many processes started, over how
@@ -84,7 +86,7 @@ pub(super) fn churn(report: &mut String) -> anyhow::Result<Churn> {
          those first runs, from the daemon's start (its first tables, `/proc/kallsyms`). \
          Processes counted from `/proc/stat`'s forks; \
          the daemon's CPU from its `/proc/PID/stat`, by step from its \
-         `profiler_cpu_seconds_total{{step}}` (the rest: draining, the window loop, HTTP).\n"
+         `profiler_cpu_seconds_total{{step}}` (the rest: the daemon's loop and wake-ups, HTTP).\n"
     )?;
     writeln!(
         report,
