@@ -211,14 +211,16 @@ impl Processes {
             process.last_seen = window;
             return;
         }
-        let comm = procfs::comm(pid, pid).map(Arc::<str>::from);
-        let placement = cgroup::read(pid).map(Arc::new);
+        // Gone (most of a build's by the window's end): nothing to read.
+        let alive = procfs::exists(pid);
+        let comm = alive.then(|| procfs::comm(pid, pid)).flatten();
+        let placement = alive.then(|| cgroup::read(pid)).flatten();
         let process = self.entry(pid, thread, window);
-        if let Some(comm) = comm {
+        if let Some(comm) = comm.map(Arc::<str>::from) {
             process.comm = comm;
         }
         if let Some(placement) = placement {
-            process.placement = placement;
+            process.placement = Arc::new(placement);
         }
         process.generations.push(Generation::empty());
     }
@@ -230,9 +232,17 @@ impl Processes {
         if self.map.get(&pid).is_some_and(|p| p.refreshed == window) {
             return None;
         }
-        let comm = procfs::comm(pid, pid).map(Arc::<str>::from);
-        let placement = cgroup::read(pid).map(Arc::new);
-        let (vmas, ctx) = maps::read_with_ctx(pid).ok().unzip();
+        // A process gone (most of a build's by the window's end) is known
+        // by one pid lookup, not by three failing path walks.
+        let (comm, placement, (vmas, ctx)) = if procfs::exists(pid) {
+            (
+                procfs::comm(pid, pid).map(Arc::<str>::from),
+                cgroup::read(pid).map(Arc::new),
+                maps::read_with_ctx(pid).ok().unzip(),
+            )
+        } else {
+            (None, None, (None, None))
+        };
         let contexts = &mut self.contexts;
         let context = ctx.map(|ctx| ctx.and_then(|at| resource::read(pid, at, contexts)));
         let process = self.entry(pid, thread, window);

@@ -108,3 +108,45 @@ fn a_gone_process_is_dropped_two_windows_after_its_last_samples() {
     assert!(processes.evict(10, 10).is_empty());
     assert_eq!(processes.evict(11, 10), vec![live]);
 }
+
+/// A process read at one window's end and gone by the next keeps what was
+/// read (its name, placement and image), and one never read is named by
+/// its sample's thread: nothing is read of a process that is gone.
+#[test]
+fn a_process_gone_by_the_windows_end_keeps_what_was_read() {
+    let mut child = std::process::Command::new("sleep")
+        .arg("30")
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let mut processes = Processes::default();
+    assert!(matches!(
+        processes.refresh(pid, "thread", 1),
+        Some(Mappings::Read)
+    ));
+    let read = processes.get(pid).unwrap();
+    assert_eq!(&*read.comm, "sleep");
+    let placement = read.placement.clone();
+    assert!(!placement.cgroup.is_empty(), "{placement:?}");
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert!(!procfs::exists(pid));
+    assert!(matches!(
+        processes.refresh(pid, "thread", 2),
+        Some(Mappings::Remembered)
+    ));
+    let gone = processes.get(pid).unwrap();
+    assert_eq!(&*gone.comm, "sleep");
+    assert_eq!(gone.placement, placement);
+    assert!(!gone.generations.last().unwrap().vmas.is_empty());
+
+    let mut never = std::process::Command::new("true").spawn().unwrap();
+    let never_pid = never.id();
+    never.wait().unwrap();
+    assert!(matches!(
+        processes.refresh(never_pid, "thread", 2),
+        Some(Mappings::Unreadable)
+    ));
+    processes.know(never_pid, "other", 2);
+    assert_eq!(&*processes.get(never_pid).unwrap().comm, "thread");
+}
