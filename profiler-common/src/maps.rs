@@ -159,6 +159,11 @@ pub const JAVA_FRAME_REQUESTS: &str = "JAVA_FRAME_REQUESTS";
 
 /// Name of the load-time global that switches target filtering off (`--all`).
 pub const GLOBAL_TARGET_ALL: &str = "TARGET_ALL";
+/// Load-time global: under `--all`, the daemon's own process id, whose
+/// off-CPU intervals are never kept (0: none left out). Its waits are
+/// the daemon's loop sleeping, and keeping them cost it a stack walk at
+/// most of its wakeups; its on-CPU samples stay (its cost, seen).
+pub const GLOBAL_UNPROFILED_PID: &str = "UNPROFILED_PID";
 /// Load-time global: the off-CPU rate in nanoseconds (`--off-cpu-rate`).
 pub const GLOBAL_OFF_CPU_RATE_NS: &str = "OFF_CPU_RATE_NS";
 /// Load-time global: non-zero selects the biased naive weighting (tests only).

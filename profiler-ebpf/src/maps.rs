@@ -41,6 +41,11 @@ use crate::task_storage::TaskStorage;
 #[unsafe(no_mangle)]
 static TARGET_ALL: Global<u8> = Global::new(0);
 
+/// The process whose off-CPU intervals are never kept (the daemon under
+/// `--all`); 0: none.
+#[unsafe(no_mangle)]
+static UNPROFILED_PID: Global<u32> = Global::new(0);
+
 /// Off-CPU rate in nanoseconds (`--off-cpu-rate`); 0 keeps every interval.
 #[unsafe(no_mangle)]
 static OFF_CPU_RATE_NS: Global<u64> = Global::new(0);
@@ -536,6 +541,13 @@ pub fn unwind_tables() -> bool {
 #[inline(always)]
 pub fn target_all() -> bool {
     TARGET_ALL.load() != 0
+}
+
+/// Whether `pid` (a tgid) is the process whose off-CPU intervals are
+/// never kept.
+#[inline(always)]
+pub fn unprofiled_off_cpu(pid: u32) -> bool {
+    pid == UNPROFILED_PID.load()
 }
 
 /// Whether `pid` (a tgid) is in the target set.

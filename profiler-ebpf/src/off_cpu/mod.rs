@@ -314,6 +314,11 @@ fn keep_interval(next: *mut task_struct, tid: u32, open: *mut OpenInterval, now:
     };
     // SAFETY: as above.
     unsafe { (*open).off_since_ns = 0 };
+    // The daemon's own waits (under `--all`): its loop sleeping, not worth
+    // the stack walk that keeping them costs at its wakeups.
+    if maps::unprofiled_off_cpu(sched_info::pid(next)) {
+        return;
+    }
     if let Some(until) = accounted
         && until > off
     {

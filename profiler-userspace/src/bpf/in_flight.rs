@@ -141,7 +141,11 @@ impl InFlightMaps for InFlight {
         };
         let pids = match target {
             Target::Pids(pids) => pids.clone(),
-            Target::All => procfs::pids(),
+            // Not the daemon's own waits (`UNPROFILED_PID`).
+            Target::All => {
+                let own = std::process::id();
+                procfs::pids().into_iter().filter(|&p| p != own).collect()
+            }
         };
         for pid in pids {
             window.process(&mut self.asleep, pid, rng)?;

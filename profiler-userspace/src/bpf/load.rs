@@ -14,8 +14,9 @@ use profiler_common::{
     maps::{
         GLOBAL_FSBASE_OFFSET, GLOBAL_INTERVAL_CELLS, GLOBAL_OFF_CPU_DISPATCH_ONLY,
         GLOBAL_OFF_CPU_NAIVE, GLOBAL_OFF_CPU_RATE_NS, GLOBAL_PROCESS_OFFSETS, GLOBAL_SCHED_OFFSETS,
-        GLOBAL_TARGET_ALL, GLOBAL_TASK_WORK, GLOBAL_UNWIND_TABLES, GLOBAL_WAKERS, IN_FLIGHT,
-        IN_FLIGHT_MAX_ENTRIES, INTERVAL_CELLS, TASK_WORK, UNWIND_DOORBELL, UNWIND_ROWS,
+        GLOBAL_TARGET_ALL, GLOBAL_TASK_WORK, GLOBAL_UNPROFILED_PID, GLOBAL_UNWIND_TABLES,
+        GLOBAL_WAKERS, IN_FLIGHT, IN_FLIGHT_MAX_ENTRIES, INTERVAL_CELLS, TASK_WORK,
+        UNWIND_DOORBELL, UNWIND_ROWS,
     },
     sched::SchedOffsets,
 };
@@ -124,6 +125,8 @@ impl Kernel {
     /// When the kernel refuses the object, a map, a program or an attach.
     pub fn load(config: &Config, targets: &Target) -> Result<Self, KernelError> {
         let target_all = u8::from(matches!(config.target, Target::All));
+        // Its own waits are not profiled under `--all` (see the global).
+        let unprofiled_pid = u32::from(target_all) * std::process::id();
         let rate_ns = config.modes.off_cpu().map_or(0, |o| o.rate_ns);
         let naive = u8::from(config.modes.off_cpu().is_some_and(|o| o.naive_weights));
         let dispatch_only = u8::from(config.modes.off_cpu().is_some_and(|o| o.dispatch_only));
@@ -169,6 +172,7 @@ impl Kernel {
         drop(types);
         let mut ebpf = EbpfLoader::new()
             .override_global(GLOBAL_TARGET_ALL, &target_all, true)
+            .override_global(GLOBAL_UNPROFILED_PID, &unprofiled_pid, true)
             .override_global(GLOBAL_OFF_CPU_RATE_NS, &rate_ns, true)
             // Test knobs: in the object only with the cargo feature.
             .override_global(GLOBAL_OFF_CPU_NAIVE, &naive, TEST_KNOBS)
