@@ -204,6 +204,8 @@ impl Outlets {
             entries = profile.samples.len(),
             samples = profile.samples.iter().map(|s| s.samples).sum::<u64>(),
             symbolization_failures = accounting.symbolize.failed,
+            user_frames = counter("user_frames"),
+            user_frames_resolved = counter("user_frames_resolved"),
             frames_by_table = counter(Stat::FramesByTable.name()),
             frames_by_frame_pointer = counter(Stat::FramesByFramePointer.name()),
             pcs_without_table = counter(Stat::PcsWithoutTable.name()),

@@ -21,6 +21,10 @@ use super::{
 };
 use crate::procfs::{cpu_ticks, status_field};
 
+mod first_window;
+
+use first_window::{Window, first_window, windows};
+
 /// How long the shell loop runs (measured), how long it runs before (the
 /// daemon's first programs and first window: its cold start), and the
 /// builds each way (alternated).
@@ -64,6 +68,9 @@ pub(super) struct Churn {
     pub(super) build_daemon_percent: f64,
     /// The build's wall time with the daemon over without (medians).
     pub(super) build_slowdown: f64,
+    /// The shell loop's first window's share of user frames unnamed over
+    /// the later windows' mean share.
+    pub(super) first_window_unnamed: f64,
 }
 
 /// Writes section 15.
@@ -72,7 +79,7 @@ pub(super) fn churn(report: &mut String) -> anyhow::Result<Churn> {
         report,
         "## 15. A build host's churn: daemon CPU per new process\n"
     )?;
-    let (shell_cold, shell) = shell_loop()?;
+    let (shell_cold, shell, windows) = shell_loop()?;
     let (build_cold, build, walls) = builds()?;
     writeln!(
         report,
@@ -137,7 +144,9 @@ pub(super) fn churn(report: &mut String) -> anyhow::Result<Churn> {
         (with / without - 1.0) * 100.0,
         (cold / without - 1.0) * 100.0
     )?;
+    let first_window_unnamed = first_window(report, &windows)?;
     Ok(Churn {
+        first_window_unnamed,
         shell_us: per_process_us(&shell, shell.cpu_s),
         build_daemon_percent: build.cpu_s / build.secs * 100.0,
         build_slowdown: with / without,
@@ -152,8 +161,9 @@ fn per_process_us(run: &Run, cpu_s: f64) -> f64 {
 
 /// The shell loop under the daemon: its first seconds (cold), then
 /// [`LOOP_SECS`] of it measured.
-fn shell_loop() -> anyhow::Result<(Run, Run)> {
-    under_daemon(|| run_loop(WARM_SECS), || run_loop(LOOP_SECS))
+fn shell_loop() -> anyhow::Result<(Run, Run, Vec<Window>)> {
+    let (cold, warm, log) = under_daemon(|| run_loop(WARM_SECS), || run_loop(LOOP_SECS))?;
+    Ok((cold, warm, windows(&log)))
 }
 
 /// Starts real programs for `secs` seconds.
@@ -191,7 +201,7 @@ fn builds() -> anyhow::Result<(Run, Run, Walls)> {
     for _ in 0..BUILDS {
         walls.0.push(build(dir.path())?);
         let (mut cold, mut warm) = (0.0, 0.0);
-        let (cold_run, warm_run) = under_daemon(
+        let (cold_run, warm_run, _) = under_daemon(
             || {
                 cold = build(dir.path())?;
                 Ok(())
@@ -288,11 +298,11 @@ fn generate_project(dir: &Path) -> anyhow::Result<()> {
 
 /// Runs `cold` with a daemon just started under `--all`, waits for its
 /// first window to be written, then runs `churn`: what the daemon spent
-/// on each (its CPU over it, the steps' deltas).
+/// on each (its CPU over it, the steps' deltas), and its log.
 fn under_daemon(
     cold: impl FnOnce() -> anyhow::Result<()>,
     churn: impl FnOnce() -> anyhow::Result<()>,
-) -> anyhow::Result<(Run, Run)> {
+) -> anyhow::Result<(Run, Run, String)> {
     let metrics = Metrics::new()?;
     let mut args = vec!["--all", "--interval", "5s"];
     args.extend(metrics.args());
@@ -304,8 +314,8 @@ fn under_daemon(
     let first = measured(pid, &metrics, cold)?;
     metrics.wait_first_window()?;
     let steady = measured(pid, &metrics, churn)?;
-    attached.stop()?;
-    Ok((first, steady))
+    let log = attached.stop()?;
+    Ok((first, steady, log))
 }
 
 /// Runs `churn` and what daemon `pid` spent on it.
