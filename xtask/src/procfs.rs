@@ -28,6 +28,13 @@ pub fn status_field(pid: u32, key: &str) -> anyhow::Result<u64> {
         .with_context(|| format!("no {key} in /proc/{pid}/status"))
 }
 
+/// Starts `pid`'s peak RSS (`VmHWM`) over from its RSS now (`clear_refs`
+/// 5), so that a later read is the peak since.
+pub fn reset_peak_rss(pid: u32) -> anyhow::Result<()> {
+    fs::write(format!("/proc/{pid}/clear_refs"), "5")
+        .with_context(|| format!("resetting the peak RSS of {pid}"))
+}
+
 /// Kernel memory of the BPF maps `pid` holds open, in bytes: the sum of
 /// `memlock` over its map descriptors (`/proc/<pid>/fdinfo`). This is not
 /// in its RSS unless it maps them.

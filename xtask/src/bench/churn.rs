@@ -19,7 +19,7 @@ use super::{
     overhead::median,
     tools::{attach, profiler},
 };
-use crate::procfs::{cpu_ticks, status_field};
+use crate::procfs::{cpu_ticks, reset_peak_rss, status_field};
 
 mod first_window;
 
@@ -51,7 +51,8 @@ const STEPS: [&str; 12] = [
 ];
 
 /// One churn under the daemon: how many processes started, over how
-/// long, the daemon's CPU (seconds) in all and by step, its peak RSS.
+/// long, the daemon's CPU (seconds) in all and by step, its peak RSS (a
+/// cold run's since the daemon's start, a warm run's over the run).
 struct Run {
     processes: u64,
     secs: f64,
@@ -71,6 +72,9 @@ pub(super) struct Churn {
     /// The shell loop's first window's share of user frames unnamed over
     /// the later windows' mean share.
     pub(super) first_window_unnamed: f64,
+    /// The daemon's peak RSS from its start through the cold shell loop
+    /// and its first window, over its peak in the loop after.
+    pub(super) cold_peak_rss: f64,
 }
 
 /// Writes section 15.
@@ -93,7 +97,9 @@ pub(super) fn churn(report: &mut String) -> anyhow::Result<Churn> {
          those first runs, from the daemon's start (its first tables, `/proc/kallsyms`). \
          Processes counted from `/proc/stat`'s forks; \
          the daemon's CPU from its `/proc/PID/stat`, by step from its \
-         `profiler_cpu_seconds_total{{step}}` (the rest: the daemon's loop and wake-ups, HTTP).\n"
+         `profiler_cpu_seconds_total{{step}}` (the rest: the daemon's loop and wake-ups, HTTP); \
+         its peak RSS (`VmHWM`) in a cold row since its start, in the others over that run \
+         alone (reset before it through `clear_refs`).\n"
     )?;
     writeln!(
         report,
@@ -147,6 +153,7 @@ pub(super) fn churn(report: &mut String) -> anyhow::Result<Churn> {
     let first_window_unnamed = first_window(report, &windows)?;
     Ok(Churn {
         first_window_unnamed,
+        cold_peak_rss: shell_cold.hwm_mb / shell.hwm_mb,
         shell_us: per_process_us(&shell, shell.cpu_s),
         build_daemon_percent: build.cpu_s / build.secs * 100.0,
         build_slowdown: with / without,
@@ -313,6 +320,9 @@ fn under_daemon(
     std::thread::sleep(Duration::from_secs(2));
     let first = measured(pid, &metrics, cold)?;
     metrics.wait_first_window()?;
+    // The cold run's peak is the start's and the first windows'; the
+    // churn's, its own.
+    reset_peak_rss(pid)?;
     let steady = measured(pid, &metrics, churn)?;
     let log = attached.stop()?;
     Ok((first, steady, log))
