@@ -119,6 +119,12 @@ fn a_process_gone_by_the_windows_end_keeps_what_was_read() {
         .spawn()
         .unwrap();
     let pid = child.id();
+    // Read once it runs `sleep` (before its exec it is a copy of this test).
+    let exec = std::time::Instant::now();
+    while procfs::comm(pid, pid).as_deref() != Some("sleep") {
+        assert!(exec.elapsed().as_secs() < 10, "sleep never started");
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
     let mut processes = Processes::default();
     assert!(matches!(
         processes.refresh(pid, "thread", 1),
