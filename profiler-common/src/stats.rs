@@ -99,6 +99,12 @@ pub enum Stat {
     /// interrupt) while the map was not full: lost as a full map's are,
     /// counted apart so that a full map is not blamed.
     MapAllocFailed = 30,
+    /// Kept intervals whose task work could not be scheduled (no entry
+    /// for it, or the kernel refused: no memory for its context, or still
+    /// busy) on a kernel that has it: their weight waits for the thread's
+    /// next switch-out or its exit, where the user stack is exact only if
+    /// the thread has not returned to user space since.
+    TaskWorkUnscheduled = 31,
 }
 
 /// The errno (negated) a hash map insert returns when the map is full.
@@ -118,7 +124,7 @@ impl Stat {
     }
 
     /// Every counter, in index order.
-    pub const ALL: [Self; 31] = [
+    pub const ALL: [Self; 32] = [
         Self::OnCpuSamples,
         Self::UserStackErrors,
         Self::KernelStackErrors,
@@ -150,6 +156,7 @@ impl Stat {
         Self::WakersLost,
         Self::WakersUnknownNs,
         Self::MapAllocFailed,
+        Self::TaskWorkUnscheduled,
     ];
 
     /// Name used in logs and profile comments.
@@ -187,6 +194,7 @@ impl Stat {
             Self::WakersLost => "wakers_lost",
             Self::WakersUnknownNs => "wakers_unknown_ns",
             Self::MapAllocFailed => "map_alloc_failures",
+            Self::TaskWorkUnscheduled => "off_cpu_task_work_unscheduled",
         }
     }
 }

@@ -307,11 +307,40 @@ impl Part<'_> {
             );
             if !(0.9..=1.1).contains(&ratio) {
                 failures.push(format!(
-                    "{function}: {off} ns off-CPU under it, measured {measured} ns ({ratio:.3})"
+                    "{function}: {off} ns off-CPU under it, measured {measured} ns ({ratio:.3}); \
+                     the thread's off-CPU time went to {}",
+                    self.off_cpu_of(tid)
                 ));
             }
         }
         failures
+    }
+
+    /// Thread `tid`'s heaviest off-CPU samples, with their stacks (leaf
+    /// first) and the profile's counts of Python walks that failed: where
+    /// its time went when not where expected.
+    fn off_cpu_of(&self, tid: u32) -> String {
+        let mut mine: Vec<(i64, Vec<&str>)> = self
+            .samples
+            .iter()
+            .filter(|s| self.profile.is_thread(s, tid))
+            .map(|s| (self.profile.value(s, "off_cpu"), self.profile.functions(s)))
+            .filter(|(off, _)| *off > 0)
+            .collect();
+        mine.sort_by_key(|(off, _)| -off);
+        mine.truncate(4);
+        let counts: Vec<String> = [
+            "python_threads_not_found",
+            "python_chains_torn",
+            "early_drains",
+            "off_cpu_in_flight_tracked",
+            "off_cpu_ns_approx_user_stack",
+            "off_cpu_task_work_unscheduled",
+        ]
+        .iter()
+        .map(|c| format!("{c}={}", self.profile.comment_value(c)))
+        .collect();
+        format!("{mine:?} ({})", counts.join(" "))
     }
 
     /// The GIL: held by the main thread's pure-Python units on the CPU,

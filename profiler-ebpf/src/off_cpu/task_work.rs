@@ -16,7 +16,7 @@
 use core::ffi::c_void;
 
 use aya_ebpf::{bindings::task_struct, helpers::bpf_get_current_task_btf};
-use profiler_common::task::bpf_task_work;
+use profiler_common::{stats::Stat, task::bpf_task_work};
 
 use super::flush;
 use crate::maps;
@@ -39,8 +39,9 @@ unsafe extern "C" {
 }
 
 /// Schedules the flush of `task`'s pending weight for its return to user
-/// space. False when it cannot be (no kfunc, no map entry, or still
-/// scheduled): the weight then waits for the thread's next switch-out.
+/// space. False when it cannot be (no kfunc; or, counted, no map entry,
+/// no memory for the kernel's context of it, or still scheduled): the
+/// weight then waits for the thread's next switch-out.
 ///
 /// # Safety
 /// `task` must be a `task_struct` pointer the verifier knows as one (a
@@ -54,6 +55,7 @@ pub unsafe fn schedule(task: *mut task_struct, tid: u32) -> bool {
         return false;
     }
     let Some(work) = maps::task_work(tid) else {
+        maps::count(Stat::TaskWorkUnscheduled, 1);
         return false;
     };
     let callback: extern "C" fn(*mut c_void, *mut c_void, *mut c_void) -> i32 = on_resume;
@@ -68,6 +70,9 @@ pub unsafe fn schedule(task: *mut task_struct, tid: u32) -> bool {
             core::ptr::null_mut(),
         )
     };
+    if err != 0 {
+        maps::count(Stat::TaskWorkUnscheduled, 1);
+    }
     err == 0
 }
 
