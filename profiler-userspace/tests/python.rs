@@ -175,6 +175,11 @@ fn python_functions_on_and_off_the_cpu_match_their_truth_and_py_spy_in_every_ver
     }
     let log = profiler.stop();
     let profile = the_one_profile(&out, &log);
+    eprintln!(
+        "early drains {}, off-CPU intervals accounted in flight {}",
+        profile.comment_value("early_drains"),
+        profile.comment_value("off_cpu_in_flight_tracked")
+    );
     assert_all_hold(
         runs.iter()
             .map(|run| (run.label.clone(), check(&profile, run))),
