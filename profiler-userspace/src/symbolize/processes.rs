@@ -30,8 +30,12 @@ pub(super) use generation::{Generation, binary_path};
 /// execs more often than this keeps its newest images.
 const MAX_GENERATIONS: usize = 4;
 
-/// Windows a process that is gone is kept unseen: its last samples may
-/// come with the window after the one it exited in.
+/// Windows a process that is gone is kept unseen, when it was not found
+/// gone at a window's end before: its last samples may come with the
+/// window after the one it exited in. One found gone at a window's end
+/// (most of a build's, found at the end of the window of their samples)
+/// goes at the next end it has no samples at: it exited before that
+/// earlier end was read, so its samples came by the next.
 const GONE_AFTER_WINDOWS: u64 = 2;
 
 pub(super) struct ProcessInfo {
@@ -44,6 +48,8 @@ pub(super) struct ProcessInfo {
     /// this window's end (the process still runs that image).
     current: bool,
     pub last_seen: u64,
+    /// The window at whose end it was first found gone.
+    gone_since: Option<u64>,
     /// The window whose end last read `/proc/PID/maps` (or tried to).
     refreshed: u64,
     /// Results for addresses outside files (JIT code, vDSO).
@@ -54,6 +60,13 @@ pub(super) struct ProcessInfo {
 }
 
 impl ProcessInfo {
+    /// Notes that it was found gone (not `alive`) at `window`'s end.
+    fn found_gone(&mut self, alive: bool, window: u64) {
+        if !alive && self.gone_since.is_none() {
+            self.gone_since = Some(window);
+        }
+    }
+
     /// The generation `frames` (leaf first) belong to: the newest one that
     /// maps every frame, else the one that maps the most.
     pub fn generation_of(&self, frames: &[u64]) -> usize {
@@ -197,6 +210,7 @@ impl Processes {
             generations: Vec::new(),
             current: false,
             last_seen: window,
+            gone_since: None,
             refreshed: 0,
             anonymous: AnonymousCache::default(),
             context: None,
@@ -216,6 +230,7 @@ impl Processes {
         let comm = alive.then(|| procfs::comm(pid, pid)).flatten();
         let placement = alive.then(|| cgroup::read(pid)).flatten();
         let process = self.entry(pid, thread, window);
+        process.found_gone(alive, window);
         if let Some(comm) = comm.map(Arc::<str>::from) {
             process.comm = comm;
         }
@@ -234,7 +249,8 @@ impl Processes {
         }
         // A process gone (most of a build's by the window's end) is known
         // by one pid lookup, not by three failing path walks.
-        let (comm, placement, (vmas, ctx)) = if procfs::exists(pid) {
+        let alive = procfs::exists(pid);
+        let (comm, placement, (vmas, ctx)) = if alive {
             (
                 procfs::comm(pid, pid).map(Arc::<str>::from),
                 cgroup::read(pid).map(Arc::new),
@@ -248,6 +264,7 @@ impl Processes {
         let process = self.entry(pid, thread, window);
         process.refreshed = window;
         process.last_seen = window;
+        process.found_gone(alive, window);
         if let Some(comm) = comm {
             process.comm = comm;
         }
@@ -281,8 +298,9 @@ impl Processes {
         self.map.len()
     }
 
-    /// Drops processes unseen for `after` windows, and those gone unseen
-    /// for [`GONE_AFTER_WINDOWS`] (with the root of a container they
+    /// Drops processes unseen for `after` windows, and those gone: found
+    /// gone at an earlier window's end and unseen in this one, or gone
+    /// unseen for [`GONE_AFTER_WINDOWS`] (with the root of a container they
     /// hold open: kept `after` windows, fifty containers' short processes
     /// left the daemon a hundred descriptors); returns their pids, whose
     /// blazesym caches (of their anonymous memory) go with them.
@@ -290,7 +308,10 @@ impl Processes {
         let mut pids = Vec::new();
         self.map.retain(|&pid, p| {
             let unseen = window - p.last_seen;
-            let keep = unseen < after && (unseen < GONE_AFTER_WINDOWS || procfs::exists(pid));
+            let found_gone = unseen >= 1 && p.gone_since.is_some_and(|at| at < window);
+            let keep = unseen < after
+                && !found_gone
+                && (unseen < GONE_AFTER_WINDOWS || procfs::exists(pid));
             if !keep {
                 pids.push(pid);
             }

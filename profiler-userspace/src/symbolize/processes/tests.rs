@@ -92,10 +92,11 @@ fn images_share_build_ids_of_the_same_file_at_the_same_place() {
     assert_eq!(process.generations[1].vmas[0].1.build_id, "ab");
 }
 
-/// A process gone is dropped (with any container root it holds) two
-/// windows after it was last seen; one that lives, after `after`.
+/// A process found gone at a window's end is dropped (with any container
+/// root it holds) at the next end it has no samples at; one that lives,
+/// after `after`.
 #[test]
-fn a_gone_process_is_dropped_two_windows_after_its_last_samples() {
+fn a_process_found_gone_is_dropped_the_window_after() {
     let mut child = std::process::Command::new("true").spawn().unwrap();
     let gone = child.id();
     child.wait().unwrap();
@@ -103,10 +104,39 @@ fn a_gone_process_is_dropped_two_windows_after_its_last_samples() {
     let mut processes = Processes::default();
     processes.know(gone, "true", 1);
     processes.know(live, "tests", 1);
-    assert!(processes.evict(2, 10).is_empty(), "seen a window ago");
-    assert_eq!(processes.evict(3, 10), vec![gone]);
+    assert!(processes.evict(1, 10).is_empty(), "found gone at this end");
+    assert_eq!(processes.evict(2, 10), vec![gone]);
     assert!(processes.evict(10, 10).is_empty());
     assert_eq!(processes.evict(11, 10), vec![live]);
+}
+
+/// A process that was alive at the end of the window of its last samples
+/// and exited after is kept one window more (its last samples may come
+/// with the next), then dropped; with samples in the window after it was
+/// found gone (drained late), at the next end.
+#[test]
+fn a_process_that_exits_later_is_dropped_two_windows_after_its_last_samples() {
+    let mut child = std::process::Command::new("sleep")
+        .arg("30")
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let mut processes = Processes::default();
+    processes.know(pid, "sleep", 1);
+    assert!(processes.evict(1, 10).is_empty());
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert!(processes.evict(2, 10).is_empty(), "seen a window ago");
+    assert_eq!(processes.evict(3, 10), vec![pid]);
+
+    let mut child = std::process::Command::new("true").spawn().unwrap();
+    let gone = child.id();
+    child.wait().unwrap();
+    processes.know(gone, "true", 4);
+    assert!(processes.evict(4, 10).is_empty());
+    processes.know(gone, "true", 5);
+    assert!(processes.evict(5, 10).is_empty(), "samples this window");
+    assert_eq!(processes.evict(6, 10), vec![gone]);
 }
 
 /// A process read at one window's end and gone by the next keeps what was
