@@ -8,9 +8,11 @@
 //! few cache lines), and the caller's registers follow from the row.
 //!
 //! The walk starts from the thread's saved user registers
-//! (`bpf_task_pt_regs(current)`), which are the interrupted user context
-//! for an on-CPU sample and the context the thread entered the kernel with
-//! (system call, page fault, preemption) when off-CPU weight is flushed.
+//! (`bpf_task_pt_regs(current)`): the context the thread entered the
+//! kernel with (system call, page fault, preemption) when off-CPU weight
+//! is flushed, and for an on-CPU sample in the kernel; an on-CPU sample
+//! that interrupted user mode hands over its context's registers, the
+//! same ones, without the helper calls.
 use aya_ebpf::helpers::{
     bpf_probe_read_kernel, bpf_probe_read_user,
     generated::{bpf_get_current_task_btf, bpf_loop, bpf_task_pt_regs},
@@ -45,11 +47,24 @@ const PT_REGS_RIP: usize = 128;
 /// (`profiler_common::python::gil`).
 #[inline(always)]
 pub fn capture_user(slot: &Slot, pid: u32, context: Scratch) -> (u64, i32, u32) {
+    capture_user_from(slot, pid, context, None)
+}
+
+/// As [`capture_user`], from `regs` when the caller has the user registers
+/// (an on-CPU sample that interrupted user mode: its context's), else from
+/// the thread's saved ones.
+#[inline(always)]
+pub fn capture_user_from(
+    slot: &Slot,
+    pid: u32,
+    context: Scratch,
+    regs: Option<Regs>,
+) -> (u64, i32, u32) {
     let mut context = context as u32;
     let Some((state, trace)) = maps::walk_scratch(context) else {
         return (NO_STACK, -stack::ENOMEM, gil::UNKNOWN);
     };
-    let Some(regs) = user_regs() else {
+    let Some(regs) = regs.or_else(user_regs) else {
         return (NO_STACK, 0, gil::UNKNOWN);
     };
     // SAFETY: `state` is this CPU's entry of a per-CPU array, valid for the
