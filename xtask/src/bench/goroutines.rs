@@ -82,7 +82,7 @@ pub(super) fn goroutine_view(report: &mut String) -> anyhow::Result<f64> {
 fn label_cost(report: &mut String) -> anyhow::Result<()> {
     writeln!(
         report,
-        "`on_cpu_sample`'s run_time_ns / run_cnt (bpf_stats) at 999 Hz (`--no-off-cpu`) on the same ping-pong, its goroutines plain and each under pprof labels (the walk then follows the thread to its goroutine and reads the label set's identity, and the daemon reads each new set once):\n"
+        "`on_cpu_sample`'s run_time_ns / run_cnt (bpf_stats) at 999 Hz (`--no-off-cpu`) on the same ping-pong (one copy per CPU, as section 6), its goroutines plain and each under pprof labels (the walk then follows the thread to its goroutine and reads the label set's identity, and the daemon reads each new set once):\n"
     )?;
     writeln!(report, "| goroutines | on_cpu_sample ns |")?;
     writeln!(report, "| --- | --- |")?;
@@ -94,7 +94,7 @@ fn label_cost(report: &mut String) -> anyhow::Result<()> {
         if labelled {
             command.arg("labelled");
         }
-        let (per_run, _) = walk_cost(command, &args)?;
+        let (per_run, _) = walk_cost(&command, &args)?;
         let ns = per_run
             .iter()
             .find(|(n, _)| n == "on_cpu_sample")

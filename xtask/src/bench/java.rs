@@ -58,7 +58,7 @@ pub(super) fn java_frames(report: &mut String) -> anyhow::Result<()> {
     writeln!(report, "## 13. Java frames\n")?;
     writeln!(
         report,
-        "`on_cpu_sample`'s run_time_ns / run_cnt (bpf_stats) at 999 Hz (`--no-off-cpu`): Debian's OpenJDK 17 running `profiler-fixtures/java/Deep.java` {DEPTH} Java frames deep on one thread (JIT-compiled: the first second runs interpreted), and `deep.c` (plain `cc -O2`) {C_LEVELS} levels deep, one after the other. Frames per sample from the daemon's counters (the Java frames are the ones the walk records; frames the JIT inlined are named from them and cost nothing in the kernel).\n"
+        "`on_cpu_sample`'s run_time_ns / run_cnt (bpf_stats) at 999 Hz (`--no-off-cpu`): Debian's OpenJDK 17 running `profiler-fixtures/java/Deep.java` {DEPTH} Java frames deep on one thread (JIT-compiled: the first second runs interpreted), and `deep.c` (plain `cc -O2`) {C_LEVELS} levels deep, one after the other, one copy per CPU (as section 6). Frames per sample from the daemon's counters (the Java frames are the ones the walk records; frames the JIT inlined are named from them and cost nothing in the kernel).\n"
     )?;
     writeln!(
         report,
@@ -74,8 +74,8 @@ pub(super) fn java_frames(report: &mut String) -> anyhow::Result<()> {
             .map_or(f64::NAN, |(_, ns)| *ns)
     };
     let (java, native_frames, java_frames) =
-        walk_cost_with_runtime(deep_java(&classes, JIT_SECS, "1"), &args, "java_frames")?;
-    let (c, c_frames, _) = walk_cost_with_runtime(deep_stack(C_LEVELS)?, &args, "java_frames")?;
+        walk_cost_with_runtime(&deep_java(&classes, JIT_SECS, "1"), &args, "java_frames")?;
+    let (c, c_frames, _) = walk_cost_with_runtime(&deep_stack(C_LEVELS)?, &args, "java_frames")?;
     let (java_ns, c_ns) = (ns_of(&java), ns_of(&c));
     writeln!(
         report,

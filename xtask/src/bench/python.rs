@@ -40,7 +40,7 @@ pub(super) fn python_frames(report: &mut String) -> anyhow::Result<()> {
     writeln!(report, "## 12. Python frames\n")?;
     writeln!(
         report,
-        "`on_cpu_sample`'s run_time_ns / run_cnt (bpf_stats) at 999 Hz (`--no-off-cpu`): Debian's python3.11 running `profiler-fixtures/python/deep.py` {DEPTH} Python frames deep, and `deep.c` (plain `cc -O2`) about ten native frames deep, one after the other. Frames per sample from the daemon's counters.\n"
+        "`on_cpu_sample`'s run_time_ns / run_cnt (bpf_stats) at 999 Hz (`--no-off-cpu`): Debian's python3.11 running `profiler-fixtures/python/deep.py` {DEPTH} Python frames deep, and `deep.c` (plain `cc -O2`) about ten native frames deep, one after the other, one copy per CPU (as section 6). Frames per sample from the daemon's counters.\n"
     )?;
     writeln!(
         report,
@@ -55,8 +55,8 @@ pub(super) fn python_frames(report: &mut String) -> anyhow::Result<()> {
             .map_or(f64::NAN, |(_, ns)| *ns)
     };
     let (python, native_frames, python_frames) =
-        walk_cost_with_runtime(deep_python(RUN_SECS), &args, "python_frames")?;
-    let (c, c_frames, _) = walk_cost_with_runtime(deep_stack(4)?, &args, "python_frames")?;
+        walk_cost_with_runtime(&deep_python(RUN_SECS), &args, "python_frames")?;
+    let (c, c_frames, _) = walk_cost_with_runtime(&deep_stack(4)?, &args, "python_frames")?;
     let (python_ns, c_ns) = (ns_of(&python), ns_of(&c));
     writeln!(
         report,

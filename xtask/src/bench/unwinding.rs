@@ -16,7 +16,7 @@ use super::{
     daemon_metrics::Metrics,
     kernel_cost::bpf_stats,
     overhead::field,
-    tools::{RUN_SECS, attach, go_and_wait, profiler, release},
+    tools::{RUN_SECS, attach, profiler, release},
 };
 use crate::workspace::workspace_root;
 
@@ -46,7 +46,7 @@ pub(super) fn kernel_costs(report: &mut String) -> anyhow::Result<WalkCosts> {
     )?;
     writeln!(
         report,
-        "run_time_ns / run_cnt (bpf_stats) of the programs that walk user stacks, for each `--unwind` mode in turn: `on_cpu_sample` under `cpu_bound` at 999 Hz (`--no-off-cpu`), and the off-CPU programs under `blockers` with `--off-cpu-rate 0` (every interval keeps a stack; as without task work, so that the walk runs at `rseq_update`, which bpf_stats sees). Frames per stack from the daemon's counters. The fixtures are release Rust without frame pointers, so frame pointers walk fewer frames, and wrong ones. The last rows are `on_cpu_sample` with tables on `deep.c` (plain `cc -O2` C) at two depths.\n"
+        "run_time_ns / run_cnt (bpf_stats) of the programs that walk user stacks, for each `--unwind` mode in turn, with one copy of the fixture per CPU (every CPU's sampling event then fires in a target; with one copy, the runs on the other CPUs, which stop at the target check, halved the average): `on_cpu_sample` under `cpu_bound` at 999 Hz (`--no-off-cpu`), and the off-CPU programs under `blockers` with `--off-cpu-rate 0` (every interval keeps a stack; as without task work, so that the walk runs at `rseq_update`, which bpf_stats sees). Frames per stack from the daemon's counters. The fixtures are release Rust without frame pointers, so frame pointers walk fewer frames, and wrong ones. The last rows are `on_cpu_sample` with tables on `deep.c` (plain `cc -O2` C) at two depths.\n"
     )?;
     writeln!(
         report,
@@ -59,9 +59,9 @@ pub(super) fn kernel_costs(report: &mut String) -> anyhow::Result<WalkCosts> {
     let show = |ns: Option<f64>| ns.map_or_else(|| "-".to_owned(), |ns| format!("{ns:.0}"));
     let on_cpu_args = |mode| ["--no-off-cpu", "--frequency", "999", "--unwind", mode];
     for (name, mode) in MODES {
-        let (on_cpu, frames) = walk_cost(fixture("cpu_bound", &[RUN_SECS]), &on_cpu_args(mode))?;
+        let (on_cpu, frames) = walk_cost(&fixture("cpu_bound", &[RUN_SECS]), &on_cpu_args(mode))?;
         let (off_cpu, _) = walk_cost(
-            fixture("blockers", &[RUN_SECS]),
+            &fixture("blockers", &[RUN_SECS]),
             // At rseq_update, where bpf_stats sees the walk (it does not
             // see a task work callback).
             &[
@@ -86,7 +86,7 @@ pub(super) fn kernel_costs(report: &mut String) -> anyhow::Result<WalkCosts> {
     // frames alone, in one small table (the rows above walk a large one).
     let mut deep = Vec::new();
     for levels in DEEP_LEVELS {
-        let (on_cpu, frames) = walk_cost(deep_stack(levels)?, &on_cpu_args("table"))?;
+        let (on_cpu, frames) = walk_cost(&deep_stack(levels)?, &on_cpu_args("table"))?;
         let ns = per_run(&on_cpu, "on_cpu_sample");
         writeln!(
             report,
@@ -138,11 +138,16 @@ pub(super) fn deep_stack(levels: u32) -> anyhow::Result<Command> {
     Ok(command)
 }
 
-/// Runs `fixture` under `profiler --pid` with `args`; returns the ns per
-/// run of each program and the native user frames per on-CPU sample
-/// (from the daemon's `/metrics` counters).
+/// Runs one copy of `fixture` per CPU under `profiler --pid` of them all
+/// with `args`; returns the ns per run of each program and the native user
+/// frames per on-CPU sample (from the daemon's `/metrics` counters).
+///
+/// One copy per CPU: the sampling event fires on every CPU, and on a CPU
+/// running anything but a target the program stops at the target check:
+/// with a single copy, such runs (about half of all on 2 CPUs) cut the
+/// average to about half a target's sample (BENCHMARKS.md, section 6).
 pub(super) fn walk_cost(
-    fixture: Command,
+    fixture: &Command,
     args: &[&str],
 ) -> anyhow::Result<(Vec<(String, f64)>, f64)> {
     let (per_run, native, _) = walk_cost_with_runtime(fixture, args, "python_frames")?;
@@ -155,21 +160,30 @@ pub(super) type PerRun = Vec<(String, f64)>;
 /// As [`walk_cost`], and a runtime's frames per on-CPU sample (its
 /// counter: `python_frames`, `java_frames`).
 pub(super) fn walk_cost_with_runtime(
-    fixture: Command,
+    fixture: &Command,
     args: &[&str],
     runtime_frames: &str,
 ) -> anyhow::Result<(PerRun, f64, f64)> {
-    let mut workload = Fixture::spawn(fixture).context("starting the fixture")?;
+    let copies = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
+    let mut workloads = (0..copies)
+        .map(|_| Fixture::spawn(copy_of(fixture)).context("starting the fixture"))
+        .collect::<anyhow::Result<Vec<_>>>()?;
     let metrics = Metrics::new()?;
-    let mut all_args = vec!["--pid", "{pid}"];
+    let pids: Vec<String> = workloads.iter().map(|w| w.pid().to_string()).collect();
+    let mut all_args: Vec<&str> = pids.iter().flat_map(|pid| ["--pid", pid]).collect();
     all_args.extend(args);
     // 1 s windows: /metrics counts a window once it is written.
     all_args.extend(["--interval", "1s"]);
     all_args.extend(metrics.args());
-    let attached = attach(&profiler("", &all_args), workload.pid())?.context("profiler")?;
+    let attached = attach(&profiler("", &all_args), workloads[0].pid())?.context("profiler")?;
     fs::write("/proc/sys/kernel/bpf_stats_enabled", "1")?;
     let before = bpf_stats()?;
-    go_and_wait(&mut workload)?;
+    for workload in &mut workloads {
+        workload.go()?;
+    }
+    for workload in &mut workloads {
+        workload.result_line()?;
+    }
     let after = bpf_stats()?;
     fs::write("/proc/sys/kernel/bpf_stats_enabled", "0")?;
     let scrape = metrics.scrape()?;
@@ -190,6 +204,23 @@ pub(super) fn walk_cost_with_runtime(
     let stacks = scrape.counter("on_cpu_samples")?;
     let per_stack = |n: f64| if stacks > 0.0 { n / stacks } else { 0.0 };
     Ok((per_run, per_stack(frames), per_stack(runtime)))
+}
+
+/// Another command like `command`: its program, arguments, environment
+/// and directory.
+fn copy_of(command: &Command) -> Command {
+    let mut copy = Command::new(command.get_program());
+    copy.args(command.get_args());
+    for (key, value) in command.get_envs() {
+        match value {
+            Some(value) => copy.env(key, value),
+            None => copy.env_remove(key),
+        };
+    }
+    if let Some(dir) = command.get_current_dir() {
+        copy.current_dir(dir);
+    }
+    copy
 }
 
 /// Time and kernel memory to build the tables of libc, the profiler and
