@@ -166,7 +166,7 @@ fn measured(
 #[test]
 fn the_goroutine_view_agrees_with_fgprof_in_process() {
     require_root();
-    let mut failures = Vec::new();
+    let (mut failures, mut mutex_ratios) = (Vec::new(), Vec::new());
     for toolchain in go::toolchains() {
         for stripped in [false, true] {
             let dir = tempfile::tempdir().unwrap();
@@ -200,8 +200,16 @@ fn the_goroutine_view_agrees_with_fgprof_in_process() {
                 }
             }
             check_wait_reasons(&what, &reference, &reasons, &mut failures);
-            check_mutex(&what, &truth, &wall, &reasons, &mut failures);
+            mutex_ratios.push(check_mutex(&what, &truth, &wall, &reasons, &mut failures));
         }
+    }
+    #[expect(clippy::cast_precision_loss, reason = "a handful of runs")]
+    let mean = mutex_ratios.iter().sum::<f64>() / mutex_ratios.len() as f64;
+    eprintln!("the mutex's wait reason over the lockers' own clocks, mean of all runs: {mean:.3}");
+    if (mean - 1.0).abs() > 0.03 {
+        failures.push(format!(
+            "the mutex's wait reason over the lockers' own clocks: {mean:.3} on average ({mutex_ratios:.3?})"
+        ));
     }
     assert!(failures.is_empty(), "{failures:#?}");
 }
@@ -246,8 +254,11 @@ fn waiting(reasons: &HashMap<String, f64>, reason: &str, parked_in: &str) -> f64
 }
 
 /// The contended `sync.Mutex`: its wait reason's share of the lockers'
-/// time within 5% of the time they measure in `mu.Lock` themselves.
-/// Not against fgprof's method: its sampling goroutine runs in the
+/// time over the time they measure in `mu.Lock` themselves, within 10% in
+/// each run and 3% on average over all runs (a run reads within 2.5% of
+/// the lockers' clocks most times on this machine, once 5.3%: a convoy's
+/// share of waiters swings widely from one read to the next, and 6 s at
+/// 99 Hz is a few hundred reads). Not against fgprof's method: its sampling goroutine runs in the
 /// scheduler it samples, behind the goroutines each `Unlock` hands the
 /// mutex to and yields to, so it reads the lockers in `Lock` 4 to 16
 /// points more often than they are (measured against their own clocks,
@@ -258,7 +269,7 @@ fn check_mutex(
     wall: &HashMap<String, f64>,
     reasons: &HashMap<String, f64>,
     failures: &mut Vec<String>,
-) {
+) -> f64 {
     // A sync.Mutex waits in `semacquire` before Go 1.20 gave it its own
     // reason; from 1.24 its slow path is internal/sync's.
     let reason = if reasons.contains_key("sync.Mutex.Lock") {
@@ -275,11 +286,12 @@ fn check_mutex(
     #[expect(clippy::cast_precision_loss, reason = "a percentage")]
     let measured = truth["lock_ns"] as f64 / (truth["lockers"] * truth["phase_ns"]) as f64 * 100.0;
     eprintln!("{what}: {reason}: {got:.2}% of the lockers' time, measured in Lock {measured:.2}%");
-    if (got / measured - 1.0).abs() > 0.05 {
+    if (got / measured - 1.0).abs() > 0.10 {
         failures.push(format!(
             "{what}: wait reason {reason}: {got:.2}% of the lockers' time, they measured {measured:.2}% in Lock"
         ));
     }
+    got / measured
 }
 
 /// A Go version the table does not know, in a binary without DWARF: one
