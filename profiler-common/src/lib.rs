@@ -16,6 +16,7 @@ pub mod maps;
 pub mod off_cpu;
 pub mod process;
 pub mod python;
+pub mod runtimes;
 pub mod sample;
 pub mod sched;
 pub mod stack;

@@ -149,6 +149,12 @@ pub const THREAD_ATTRS_SCRATCH: &str = "THREAD_ATTRS_SCRATCH";
 /// pid -> [`crate::java::JavaProcess`]: where the walk finds a JVM's code
 /// cache and how its blobs are laid out (an LRU map, as [`PYTHON_PROCS`]).
 pub const JAVA_PROCS: &str = "JAVA_PROCS";
+/// pid -> [`crate::runtimes::Runtimes`]: which of [`PYTHON_PROCS`],
+/// [`JAVA_PROCS`], [`GO_PROCS`] and [`THREAD_CTX_PROCS`] hold the process
+/// (the daemon sets a bit after the entry and clears it before), so that
+/// a sample of a process in none looks up one map, not four. Allocated
+/// per entry: only the daemon inserts.
+pub const RUNTIME_PROCS: &str = "RUNTIME_PROCS";
 /// [`crate::java::FrameSeen`] -> 1: Java frames the walk has recorded (an
 /// LRU map), so that each is asked for once.
 pub const JAVA_FRAMES: &str = "JAVA_FRAMES";
@@ -197,7 +203,7 @@ pub const GLOBAL_INTERVAL_CELLS: &str = "INTERVAL_CELLS_IN_USE";
 /// Every map of the eBPF object (besides aya-log's own). A test in
 /// profiler-userspace checks the built object against this list both
 /// ways, so a map renamed on one side only, or left unused, fails it.
-pub const ALL: [&str; 39] = [
+pub const ALL: [&str; 40] = [
     SAMPLES_0,
     SAMPLES_1,
     STACKS_0,
@@ -237,6 +243,7 @@ pub const ALL: [&str; 39] = [
     THREAD_CTX_PROCS,
     THREAD_ATTRS,
     THREAD_ATTRS_SCRATCH,
+    RUNTIME_PROCS,
 ];
 
 /// Every load-time global the daemon sets, checked the same way.
@@ -309,6 +316,12 @@ pub const GO_LABEL_SETS_MAX_ENTRIES: u32 = 4_096;
 /// Capacity of [`GO_LABEL_REQUESTS`] (allocated whole; a full map refuses
 /// the request, counted, and the set is asked for when next recorded).
 pub const GO_LABEL_REQUESTS_MAX_ENTRIES: u32 = 4_096;
+/// Capacity of [`RUNTIME_PROCS`]: each runtime map's, summed (a process
+/// in several counts once).
+pub const RUNTIME_PROCS_MAX_ENTRIES: u32 = PYTHON_PROCS_MAX_ENTRIES
+    + JAVA_PROCS_MAX_ENTRIES
+    + GO_PROCS_MAX_ENTRIES
+    + THREAD_CTX_PROCS_MAX_ENTRIES;
 /// Capacity of [`JAVA_PROCS`].
 pub const JAVA_PROCS_MAX_ENTRIES: u32 = 1_024;
 /// Capacity of [`JAVA_FRAMES`]: Java frames remembered as asked for (an

@@ -1,8 +1,9 @@
 //! Go: the pprof label set of the goroutine the current thread runs (see
 //! `profiler_common::go`), for the thread's samples.
 use aya_ebpf::helpers::bpf_probe_read_user;
-use profiler_common::go::{
-    GoProcess, LabelSetSeen, MAP_HASH0, PAIR_VALUE, SLICE_LEN, form, set_identity,
+use profiler_common::{
+    go::{GoProcess, LabelSetSeen, MAP_HASH0, PAIR_VALUE, SLICE_LEN, form, set_identity},
+    runtimes::Runtimes,
 };
 
 use crate::{maps, tls};
@@ -10,9 +11,13 @@ use crate::{maps, tls};
 /// The label set of the goroutine that the current thread of process
 /// `pid` runs, and the set's identity; `(0, 0)` for none (not a Go
 /// process, no user goroutine on the thread, no labels, or memory out of
-/// reach). A set not seen before is asked for.
+/// reach). A set not seen before is asked for. `runtimes`: the maps that
+/// hold `pid`.
 #[inline(always)]
-pub fn labels(pid: u32) -> (u64, u64) {
+pub fn labels(pid: u32, runtimes: Runtimes) -> (u64, u64) {
+    if !runtimes.has(Runtimes::GO) {
+        return (0, 0);
+    }
     let Some((address, identity)) = read_labels(pid) else {
         return (0, 0);
     };

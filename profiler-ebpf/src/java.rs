@@ -8,6 +8,7 @@ use core::ffi::c_void;
 use profiler_common::{
     frames::{JAVA_FRAME, JAVA_INTERPRETED, java_detail},
     java::{CODE_HEAPS_MAX, JavaWalk, SEGMAP_FREE, SEGMAP_STEPS, blob_kind, interpreter_frame},
+    runtimes::Runtimes,
     stack::StackTrace,
     stats::Stat,
     unwind::{MAX_FRAMES, WalkState},
@@ -20,11 +21,16 @@ use crate::maps;
 /// one), and the frame is not read.
 const INTERPRETER_FP_REACH: u64 = 0x4000;
 
-/// Sets up the Java part of a walk of process `pid`.
+/// Sets up the Java part of a walk of process `pid`, which is in the maps
+/// of `runtimes`.
 #[inline(always)]
-pub fn start(java: &mut JavaWalk, pid: u32) {
+pub fn start(java: &mut JavaWalk, pid: u32, runtimes: Runtimes) {
     java.frames = 0;
-    if let Some(process) = maps::java_process(pid) {
+    if let Some(process) = runtimes
+        .has(Runtimes::JAVA)
+        .then(|| maps::java_process(pid))
+        .flatten()
+    {
         java.process = *process;
     } else {
         java.process.code_lo = 0;

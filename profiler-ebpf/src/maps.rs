@@ -17,14 +17,15 @@ use profiler_common::{
         GO_LABEL_SETS_MAX_ENTRIES, GO_PROCS_MAX_ENTRIES, IN_FLIGHT_MAX_ENTRIES, INTERVAL_CELLS_LEN,
         JAVA_FRAME_REQUESTS_MAX_ENTRIES, JAVA_FRAMES_MAX_ENTRIES, JAVA_PROCS_MAX_ENTRIES,
         PYTHON_CODE_REQUESTS_MAX_ENTRIES, PYTHON_CODES_MAX_ENTRIES, PYTHON_PROCS_MAX_ENTRIES,
-        PYTHON_THREADS_MAX_ENTRIES, RANG_MAPPINGS, RANG_RUNTIMES, SAMPLES_MAX_ENTRIES,
-        STACKS_MAX_ENTRIES, TARGET_COMMS_MAX_ENTRIES, TARGET_FILTER_SLOTS, TARGETS_MAX_ENTRIES,
-        THREAD_ATTRS_MAX_ENTRIES, THREAD_CTX_PROCS_MAX_ENTRIES, UNWIND_DOORBELL_BYTES,
-        UNWIND_PROCS_MAX_ENTRIES, UNWIND_REQUESTS_MAX_ENTRIES, UNWIND_ROWS_DEFAULT_ENTRIES,
-        WAKERS_MAX_ENTRIES, target_filter_slot,
+        PYTHON_THREADS_MAX_ENTRIES, RANG_MAPPINGS, RANG_RUNTIMES, RUNTIME_PROCS_MAX_ENTRIES,
+        SAMPLES_MAX_ENTRIES, STACKS_MAX_ENTRIES, TARGET_COMMS_MAX_ENTRIES, TARGET_FILTER_SLOTS,
+        TARGETS_MAX_ENTRIES, THREAD_ATTRS_MAX_ENTRIES, THREAD_CTX_PROCS_MAX_ENTRIES,
+        UNWIND_DOORBELL_BYTES, UNWIND_PROCS_MAX_ENTRIES, UNWIND_REQUESTS_MAX_ENTRIES,
+        UNWIND_ROWS_DEFAULT_ENTRIES, WAKERS_MAX_ENTRIES, target_filter_slot,
     },
     process::{ProcessOffsets, ProcessSeen},
     python::{CodeSeen, FRAME_READ_MAX, PythonProcess},
+    runtimes::Runtimes,
     sample::{COMM_LEN, SampleKey, SampleValue},
     sched::{SchedOffsets, SwitchCpu},
     stack::StackTrace,
@@ -286,6 +287,10 @@ static GO_LABEL_SETS: LruHashMap<LabelSetSeen, u8> =
 #[map]
 static GO_LABEL_REQUESTS: HashMap<LabelSetSeen, u8> =
     HashMap::with_max_entries(GO_LABEL_REQUESTS_MAX_ENTRIES, 0);
+
+#[map]
+static RUNTIME_PROCS: HashMap<u32, Runtimes> =
+    HashMap::with_max_entries(RUNTIME_PROCS_MAX_ENTRIES, BPF_F_NO_PREALLOC);
 
 #[map]
 static PYTHON_PROCS: LruHashMap<u32, PythonProcess> =
@@ -679,6 +684,15 @@ pub fn walk_scratch(context: u32) -> Option<(*mut WalkState, *mut StackTrace)> {
         UNWIND_STATE.get_ptr_mut(context)?,
         STACK_SCRATCH.get_ptr_mut(context)?,
     ))
+}
+
+/// Which runtimes' maps hold process `pid` (none for most).
+#[inline(always)]
+pub fn runtimes(pid: u32) -> Runtimes {
+    // SAFETY: a value of a successful lookup, copied out at once.
+    unsafe { RUNTIME_PROCS.get(pid) }
+        .copied()
+        .unwrap_or(Runtimes::NONE)
 }
 
 /// Where process `pid` keeps its thread context, when the daemon has

@@ -17,8 +17,9 @@ pub fn record(ctx: &PerfEventContext) {
     maps::count(Stat::OnCpuSamples, 1);
     let slot = maps::active_slot();
     let interrupted = interrupted_user(ctx);
+    let runtimes = maps::runtimes(pid);
     let (user_stack, user_stack_err, python_gil) =
-        unwind::capture_user_from(&slot, pid, Scratch::Sampling, interrupted);
+        unwind::capture_user_from(&slot, pid, runtimes, Scratch::Sampling, interrupted);
     // A sample in user mode has no kernel stack (perf walks none): the
     // helper would find that out at the cost of a call.
     let (kernel_stack, kernel_stack_err) = if interrupted.is_some() {
@@ -34,8 +35,8 @@ pub fn record(ctx: &PerfEventContext) {
     (key.kernel_stack, key.kernel_stack_err) = (kernel_stack, kernel_stack_err);
     key.state = ThreadState::Running as u32;
     key.python_gil = python_gil;
-    (key.go_labels, key.go_labels_identity) = go::labels(pid);
-    thread_ctx::read(pid, key, Scratch::Sampling);
+    (key.go_labels, key.go_labels_identity) = go::labels(pid, runtimes);
+    thread_ctx::read(pid, runtimes, key, Scratch::Sampling);
     let mut weight = aggregate::weight(1, 0, 0);
     weight.comm = bpf_get_current_comm().unwrap_or([0u8; COMM_LEN]);
     aggregate::add(slot.samples, key, &weight);

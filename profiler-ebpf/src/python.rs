@@ -15,6 +15,7 @@ use profiler_common::{
         FRAME_OWNED_BY_CSTACK, FRAME_READ_MAX, FrameChain, KernelLayout, NO_OFFSET, PythonProcess,
         PythonWalk, THREAD_SCAN_MAX, gil, phase,
     },
+    runtimes::Runtimes,
     stack::StackTrace,
     stats::Stat,
     unwind::{MAX_FRAMES, WalkState},
@@ -35,13 +36,18 @@ pub enum At {
     Full,
 }
 
-/// Sets up the Python part of a walk of process `pid`.
+/// Sets up the Python part of a walk of process `pid`, which is in the
+/// maps of `runtimes`.
 #[inline(always)]
-pub fn start(python: &mut PythonWalk, pid: u32) {
+pub fn start(python: &mut PythonWalk, pid: u32, runtimes: Runtimes) {
     python.cursor = 0;
     python.recorded = 0;
     python.gil = gil::UNKNOWN;
-    if let Some(process) = maps::python_process(pid) {
+    if let Some(process) = runtimes
+        .has(Runtimes::PYTHON)
+        .then(|| maps::python_process(pid))
+        .flatten()
+    {
         python.process = *process;
         python.phase = phase::UNSEEN;
     } else {

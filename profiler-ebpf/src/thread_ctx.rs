@@ -3,6 +3,7 @@
 //! attributes, for its samples.
 use aya_ebpf::helpers::{bpf_probe_read_user, bpf_probe_read_user_buf};
 use profiler_common::{
+    runtimes::Runtimes,
     sample::SampleKey,
     stats::Stat,
     thread_ctx::{
@@ -20,9 +21,12 @@ use crate::{maps, maps::Scratch, tls};
 /// written, or memory out of reach: those two counted in
 /// `Stat::ThreadCtxInvalid`). Read in place, the attributes in the
 /// per-CPU scratch of `context`: the callers' stacks are near the
-/// verifier's limit.
+/// verifier's limit. `runtimes`: the maps that hold `pid`.
 #[inline(always)]
-pub fn read(pid: u32, key: &mut SampleKey, context: Scratch) {
+pub fn read(pid: u32, runtimes: Runtimes, key: &mut SampleKey, context: Scratch) {
+    if !runtimes.has(Runtimes::THREAD_CTX) {
+        return;
+    }
     let Some(record) = record(pid) else {
         return;
     };

@@ -20,6 +20,7 @@ use aya_ebpf::helpers::{
 use core::ffi::c_void;
 use profiler_common::{
     python::gil,
+    runtimes::Runtimes,
     stack::{NO_STACK, StackTrace, TRUNCATED},
     stats::Stat,
     unwind::{
@@ -46,8 +47,13 @@ const PT_REGS_RIP: usize = 128;
 /// (`NO_STACK`, -errno); and in a Python thread whether it held the GIL
 /// (`profiler_common::python::gil`).
 #[inline(always)]
-pub fn capture_user(slot: &Slot, pid: u32, context: Scratch) -> (u64, i32, u32) {
-    capture_user_from(slot, pid, context, None)
+pub fn capture_user(
+    slot: &Slot,
+    pid: u32,
+    runtimes: Runtimes,
+    context: Scratch,
+) -> (u64, i32, u32) {
+    capture_user_from(slot, pid, runtimes, context, None)
 }
 
 /// As [`capture_user`], from `regs` when the caller has the user registers
@@ -57,6 +63,7 @@ pub fn capture_user(slot: &Slot, pid: u32, context: Scratch) -> (u64, i32, u32) 
 pub fn capture_user_from(
     slot: &Slot,
     pid: u32,
+    runtimes: Runtimes,
     context: Scratch,
     regs: Option<Regs>,
 ) -> (u64, i32, u32) {
@@ -87,8 +94,8 @@ pub fn capture_user_from(
         state.by_table = 0;
         state.by_frame_pointer = 0;
         state.without_table = 0;
-        python::start(&mut state.python, pid);
-        java::start(&mut state.java, pid);
+        python::start(&mut state.python, pid, runtimes);
+        java::start(&mut state.java, pid, runtimes);
     }
     let callback: extern "C" fn(u64, *mut c_void) -> i64 = walk_one;
     // SAFETY: `callback` is a static function with bpf_loop's callback

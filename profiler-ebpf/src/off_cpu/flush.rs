@@ -88,8 +88,9 @@ pub fn flush(entry: *mut TaskState, hook: Flush) {
             return;
         }
         let slot = maps::active_slot();
+        let runtimes = maps::runtimes((*entry).pid);
         let (user_stack, user_stack_err, python_gil) =
-            unwind::capture_user(&slot, (*entry).pid, maps::Scratch::Tracing);
+            unwind::capture_user(&slot, (*entry).pid, runtimes, maps::Scratch::Tracing);
         let Some(key) = maps::key_scratch(maps::Scratch::Tracing) else {
             return;
         };
@@ -99,8 +100,8 @@ pub fn flush(entry: *mut TaskState, hook: Flush) {
             ((*entry).kernel_stack, (*entry).kernel_stack_err);
         key.state = (*entry).pending_state;
         key.python_gil = python_gil;
-        (key.go_labels, key.go_labels_identity) = go::labels((*entry).pid);
-        thread_ctx::read((*entry).pid, key, maps::Scratch::Tracing);
+        (key.go_labels, key.go_labels_identity) = go::labels((*entry).pid, runtimes);
+        thread_ctx::read((*entry).pid, runtimes, key, maps::Scratch::Tracing);
         if (*entry).blocked_count != 0 {
             waker::name_in(key, entry, &slot, (*entry).blocked_ns);
             let mut weight = aggregate::weight(0, (*entry).blocked_ns, (*entry).blocked_count);

@@ -102,7 +102,8 @@ fn note(ctx: &BtfTracePointContext, woken: *mut task_struct, off: u64, since: u6
     // A waker outside the targets has no unwind tables here, nor mappings
     // the daemon reads: its kernel stack and name only.
     let (user_stack, user_stack_err) = if tid != 0 && target::is(pid) {
-        let (stack, err, _) = unwind::capture_user(&slot, pid, Scratch::Waking);
+        let (stack, err, _) =
+            unwind::capture_user(&slot, pid, maps::runtimes(pid), Scratch::Waking);
         (stack, err)
     } else {
         (NO_STACK, 0)

@@ -32,6 +32,7 @@ use super::{
     java_maps::JavaTables,
     kfunc::{self, Kfunc},
     python_maps::PythonTables,
+    runtime_procs::RuntimeProcs,
     targets::TargetSet,
     thread_ctx_maps::ThreadCtxTables,
     unwind_maps::UnwindTables,
@@ -109,6 +110,7 @@ pub struct Kernel {
     java: JavaTables,
     go: GoTables,
     thread_ctx: ThreadCtxTables,
+    runtime_procs: RuntimeProcs,
     /// `UNWIND_DOORBELL`, until [`Kernel::doorbell`] takes it.
     doorbell: Option<Map>,
     logger: Option<Logger>,
@@ -214,6 +216,7 @@ impl Kernel {
             java: JavaTables::take(&mut ebpf)?,
             go: GoTables::take(&mut ebpf)?,
             thread_ctx: ThreadCtxTables::take(&mut ebpf)?,
+            runtime_procs: RuntimeProcs::take(&mut ebpf)?,
             doorbell: Some(take_map(&mut ebpf, UNWIND_DOORBELL)?),
             logger,
             ebpf,

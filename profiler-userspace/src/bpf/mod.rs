@@ -8,7 +8,8 @@
 //! link its kfunc calls (`kfunc.rs`), serve the unwinder's maps
 //! (`unwind_maps.rs`), the Python walk's (`python_maps.rs`), the Java
 //! walk's (`java_maps.rs`), the Go labels' (`go_maps.rs`) and the thread
-//! contexts' (`thread_ctx_maps.rs`), and copy the programs' log into tracing
+//! contexts' (`thread_ctx_maps.rs`), with which of them hold each process
+//! (`runtime_procs.rs`), and copy the programs' log into tracing
 //! (`ebpf_log.rs`). Only this module touches aya types.
 //!
 //! The rest of the daemon uses the kernel through narrow interfaces:
@@ -38,6 +39,7 @@ mod load;
 mod process_seen_tests;
 mod python_maps;
 mod rng;
+mod runtime_procs;
 mod targets;
 mod task_storage;
 mod thread_attrs;

@@ -5,6 +5,7 @@ use profiler_common::{
     java::{FrameSeen, JavaProcess},
     process::ProcessSeen,
     python::{CodeSeen, PythonProcess},
+    runtimes::Runtimes,
     thread_ctx::ThreadCtxProcess,
     unwind::{ProcessMappings, UnwindRow},
 };
@@ -93,10 +94,12 @@ impl UnwindMaps for Kernel {
 
 impl PythonMaps for Kernel {
     fn set_python(&mut self, pid: u32, process: &PythonProcess) -> Result<(), KernelError> {
-        self.python.set_python(pid, process)
+        self.python.set_python(pid, process)?;
+        self.runtime_procs.add(pid, Runtimes::PYTHON)
     }
 
     fn remove_python(&mut self, pid: u32) -> Result<(), KernelError> {
+        self.runtime_procs.remove(pid, Runtimes::PYTHON)?;
         self.python.remove_python(pid)
     }
 
@@ -107,10 +110,12 @@ impl PythonMaps for Kernel {
 
 impl GoMaps for Kernel {
     fn set_go(&mut self, pid: u32, process: &GoProcess) -> Result<(), KernelError> {
-        self.go.set_go(pid, process)
+        self.go.set_go(pid, process)?;
+        self.runtime_procs.add(pid, Runtimes::GO)
     }
 
     fn remove_go(&mut self, pid: u32) -> Result<(), KernelError> {
+        self.runtime_procs.remove(pid, Runtimes::GO)?;
         self.go.remove_go(pid)
     }
 
@@ -121,20 +126,24 @@ impl GoMaps for Kernel {
 
 impl ThreadCtxMaps for Kernel {
     fn set_thread_ctx(&mut self, pid: u32, process: ThreadCtxProcess) -> Result<(), KernelError> {
-        self.thread_ctx.set_thread_ctx(pid, process)
+        self.thread_ctx.set_thread_ctx(pid, process)?;
+        self.runtime_procs.add(pid, Runtimes::THREAD_CTX)
     }
 
     fn remove_thread_ctx(&mut self, pid: u32) -> Result<(), KernelError> {
+        self.runtime_procs.remove(pid, Runtimes::THREAD_CTX)?;
         self.thread_ctx.remove_thread_ctx(pid)
     }
 }
 
 impl JavaMaps for Kernel {
     fn set_java(&mut self, pid: u32, process: &JavaProcess) -> Result<(), KernelError> {
-        self.java.set_java(pid, process)
+        self.java.set_java(pid, process)?;
+        self.runtime_procs.add(pid, Runtimes::JAVA)
     }
 
     fn remove_java(&mut self, pid: u32) -> Result<(), KernelError> {
+        self.runtime_procs.remove(pid, Runtimes::JAVA)?;
         self.java.remove_java(pid)
     }
 
