@@ -40,6 +40,8 @@ mod process_seen_tests;
 mod python_maps;
 mod rng;
 mod runtime_procs;
+#[cfg(test)]
+mod runtime_procs_tests;
 mod targets;
 mod task_storage;
 mod thread_attrs;

@@ -55,6 +55,12 @@ impl RuntimeProcs {
         }
     }
 
+    /// The runtimes `pid` is noted in.
+    #[cfg(test)]
+    pub(super) fn of_pid(&mut self, pid: u32) -> Result<Runtimes, KernelError> {
+        Ok(Self::of(&self.procs()?, pid))
+    }
+
     /// Notes that `runtime`'s map is about to drop `pid`.
     pub(super) fn remove(&mut self, pid: u32, runtime: Runtimes) -> Result<(), KernelError> {
         let mut procs = self.procs()?;

@@ -136,6 +136,14 @@ impl ThreadCtxMaps for Kernel {
     }
 }
 
+#[cfg(test)]
+impl Kernel {
+    /// Which runtimes' maps hold `pid`, as `RUNTIME_PROCS` says.
+    pub(in crate::bpf) fn runtimes_of(&mut self, pid: u32) -> Result<Runtimes, KernelError> {
+        self.runtime_procs.of_pid(pid)
+    }
+}
+
 impl JavaMaps for Kernel {
     fn set_java(&mut self, pid: u32, process: &JavaProcess) -> Result<(), KernelError> {
         self.java.set_java(pid, process)?;
