@@ -27,9 +27,15 @@ impl RuntimeProcs {
         HashMap::try_from(&mut self.procs).map_err(KernelError::map(RUNTIME_PROCS))
     }
 
-    /// The runtimes `pid` is in now.
-    fn of(procs: &HashMap<&mut MapData, u32, Runtimes>, pid: u32) -> Runtimes {
-        procs.get(&pid, 0).unwrap_or(Runtimes::NONE)
+    /// The runtimes `pid` is in now (none without an entry). A read that
+    /// fails otherwise is an error: taken for none, the write after it
+    /// would drop the other runtimes' bits.
+    fn of(procs: &HashMap<&mut MapData, u32, Runtimes>, pid: u32) -> Result<Runtimes, KernelError> {
+        match procs.get(&pid, 0) {
+            Ok(runtimes) => Ok(runtimes),
+            Err(MapError::KeyNotFound) => Ok(Runtimes::NONE),
+            Err(e) => Err(KernelError::map(RUNTIME_PROCS)(e)),
+        }
     }
 
     /// Notes that `runtime`'s map holds `pid` now. The map holds as many
@@ -38,7 +44,7 @@ impl RuntimeProcs {
     /// that runtime's frames and labels.
     pub(super) fn add(&mut self, pid: u32, runtime: Runtimes) -> Result<(), KernelError> {
         let mut procs = self.procs()?;
-        let now = Self::of(&procs, pid);
+        let now = Self::of(&procs, pid)?;
         if now.has(runtime) {
             return Ok(());
         }
@@ -58,13 +64,13 @@ impl RuntimeProcs {
     /// The runtimes `pid` is noted in.
     #[cfg(test)]
     pub(super) fn of_pid(&mut self, pid: u32) -> Result<Runtimes, KernelError> {
-        Ok(Self::of(&self.procs()?, pid))
+        Self::of(&self.procs()?, pid)
     }
 
     /// Notes that `runtime`'s map is about to drop `pid`.
     pub(super) fn remove(&mut self, pid: u32, runtime: Runtimes) -> Result<(), KernelError> {
         let mut procs = self.procs()?;
-        let now = Self::of(&procs, pid);
+        let now = Self::of(&procs, pid)?;
         if !now.has(runtime) {
             return Ok(());
         }
