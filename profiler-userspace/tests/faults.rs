@@ -53,7 +53,6 @@ fn a_full_disk_delays_windows_but_loses_none() {
     let out = disk.path().join("profiles");
     let mut fixture = Fixture::spawn("spin_split", 10.0);
     fixture.go();
-    let started = Instant::now();
     let mut running = Profiler::start(&[
         "--pid",
         &fixture.pid().to_string(),
@@ -62,6 +61,9 @@ fn a_full_disk_delays_windows_but_loses_none() {
         "--interval",
         "1s",
     ]);
+    // The windows cover the run from the daemon's first (its start, which
+    // loads the programs, is outside them) to the signal that ends it.
+    let started = Instant::now();
     // Fill the disk only once a window has been written: the first
     // window's cold symbolization can take seconds on a busy machine, and
     // the disk must be full while later windows end, not while it runs.
@@ -73,8 +75,8 @@ fn a_full_disk_delays_windows_but_loses_none() {
     let written_while_full = fs::read_dir(&out).unwrap().count();
     fs::remove_file(&filler).unwrap();
     sleep(Duration::from_secs(2));
-    let stderr = running.stop();
     let elapsed = started.elapsed();
+    let stderr = running.stop();
 
     assert!(
         stderr.contains("No space left on device"),
@@ -93,12 +95,14 @@ fn a_full_disk_delays_windows_but_loses_none() {
         profiles.len() > written_while_full + 2,
         "delayed windows written later"
     );
-    // No window lost: together they cover the run.
+    // No window lost: together they cover the run (about 50 ms more, from
+    // just before the daemon says it profiles), less than one 1 s window
+    // short.
     let covered: i64 = profiles.iter().map(|(_, p)| p.0.duration_nanos).sum();
     #[expect(clippy::cast_possible_truncation, reason = "seconds")]
     let run = elapsed.as_nanos() as i64;
     assert!(
-        covered > run - 1_500_000_000,
+        covered > run - 500_000_000,
         "windows cover {covered} ns of a {run} ns run"
     );
 }
