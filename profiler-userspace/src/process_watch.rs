@@ -278,6 +278,7 @@ impl ProcessWatch {
     /// The sizes of its caches, as gauges.
     #[must_use]
     pub fn levels(&self) -> Vec<(&'static str, u64)> {
+        let walked = &self.anew.walked;
         vec![
             (
                 "unwind_binaries_cached",
@@ -286,6 +287,19 @@ impl ProcessWatch {
             (
                 "unwind_processes_cached",
                 self.unwinder.processes_cached() as u64,
+            ),
+            (
+                "python_binaries_cached",
+                walked.python.binaries_cached() as u64,
+            ),
+            ("java_binaries_cached", walked.java.binaries_cached() as u64),
+            (
+                "go_label_binaries_cached",
+                walked.go.binaries_cached() as u64,
+            ),
+            (
+                "thread_ctx_binaries_cached",
+                walked.thread_ctx.binaries_cached() as u64,
             ),
         ]
     }

@@ -2,7 +2,7 @@
 //! new binaries (a build host: every link makes one): thousands of
 //! distinct short-lived programs run once each under `--all`. The caches
 //! that hold something per binary stay within their bounds. The daemon's
-//! RSS after each eighth of the programs is printed, not held: it steps
+//! RSS after each tenth of the programs is printed, not held: it steps
 //! up at each window's end by that window's work, so where the marks fall
 //! against the window ends moves it by more than a leak of these sizes
 //! would (a CI run read +17% over the last quarter, local runs +0 to +3%);
@@ -20,7 +20,7 @@ use std::process::Command;
 use support::{Profiler, build, profiles, release_profiler, require_root};
 
 /// Programs run, two at a time.
-const PROGRAMS: usize = 3_200;
+const PROGRAMS: usize = 5_000;
 /// Their CPU time each (ms): at two at a time, under 200 new binaries a
 /// second, fewer than a bound's worth in one window.
 const WORK_MS: &str = "10";
@@ -28,6 +28,9 @@ const WORK_MS: &str = "10";
 /// The symbolizer's and the unwinder's bounds on binaries no longer seen
 /// (`symbolize/binaries.rs`, `unwind/mod.rs`).
 const MAX_BINARIES: u64 = 1_024;
+/// Files the walk's runtimes remember what they made of, at most
+/// (`runtimes/file_memo.rs`).
+const RUNTIME_FILES: u64 = 4_096;
 /// Binaries the host's own live processes map (their executables and
 /// libraries), which the unwinder keeps past its bound on unused ones.
 const HOST_BINARIES: u64 = 512;
@@ -71,7 +74,7 @@ fn thousands_of_distinct_binaries_keep_the_caches_bounded() {
         for child in &mut running {
             assert!(child.wait().unwrap().success());
         }
-        if (2 * i + 2) % (PROGRAMS / 8) == 0 {
+        if (2 * i + 2) % (PROGRAMS / 10) == 0 {
             rss.push(rss_kb(profiler.pid()));
         }
     }
@@ -85,12 +88,15 @@ fn thousands_of_distinct_binaries_keep_the_caches_bounded() {
             .unwrap()
     };
     eprintln!(
-        "{} windows; RSS after each eighth (MB): {:?}; most cached: symbolizer {}, \
-         unwinder {}; evicted: symbolizer {}, unwinder {}",
+        "{} windows; RSS after each tenth (MB): {:?}; most cached: symbolizer {}, \
+         unwinder {}, runtimes' memos {}, {}, {}; evicted: symbolizer {}, unwinder {}",
         windows.len(),
         rss.iter().map(|kb| kb / 1024).collect::<Vec<_>>(),
         most("symbol_binaries_cached"),
         most("unwind_binaries_cached"),
+        most("python_binaries_cached"),
+        most("go_label_binaries_cached"),
+        most("thread_ctx_binaries_cached"),
         windows
             .iter()
             .map(|(_, p)| p.comment_value("symbol_binaries_evicted"))
@@ -107,4 +113,20 @@ fn thousands_of_distinct_binaries_keep_the_caches_bounded() {
     );
     assert!(most("symbol_binaries_cached") <= MAX_BINARIES);
     assert!(most("unwind_binaries_cached") <= MAX_BINARIES + HOST_BINARIES);
+    // Every program's executable is looked at by the runtimes the walk
+    // reads (is it a Python interpreter, Go, does it define the thread
+    // context variable? The JVM's looks at libjvm only): more programs
+    // than their memo's bound ran, so it filled and dropped its oldest
+    // quarter.
+    for memo in [
+        "python_binaries_cached",
+        "go_label_binaries_cached",
+        "thread_ctx_binaries_cached",
+    ] {
+        let cached = most(memo);
+        assert!(
+            (RUNTIME_FILES * 3 / 4..=RUNTIME_FILES).contains(&cached),
+            "{memo}: {cached}"
+        );
+    }
 }

@@ -12,6 +12,8 @@
 //! started or exec'd, and takes their rows and counters with each chunk.
 //!
 //! - `binaries.rs`: what each file is, loaded once and kept while used;
+//! - `file_memo.rs`: what the walk's runtimes made of each mapped file,
+//!   read once and bounded;
 //! - `watcher.rs`: which targets run a runtime, and one read of each at
 //!   every tick (generic over the runtime);
 //! - `thread.rs`: the watcher's thread, and what the daemon takes from it;
@@ -34,6 +36,7 @@
 //! chunk.
 mod binaries;
 pub mod dwarf;
+mod file_memo;
 pub mod go;
 pub mod java;
 pub mod python;

@@ -10,6 +10,7 @@ use super::{
     labels::{LabelSets, SetCounts},
     runtime::GoRuntime,
 };
+use crate::runtimes::file_memo::FileMemo;
 use crate::{
     bpf::{GoMaps, KernelError},
     process::memory::Memory,
@@ -23,7 +24,7 @@ use crate::{
 pub struct GoLabels {
     /// Go runtimes by file, read once (`None`: not Go, or not readable
     /// as Go).
-    binaries: HashMap<FileStamp, Option<Arc<GoRuntime>>>,
+    binaries: FileMemo<Option<Arc<GoRuntime>>>,
     /// The label sets of each process published.
     processes: HashMap<u32, LabelSets>,
     /// The counts of processes forgotten.
@@ -131,6 +132,12 @@ impl GoLabels {
         }
     }
 
+    /// Files remembered (whether Go or not).
+    #[must_use]
+    pub fn binaries_cached(&self) -> usize {
+        self.binaries.len()
+    }
+
     /// The Go runtime of the file `vma` of `pid` maps, read once per file.
     fn runtime(
         &mut self,
@@ -139,7 +146,7 @@ impl GoLabels {
         stamp: FileStamp,
     ) -> Option<Arc<GoRuntime>> {
         if let Some(known) = self.binaries.get(&stamp) {
-            return known.clone();
+            return known;
         }
         // A file that cannot be opened now (the process gone) is tried
         // again with the next process that maps it.

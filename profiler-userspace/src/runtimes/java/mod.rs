@@ -37,6 +37,7 @@ pub use vm_structs::VmStructs;
 
 use naming::Naming;
 
+use super::file_memo::FileMemo;
 use crate::{
     bpf::{JavaMaps, KernelError},
     process::memory::Memory,
@@ -100,7 +101,7 @@ struct Starting {
 #[derive(Default)]
 pub struct Java {
     /// JVMs by file, recognised once (`None`: not one).
-    binaries: HashMap<FileStamp, Option<Arc<Jvm>>>,
+    binaries: FileMemo<Option<Arc<Jvm>>>,
     /// Layouts by file, read from the first of its processes (`None`: one
     /// this build cannot read).
     layouts: HashMap<FileStamp, Option<Layout>>,
@@ -306,10 +307,16 @@ impl Java {
         }
     }
 
+    /// Files remembered (whether JVMs or not).
+    #[must_use]
+    pub fn binaries_cached(&self) -> usize {
+        self.binaries.len()
+    }
+
     /// The JVM in the file `vma` of `pid` maps, recognised once per file.
     fn jvm(&mut self, pid: u32, vma: &Vma, stamp: FileStamp) -> Option<Arc<Jvm>> {
         if let Some(known) = self.binaries.get(&stamp) {
-            return known.clone();
+            return known;
         }
         let file = open_mapped(pid, vma).ok()?;
         // SAFETY: the file is only read, here; a library is replaced by

@@ -32,6 +32,7 @@ pub use binary::{Interpreter, Recognised, recognise};
 pub use code::{CodeError, CodeInfo, PythonCode};
 pub use layout::{LineTable, Version};
 
+use super::file_memo::FileMemo;
 use crate::{
     bpf::{KernelError, PythonMaps},
     process::memory::Memory,
@@ -83,7 +84,7 @@ struct Process {
 pub struct Python {
     /// Interpreters by file, recognised once (`None`: not one, or one not
     /// read).
-    binaries: HashMap<FileStamp, Option<Arc<Interpreter>>>,
+    binaries: FileMemo<Option<Arc<Interpreter>>>,
     processes: HashMap<u32, Process>,
     /// Code objects read since the last [`Python::take_codes`].
     codes: Vec<Arc<PythonCode>>,
@@ -202,11 +203,17 @@ impl Python {
         }
     }
 
+    /// Files remembered (whether interpreters or not).
+    #[must_use]
+    pub fn binaries_cached(&self) -> usize {
+        self.binaries.len()
+    }
+
     /// The interpreter in the file `vma` of `pid` maps, recognised once
     /// per file.
     fn interpreter(&mut self, pid: u32, vma: &Vma, stamp: FileStamp) -> Option<Arc<Interpreter>> {
         if let Some(known) = self.binaries.get(&stamp) {
-            return known.clone();
+            return known;
         }
         let read = read_interpreter(pid, vma).ok()?;
         self.binaries.insert(stamp, read.clone());

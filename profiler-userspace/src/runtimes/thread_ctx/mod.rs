@@ -8,10 +8,11 @@
 //! starting) is tried again at each poll.
 mod variable;
 
-use std::collections::{HashMap, hash_map::Entry};
+use std::collections::HashMap;
 
 use profiler_common::thread_ctx::ThreadCtxProcess;
 
+use super::file_memo::FileMemo;
 use crate::{
     bpf::{KernelError, ThreadCtxMaps},
     process::{
@@ -32,7 +33,7 @@ const PENDING_TRIES: u32 = 600;
 pub struct ThreadContexts {
     /// Binaries by file: where they keep the variable (`None`: they do
     /// not define it).
-    binaries: HashMap<FileStamp, Option<Forms>>,
+    binaries: FileMemo<Option<Forms>>,
     /// Processes published.
     processes: HashMap<u32, ThreadCtxProcess>,
     /// Processes whose variable's slot was not filled yet.
@@ -41,6 +42,7 @@ pub struct ThreadContexts {
 
 /// Where a binary that defines the variable keeps it, as a program and
 /// as a library (which it is depends on the process that maps it).
+#[derive(Clone)]
 struct Forms {
     executable: Option<Variable>,
     library: Option<Variable>,
@@ -66,8 +68,7 @@ impl Forms {
 
 /// A process's variable found in a mapped binary, not placed yet.
 struct Pending {
-    stamp: FileStamp,
-    executable: bool,
+    variable: Variable,
     offset: u64,
     start: u64,
     tries: u32,
@@ -95,10 +96,8 @@ impl ThreadContexts {
                 .get_or_insert_with(|| std::fs::read_link(format!("/proc/{pid}/exe")).ok())
                 .as_deref()
                 .is_some_and(|exe| std::path::Path::new(&vma.path) == exe);
-            forms.get(executable)?;
             Some(Pending {
-                stamp,
-                executable,
+                variable: forms.get(executable)?.clone(),
                 offset: vma.offset,
                 start: vma.start,
                 tries: 0,
@@ -145,12 +144,9 @@ impl ThreadContexts {
             return Ok(());
         };
         pending.tries += 1;
-        let placed = self
-            .binaries
-            .get(&pending.stamp)
-            .and_then(Option::as_ref)
-            .and_then(|forms| forms.get(pending.executable))
-            .and_then(|v| v.place(Memory { pid }, pending.offset, pending.start));
+        let placed = pending
+            .variable
+            .place(Memory { pid }, pending.offset, pending.start);
         let Some(place) = placed else {
             if pending.tries >= PENDING_TRIES {
                 tracing::debug!(pid, "{SYMBOL} never placed: its slot stayed empty");
@@ -166,20 +162,25 @@ impl ThreadContexts {
         Ok(())
     }
 
+    /// Files remembered (whether they define the variable).
+    #[must_use]
+    pub fn binaries_cached(&self) -> usize {
+        self.binaries.len()
+    }
+
     /// Where the binary `vma` maps keeps the variable, read once per file.
-    fn forms(&mut self, pid: u32, vma: &Vma, stamp: FileStamp) -> Option<&Forms> {
-        let forms = match self.binaries.entry(stamp) {
-            Entry::Occupied(known) => known.into_mut(),
-            Entry::Vacant(vacant) => {
-                // A file that cannot be opened now (the process gone) is
-                // tried again with the next process that maps it.
-                let file = open_mapped(pid, vma).ok()?;
-                // SAFETY: read-only; a binary is replaced by rename on
-                // upgrade, which leaves this mapping intact.
-                let data = unsafe { memmap2::Mmap::map(&file) }.ok()?;
-                vacant.insert(Forms::of(&data))
-            }
-        };
-        forms.as_ref()
+    fn forms(&mut self, pid: u32, vma: &Vma, stamp: FileStamp) -> Option<Forms> {
+        if let Some(known) = self.binaries.get(&stamp) {
+            return known;
+        }
+        // A file that cannot be opened now (the process gone) is tried
+        // again with the next process that maps it.
+        let file = open_mapped(pid, vma).ok()?;
+        // SAFETY: read-only; a binary is replaced by rename on upgrade,
+        // which leaves this mapping intact.
+        let data = unsafe { memmap2::Mmap::map(&file) }.ok()?;
+        let forms = Forms::of(&data);
+        self.binaries.insert(stamp, forms.clone());
+        forms
     }
 }

@@ -1,0 +1,125 @@
+//! What a runtime's publisher made of each file a process maps (a Python
+//! interpreter, a JVM, a Go runtime's label offsets, where the thread
+//! context variable is; for most files, nothing), by the file's stamp:
+//! read once per file, shared by the processes that map it.
+//!
+//! Under `--all` every new binary of the host is looked at, and a build
+//! host makes new ones all day, so the memo is bounded: at [`MAX_FILES`],
+//! the least recently used quarter is forgotten (read again, should a
+//! process map one of them again).
+use std::collections::HashMap;
+
+use profiler_common::bound::least_recent;
+
+use crate::process::maps::FileStamp;
+
+/// Files remembered at most: more than a host's processes map at once
+/// (hundreds to a few thousand files), so that a steady host reads each
+/// file once.
+pub(super) const MAX_FILES: usize = 4_096;
+
+/// What was made of each file, and when it was last asked for.
+pub(super) struct FileMemo<T> {
+    files: HashMap<FileStamp, (T, u64)>,
+    /// Lookups and inserts so far: the clock of `last use`.
+    uses: u64,
+}
+
+impl<T> Default for FileMemo<T> {
+    fn default() -> Self {
+        Self {
+            files: HashMap::new(),
+            uses: 0,
+        }
+    }
+}
+
+impl<T: Clone> FileMemo<T> {
+    /// What was made of `stamp`, if it is remembered.
+    pub fn get(&mut self, stamp: &FileStamp) -> Option<T> {
+        self.uses += 1;
+        let (made, used) = self.files.get_mut(stamp)?;
+        *used = self.uses;
+        Some(made.clone())
+    }
+
+    /// Remembers what was made of `stamp`, forgetting the least recently
+    /// used quarter first when [`MAX_FILES`] are remembered.
+    pub fn insert(&mut self, stamp: FileStamp, made: T) {
+        if self.files.len() >= MAX_FILES && !self.files.contains_key(&stamp) {
+            self.forget_least_recent();
+        }
+        self.uses += 1;
+        self.files.insert(stamp, (made, self.uses));
+    }
+
+    /// Files remembered.
+    pub fn len(&self) -> usize {
+        self.files.len()
+    }
+
+    fn forget_least_recent(&mut self) {
+        let mut entries: Vec<(u64, FileStamp)> = self
+            .files
+            .iter()
+            .map(|(&stamp, &(_, used))| (used, stamp))
+            .collect();
+        for (_, stamp) in least_recent(&mut entries, MAX_FILES / 4) {
+            self.files.remove(stamp);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn stamp(ino: u64) -> FileStamp {
+        FileStamp {
+            dev: 1,
+            ino,
+            size: 4096,
+            mtime: 0,
+        }
+    }
+
+    #[test]
+    fn a_full_memo_forgets_the_least_recently_used_quarter() {
+        let mut memo = FileMemo::default();
+        for ino in 0..MAX_FILES as u64 {
+            memo.insert(stamp(ino), ino);
+        }
+        // The oldest file, used again, is kept past the next insert.
+        assert_eq!(memo.get(&stamp(0)), Some(0));
+        memo.insert(stamp(u64::MAX), 7);
+        assert_eq!(memo.len(), MAX_FILES - MAX_FILES / 4 + 1);
+        assert_eq!(memo.get(&stamp(0)), Some(0));
+        assert_eq!(memo.get(&stamp(u64::MAX)), Some(7));
+        // The quarter inserted first after it is gone, the rest is not.
+        let quarter = (MAX_FILES / 4) as u64;
+        assert_eq!(memo.get(&stamp(1)), None);
+        assert_eq!(memo.get(&stamp(quarter)), None);
+        assert_eq!(memo.get(&stamp(quarter + 1)), Some(quarter + 1));
+    }
+
+    #[test]
+    fn a_file_remembered_again_takes_no_room() {
+        let mut memo = FileMemo::default();
+        for ino in 0..MAX_FILES as u64 {
+            memo.insert(stamp(ino), 0u8);
+        }
+        memo.insert(stamp(5), 1);
+        assert_eq!(memo.len(), MAX_FILES);
+        assert_eq!(memo.get(&stamp(5)), Some(1));
+        assert_eq!(memo.get(&stamp(0)), Some(0));
+    }
+
+    #[test]
+    fn thousands_of_new_files_stay_within_the_bound() {
+        let mut memo = FileMemo::default();
+        for ino in 0..10 * MAX_FILES as u64 {
+            memo.insert(stamp(ino), ());
+            assert!(memo.len() <= MAX_FILES);
+        }
+    }
+}
