@@ -8,7 +8,7 @@
 //! starting) is tried again at each poll.
 mod variable;
 
-use std::collections::HashMap;
+use std::{collections::HashMap, sync::Arc};
 
 use profiler_common::thread_ctx::ThreadCtxProcess;
 
@@ -33,7 +33,7 @@ const PENDING_TRIES: u32 = 600;
 pub struct ThreadContexts {
     /// Binaries by file: where they keep the variable (`None`: they do
     /// not define it).
-    binaries: FileMemo<Option<Forms>>,
+    binaries: FileMemo<Option<Arc<Forms>>>,
     /// Processes published.
     processes: HashMap<u32, ThreadCtxProcess>,
     /// Processes whose variable's slot was not filled yet.
@@ -42,7 +42,6 @@ pub struct ThreadContexts {
 
 /// Where a binary that defines the variable keeps it, as a program and
 /// as a library (which it is depends on the process that maps it).
-#[derive(Clone)]
 struct Forms {
     executable: Option<Variable>,
     library: Option<Variable>,
@@ -169,7 +168,7 @@ impl ThreadContexts {
     }
 
     /// Where the binary `vma` maps keeps the variable, read once per file.
-    fn forms(&mut self, pid: u32, vma: &Vma, stamp: FileStamp) -> Option<Forms> {
+    fn forms(&mut self, pid: u32, vma: &Vma, stamp: FileStamp) -> Option<Arc<Forms>> {
         if let Some(known) = self.binaries.get(&stamp) {
             return known;
         }
@@ -179,7 +178,7 @@ impl ThreadContexts {
         // SAFETY: read-only; a binary is replaced by rename on upgrade,
         // which leaves this mapping intact.
         let data = unsafe { memmap2::Mmap::map(&file) }.ok()?;
-        let forms = Forms::of(&data);
+        let forms = Forms::of(&data).map(Arc::new);
         self.binaries.insert(stamp, forms.clone());
         forms
     }
