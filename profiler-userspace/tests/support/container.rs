@@ -65,10 +65,16 @@ impl Container {
         )
     }
 
+    /// The command that runs `argv` in a fresh container.
+    pub fn command(&self, argv: &[String]) -> Command {
+        let mut command = Command::new("unshare");
+        command.args(["-m", "-p", "-f", "sh", "-c", &self.script(argv)]);
+        command
+    }
+
     /// Starts `argv` in a fresh container, its stdin and stdout piped.
     pub fn spawn(&self, argv: &[String]) -> Child {
-        Command::new("unshare")
-            .args(["-m", "-p", "-f", "sh", "-c", &self.script(argv)])
+        self.command(argv)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .spawn()

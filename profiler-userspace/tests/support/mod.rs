@@ -109,6 +109,33 @@ impl Fixture {
         self.0.ids[name]
     }
 
+    /// Takes the ids the fixture reported from inside a pid namespace (a
+    /// container's) for the host's: its process is the one named `comm`
+    /// whose innermost pid is the reported one.
+    pub fn ids_as_the_host_sees(&mut self, comm: &str) {
+        let ids = &mut self.0.ids;
+        let hosts: Vec<u32> = procfs_pids()
+            .into_iter()
+            .filter(|&pid| {
+                std::fs::read_to_string(format!("/proc/{pid}/comm"))
+                    .is_ok_and(|c| c.trim_end() == comm)
+                    && innermost_id(&format!("/proc/{pid}/status"))
+                        .is_some_and(|(host, ns)| ns == ids["pid"] && host != ns)
+            })
+            .collect();
+        let [host] = hosts[..] else {
+            panic!("{comm} with pid {} in a namespace: {hosts:?}", ids["pid"]);
+        };
+        let tasks = std::fs::read_dir(format!("/proc/{host}/task")).unwrap();
+        let by_inner: HashMap<u32, u32> = tasks
+            .filter_map(|t| innermost_id(&t.ok()?.path().join("status").to_string_lossy()))
+            .map(|(host, ns)| (ns, host))
+            .collect();
+        for id in ids.values_mut() {
+            *id = by_inner[id];
+        }
+    }
+
     /// Starts the measured phase.
     pub fn go(&mut self) {
         self.0.go().expect("fixture stdin");
@@ -118,6 +145,27 @@ impl Fixture {
     pub fn results(&mut self) -> HashMap<String, u64> {
         self.0.results().expect("fixture result line")
     }
+}
+
+/// The processes of the host.
+fn procfs_pids() -> Vec<u32> {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
+        .collect()
+}
+
+/// A task's id on the host and in its innermost pid namespace, from its
+/// `status` file (`NSpid`).
+fn innermost_id(status: &str) -> Option<(u32, u32)> {
+    let status = std::fs::read_to_string(status).ok()?;
+    let ids: Vec<u32> = status
+        .lines()
+        .find_map(|l| l.strip_prefix("NSpid:"))?
+        .split_whitespace()
+        .filter_map(|id| id.parse().ok())
+        .collect();
+    Some((*ids.first()?, *ids.last()?))
 }
 
 /// A running profiler, started in the background.
