@@ -6,12 +6,13 @@
 //! `read` on a pipe that a producer writes after computing 1 to 3 ms; a
 //! sleeper sleeps 3 ms at a time (a timer wakes it); a reader reads 4 KiB
 //! with `O_DIRECT` from a file on the disk (the completion wakes it). Each
-//! measures its own off-CPU time, the truth the profile is held to.
+//! measures its own off-CPU time, the truth the profile is held to. The
+//! same program is checked on the host and in a container.
 mod support;
 
-use std::{collections::HashMap, process::Command};
+use std::{collections::HashMap, path::Path, process::Command};
 
-use support::{Fixture, Profile, build, profile_fixture, require_root};
+use support::{Fixture, Profile, build, container::Container, profile_fixture, require_root};
 
 /// A thread's `off_cpu_wakers` weight, by the frame that joins its
 /// blocked stack to its waker's, and how much of each has `above` (a
@@ -76,16 +77,37 @@ fn blocked_time_names_what_woke_it() {
     let mut command = Command::new(&bin);
     command.arg("4").current_dir(dir.path());
     let mut fixture = Fixture::spawn_command(command);
+    let failures = wakers_named(&mut fixture, &dir.path().join("profiles"));
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// The same program in a container (its own mount and pid namespaces, an
+/// overlayfs root, its file for `O_DIRECT` in the root's upper layer on
+/// the disk): the same wakers, the producer named by its host tid.
+#[test]
+fn blocked_time_in_a_container_names_what_woke_it() {
+    require_root();
+    let dir = tempfile::tempdir().unwrap();
+    let bin = build::c_program("wakers", dir.path());
+    let container = Container::new(&dir.path().join("root"));
+    container.add(&bin, "srv/wakers");
+    container.add_libc();
+    let mut fixture =
+        Fixture::spawn_command(container.command(&["/srv/wakers".into(), "4".into()]));
+    fixture.ids_as_the_host_sees("wakers");
+    let failures = wakers_named(&mut fixture, &dir.path().join("profiles"));
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// Profiles `fixture` (`wakers.c`) with `--wakers` into `out`: what is
+/// wrong with the wakers its threads' blocked time names.
+fn wakers_named(fixture: &mut Fixture, out: &Path) -> Vec<String> {
     let tids = ["producer", "consumer", "sleeper", "disk"].map(|name| fixture.tid(name));
     let [producer, consumer, sleeper, disk] = tids;
     // At 1 ms every wait of the consumer (1 to 3 ms) and the sleeper (3 ms)
     // is kept: their checks are exact. The disk's (tens of microseconds)
     // are sampled, kept about once in thirty.
-    let (truth, profiles) = profile_fixture(
-        &mut fixture,
-        &dir.path().join("profiles"),
-        &["--wakers", "--off-cpu-rate", "1ms"],
-    );
+    let (truth, profiles) = profile_fixture(fixture, out, &["--wakers", "--off-cpu-rate", "1ms"]);
     let mut failures = Vec::new();
 
     // The consumer waits for the producer's write, and nothing else.
@@ -142,7 +164,7 @@ fn blocked_time_names_what_woke_it() {
              the block layer above (at least 0.8): {woken:?}"
         ));
     }
-    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    failures
 }
 
 /// A three-stage chain (`chain.c`): `a` waits on a pipe for `b`, which
