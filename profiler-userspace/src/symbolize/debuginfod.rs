@@ -24,6 +24,11 @@ use crate::config;
 /// How long a build id that no server had (or that failed) is not asked for.
 pub const RETRY_AFTER: Duration = Duration::from_mins(10);
 
+/// Build ids remembered at least before those past [`RETRY_AFTER`] are
+/// dropped (a build host's new binaries, whose debug files no server has,
+/// would otherwise each stay for good): then again at twice what is left.
+const PRUNE_AT: usize = 4_096;
+
 /// Debuginfod accounting since the last [`Debuginfod::take_stats`].
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct DebuginfodStats {
@@ -95,6 +100,8 @@ pub struct Debuginfod {
     requests: mpsc::Sender<String>,
     done: mpsc::Receiver<Fetched>,
     states: HashMap<String, State>,
+    /// The size of `states` at which the next prune comes.
+    prune_at: usize,
     stats: DebuginfodStats,
 }
 
@@ -123,6 +130,7 @@ impl Debuginfod {
             requests,
             done,
             states: HashMap::new(),
+            prune_at: PRUNE_AT,
             stats: DebuginfodStats::default(),
         })
     }
@@ -200,12 +208,22 @@ impl Debuginfod {
     }
 
     fn mark_unavailable(&mut self, id: &str) {
-        self.states.insert(
-            id.to_owned(),
-            State::Unavailable {
-                since: Instant::now(),
-            },
-        );
+        let now = Instant::now();
+        if self.states.len() >= self.prune_at {
+            self.prune(now);
+        }
+        self.states
+            .insert(id.to_owned(), State::Unavailable { since: now });
+    }
+
+    /// Drops the build ids that may be asked for again at `now` (the same
+    /// to [`Debuginfod::lookup`] as ids never asked for).
+    fn prune(&mut self, now: Instant) {
+        self.states.retain(|_, state| match state {
+            State::Pending => true,
+            State::Unavailable { since } => now.duration_since(*since) < RETRY_AFTER,
+        });
+        self.prune_at = (2 * self.states.len()).max(PRUNE_AT);
     }
 }
 
@@ -335,6 +353,7 @@ mod tests {
             requests,
             done,
             states: HashMap::new(),
+            prune_at: PRUNE_AT,
             stats: DebuginfodStats::default(),
         };
         assert_eq!(debuginfod.lookup("ab12"), DebugFile::Pending);
@@ -361,5 +380,32 @@ mod tests {
         fs::create_dir_all(path.parent().unwrap()).unwrap();
         fs::write(&path, b"elf").unwrap();
         assert_eq!(debuginfod.lookup("ab12"), DebugFile::Cached(path));
+    }
+
+    #[test]
+    fn ids_past_their_retry_time_are_dropped_once_thousands_are_known() {
+        let (requests, _queue) = mpsc::channel();
+        let (_finished, done) = mpsc::channel();
+        let mut debuginfod = Debuginfod {
+            cache_dir: PathBuf::from("/nonexistent"),
+            requests,
+            done,
+            states: HashMap::new(),
+            prune_at: PRUNE_AT,
+            stats: DebuginfodStats::default(),
+        };
+        for i in 0..PRUNE_AT {
+            debuginfod.mark_unavailable(&format!("{i:x}"));
+        }
+        debuginfod.states.insert("pending".into(), State::Pending);
+        // Within their retry time: all kept, and the next prune later.
+        debuginfod.mark_unavailable("young");
+        assert_eq!(debuginfod.states.len(), PRUNE_AT + 2);
+        assert_eq!(debuginfod.prune_at, 2 * (PRUNE_AT + 1));
+        // Past it, all but the download under way go.
+        debuginfod.prune(Instant::now() + RETRY_AFTER);
+        assert_eq!(debuginfod.states.len(), 1);
+        assert_eq!(debuginfod.lookup("pending"), DebugFile::Pending);
+        assert_eq!(debuginfod.prune_at, PRUNE_AT);
     }
 }
