@@ -8,9 +8,10 @@
 //! by its `nmethod`'s compilation id (a freed `nmethod` whose memory holds
 //! another compilation is not named after it), an interpreted frame by its
 //! method's `ConstMethod*`.
-use std::{collections::HashMap, sync::Arc};
+use std::sync::Arc;
 
 use super::{
+    aged::Aged,
     layout::{NameLayout, ScopeRegions},
     scopes::{self, Encoding, PcDesc},
 };
@@ -97,8 +98,8 @@ pub struct Namer {
     debug_non_safepoints: bool,
     /// By `Method*` and its `ConstMethod*` (a class unloaded and another
     /// method at the same address has another `ConstMethod`).
-    methods: HashMap<(u64, u64), Option<Arc<JavaMethod>>>,
-    compiled: HashMap<(u64, u32), Option<Arc<Compiled>>>,
+    methods: Aged<(u64, u64), Option<Arc<JavaMethod>>>,
+    compiled: Aged<(u64, u32), Option<Arc<Compiled>>>,
 }
 
 impl Namer {
@@ -108,9 +109,15 @@ impl Namer {
             memory: Memory { pid },
             layout,
             debug_non_safepoints,
-            methods: HashMap::new(),
-            compiled: HashMap::new(),
+            methods: Aged::default(),
+            compiled: Aged::default(),
         }
+    }
+
+    /// A window ends: what the last windows did not ask for goes.
+    pub fn end_window(&mut self) {
+        self.methods.end_window();
+        self.compiled.end_window();
     }
 
     /// The frames of the compiled frame recorded as `nmethod` with
@@ -178,7 +185,7 @@ impl Namer {
 
     fn compiled_info(&mut self, nmethod: u64, compile_id: u32) -> Option<Arc<Compiled>> {
         if let Some(known) = self.compiled.get(&(nmethod, compile_id)) {
-            return known.clone();
+            return known;
         }
         let id = self.u32(nmethod + self.layout.nmethod_compile_id)?;
         if id != compile_id {
@@ -270,7 +277,7 @@ impl Namer {
     fn method(&mut self, method: u64) -> Option<Arc<JavaMethod>> {
         let const_method = self.u64(method + self.layout.method_const_method)?;
         if let Some(known) = self.methods.get(&(method, const_method)) {
-            return known.clone();
+            return known;
         }
         let read = self.read_method(const_method).map(Arc::new);
         self.methods.insert((method, const_method), read.clone());

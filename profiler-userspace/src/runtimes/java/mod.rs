@@ -14,10 +14,12 @@
 //!   for the first time at once (it asks, and rings the daemon:
 //!   [`Java::serve`]), and each chunk's for its window (`naming.rs`, with
 //!   `methods.rs` and `scopes.rs`); the names go with the chunk to the
-//!   symbolizer.
+//!   symbolizer. What a JVM's methods and compilations read is kept while
+//!   the last ten windows asked for it (`aged.rs`).
 //!
 //! A JVM whose tables lack something read is named once in the log; its
 //! processes keep native frames.
+mod aged;
 mod binary;
 mod code_cache;
 mod flags;

@@ -62,10 +62,13 @@ impl Naming {
     }
 
     /// A new window: its frames are named for it again (from the namers'
-    /// caches: the symbolizer forgets a process it has not seen for a
-    /// while).
+    /// caches, which keep what the last ten windows asked for: the
+    /// symbolizer forgets a process it has not seen for a while).
     pub fn new_window(&mut self) {
         self.named.clear();
+        for namer in self.namers.values_mut() {
+            namer.end_window();
+        }
     }
 
     /// Names the frames the walk recorded for the first time (`seen`), at
