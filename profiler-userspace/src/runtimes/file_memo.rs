@@ -11,7 +11,10 @@ use std::collections::HashMap;
 
 use profiler_common::bound::least_recent;
 
-use crate::process::maps::FileStamp;
+use crate::process::{
+    files::open_mapped,
+    maps::{FileStamp, Vma},
+};
 
 /// Files remembered at most: more than a host's processes map at once
 /// (hundreds to a few thousand files), so that a steady host reads each
@@ -51,6 +54,36 @@ impl<T: Clone> FileMemo<T> {
         }
         self.uses += 1;
         self.files.insert(stamp, (made, self.uses));
+    }
+
+    /// What was made of `stamp`, or what `read` makes of it now
+    /// (remembered); `None` when `read` cannot read it now (the process
+    /// gone): it is tried again with the next process that maps it.
+    pub fn get_or_read(&mut self, stamp: FileStamp, read: impl FnOnce() -> Option<T>) -> Option<T> {
+        if let Some(known) = self.get(&stamp) {
+            return Some(known);
+        }
+        let made = read()?;
+        self.insert(stamp, made.clone());
+        Some(made)
+    }
+
+    /// As [`FileMemo::get_or_read`], `make` given the bytes of the file
+    /// `pid` maps at `vma` (opened through the process's view of it).
+    pub fn get_or_map(
+        &mut self,
+        pid: u32,
+        vma: &Vma,
+        stamp: FileStamp,
+        make: impl FnOnce(&[u8]) -> T,
+    ) -> Option<T> {
+        self.get_or_read(stamp, || {
+            let file = open_mapped(pid, vma).ok()?;
+            // SAFETY: read-only; a binary is replaced by rename on
+            // upgrade, which leaves this mapping intact.
+            let data = unsafe { memmap2::Mmap::map(&file) }.ok()?;
+            Some(make(&data))
+        })
     }
 
     /// Files remembered.

@@ -13,8 +13,8 @@ use super::{
 use crate::runtimes::file_memo::FileMemo;
 use crate::{
     bpf::{GoMaps, KernelError},
+    process::maps::FileStamp,
     process::memory::Memory,
-    process::{files::open_mapped, maps::FileStamp},
     sample::{RawSample, RowLabels},
     unwind::Stamped,
 };
@@ -145,21 +145,14 @@ impl GoLabels {
         vma: &crate::process::maps::Vma,
         stamp: FileStamp,
     ) -> Option<Arc<GoRuntime>> {
-        if let Some(known) = self.binaries.get(&stamp) {
-            return known;
-        }
-        // A file that cannot be opened now (the process gone) is tried
-        // again with the next process that maps it.
-        let file = open_mapped(pid, vma).ok()?;
-        // SAFETY: read-only; a binary is replaced by rename on upgrade,
-        // which leaves this mapping intact.
-        let data = unsafe { memmap2::Mmap::map(&file) }.ok()?;
-        let runtime = GoRuntime::of_data(&data)
-            .ok()
+        self.binaries
+            .get_or_map(pid, vma, stamp, |data| {
+                GoRuntime::of_data(data)
+                    .ok()
+                    .flatten()
+                    .filter(|r| r.layout.labels != 0 && r.layout.m_curg != 0)
+                    .map(Arc::new)
+            })
             .flatten()
-            .filter(|r| r.layout.labels != 0 && r.layout.m_curg != 0)
-            .map(Arc::new);
-        self.binaries.insert(stamp, runtime.clone());
-        runtime
     }
 }

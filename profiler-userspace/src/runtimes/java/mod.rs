@@ -42,11 +42,8 @@ use naming::Naming;
 use super::file_memo::FileMemo;
 use crate::{
     bpf::{JavaMaps, KernelError},
+    process::maps::{FileStamp, Vma},
     process::memory::Memory,
-    process::{
-        files::open_mapped,
-        maps::{FileStamp, Vma},
-    },
     sample::RawSample,
 };
 
@@ -317,16 +314,9 @@ impl Java {
 
     /// The JVM in the file `vma` of `pid` maps, recognised once per file.
     fn jvm(&mut self, pid: u32, vma: &Vma, stamp: FileStamp) -> Option<Arc<Jvm>> {
-        if let Some(known) = self.binaries.get(&stamp) {
-            return known;
-        }
-        let file = open_mapped(pid, vma).ok()?;
-        // SAFETY: the file is only read, here; a library is replaced by
-        // rename on upgrade, which leaves this mapping intact.
-        let data = unsafe { memmap2::Mmap::map(&file) }.ok()?;
-        let read = recognise(&data).map(Arc::new);
-        self.binaries.insert(stamp, read.clone());
-        read
+        self.binaries
+            .get_or_map(pid, vma, stamp, |data| recognise(data).map(Arc::new))
+            .flatten()
     }
 }
 

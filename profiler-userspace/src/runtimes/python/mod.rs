@@ -212,12 +212,9 @@ impl Python {
     /// The interpreter in the file `vma` of `pid` maps, recognised once
     /// per file.
     fn interpreter(&mut self, pid: u32, vma: &Vma, stamp: FileStamp) -> Option<Arc<Interpreter>> {
-        if let Some(known) = self.binaries.get(&stamp) {
-            return known;
-        }
-        let read = read_interpreter(pid, vma).ok()?;
-        self.binaries.insert(stamp, read.clone());
-        read
+        self.binaries
+            .get_or_read(stamp, || read_interpreter(pid, vma).ok())
+            .flatten()
     }
 }
 

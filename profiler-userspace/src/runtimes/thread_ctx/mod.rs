@@ -16,7 +16,6 @@ use super::file_memo::FileMemo;
 use crate::{
     bpf::{KernelError, ThreadCtxMaps},
     process::{
-        files::open_mapped,
         maps::{FileStamp, Vma},
         memory::Memory,
     },
@@ -169,17 +168,8 @@ impl ThreadContexts {
 
     /// Where the binary `vma` maps keeps the variable, read once per file.
     fn forms(&mut self, pid: u32, vma: &Vma, stamp: FileStamp) -> Option<Arc<Forms>> {
-        if let Some(known) = self.binaries.get(&stamp) {
-            return known;
-        }
-        // A file that cannot be opened now (the process gone) is tried
-        // again with the next process that maps it.
-        let file = open_mapped(pid, vma).ok()?;
-        // SAFETY: read-only; a binary is replaced by rename on upgrade,
-        // which leaves this mapping intact.
-        let data = unsafe { memmap2::Mmap::map(&file) }.ok()?;
-        let forms = Forms::of(&data).map(Arc::new);
-        self.binaries.insert(stamp, forms.clone());
-        forms
+        self.binaries
+            .get_or_map(pid, vma, stamp, |data| Forms::of(data).map(Arc::new))
+            .flatten()
     }
 }
