@@ -10,11 +10,11 @@ use super::{
     labels::{LabelSets, SetCounts},
     runtime::GoRuntime,
 };
-use crate::runtimes::file_memo::FileMemo;
 use crate::{
     bpf::{GoMaps, KernelError},
     process::maps::FileStamp,
     process::memory::Memory,
+    runtimes::file_memo::FileMemo,
     sample::{RawSample, RowLabels},
     unwind::Stamped,
 };
