@@ -39,7 +39,7 @@ impl<T> Default for FileMemo<T> {
 
 impl<T: Clone> FileMemo<T> {
     /// What was made of `stamp`, if it is remembered.
-    pub fn get(&mut self, stamp: &FileStamp) -> Option<T> {
+    fn get(&mut self, stamp: &FileStamp) -> Option<T> {
         self.uses += 1;
         let (made, used) = self.files.get_mut(stamp)?;
         *used = self.uses;
@@ -48,7 +48,7 @@ impl<T: Clone> FileMemo<T> {
 
     /// Remembers what was made of `stamp`, forgetting the least recently
     /// used quarter first when [`MAX_FILES`] are remembered.
-    pub fn insert(&mut self, stamp: FileStamp, made: T) {
+    fn insert(&mut self, stamp: FileStamp, made: T) {
         if self.files.len() >= MAX_FILES && !self.files.contains_key(&stamp) {
             self.forget_least_recent();
         }
