@@ -86,6 +86,10 @@ pub const UNWIND_ROWS: &str = "UNWIND_ROWS";
 /// pid -> [`crate::unwind::ProcessMappings`]: the executable mappings the
 /// kernel walker uses for that process.
 pub const UNWIND_PROCS: &str = "UNWIND_PROCS";
+/// [`crate::unwind::by_file::FileKey`] -> [`crate::unwind::by_file::FileTable`]:
+/// the table of each mapped file whose table is in [`UNWIND_ROWS`], for the
+/// walk of a process whose mappings are not in [`UNWIND_PROCS`] yet.
+pub const UNWIND_FILES: &str = "UNWIND_FILES";
 /// pid -> [`crate::process::ProcessSeen`]: processes whose mappings the
 /// walker needs (never seen, or a PC outside every known mapping: exec,
 /// mmap, dlopen), with what the asking thread saw of its process. The
@@ -196,6 +200,10 @@ pub const GLOBAL_FSBASE_OFFSET: &str = "FSBASE_OFFSET";
 /// Load-time global: where a process's mount namespace and root are (a
 /// [`crate::process::ProcessOffsets`] from the kernel's BTF; zeros without).
 pub const GLOBAL_PROCESS_OFFSETS: &str = "PROCESS_OFFSETS";
+/// Load-time global: where a mapping's file is identified (a
+/// [`crate::unwind::by_file::FileOffsets`] from the kernel's BTF; zeros
+/// without).
+pub const GLOBAL_FILE_OFFSETS: &str = "FILE_OFFSETS";
 /// How many [`INTERVAL_CELLS`] are in use (a power of two; fewer only in
 /// tests, to make threads share cells).
 pub const GLOBAL_INTERVAL_CELLS: &str = "INTERVAL_CELLS_IN_USE";
@@ -203,7 +211,7 @@ pub const GLOBAL_INTERVAL_CELLS: &str = "INTERVAL_CELLS_IN_USE";
 /// Every map of the eBPF object (besides aya-log's own). A test in
 /// profiler-userspace checks the built object against this list both
 /// ways, so a map renamed on one side only, or left unused, fails it.
-pub const ALL: [&str; 40] = [
+pub const ALL: [&str; 41] = [
     SAMPLES_0,
     SAMPLES_1,
     STACKS_0,
@@ -224,6 +232,7 @@ pub const ALL: [&str; 40] = [
     TASK_WORK,
     UNWIND_ROWS,
     UNWIND_PROCS,
+    UNWIND_FILES,
     UNWIND_REQUESTS,
     UNWIND_DOORBELL,
     UNWIND_STATE,
@@ -247,7 +256,7 @@ pub const ALL: [&str; 40] = [
 ];
 
 /// Every load-time global the daemon sets, checked the same way.
-pub const GLOBALS: [&str; 9] = [
+pub const GLOBALS: [&str; 10] = [
     GLOBAL_TARGET_ALL,
     GLOBAL_OFF_CPU_RATE_NS,
     GLOBAL_UNWIND_TABLES,
@@ -256,6 +265,7 @@ pub const GLOBALS: [&str; 9] = [
     GLOBAL_INTERVAL_CELLS,
     GLOBAL_FSBASE_OFFSET,
     GLOBAL_PROCESS_OFFSETS,
+    GLOBAL_FILE_OFFSETS,
     GLOBAL_WAKERS,
 ];
 
@@ -350,6 +360,9 @@ pub const IN_FLIGHT_MAX_ENTRIES: u32 = 65_536;
 pub const UNWIND_ROWS_DEFAULT_ENTRIES: u32 = 4 << 20;
 /// Capacity of [`UNWIND_PROCS`] (allocated per entry, not up front).
 pub const UNWIND_PROCS_MAX_ENTRIES: u32 = 8_192;
+/// Capacity of [`UNWIND_FILES`] (allocated per entry): a few files per
+/// binary whose table is in the row array.
+pub const UNWIND_FILES_MAX_ENTRIES: u32 = 16_384;
 /// Bytes of [`UNWIND_DOORBELL`] (a page: 256 rings, in 16-byte records,
 /// between two reads).
 pub const UNWIND_DOORBELL_BYTES: u32 = 4_096;

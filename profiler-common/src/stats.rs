@@ -105,6 +105,11 @@ pub enum Stat {
     /// next switch-out or its exit, where the user stack is exact only if
     /// the thread has not returned to user space since.
     TaskWorkUnscheduled = 31,
+    /// User mappings found through the file they map
+    /// ([`crate::unwind::by_file`]) and walked by its table: mappings of a
+    /// process whose own were not published yet (its first samples) or
+    /// mapped since they were.
+    MappingsByFile = 32,
 }
 
 /// The errno (negated) a hash map insert returns when the map is full.
@@ -124,7 +129,7 @@ impl Stat {
     }
 
     /// Every counter, in index order.
-    pub const ALL: [Self; 32] = [
+    pub const ALL: [Self; 33] = [
         Self::OnCpuSamples,
         Self::UserStackErrors,
         Self::KernelStackErrors,
@@ -157,6 +162,7 @@ impl Stat {
         Self::WakersUnknownNs,
         Self::MapAllocFailed,
         Self::TaskWorkUnscheduled,
+        Self::MappingsByFile,
     ];
 
     /// Name used in logs and profile comments.
@@ -195,6 +201,7 @@ impl Stat {
             Self::WakersUnknownNs => "wakers_unknown_ns",
             Self::MapAllocFailed => "map_alloc_failures",
             Self::TaskWorkUnscheduled => "off_cpu_task_work_unscheduled",
+            Self::MappingsByFile => "unwind_mappings_by_file",
         }
     }
 }
@@ -202,6 +209,30 @@ impl Stat {
 /// Number of entries in [`crate::maps::STATS`].
 #[expect(clippy::cast_possible_truncation, reason = "a handful of counters")]
 pub const STATS_LEN: u32 = Stat::ALL.len() as u32;
+
+/// One value per counter, indexed by [`Stat`] as `usize` (an array as long
+/// as [`Stat::ALL`], which has no `Default` past 32 entries).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct StatCounts(pub [u64; STATS_LEN as usize]);
+
+impl Default for StatCounts {
+    fn default() -> Self {
+        Self([0; STATS_LEN as usize])
+    }
+}
+
+impl core::ops::Deref for StatCounts {
+    type Target = [u64; STATS_LEN as usize];
+    fn deref(&self) -> &Self::Target {
+        &self.0
+    }
+}
+
+impl core::ops::DerefMut for StatCounts {
+    fn deref_mut(&mut self) -> &mut Self::Target {
+        &mut self.0
+    }
+}
 
 #[cfg(test)]
 mod tests {

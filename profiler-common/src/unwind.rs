@@ -11,6 +11,8 @@
 //! - [`crate::maps::UNWIND_PROCS`]: pid -> [`ProcessMappings`], the
 //!   executable mappings of a process, each pointing at its binary's run of
 //!   rows (or at none: frame pointers are used there).
+//! - [`crate::maps::UNWIND_FILES`]: a mapped file -> its table, for a
+//!   process not published yet ([`by_file`]).
 //!
 //! A row says how to find the canonical frame address (CFA) for the PCs
 //! from its `pc` up to the next row's: the return address is at CFA - 8,
@@ -18,6 +20,7 @@
 //! from the CFA. That covers what compilers emit for x86-64 code; the rare
 //! rule that does not fit becomes a [`RowKind::FramePointer`] row.
 
+pub mod by_file;
 mod search;
 
 pub use search::{SearchRange, found, narrow, probe, search, search_in};
@@ -384,6 +387,9 @@ pub struct WalkState {
     pub python: crate::python::PythonWalk,
     /// The Java frames' walk, in a JVM.
     pub java: crate::java::JavaWalk,
+    /// The search of the process's own mappings, for a PC of a process not
+    /// published yet ([`by_file`]).
+    pub maple: by_file::MapleWalk,
 }
 
 #[cfg(test)]

@@ -16,6 +16,7 @@
 )]
 
 mod aggregate;
+mod fields;
 mod go;
 mod java;
 mod maps;
@@ -30,6 +31,7 @@ mod task_storage;
 mod thread_ctx;
 mod tls;
 mod unwind;
+mod vma;
 
 use aya_ebpf::{
     macros::{btf_tracepoint, perf_event},

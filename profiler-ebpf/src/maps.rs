@@ -20,8 +20,9 @@ use profiler_common::{
         PYTHON_THREADS_MAX_ENTRIES, RANG_MAPPINGS, RANG_RUNTIMES, RUNTIME_PROCS_MAX_ENTRIES,
         SAMPLES_MAX_ENTRIES, STACKS_MAX_ENTRIES, TARGET_COMMS_MAX_ENTRIES, TARGET_FILTER_SLOTS,
         TARGETS_MAX_ENTRIES, THREAD_ATTRS_MAX_ENTRIES, THREAD_CTX_PROCS_MAX_ENTRIES,
-        UNWIND_DOORBELL_BYTES, UNWIND_PROCS_MAX_ENTRIES, UNWIND_REQUESTS_MAX_ENTRIES,
-        UNWIND_ROWS_DEFAULT_ENTRIES, WAKERS_MAX_ENTRIES, target_filter_slot,
+        UNWIND_DOORBELL_BYTES, UNWIND_FILES_MAX_ENTRIES, UNWIND_PROCS_MAX_ENTRIES,
+        UNWIND_REQUESTS_MAX_ENTRIES, UNWIND_ROWS_DEFAULT_ENTRIES, WAKERS_MAX_ENTRIES,
+        target_filter_slot,
     },
     process::{ProcessOffsets, ProcessSeen},
     python::{CodeSeen, FRAME_READ_MAX, PythonProcess},
@@ -32,7 +33,10 @@ use profiler_common::{
     stats::{STATS_LEN, Stat},
     task::{IntervalCell, TaskState, TaskWork},
     thread_ctx::{ThreadAttrs, ThreadCtxProcess},
-    unwind::{ProcessMappings, UnwindRow, WalkState},
+    unwind::{
+        ProcessMappings, UnwindRow, WalkState,
+        by_file::{FileKey, FileOffsets, FileTable},
+    },
     waker::WakerRecord,
 };
 
@@ -93,6 +97,22 @@ static PROCESS_OFFSETS: ProcessOffsets = ProcessOffsets {
     i_ino: 0,
     d_sb: 0,
     s_dev: 0,
+};
+
+/// Where a mapping's file is identified, from the kernel's BTF (zeros:
+/// unknown). A plain static, as [`PROCESS_OFFSETS`].
+#[unsafe(no_mangle)]
+static FILE_OFFSETS: FileOffsets = FileOffsets {
+    vm_start: 0,
+    vm_end: 0,
+    vm_pgoff: 0,
+    vm_file: 0,
+    f_inode: 0,
+    i_ino: 0,
+    i_size: 0,
+    i_mtime_sec: 0,
+    task_mm: 0,
+    mm_root: 0,
 };
 
 /// `task_struct.thread.fsbase`, from the kernel's BTF (0: unknown).
@@ -214,6 +234,12 @@ static UNWIND_ROWS: Array<UnwindRow> =
 #[map]
 static UNWIND_PROCS: HashMap<u32, ProcessMappings> =
     HashMap::with_max_entries(UNWIND_PROCS_MAX_ENTRIES, BPF_F_NO_PREALLOC);
+
+/// The table of each file whose table is in [`UNWIND_ROWS`], for processes
+/// not in [`UNWIND_PROCS`] yet (allocated on insert).
+#[map]
+static UNWIND_FILES: HashMap<FileKey, FileTable> =
+    HashMap::with_max_entries(UNWIND_FILES_MAX_ENTRIES, BPF_F_NO_PREALLOC);
 
 /// Processes whose mappings the walker asked for.
 #[map]
@@ -530,6 +556,14 @@ pub fn process_offsets() -> ProcessOffsets {
     unsafe { core::ptr::read_volatile(&raw const PROCESS_OFFSETS) }
 }
 
+/// Where a mapping's file is identified.
+#[inline(always)]
+pub fn file_offsets() -> FileOffsets {
+    // SAFETY: a static. The read is volatile because the loader sets the
+    // static's bytes: the compiler must not fold in the zeros.
+    unsafe { core::ptr::read_volatile(&raw const FILE_OFFSETS) }
+}
+
 /// This CPU's [`SwitchCpu`].
 #[inline(always)]
 pub fn switch_cpu() -> Option<*mut SwitchCpu> {
@@ -608,6 +642,13 @@ pub fn process_mappings(pid: u32) -> Option<&'static ProcessMappings> {
     // SAFETY: a value of a successful lookup, valid for this program's run;
     // the daemon replaces entries whole, never in place.
     unsafe { UNWIND_PROCS.get(pid) }
+}
+
+/// The table of the file `key` names, if the daemon has published it.
+#[inline(always)]
+pub fn file_table(key: &FileKey) -> Option<FileTable> {
+    // SAFETY: a value of a successful lookup, copied at once.
+    unsafe { UNWIND_FILES.get(key).copied() }
 }
 
 /// Asks the daemon for the mappings of `pid` (a no-op while asked), with

@@ -3,12 +3,12 @@
 //! namespace and root, so the daemon need not read four `/proc` files for
 //! each new process.
 use aya_ebpf::helpers::{
-    bpf_get_current_pid_tgid, bpf_probe_read_kernel,
+    bpf_get_current_pid_tgid,
     generated::{bpf_get_current_cgroup_id, bpf_get_current_comm, bpf_get_current_task_btf},
 };
 use profiler_common::process::{ProcessOffsets, ProcessSeen};
 
-use crate::maps;
+use crate::{fields::read, maps};
 
 /// Fills `seen` (zeroed) with the current process as its thread sees it,
 /// when it is process `pid` (nothing is read otherwise).
@@ -50,14 +50,4 @@ fn read_namespaces(at: &ProcessOffsets, seen: &mut ProcessSeen) {
 #[inline(always)]
 fn pointer(base: u64, offset: u32) -> u64 {
     read::<u64>(base, offset)
-}
-
-/// The value at `base + offset`; zero when `base` is 0 or unreadable.
-#[inline(always)]
-fn read<T: Default>(base: u64, offset: u32) -> T {
-    if base == 0 {
-        return T::default();
-    }
-    // SAFETY: a read of kernel memory through the fault-tolerant helper.
-    unsafe { bpf_probe_read_kernel((base + u64::from(offset)) as *const T) }.unwrap_or_default()
 }

@@ -34,7 +34,7 @@ use crate::{
     maps::{self, Scratch, Slot},
     process_seen,
     python::{self, At},
-    stack,
+    stack, vma,
 };
 
 /// Offsets in x86-64 `struct pt_regs` (a stable ABI).
@@ -209,12 +209,18 @@ fn frame(state: &mut WalkState, trace: &mut StackTrace, context: u32) -> bool {
         state.by_frame_pointer += 1;
         return unwind(state, RowKind::FramePointer, 0, 0);
     }
-    let Some(mapping) = mapping_of(state, lookup) else {
+    let Some(mapping) = mapping_of(state, lookup).or_else(|| {
         // Not published yet, or mapped since the daemon last looked
         // (mmap, dlopen, exec): the daemon builds them within a poll.
+        // Meanwhile the kernel's own mapping may be of a file whose
+        // table is published.
         maps::request_mappings(state.pid, context, |seen| {
             process_seen::current(state.pid, seen);
         });
+        let mapping = vma::by_file(state, lookup, context)?;
+        state.mapping = mapping;
+        Some(mapping)
+    }) else {
         return without_table(state);
     };
     let Ok(rel) = u32::try_from(lookup.wrapping_sub(mapping.bias)) else {

@@ -91,6 +91,30 @@ run() {
     say "ran $name: fixture exit=$status"
 }
 
+# brief NAME COUNT -- PROFILER ARGS: COUNT runs of short_lived (50 ms of
+# spin each, one after another) under the profiler, into /out/NAME, after
+# one run whose samples have its table built.
+brief() {
+    name=$1 count=$2
+    shift 3
+    dir=/out/$name
+    mkdir -p "$dir/profiles"
+    /profiler "$@" --output-dir "$dir/profiles" 2> "$dir/profiler.log" &
+    profiler_pid=$!
+    wait_for "$dir/profiler.log" profiling || return
+    /fixtures/short_lived 0.3 0 > "$dir/warm.out"
+    sleep 1
+    i=0
+    while [ $i -lt "$count" ]; do
+        /fixtures/short_lived 0.05 0 >> "$dir/fixture.out"
+        i=$((i + 1))
+    done
+    kill -TERM $profiler_pid
+    await $profiler_pid profiler
+    echo "exit=$status" >> "$dir/profiler.log"
+    say "ran $name"
+}
+
 # A line of its own: the firmware leaves terminal codes before it.
 echo
 say "kernel $(uname -r)"
@@ -110,6 +134,9 @@ run go naps 4 -- --pid {pid} --off-cpu-rate 1ms
 run go_sys_exit naps 4 -- --pid {pid} --off-cpu-rate 1ms --off-cpu-sys-exit
 # One nap across several windows: no pidfds for threads before 6.9.
 run windows long_nap 3.5 -- --pid {pid} --interval 1s
+# Brief processes' first samples, walked through the kernel's own tree of
+# mappings (this kernel's maple tree and inode layout).
+brief brief 30 -- --all
 
 for f in $(find /out -type f | sort); do
     say "file ${f#/out/}"

@@ -7,6 +7,13 @@
 //! they are made (`mapping_events/`). Without them, these runs named 17%
 //! (a distribution's C program) to 40% of such samples: only processes
 //! still alive at the daemon's 200 ms poll were read.
+//!
+//! Their stacks are whole from their first sample: the kernel asks for a
+//! new process's mappings at that sample, and until the daemon has
+//! published them it finds each PC's mapping in the kernel's own and the
+//! table by the file mapped. Walked by frame pointer meanwhile, a `cc -O2`
+//! program's first sample kept its leaf alone: one sample in three of
+//! these runs.
 mod support;
 
 use std::{collections::HashSet, path::Path, process::Command, time::Duration};
@@ -56,15 +63,25 @@ fn run_loop(bin: &Path, extra: &[&str]) -> Vec<Run> {
 /// Profiles a loop of `bin` under `args`, then checks that at least 90% of
 /// the loop's on-CPU samples have a named user frame, and that the
 /// samples are there at all (at least 80% of the CPU time the processes
-/// measured, at 99 Hz).
+/// measured, at 99 Hz). With `whole`, the stack of the function the
+/// fixture spins in, leaf first: at least 97% of the samples whose leaf it
+/// is have that whole stack. Then the binary runs once before the loop:
+/// its table is built at its first run's first sample (a few milliseconds,
+/// some hundreds in this debug build), and that run's samples until then
+/// are walked by frame pointer.
 #[expect(clippy::cast_precision_loss, reason = "sample counts")]
-fn brief_processes_are_named(args: &[&str], bin: &Path, extra: &[&str]) {
+fn brief_processes_are_named(args: &[&str], bin: &Path, extra: &[&str], whole: Option<&[&str]>) {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("out");
     let mut all = args.to_vec();
     all.extend(["--interval", "60s", "--output-dir", out.to_str().unwrap()]);
     let profiler = Profiler::start(&all);
     std::thread::sleep(Duration::from_millis(250));
+    if whole.is_some() {
+        let warm = Command::new(bin).arg("0.3").args(extra).output().unwrap();
+        assert!(warm.status.success(), "{warm:?}");
+        std::thread::sleep(Duration::from_millis(500));
+    }
     let runs = run_loop(bin, extra);
     // Past the daemon's next chunk, so the last exits are read with it.
     std::thread::sleep(Duration::from_millis(500));
@@ -73,10 +90,12 @@ fn brief_processes_are_named(args: &[&str], bin: &Path, extra: &[&str]) {
     let pids: HashSet<u32> = runs.iter().map(|r| r.pid).collect();
     let (mut samples, mut named, mut named_leaf) = (0, 0, 0);
     let (mut recorded, mut lost) = (0, 0);
+    let (mut in_leaf, mut whole_stacks, mut by_file) = (0, 0, 0);
     for (path, profile) in &files {
         go_pprof_raw(path);
         recorded += profile.comment_value("process_images_recorded");
         lost += profile.comment_value("mapping_records_lost");
+        by_file += profile.comment_value("unwind_mappings_by_file");
         for sample in pids.iter().flat_map(|&pid| profile.samples_of(pid)) {
             let n = profile.value(sample, "samples");
             let frames = profile.user_frames(sample);
@@ -89,6 +108,14 @@ fn brief_processes_are_named(args: &[&str], bin: &Path, extra: &[&str]) {
                 .is_some_and(|(function, _)| !function.is_empty())
             {
                 named_leaf += n;
+            }
+            if let Some(whole) = whole
+                && frames.first().is_some_and(|(f, _)| *f == whole[0])
+            {
+                in_leaf += n;
+                if frames.iter().map(|(f, _)| *f).eq(whole.iter().copied()) {
+                    whole_stacks += n;
+                }
             }
         }
     }
@@ -112,14 +139,35 @@ fn brief_processes_are_named(args: &[&str], bin: &Path, extra: &[&str]) {
         "{named} of {samples} samples have a named user frame ({:.1}%)",
         share * 100.0
     );
+    if whole.is_some() {
+        eprintln!(
+            "{whole_stacks} of {in_leaf} samples in {whole:?} have it whole; \
+             {by_file} mappings found by file"
+        );
+        assert!(in_leaf * 2 >= samples, "{in_leaf} of {samples} in the leaf");
+        assert!(by_file > 0, "no mapping found by file");
+        assert!(
+            whole_stacks * 100 >= in_leaf * 97,
+            "{whole_stacks} of {in_leaf} samples have the whole stack {whole:?}"
+        );
+    }
 }
+
+/// A `cc -O2` program's stack as it spins, leaf first.
+const C_STACK: &[&str] = &[
+    "brief_work",
+    "main",
+    "__libc_start_call_main",
+    "__libc_start_main_impl",
+    "_start",
+];
 
 #[test]
 fn all_names_brief_c_processes() {
     require_root();
     let dir = tempfile::tempdir().unwrap();
     let bin = build::c_program("short_lived", dir.path());
-    brief_processes_are_named(&["--all"], &bin, &["0"]);
+    brief_processes_are_named(&["--all"], &bin, &["0"], Some(C_STACK));
 }
 
 #[test]
@@ -127,7 +175,12 @@ fn comm_names_brief_c_processes() {
     require_root();
     let dir = tempfile::tempdir().unwrap();
     let bin = build::c_program("short_lived", dir.path());
-    brief_processes_are_named(&["--comm", "short_lived", "--wait"], &bin, &["0"]);
+    brief_processes_are_named(
+        &["--comm", "short_lived", "--wait"],
+        &bin,
+        &["0"],
+        Some(C_STACK),
+    );
 }
 
 #[test]
@@ -135,7 +188,7 @@ fn all_names_brief_stripped_go_processes() {
     require_root();
     let dir = tempfile::tempdir().unwrap();
     let bin = build::stripped_go_program("brief", dir.path());
-    brief_processes_are_named(&["--all"], &bin, &[]);
+    brief_processes_are_named(&["--all"], &bin, &[], None);
 }
 
 #[test]
@@ -143,5 +196,5 @@ fn comm_names_brief_stripped_go_processes() {
     require_root();
     let dir = tempfile::tempdir().unwrap();
     let bin = build::stripped_go_program("brief", dir.path());
-    brief_processes_are_named(&["--comm", "brief", "--wait"], &bin, &[]);
+    brief_processes_are_named(&["--comm", "brief", "--wait"], &bin, &[], None);
 }

@@ -204,8 +204,12 @@ fn a_brief_c_program_in_a_container_is_named_never_from_the_hosts_file() {
         in_work >= samples / 2,
         "{in_work} of {samples} samples in brief_work"
     );
+    // Each run's first samples too, taken before the daemon has read the
+    // run: the binary's table is found through the file it maps (its
+    // copy in the container's image). Walked by frame pointer, they lost
+    // their caller: about one sample a run, 5 to 10% of them.
     assert!(
-        with_caller * 10 >= in_work * 9,
+        with_caller * 100 >= in_work * 97,
         "{with_caller} of {in_work} brief_work samples under main"
     );
 }

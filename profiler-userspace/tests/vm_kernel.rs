@@ -51,6 +51,10 @@ fn boot() -> &'static vm::Boot {
                 build::go_program("naps", build_dir.path()),
             ),
             ("/fixtures/long_nap".to_owned(), release.join("long_nap")),
+            (
+                "/fixtures/short_lived".to_owned(),
+                build::c_program("short_lived", build_dir.path()),
+            ),
         ]);
         vm::boot(Path::new(&kernel), &files)
     });
@@ -244,5 +248,49 @@ fn a_nap_across_windows_is_counted_once() {
     assert!(
         (r - 1.0).abs() <= 0.05,
         "napper: {r:.3} of its measured nap"
+    );
+}
+
+/// Brief `cc -O2` processes under `--all`, run once their binary's table
+/// is built: each one's first samples, taken before the daemon has read
+/// it, are walked by table through this kernel's own tree of mappings
+/// (its maple tree and inode layout), so at least 97% of the samples in
+/// the spinning leaf have its callers down to `_start`. Walked by frame
+/// pointer, a run's first sample kept its leaf alone: one in five here.
+#[test]
+#[ignore = "boots Debian's 6.1 kernel in a VM: cargo xtask vm-test"]
+fn brief_processes_are_walked_whole_from_their_first_sample() {
+    let (profiles, _) = run("brief");
+    let fixture = boot().text("brief", "fixture.out");
+    let pids: Vec<i64> = fixture
+        .lines()
+        .map(|l| profiler_fixtures::client::fields::<i64>(l.trim_start_matches("short_lived ")))
+        .map(|fields| fields["pid"])
+        .collect();
+    assert!(pids.len() >= 20, "{fixture}");
+    let (mut in_leaf, mut whole, mut by_file) = (0, 0, 0);
+    for (_, p) in &profiles {
+        by_file += p.comment_value("unwind_mappings_by_file");
+        for s in &p.0.sample {
+            if !p.num_label(s, "pid").is_some_and(|pid| pids.contains(&pid)) {
+                continue;
+            }
+            let frames: Vec<&str> = p.user_frames(s).iter().map(|(f, _)| *f).collect();
+            if frames.first() != Some(&"brief_work") {
+                continue;
+            }
+            let n = p.value(s, "samples");
+            in_leaf += n;
+            if frames.get(1) == Some(&"main") && frames.last() == Some(&"_start") {
+                whole += n;
+            }
+        }
+    }
+    eprintln!("{whole} of {in_leaf} samples whole; {by_file} mappings found by file");
+    assert!(by_file > 0, "no mapping found by file");
+    assert!(in_leaf >= 50, "{in_leaf} samples in brief_work");
+    assert!(
+        whole * 100 >= in_leaf * 97,
+        "{whole} of {in_leaf} samples in brief_work have their callers to _start"
     );
 }

@@ -228,6 +228,7 @@ fn the_kernels_search_in_its_walk_state_is_the_same_search() {
         pad: 0,
         python: crate::python::PythonWalk::default(),
         java: crate::java::JavaWalk::default(),
+        maple: by_file::MapleWalk::default(),
     };
     for len in 0..300u32 {
         let pcs: std::vec::Vec<u64> = (0..len).map(|i| u64::from(i) * 4 + 100).collect();

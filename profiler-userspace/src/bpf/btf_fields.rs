@@ -10,7 +10,11 @@
 //! and offsets of struct and union members.
 use std::collections::HashMap;
 
-use profiler_common::{process::ProcessOffsets, sched::SchedOffsets};
+use profiler_common::{
+    process::ProcessOffsets,
+    sched::SchedOffsets,
+    unwind::by_file::{FileOffsets, maple},
+};
 
 const MAGIC: u16 = 0xeb9f;
 const KIND_STRUCT: u32 = 4;
@@ -230,6 +234,50 @@ impl KernelTypes {
             d_sb: self.offset("dentry", "d_sb", why)?,
             s_dev: self.offset("super_block", "s_dev", why)?,
         })
+    }
+
+    /// Where a mapping's start, end, file offset and file are, and the
+    /// file's identity, for the walk of a process not published yet
+    /// (`profiler_common::unwind::by_file`).
+    ///
+    /// # Errors
+    /// When this kernel lacks one of the fields.
+    pub fn file_offsets(&self) -> Result<FileOffsets, BtfFieldError> {
+        let why = "a new process's first samples walked by table";
+        Ok(FileOffsets {
+            vm_start: self.offset("vm_area_struct", "vm_start", why)?,
+            vm_end: self.offset("vm_area_struct", "vm_end", why)?,
+            vm_pgoff: self.offset("vm_area_struct", "vm_pgoff", why)?,
+            vm_file: self.offset("vm_area_struct", "vm_file", why)?,
+            f_inode: self.offset("file", "f_inode", why)?,
+            i_ino: self.offset("inode", "i_ino", why)?,
+            i_size: self.offset("inode", "i_size", why)?,
+            i_mtime_sec: ["i_mtime_sec", "__i_mtime.tv_sec", "i_mtime.tv_sec"]
+                .iter()
+                .find_map(|path| self.offset("inode", path, why).ok())
+                .ok_or_else(|| BtfFieldError::NoField("inode.i_mtime_sec".to_owned(), why))?,
+            task_mm: self.offset("task_struct", "mm", why)?,
+            mm_root: self.maple_root(why)?,
+        })
+    }
+
+    /// Where a process's tree of mappings has its root, once the tree's
+    /// nodes are checked to be laid out as `by_file::maple` reads them.
+    fn maple_root(&self, why: &'static str) -> Result<u32, BtfFieldError> {
+        let laid_out = [
+            ("maple_range_64", "pivot", maple::PIVOTS_AT),
+            ("maple_range_64", "slot", maple::RANGE_64_SLOTS_AT),
+            ("maple_arange_64", "pivot", maple::PIVOTS_AT),
+            ("maple_arange_64", "slot", maple::ARANGE_64_SLOTS_AT),
+        ];
+        for (node, field, at) in laid_out {
+            if self.offset(node, field, why)? != at {
+                return Err(BtfFieldError::Malformed(
+                    "the maple tree's nodes are laid out otherwise",
+                ));
+            }
+        }
+        self.offset("mm_struct", "mm_mt.ma_root", why)
     }
 }
 

@@ -14,7 +14,7 @@ use profiler_common::{
     sample::{SampleKey, SampleValue, ThreadState, comm_str},
     sched::SwitchCpu,
     stack::{NO_STACK, StackTrace},
-    stats::{STATS_LEN, Stat},
+    stats::{Stat, StatCounts},
     waker::{self, WakerRecord},
 };
 
@@ -49,7 +49,7 @@ pub fn monotonic_ns() -> u64 {
 pub struct Drained {
     pub samples: Vec<RawSample>,
     /// Per-window increase of each kernel counter, indexed by [`Stat`].
-    pub stats: [u64; STATS_LEN as usize],
+    pub stats: StatCounts,
     /// Entries whose state field this build does not know (skipped).
     pub unknown_entries: u64,
     /// Entries the drained maps held.
@@ -96,7 +96,7 @@ pub(super) struct Windows {
     wakers: bool,
     active_slot: u32,
     /// Kernel counters as of the previous drain, to report deltas.
-    last_stats: [u64; STATS_LEN as usize],
+    last_stats: StatCounts,
     /// Monotonic time of the last flip (of loading, before the first).
     last_flip_ns: u64,
 }
@@ -122,7 +122,7 @@ impl Windows {
             thread_attrs: take_map(ebpf, THREAD_ATTRS)?,
             wakers,
             active_slot: 0,
-            last_stats: [0; STATS_LEN as usize],
+            last_stats: StatCounts::default(),
             last_flip_ns: 0,
         };
         windows.set_active_slot(0, 0)?;
@@ -148,11 +148,11 @@ impl Windows {
         Ok(())
     }
 
-    fn stats_delta(&mut self) -> Result<[u64; STATS_LEN as usize], KernelError> {
+    fn stats_delta(&mut self) -> Result<StatCounts, KernelError> {
         let off_cpu_seen = self.off_cpu_seen()?;
         let stats: PerCpuArray<&MapData, u64> =
             PerCpuArray::try_from(&self.stats).map_err(KernelError::map(STATS))?;
-        let mut delta = [0; STATS_LEN as usize];
+        let mut delta = StatCounts::default();
         for stat in Stat::ALL {
             let index = stat as usize;
             let mut total: u64 = stats

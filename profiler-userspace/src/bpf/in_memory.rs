@@ -10,9 +10,12 @@ use profiler_common::{
     java::{FrameSeen, JavaProcess},
     process::ProcessSeen,
     python::{CodeSeen, PythonProcess},
-    stats::{STATS_LEN, Stat},
+    stats::{Stat, StatCounts},
     thread_ctx::ThreadCtxProcess,
-    unwind::{ProcessMappings, UnwindRow},
+    unwind::{
+        ProcessMappings, UnwindRow,
+        by_file::{FileKey, FileTable},
+    },
 };
 
 use super::{
@@ -41,7 +44,7 @@ pub struct MemoryKernel {
     now_ns: u64,
     last_flip_ns: u64,
     /// Counters since the last drain, by [`Stat`].
-    stats: [u64; STATS_LEN as usize],
+    stats: StatCounts,
     /// Threads still off the CPU: the part each would add at a window's
     /// end, whatever the rule.
     pub open: Vec<RawSample>,
@@ -58,6 +61,8 @@ pub struct MemoryKernel {
     /// and pending requests.
     pub rows: Vec<UnwindRow>,
     pub mappings: HashMap<u32, ProcessMappings>,
+    /// The files' tables published, for processes not published yet.
+    pub files: HashMap<FileKey, FileTable>,
     pub requests: Vec<u32>,
     /// The Python processes published and the code objects asked for.
     pub python: HashMap<u32, PythonProcess>,
@@ -133,7 +138,7 @@ impl WindowMaps for MemoryKernel {
         };
         Ok(Drained {
             samples,
-            stats: std::mem::replace(&mut self.stats, [0; STATS_LEN as usize]),
+            stats: std::mem::take(&mut self.stats),
             unknown_entries: 0,
             map_entries,
         })
@@ -196,6 +201,16 @@ impl UnwindMaps for MemoryKernel {
 
     fn remove_mappings(&mut self, pid: u32) -> Result<(), KernelError> {
         self.mappings.remove(&pid);
+        Ok(())
+    }
+
+    fn set_file_table(&mut self, key: &FileKey, table: &FileTable) -> Result<(), KernelError> {
+        self.files.insert(*key, *table);
+        Ok(())
+    }
+
+    fn remove_file_table(&mut self, key: &FileKey) -> Result<(), KernelError> {
+        self.files.remove(key);
         Ok(())
     }
 

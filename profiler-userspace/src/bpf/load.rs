@@ -12,17 +12,17 @@ use aya::{
 };
 use profiler_common::{
     maps::{
-        GLOBAL_FSBASE_OFFSET, GLOBAL_INTERVAL_CELLS, GLOBAL_OFF_CPU_DISPATCH_ONLY,
-        GLOBAL_OFF_CPU_NAIVE, GLOBAL_OFF_CPU_RATE_NS, GLOBAL_PROCESS_OFFSETS, GLOBAL_SCHED_OFFSETS,
-        GLOBAL_TARGET_ALL, GLOBAL_TASK_WORK, GLOBAL_UNPROFILED_PID, GLOBAL_UNWIND_TABLES,
-        GLOBAL_WAKERS, IN_FLIGHT, IN_FLIGHT_MAX_ENTRIES, INTERVAL_CELLS, TASK_WORK,
-        UNWIND_DOORBELL, UNWIND_ROWS,
+        GLOBAL_FILE_OFFSETS, GLOBAL_FSBASE_OFFSET, GLOBAL_INTERVAL_CELLS,
+        GLOBAL_OFF_CPU_DISPATCH_ONLY, GLOBAL_OFF_CPU_NAIVE, GLOBAL_OFF_CPU_RATE_NS,
+        GLOBAL_PROCESS_OFFSETS, GLOBAL_SCHED_OFFSETS, GLOBAL_TARGET_ALL, GLOBAL_TASK_WORK,
+        GLOBAL_UNPROFILED_PID, GLOBAL_UNWIND_TABLES, GLOBAL_WAKERS, IN_FLIGHT,
+        IN_FLIGHT_MAX_ENTRIES, INTERVAL_CELLS, TASK_WORK, UNWIND_DOORBELL, UNWIND_ROWS,
     },
     sched::SchedOffsets,
 };
 
 use super::{
-    btf_fields::KernelTypes,
+    btf_fields::{BtfFieldError, KernelTypes},
     doorbell::Doorbell,
     drain::Windows,
     ebpf_log::{self, Logger},
@@ -118,6 +118,21 @@ pub struct Kernel {
     ebpf: Ebpf,
 }
 
+/// Offsets a feature can do without: zeros (unknown) when this kernel has
+/// no BTF or lacks a field, which is logged.
+fn optional<T: Default>(
+    types: Option<&KernelTypes>,
+    read: impl FnOnce(&KernelTypes) -> Result<T, BtfFieldError>,
+) -> T {
+    types
+        .and_then(|t| {
+            read(t)
+                .inspect_err(|e| tracing::debug!("{}", crate::error_chain(e)))
+                .ok()
+        })
+        .unwrap_or_default()
+}
+
 impl Kernel {
     /// Loads the programs, fills the target set, then starts on-CPU
     /// sampling (every online CPU, once per sample period of CPU time) and
@@ -156,14 +171,10 @@ impl Kernel {
             .unwrap_or(0);
         // Without them the daemon reads each new process's mount namespace
         // and root from `/proc`.
-        let process_offsets = types
-            .as_ref()
-            .and_then(|t| {
-                t.process_offsets()
-                    .inspect_err(|e| tracing::debug!("{}", crate::error_chain(e)))
-                    .ok()
-            })
-            .unwrap_or_default();
+        let process_offsets = optional(types.as_ref(), KernelTypes::process_offsets);
+        // Without them a new process's first samples are walked by frame
+        // pointer until its mappings are published.
+        let file_offsets = optional(types.as_ref(), KernelTypes::file_offsets);
         let user_stacks = config.modes.off_cpu().map(|o| o.user_stacks);
         let task_work = user_stacks == Some(UserStacks::TaskWork);
         let wakers = config.modes.off_cpu().is_some_and(|o| o.wakers);
@@ -185,6 +196,7 @@ impl Kernel {
             .override_global(GLOBAL_INTERVAL_CELLS, &interval_cells, true)
             .override_global(GLOBAL_FSBASE_OFFSET, &fsbase_offset, true)
             .override_global(GLOBAL_PROCESS_OFFSETS, &process_offsets, true)
+            .override_global(GLOBAL_FILE_OFFSETS, &file_offsets, true)
             .override_global(GLOBAL_WAKERS, &u8::from(wakers), true)
             .map_max_entries(UNWIND_ROWS, config.unwind.table_rows())
             .map_max_entries(INTERVAL_CELLS, interval_cells)

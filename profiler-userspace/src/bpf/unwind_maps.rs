@@ -12,9 +12,12 @@ use aya::{
     maps::{HashMap, Map, MapData},
 };
 use profiler_common::{
-    maps::{UNWIND_PROCS, UNWIND_REQUESTS, UNWIND_ROWS},
+    maps::{UNWIND_FILES, UNWIND_PROCS, UNWIND_REQUESTS, UNWIND_ROWS},
     process::ProcessSeen,
-    unwind::{ProcessMappings, UnwindRow},
+    unwind::{
+        ProcessMappings, UnwindRow,
+        by_file::{FileKey, FileTable},
+    },
 };
 
 use super::{
@@ -100,6 +103,7 @@ impl Drop for RowsWindow {
 pub(super) struct UnwindTables {
     rows: Map,
     procs: Map,
+    files: Map,
     requests: Map,
 }
 
@@ -109,12 +113,17 @@ impl UnwindTables {
         Ok(Self {
             rows: take_map(ebpf, UNWIND_ROWS)?,
             procs: take_map(ebpf, UNWIND_PROCS)?,
+            files: take_map(ebpf, UNWIND_FILES)?,
             requests: take_map(ebpf, UNWIND_REQUESTS)?,
         })
     }
 
     fn procs(&mut self) -> Result<HashMap<&mut MapData, u32, ProcessMappings>, KernelError> {
         HashMap::try_from(&mut self.procs).map_err(KernelError::map(UNWIND_PROCS))
+    }
+
+    fn files(&mut self) -> Result<HashMap<&mut MapData, FileKey, FileTable>, KernelError> {
+        HashMap::try_from(&mut self.files).map_err(KernelError::map(UNWIND_FILES))
     }
 }
 
@@ -138,6 +147,17 @@ pub trait UnwindMaps {
     /// # Errors
     /// When the kernel map cannot be written.
     fn remove_mappings(&mut self, pid: u32) -> Result<(), Self::Error>;
+    /// Publishes where the table of the file `key` names is, for processes
+    /// not published yet.
+    ///
+    /// # Errors
+    /// When the kernel map refuses the entry (full).
+    fn set_file_table(&mut self, key: &FileKey, table: &FileTable) -> Result<(), Self::Error>;
+    /// Forgets the table of the file `key` names (its rows are given back).
+    ///
+    /// # Errors
+    /// When the kernel map cannot be written.
+    fn remove_file_table(&mut self, key: &FileKey) -> Result<(), Self::Error>;
     /// The pids the walker asked for since the last call, each with what
     /// the asking thread saw of its process.
     ///
@@ -171,6 +191,16 @@ impl UnwindMaps for UnwindTables {
         // The kernel drops a process's entry itself on exec, so it may be
         // gone already; aya reports that as ENOENT from the syscall.
         removed(self.procs()?.remove(&pid)).map_err(KernelError::map(UNWIND_PROCS))
+    }
+
+    fn set_file_table(&mut self, key: &FileKey, table: &FileTable) -> Result<(), KernelError> {
+        self.files()?
+            .insert(key, table, 0)
+            .map_err(KernelError::map(UNWIND_FILES))
+    }
+
+    fn remove_file_table(&mut self, key: &FileKey) -> Result<(), KernelError> {
+        removed(self.files()?.remove(key)).map_err(KernelError::map(UNWIND_FILES))
     }
 
     fn take_requests(&mut self) -> Result<Vec<(u32, ProcessSeen)>, KernelError> {

@@ -14,6 +14,7 @@
 //! container image's libc, seen through each new overlay mount, is one
 //! table, not one per container).
 mod binary;
+mod by_file;
 mod placing;
 mod serving;
 mod stats;
@@ -27,7 +28,10 @@ use std::{
 
 use profiler_common::{
     process::ProcessSeen,
-    unwind::{MAX_MAPPINGS, ProcessMappings, UnwindMapping},
+    unwind::{
+        MAX_MAPPINGS, ProcessMappings, UnwindMapping,
+        by_file::{FileKey, FileTable},
+    },
 };
 
 use crate::{
@@ -53,6 +57,8 @@ struct Binary {
     run: u32,
     /// First row in the kernel's array, when the table is there.
     first_row: Option<u32>,
+    /// The files published with its table ([`by_file`]).
+    files: Vec<FileKey>,
     /// Processes mapping it now.
     users: u32,
     last_used: Instant,
@@ -262,6 +268,12 @@ impl Unwinder {
                 .transpose()?
                 .flatten()
                 .unwrap_or((0, 0, 0));
+            if let Some((id, stamp)) = id.as_ref().zip(id.as_ref().and_then(BinaryId::stamp))
+                && table != 0
+            {
+                let file = FileTable::new(first_row, table, vma.start, bias);
+                self.publish_file(maps, id, vma, &stamp, &file);
+            }
             *slot = UnwindMapping {
                 start: vma.start,
                 end: vma.end,
@@ -355,6 +367,7 @@ impl Unwinder {
                 table,
                 run: u32::try_from(run.len()).unwrap_or(0),
                 first_row,
+                files: Vec::new(),
                 users: 0,
                 last_used: Instant::now(),
             },

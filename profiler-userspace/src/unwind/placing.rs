@@ -32,7 +32,7 @@ impl Unwinder {
             if let Some(start) = self.space.alloc(len) {
                 break start;
             }
-            if !self.evict_one_unused() {
+            if !self.evict_one_unused(maps)? {
                 self.stats.tables_over_budget += 1;
                 return Ok(None);
             }
@@ -46,7 +46,7 @@ impl Unwinder {
 
     /// Drops the least recently used binaries that no process maps, down
     /// to [`MAX_UNUSED_BINARIES`] of them.
-    pub(super) fn bound_unused(&mut self) {
+    pub(super) fn bound_unused<M: UnwindMaps>(&mut self, maps: &mut M) -> Result<(), M::Error> {
         let mut unused: Vec<(Instant, BinaryId)> = self
             .binaries
             .iter()
@@ -55,21 +55,27 @@ impl Unwinder {
             .collect();
         let excess = unused.len().saturating_sub(MAX_UNUSED_BINARIES);
         for (_, id) in least_recent(&mut unused, excess) {
-            self.drop_binary(id);
+            self.drop_binary(maps, id)?;
         }
+        Ok(())
     }
 
-    /// Drops `id`, giving its rows back.
-    fn drop_binary(&mut self, id: &BinaryId) {
+    /// Drops `id`, giving its rows back once no file points at them.
+    fn drop_binary<M: UnwindMaps>(&mut self, maps: &mut M, id: &BinaryId) -> Result<(), M::Error> {
         if let Some(binary) = self.binaries.remove(id) {
             self.stats.binaries_evicted += 1;
+            Self::forget_files(maps, &binary.files)?;
             if let Some(start) = binary.first_row {
                 self.space.release(start, binary.run);
             }
         }
+        Ok(())
     }
 
-    fn evict_one_unused(&mut self) -> bool {
+    pub(super) fn evict_one_unused<M: UnwindMaps>(
+        &mut self,
+        maps: &mut M,
+    ) -> Result<bool, M::Error> {
         let Some(id) = self
             .binaries
             .iter()
@@ -77,9 +83,9 @@ impl Unwinder {
             .min_by_key(|(_, b)| b.last_used)
             .map(|(id, _)| id.clone())
         else {
-            return false;
+            return Ok(false);
         };
-        self.drop_binary(&id);
-        true
+        self.drop_binary(maps, &id)?;
+        Ok(true)
     }
 }

@@ -108,7 +108,7 @@ impl Unwinder {
             self.forget(maps, pid)?;
         }
         if !gone.is_empty() {
-            self.bound_unused();
+            self.bound_unused(maps)?;
         }
         Ok(gone)
     }

@@ -25,6 +25,9 @@ pub struct UnwindStats {
     /// Binaries dropped, unused, to make room for rows or past their
     /// bound.
     pub binaries_evicted: u64,
+    /// Files whose table the kernel's map of files refused (it was full):
+    /// their new processes' first samples are walked by frame pointer.
+    pub file_tables_refused: u64,
 }
 
 impl UnwindStats {
@@ -57,6 +60,10 @@ impl UnwindStats {
             ),
             format!("unwind_publish_failures_total={}", self.publish_failures),
             format!("unwind_binaries_evicted_total={}", self.binaries_evicted),
+            format!(
+                "unwind_file_tables_refused_total={}",
+                self.file_tables_refused
+            ),
         ]
     }
 }

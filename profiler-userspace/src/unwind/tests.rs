@@ -2,7 +2,7 @@
 //! process's own mappings: what it publishes, what it shares and skips,
 //! and what it counts when the budget is too small.
 use profiler_common::unwind::{
-    ROW_SEARCH_STEPS, UnwindRow, bucket_count, bucket_of, bucket_rows, search,
+    ROW_SEARCH_STEPS, UnwindRow, bucket_count, bucket_of, bucket_rows, by_file::FileKey, search,
 };
 
 use super::Unwinder;
@@ -258,4 +258,45 @@ fn copies_of_a_binary_with_one_build_id_share_one_table() {
         first
     );
     assert_eq!(unwinder.stats().tables_built, 1);
+}
+
+/// A binary's table placed is published for the file each mapping of it
+/// maps, placed as that mapping is (what the kernel walks a process by
+/// before its own mappings are published), and the file goes when the
+/// binary's rows are given back.
+#[test]
+fn a_binarys_files_are_published_with_its_table_and_go_with_its_rows() {
+    let pid = std::process::id();
+    let mut maps = maps(8 << 20);
+    let mut unwinder = Unwinder::new(8 << 20);
+    unwinder
+        .publish(&mut maps, pid, &mut |_, _, _| Ok(()))
+        .unwrap();
+    let vma = own_code();
+    let stamp = crate::process::maps::FileStamp::of_mapping(pid, &vma).unwrap();
+    let key = FileKey {
+        ino: vma.file.expect("a file").inode,
+        size: stamp.size,
+        mtime: stamp.mtime,
+        offset: vma.offset,
+    };
+    let table = maps
+        .files
+        .get(&key)
+        .expect("this binary's file is published");
+    assert_eq!(
+        table.mapping(vma.start, vma.end),
+        mapping_of(&maps, pid, vma.start)
+    );
+    // Published again (asked anew): the file is not published twice.
+    let files = maps.files.len();
+    unwinder.forget(&mut maps, pid).unwrap();
+    unwinder
+        .publish(&mut maps, pid, &mut |_, _, _| Ok(()))
+        .unwrap();
+    assert_eq!(maps.files.len(), files);
+
+    unwinder.forget(&mut maps, pid).unwrap();
+    while unwinder.evict_one_unused(&mut maps).unwrap() {}
+    assert!(maps.files.is_empty(), "{:?}", maps.files);
 }

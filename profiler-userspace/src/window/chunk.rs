@@ -4,7 +4,7 @@
 //! it.
 use std::sync::Arc;
 
-use profiler_common::stats::{STATS_LEN, Stat};
+use profiler_common::stats::{Stat, StatCounts};
 
 use crate::{
     bpf::InFlightStats,
@@ -21,7 +21,7 @@ use crate::{
 pub struct RawWindow {
     pub(super) samples: Vec<RawSample>,
     /// Per-window increase of each kernel counter, indexed by [`Stat`].
-    pub(super) stats: [u64; STATS_LEN as usize],
+    pub(super) stats: StatCounts,
     /// Entries whose state field this build does not know (skipped).
     pub(super) unknown_entries: u64,
     /// What the accounting of still-open off-CPU intervals added.

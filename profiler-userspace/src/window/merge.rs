@@ -55,7 +55,7 @@ impl RawWindow {
             }
         }
         self.samples = merged;
-        for (total, part) in self.stats.iter_mut().zip(chunk.stats) {
+        for (total, part) in self.stats.iter_mut().zip(chunk.stats.0) {
             *total += part;
         }
         self.unknown_entries += chunk.unknown_entries;

@@ -7,7 +7,10 @@ use profiler_common::{
     python::{CodeSeen, PythonProcess},
     runtimes::Runtimes,
     thread_ctx::ThreadCtxProcess,
-    unwind::{ProcessMappings, UnwindRow},
+    unwind::{
+        ProcessMappings, UnwindRow,
+        by_file::{FileKey, FileTable},
+    },
 };
 
 use super::Kernel;
@@ -81,6 +84,14 @@ impl UnwindMaps for Kernel {
 
     fn remove_mappings(&mut self, pid: u32) -> Result<(), KernelError> {
         self.unwind.remove_mappings(pid)
+    }
+
+    fn set_file_table(&mut self, key: &FileKey, table: &FileTable) -> Result<(), KernelError> {
+        self.unwind.set_file_table(key, table)
+    }
+
+    fn remove_file_table(&mut self, key: &FileKey) -> Result<(), KernelError> {
+        self.unwind.remove_file_table(key)
     }
 
     fn take_requests(&mut self) -> Result<Vec<(u32, ProcessSeen)>, KernelError> {

@@ -1,0 +1,58 @@
+//! The tables of files, published for the walk of processes whose own
+//! mappings are not published yet (`profiler_common::unwind::by_file`):
+//! a binary's table is found by the file a new process maps from its first
+//! sample on, without waiting for the daemon to read the process.
+use profiler_common::unwind::by_file::{FileKey, FileTable};
+
+use super::{Unwinder, binary::BinaryId};
+use crate::{
+    bpf::UnwindMaps,
+    process::maps::{FileStamp, Vma},
+};
+
+/// Files published per binary at most: copies of one binary (by build id)
+/// at as many paths, or mapped at as many offsets. Past it, a copy's new
+/// processes wait for their own mappings as before.
+const MAX_FILES_PER_BINARY: usize = 8;
+
+impl Unwinder {
+    /// Publishes the table of the file `vma` maps (as `stamp` stamped it),
+    /// placed as `table` places it at the mapping's start, unless it is
+    /// published already. A refusal (the kernel's map full) leaves
+    /// the file's new processes to wait for their own mappings, and is
+    /// counted.
+    pub(super) fn publish_file<M: UnwindMaps>(
+        &mut self,
+        maps: &mut M,
+        id: &BinaryId,
+        vma: &Vma,
+        stamp: &FileStamp,
+        table: &FileTable,
+    ) {
+        let (Some(file), Some(binary)) = (vma.file, self.binaries.get_mut(id)) else {
+            return;
+        };
+        let key = FileKey {
+            ino: file.inode,
+            size: stamp.size,
+            mtime: stamp.mtime,
+            offset: vma.offset,
+        };
+        if binary.files.contains(&key) || binary.files.len() >= MAX_FILES_PER_BINARY {
+            return;
+        }
+        if maps.set_file_table(&key, table).is_ok() {
+            binary.files.push(key);
+        } else {
+            self.stats.file_tables_refused += 1;
+        }
+    }
+
+    /// Forgets the files of a binary whose rows are given back.
+    pub(super) fn forget_files<M: UnwindMaps>(
+        maps: &mut M,
+        files: &[FileKey],
+    ) -> Result<(), M::Error> {
+        files.iter().try_for_each(|key| maps.remove_file_table(key))
+    }
+}
