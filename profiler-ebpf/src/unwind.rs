@@ -213,7 +213,10 @@ fn frame(state: &mut WalkState, trace: &mut StackTrace, context: u32) -> bool {
         // Not published yet, or mapped since the daemon last looked
         // (mmap, dlopen, exec): the daemon builds them within a poll.
         // Meanwhile the kernel's own mapping may be of a file whose
-        // table is published.
+        // table is published: a new process's, a library just loaded, a
+        // process published at its exec before its libraries were mapped
+        // (`--comm`). Code outside files (JIT) found here is in a mapping
+        // the daemon publishes, with no table, at its next request.
         maps::request_mappings(state.pid, context, |seen| {
             process_seen::current(state.pid, seen);
         });
