@@ -110,6 +110,10 @@ pub enum Stat {
     /// process whose own were not published yet (its first samples) or
     /// mapped since they were.
     MappingsByFile = 32,
+    /// User stacks walked in part by those mappings: samples and waits of
+    /// a process whose own mappings were not read yet (its runtimes' frames,
+    /// Python's or Java's, are not known then), or past code mapped since.
+    StacksByFile = 33,
 }
 
 /// The errno (negated) a hash map insert returns when the map is full.
@@ -129,7 +133,7 @@ impl Stat {
     }
 
     /// Every counter, in index order.
-    pub const ALL: [Self; 33] = [
+    pub const ALL: [Self; 34] = [
         Self::OnCpuSamples,
         Self::UserStackErrors,
         Self::KernelStackErrors,
@@ -163,6 +167,7 @@ impl Stat {
         Self::MapAllocFailed,
         Self::TaskWorkUnscheduled,
         Self::MappingsByFile,
+        Self::StacksByFile,
     ];
 
     /// Name used in logs and profile comments.
@@ -202,6 +207,7 @@ impl Stat {
             Self::MapAllocFailed => "map_alloc_failures",
             Self::TaskWorkUnscheduled => "off_cpu_task_work_unscheduled",
             Self::MappingsByFile => "unwind_mappings_by_file",
+            Self::StacksByFile => "unwind_stacks_by_file",
         }
     }
 }

@@ -382,7 +382,8 @@ pub struct WalkState {
     pub by_table: u32,
     pub by_frame_pointer: u32,
     pub without_table: u32,
-    pub pad: u32,
+    /// Mappings found through the file they map ([`by_file`]).
+    pub by_file: u32,
     /// The Python frames' walk, in a Python process.
     pub python: crate::python::PythonWalk,
     /// The Java frames' walk, in a JVM.

@@ -94,6 +94,7 @@ pub fn capture_user_from(
         state.by_table = 0;
         state.by_frame_pointer = 0;
         state.without_table = 0;
+        state.by_file = 0;
         python::start(&mut state.python, pid, runtimes);
         java::start(&mut state.java, pid, runtimes);
     }
@@ -118,6 +119,10 @@ pub fn capture_user_from(
         u64::from(state.by_frame_pointer),
     );
     maps::count(Stat::PcsWithoutTable, u64::from(state.without_table));
+    if state.by_file != 0 {
+        maps::count(Stat::MappingsByFile, u64::from(state.by_file));
+        maps::count(Stat::StacksByFile, 1);
+    }
     java::finish(&state.java);
     let flags = if state.truncated == 0 {
         0
@@ -222,6 +227,7 @@ fn frame(state: &mut WalkState, trace: &mut StackTrace, context: u32) -> bool {
         });
         let mapping = vma::by_file(state, lookup, context)?;
         state.mapping = mapping;
+        state.by_file += 1;
         Some(mapping)
     }) else {
         return without_table(state);

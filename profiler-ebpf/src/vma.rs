@@ -4,12 +4,9 @@
 //! are not published yet is walked by table.
 use aya_ebpf::helpers::generated::{bpf_get_current_task_btf, bpf_loop, bpf_probe_read_kernel};
 use core::ffi::c_void;
-use profiler_common::{
-    stats::Stat,
-    unwind::{
-        UnwindMapping, WalkState,
-        by_file::{FileKey, FileOffsets, MapleWalk, maple},
-    },
+use profiler_common::unwind::{
+    UnwindMapping, WalkState,
+    by_file::{FileKey, FileOffsets, MapleWalk, maple},
 };
 
 use crate::{fields::read, maps};
@@ -23,8 +20,8 @@ const PAGE_SHIFT: u64 = 12;
 const PIVOT_BYTES: u32 = size_of::<[u64; maple::RANGE_64_PIVOTS as usize]>() as u32;
 
 /// The current process's mapping that holds `pc`, when its file's table is
-/// published (counted). `context` is the walk's scratch, whose state's
-/// `maple` the search uses.
+/// published. `context` is the walk's scratch, whose state's `maple` the
+/// search uses.
 #[inline(always)]
 pub fn by_file(state: &mut WalkState, pc: u64, context: u32) -> Option<UnwindMapping> {
     let at = maps::file_offsets();
@@ -41,7 +38,6 @@ pub fn by_file(state: &mut WalkState, pc: u64, context: u32) -> Option<UnwindMap
         return None;
     }
     let table = maps::file_table(&file_key(&at, vma)?)?;
-    maps::count(Stat::MappingsByFile, 1);
     Some(table.mapping(start, end))
 }
 

@@ -53,9 +53,15 @@ fn spawn(python: &str, name: &str, seconds: f64) -> Child {
 }
 
 /// The on-CPU samples of `pids` in `profile` walked to the stack's root
-/// (the process's mappings were published: before, a sample is walked
-/// by frame pointer, a frame or two deep) that ran Python code (a Python
-/// frame, or the eval loop's native frame): (with Python frames, all).
+/// that ran Python code (a Python frame, or the eval loop's native frame):
+/// (with Python frames, all).
+///
+/// Those without are the samples taken before the daemon read their
+/// process (whose Python frames the walk cannot know yet): walked to
+/// their root through the files they map (`unwind_stacks_by_file`, which
+/// counts them), where the walk by frame pointer ended a frame or two
+/// deep. So the samples without Python frames must be no more than the
+/// window's stacks walked by file ([`missing_within_by_file`]).
 fn walked_python(profile: &Profile, pids: &[u32]) -> (i64, i64) {
     const ROOTS: [&str; 3] = ["_start", "start_thread", "__libc_start_call_main"];
     pids.iter()
@@ -85,6 +91,33 @@ fn on_cpu_with(profile: &Profile, pids: &[u32], function: &str) -> (i64, i64) {
         .fold((0, 0), |(with, all), (n, has)| {
             (with + if has { n } else { 0 }, all + n)
         })
+}
+
+/// Whether the samples of `walked` ([`walked_python`]) without Python
+/// frames are no more than the stacks the window walked before their
+/// process was read.
+fn missing_within_by_file(profile: &Profile, (with, all): (i64, i64)) -> bool {
+    let by_file = i64::try_from(profile.comment_value("unwind_stacks_by_file")).unwrap();
+    all - with <= by_file
+}
+
+/// What is wrong when every process's samples together ([`walked_python`])
+/// miss more Python frames than [`missing_within_by_file`] allows.
+fn beyond_by_file(profile: &Profile, every: (i64, i64)) -> Option<String> {
+    let by_file = profile.comment_value("unwind_stacks_by_file");
+    eprintln!(
+        "all: {:.1}% of {} walked samples running Python have Python frames; \
+         {by_file} stacks walked before their process was read",
+        percent(every),
+        every.1
+    );
+    (!missing_within_by_file(profile, every)).then(|| {
+        format!(
+            "{} walked samples running Python lack Python frames, more than the {by_file} \
+             stacks walked before their process was read",
+            every.1 - every.0
+        )
+    })
 }
 
 #[expect(clippy::cast_precision_loss, reason = "a percentage")]
@@ -137,18 +170,22 @@ fn under_all_every_python_process_has_its_functions_named() {
     assert_eq!(files.len(), 1, "{log}");
     let profile = &files[0].1;
     let mut failures = Vec::new();
+    // Every process's samples together, for `missing_within_by_file`.
+    let mut every = (0, 0);
     let mut expect = |what: &str, pids: &[u32], function: &str, at_least: f64| {
         let walked = walked_python(profile, pids);
+        every = (every.0 + walked.0, every.1 + walked.1);
         let walked_share = percent(walked);
-        eprintln!(
+        let said = format!(
             "{what}: {walked_share:.1}% of {} walked samples running Python have Python frames",
             walked.1
         );
-        if walked_share < 99.0 {
-            failures.push(format!(
-                "{what}: {walked_share:.1}% of {} walked samples running Python have Python frames",
-                walked.1
-            ));
+        eprintln!("{said}");
+        // Measured: 77 to 99% (those without: before their process was
+        // read, most in the start's burst). A group whose Python frames
+        // were lost would read near 0.
+        if walked_share < 50.0 {
+            failures.push(said);
         }
         let found = on_cpu_with(profile, pids, function);
         let share = percent(found);
@@ -170,12 +207,12 @@ fn under_all_every_python_process_has_its_functions_named() {
             ));
         }
     };
-    // Every sample walked to its root (the process's mappings published)
-    // that ran Python has Python frames. A process's samples before the
-    // daemon first reads its mappings (a request the kernel rings for at
-    // its first sample, served within milliseconds, but up to a second
-    // behind the start's burst of `--all` in the tests' debug build) are
-    // walked by frame pointer and counted in `pcs_without_table`: so the
+    // Every sample that ran Python has Python frames, but those taken
+    // before the daemon first read its process (a request the kernel
+    // rings for at its first sample, served within milliseconds, but up
+    // to a second behind the start's burst of `--all` in the tests' debug
+    // build): walked through the files mapped, they have their native
+    // frames and are counted in `unwind_stacks_by_file`. So the
     // function's share of all samples is only bounded below. Measured
     // here: 87-96% (before), 69-95% (after), 65-78% (exec), 64-73% (brief
     // runs, whose start and exit run no Python either).
@@ -190,6 +227,7 @@ fn under_all_every_python_process_has_its_functions_named() {
             .collect();
         expect(name, &pids, name, 40.0);
     }
+    failures.extend(beyond_by_file(profile, every));
     let python: Vec<&str> = profile
         .comments()
         .into_iter()
@@ -241,16 +279,24 @@ fn found_by(out: &Path, function: &str, flags: impl FnOnce(u32) -> Vec<String>) 
 }
 
 /// A target found at the daemon's start: every walked sample running
-/// Python has Python frames, and most samples are under `function` (the
-/// rest: before the daemon read its mappings, and its exit).
+/// Python has Python frames but those walked before the daemon read its
+/// process ([`missing_within_by_file`]), and most samples are under
+/// `function` (the rest: before the daemon read its mappings, and its
+/// exit).
 fn check_found(profile: &Profile, pid: u32, function: &str, log: &str) {
-    let walked = percent(walked_python(profile, &[pid]));
+    let walked = walked_python(profile, &[pid]);
+    let within = missing_within_by_file(profile, walked);
+    let (walked, by_file) = (
+        percent(walked),
+        profile.comment_value("unwind_stacks_by_file"),
+    );
     let share = percent(on_cpu_with(profile, &[pid], function));
     eprintln!(
-        "{function}: {walked:.1}% of walked samples with Python frames, {share:.1}% under it"
+        "{function}: {walked:.1}% of walked samples with Python frames ({by_file} stacks \
+         walked by file), {share:.1}% under it"
     );
     assert!(
-        walked >= 99.0 && share >= 80.0,
-        "{function}: {walked:.1}% walked, {share:.1}% under it\n{log}"
+        within && share >= 80.0,
+        "{function}: {walked:.1}% walked, {by_file} by file, {share:.1}% under it\n{log}"
     );
 }

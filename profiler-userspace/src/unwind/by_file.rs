@@ -5,10 +5,7 @@
 use profiler_common::unwind::by_file::{FileKey, FileTable};
 
 use super::{Unwinder, binary::BinaryId};
-use crate::{
-    bpf::UnwindMaps,
-    process::maps::{FileStamp, Vma},
-};
+use crate::{bpf::UnwindMaps, process::maps::Vma};
 
 /// Files published per binary at most: copies of one binary (by build id)
 /// at as many paths, or mapped at as many offsets. Past it, a copy's new
@@ -16,20 +13,22 @@ use crate::{
 const MAX_FILES_PER_BINARY: usize = 8;
 
 impl Unwinder {
-    /// Publishes the table of the file `vma` maps (as `stamp` stamped it),
-    /// placed as `table` places it at the mapping's start, unless it is
-    /// published already. A refusal (the kernel's map full) leaves
-    /// the file's new processes to wait for their own mappings, and is
-    /// counted.
+    /// Publishes the table of the file `vma` maps, binary `id`, as the
+    /// mapping was just published (its table's first row, packed size and
+    /// bias), unless it is published already or has no table. A refusal
+    /// (the kernel's map full) leaves the file's new processes to wait for
+    /// their own mappings, and is counted.
     pub(super) fn publish_file<M: UnwindMaps>(
         &mut self,
         maps: &mut M,
-        id: &BinaryId,
         vma: &Vma,
-        stamp: &FileStamp,
-        table: &FileTable,
+        id: Option<&BinaryId>,
+        (first_row, table, bias): (u32, u32, u64),
     ) {
-        let (Some(file), Some(binary)) = (vma.file, self.binaries.get_mut(id)) else {
+        let (Some(file), Some(id)) = (vma.file, id) else {
+            return;
+        };
+        let (Some(stamp), Some(binary)) = (id.stamp(), self.binaries.get_mut(id)) else {
             return;
         };
         let key = FileKey {
@@ -38,10 +37,11 @@ impl Unwinder {
             mtime: stamp.mtime,
             offset: vma.offset,
         };
-        if binary.files.contains(&key) || binary.files.len() >= MAX_FILES_PER_BINARY {
+        if table == 0 || binary.files.contains(&key) || binary.files.len() >= MAX_FILES_PER_BINARY {
             return;
         }
-        if maps.set_file_table(&key, table).is_ok() {
+        let table = FileTable::new(first_row, table, vma.start, bias);
+        if maps.set_file_table(&key, &table).is_ok() {
             binary.files.push(key);
         } else {
             self.stats.file_tables_refused += 1;

@@ -28,10 +28,7 @@ use std::{
 
 use profiler_common::{
     process::ProcessSeen,
-    unwind::{
-        MAX_MAPPINGS, ProcessMappings, UnwindMapping,
-        by_file::{FileKey, FileTable},
-    },
+    unwind::{MAX_MAPPINGS, ProcessMappings, UnwindMapping, by_file::FileKey},
 };
 
 use crate::{
@@ -268,12 +265,7 @@ impl Unwinder {
                 .transpose()?
                 .flatten()
                 .unwrap_or((0, 0, 0));
-            if let Some((id, stamp)) = id.as_ref().zip(id.as_ref().and_then(BinaryId::stamp))
-                && table != 0
-            {
-                let file = FileTable::new(first_row, table, vma.start, bias);
-                self.publish_file(maps, id, vma, &stamp, &file);
-            }
+            self.publish_file(maps, vma, id.as_ref(), (first_row, table, bias));
             *slot = UnwindMapping {
                 start: vma.start,
                 end: vma.end,

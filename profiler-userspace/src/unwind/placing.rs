@@ -60,7 +60,9 @@ impl Unwinder {
         Ok(())
     }
 
-    /// Drops `id`, giving its rows back once no file points at them.
+    /// Drops `id`, giving its rows back once no file points at them (a
+    /// file the kernel's map kept keeps them: rows reused under it would
+    /// walk a new process of that file by another binary's table).
     fn drop_binary<M: UnwindMaps>(&mut self, maps: &mut M, id: &BinaryId) -> Result<(), M::Error> {
         if let Some(binary) = self.binaries.remove(id) {
             self.stats.binaries_evicted += 1;
