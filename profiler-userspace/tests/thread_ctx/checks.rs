@@ -100,15 +100,20 @@ pub fn spans(fixture: &mut Fixture, out: &Path) -> Vec<String> {
 }
 
 /// What is wrong with the spans of the thread `other` (always in span
-/// `OTHER`) and of thread `worker` (never).
+/// `OTHER`) and of thread `worker` (never). At least 99% of `other`'s
+/// samples in `handle_report` carry the span; of a process found as the
+/// daemon runs, those without it may be more, as many as the stacks walked
+/// before the daemon read the process (`unwind_stacks_by_file`: whole, so
+/// they show `handle_report`, but the thread contexts are not known yet).
 pub fn other_thread(
     profiles: &[(PathBuf, Profile)],
     pid: u32,
     other: u32,
     worker: u32,
 ) -> Vec<String> {
-    let (mut samples, mut labelled, mut crossed) = (0, 0, 0);
+    let (mut samples, mut labelled, mut crossed, mut by_file) = (0, 0, 0, 0);
     for (_, p) in profiles {
+        by_file += i64::try_from(p.comment_value("unwind_stacks_by_file")).unwrap();
         for s in p.samples_of(pid) {
             let in_other = ids(p, s) == OTHER;
             let whole = in_other && attrs(p, s) == ("/report", "GET");
@@ -124,9 +129,12 @@ pub fn other_thread(
             }
         }
     }
-    eprintln!("handle_report: {labelled} of {samples} samples with its span; {crossed} crossed");
+    eprintln!(
+        "handle_report: {labelled} of {samples} samples with its span; {crossed} crossed; \
+         {by_file} stacks walked before the process was read"
+    );
     let mut failures = Vec::new();
-    if samples == 0 || percent(labelled, samples) < 99.0 {
+    if samples == 0 || (percent(labelled, samples) < 99.0 && samples - labelled > by_file) {
         failures.push(format!(
             "handle_report: {labelled} of {samples} samples with its span"
         ));
