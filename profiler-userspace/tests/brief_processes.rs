@@ -12,8 +12,9 @@
 //! new process's mappings at that sample, and until the daemon has
 //! published them it finds each PC's mapping in the kernel's own and the
 //! table by the file mapped. Walked by frame pointer meanwhile, a `cc -O2`
-//! program's first sample kept its leaf alone: one sample in three of
-//! these runs.
+//! program's first sample kept its leaf alone: with that route off, 82.7%
+//! (`--all`) and 90.8% (`--comm`) of these runs' samples in the leaf had
+//! their whole stack.
 mod support;
 
 use std::{collections::HashSet, path::Path, process::Command, time::Duration};
