@@ -29,6 +29,10 @@ pub struct GoProcess {
     pub g_labels: u32,
     /// A [`form`].
     pub form: u32,
+    /// `g.goid` and `g.sched.bp`: what the goroutine wakers' probe reads
+    /// (`crate::go_wake`); 0 when not known.
+    pub g_goid: u32,
+    pub g_sched_bp: u32,
 }
 
 /// A label set a sample recorded: its process, address and
@@ -69,7 +73,7 @@ pub const PAIR_VALUE: u64 = 16;
 mod pod {
     use super::{GoProcess, LabelSetSeen};
 
-    // SAFETY: repr(C): an i64 and four u32 (24 bytes), no padding; every
+    // SAFETY: repr(C): an i64 and six u32 (32 bytes), no padding; every
     // bit pattern is valid.
     unsafe impl aya::Pod for GoProcess {}
     // SAFETY: repr(C): two u32 and two u64 (24 bytes), no padding; every

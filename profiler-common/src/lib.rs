@@ -10,6 +10,7 @@ extern crate std;
 pub mod bound;
 pub mod frames;
 pub mod go;
+pub mod go_wake;
 pub mod hash;
 pub mod java;
 pub mod maps;

@@ -140,6 +140,15 @@ pub const GO_LABEL_SETS: &str = "GO_LABEL_SETS";
 /// time, which the daemon reads (and deletes) when the doorbell
 /// ([`UNWIND_DOORBELL`]) rings or at its next poll.
 pub const GO_LABEL_REQUESTS: &str = "GO_LABEL_REQUESTS";
+/// [`crate::go_wake::GoWakeKey`] -> [`crate::go_wake::GoWake`]: each
+/// goroutine's last wakeup, as `runtime.ready`'s probe saw it
+/// (`--goroutine-wakers`; an LRU map, allocated whole).
+pub const GO_WAKES: &str = "GO_WAKES";
+/// Index -> [`crate::go::GoProcess`]: where the goroutines of each Go
+/// binary probed for `--goroutine-wakers` keep what the probe reads; the
+/// probe's attach cookie is the binary's index (an array, allocated
+/// whole).
+pub const GO_BINARIES: &str = "GO_BINARIES";
 /// pid -> [`crate::thread_ctx::ThreadCtxProcess`]: where a process keeps
 /// its OpenTelemetry thread context (an LRU map, as [`PYTHON_PROCS`]).
 pub const THREAD_CTX_PROCS: &str = "THREAD_CTX_PROCS";
@@ -211,7 +220,7 @@ pub const GLOBAL_INTERVAL_CELLS: &str = "INTERVAL_CELLS_IN_USE";
 /// Every map of the eBPF object (besides aya-log's own). A test in
 /// profiler-userspace checks the built object against this list both
 /// ways, so a map renamed on one side only, or left unused, fails it.
-pub const ALL: [&str; 41] = [
+pub const ALL: [&str; 43] = [
     SAMPLES_0,
     SAMPLES_1,
     STACKS_0,
@@ -249,6 +258,8 @@ pub const ALL: [&str; 41] = [
     GO_PROCS,
     GO_LABEL_SETS,
     GO_LABEL_REQUESTS,
+    GO_WAKES,
+    GO_BINARIES,
     THREAD_CTX_PROCS,
     THREAD_ATTRS,
     THREAD_ATTRS_SCRATCH,
@@ -326,6 +337,14 @@ pub const GO_LABEL_SETS_MAX_ENTRIES: u32 = 4_096;
 /// Capacity of [`GO_LABEL_REQUESTS`] (allocated whole; a full map refuses
 /// the request, counted, and the set is asked for when next recorded).
 pub const GO_LABEL_REQUESTS_MAX_ENTRIES: u32 = 4_096;
+/// Capacity of [`GO_WAKES`] (288 bytes an entry: 1.2 MB): goroutines
+/// woken and not looked up yet, over all Go targets. The reader looks a
+/// goroutine up within a read (10 ms) of its wakeup; an entry evicted
+/// before leaves its wait `[woken by unknown]`.
+pub const GO_WAKES_MAX_ENTRIES: u32 = 4_096;
+/// Capacity of [`GO_BINARIES`]: the most Go binaries probed while the
+/// daemon runs (a probe stays until it exits).
+pub const GO_BINARIES_MAX_ENTRIES: u32 = 256;
 /// Capacity of [`RUNTIME_PROCS`]: each runtime map's, summed (a process
 /// in several counts once).
 pub const RUNTIME_PROCS_MAX_ENTRIES: u32 = PYTHON_PROCS_MAX_ENTRIES

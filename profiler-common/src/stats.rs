@@ -114,6 +114,9 @@ pub enum Stat {
     /// a process whose own mappings were not read yet (its runtimes' frames,
     /// Python's or Java's, are not known then), or past code mapped since.
     StacksByFile = 33,
+    /// Goroutine wakeups recorded by `runtime.ready`'s probe
+    /// (`--goroutine-wakers`; [`crate::go_wake`]).
+    GoWakesNoted = 34,
 }
 
 /// The errno (negated) a hash map insert returns when the map is full.
@@ -133,7 +136,7 @@ impl Stat {
     }
 
     /// Every counter, in index order.
-    pub const ALL: [Self; 34] = [
+    pub const ALL: [Self; 35] = [
         Self::OnCpuSamples,
         Self::UserStackErrors,
         Self::KernelStackErrors,
@@ -168,6 +171,7 @@ impl Stat {
         Self::TaskWorkUnscheduled,
         Self::MappingsByFile,
         Self::StacksByFile,
+        Self::GoWakesNoted,
     ];
 
     /// Name used in logs and profile comments.
@@ -208,6 +212,7 @@ impl Stat {
             Self::TaskWorkUnscheduled => "off_cpu_task_work_unscheduled",
             Self::MappingsByFile => "unwind_mappings_by_file",
             Self::StacksByFile => "unwind_stacks_by_file",
+            Self::GoWakesNoted => "goroutine_wakes_noted",
         }
     }
 }

@@ -18,6 +18,7 @@
 mod aggregate;
 mod fields;
 mod go;
+mod go_wake;
 mod java;
 mod maps;
 mod off_cpu;
@@ -34,8 +35,8 @@ mod unwind;
 mod vma;
 
 use aya_ebpf::{
-    macros::{btf_tracepoint, perf_event},
-    programs::{BtfTracePointContext, PerfEventContext},
+    macros::{btf_tracepoint, perf_event, uprobe},
+    programs::{BtfTracePointContext, PerfEventContext, ProbeContext},
 };
 
 /// Runs on every cpu-clock tick on every CPU.
@@ -69,6 +70,18 @@ pub fn sched_switch(ctx: BtfTracePointContext) -> i32 {
 )]
 pub fn sched_waking(ctx: BtfTracePointContext) -> i32 {
     off_cpu::on_waking(&ctx);
+    0
+}
+
+/// A Go target's `runtime.ready`: a goroutine is made runnable by the
+/// current one (attached per Go binary with `--goroutine-wakers` only).
+#[uprobe]
+#[expect(
+    clippy::needless_pass_by_value,
+    reason = "the macro fixes the signature"
+)]
+pub fn go_ready(ctx: ProbeContext) -> u32 {
+    go_wake::on_ready(&ctx);
     0
 }
 

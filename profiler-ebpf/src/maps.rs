@@ -11,10 +11,12 @@ use aya_ebpf::{
 };
 use profiler_common::{
     go::{GoProcess, LabelSetSeen},
+    go_wake::{GoWake, GoWakeKey},
     java::{FrameSeen, JavaProcess},
     maps::{
-        CONTROL_ACTIVE_SLOT, CONTROL_LAST_FLIP_NS, CONTROL_LEN, GO_LABEL_REQUESTS_MAX_ENTRIES,
-        GO_LABEL_SETS_MAX_ENTRIES, GO_PROCS_MAX_ENTRIES, IN_FLIGHT_MAX_ENTRIES, INTERVAL_CELLS_LEN,
+        CONTROL_ACTIVE_SLOT, CONTROL_LAST_FLIP_NS, CONTROL_LEN, GO_BINARIES_MAX_ENTRIES,
+        GO_LABEL_REQUESTS_MAX_ENTRIES, GO_LABEL_SETS_MAX_ENTRIES, GO_PROCS_MAX_ENTRIES,
+        GO_WAKES_MAX_ENTRIES, IN_FLIGHT_MAX_ENTRIES, INTERVAL_CELLS_LEN,
         JAVA_FRAME_REQUESTS_MAX_ENTRIES, JAVA_FRAMES_MAX_ENTRIES, JAVA_PROCS_MAX_ENTRIES,
         PYTHON_CODE_REQUESTS_MAX_ENTRIES, PYTHON_CODES_MAX_ENTRIES, PYTHON_PROCS_MAX_ENTRIES,
         PYTHON_THREADS_MAX_ENTRIES, RANG_MAPPINGS, RANG_RUNTIMES, RUNTIME_PROCS_MAX_ENTRIES,
@@ -288,6 +290,17 @@ pub const EEXIST: i32 = 17;
 
 #[map]
 static GO_PROCS: LruHashMap<u32, GoProcess> = LruHashMap::with_max_entries(GO_PROCS_MAX_ENTRIES, 0);
+
+#[map]
+static GO_BINARIES: Array<GoProcess> = Array::with_max_entries(GO_BINARIES_MAX_ENTRIES, 0);
+
+#[map]
+static GO_WAKES: LruHashMap<GoWakeKey, GoWake> =
+    LruHashMap::with_max_entries(GO_WAKES_MAX_ENTRIES, 0);
+
+/// What a goroutine's wakeup record starts as, before the probe fills it
+/// in place (a record is too large for the probe's stack).
+static EMPTY_GO_WAKE: GoWake = GoWake::EMPTY;
 
 #[map]
 static THREAD_CTX_PROCS: LruHashMap<u32, ThreadCtxProcess> =
@@ -766,6 +779,28 @@ pub fn go_process(pid: u32) -> Option<&'static GoProcess> {
     // SAFETY: a value of a successful lookup, valid for this program's run;
     // the daemon replaces entries whole.
     unsafe { GO_PROCS.get(pid) }
+}
+
+/// The Go binary probed under `index` (the probe's attach cookie).
+#[inline(always)]
+pub fn go_binary(index: u32) -> Option<&'static GoProcess> {
+    GO_BINARIES.get(index)
+}
+
+/// A fresh record of the wakeup of goroutine `key`, in the map, to fill
+/// in place; `None` when the map refuses it (counted).
+#[inline(always)]
+pub fn go_wake(key: &GoWakeKey) -> Option<*mut GoWake> {
+    #[expect(
+        clippy::needless_borrows_for_generic_args,
+        reason = "by value, the record would be copied onto the program's stack"
+    )]
+    let inserted = GO_WAKES.insert(key, &EMPTY_GO_WAKE, 0);
+    if let Err(err) = inserted {
+        count(Stat::of_refusal(err, Stat::MapFull), 1);
+        return None;
+    }
+    GO_WAKES.get_ptr_mut(key)
 }
 
 /// The Python process `pid`, when the daemon has published one.

@@ -47,6 +47,7 @@ fn lost_sample(raw: &RawWindow) -> Option<Sample> {
         runtime_ns: 0,
         waker_ns: 0,
         critical_ns: 0,
+        goroutine_waker_ns: 0,
         off_cpu_in_wall: true,
     })
 }
@@ -153,7 +154,12 @@ pub fn assemble(
     for s in raw.samples() {
         let mut stack = symbolizer.kernel_locations(&s.kernel_stack);
         let user = symbolizer.user_locations(s.pid, &s.user_stack);
-        user_frames.count(symbolizer, &user);
+        // A goroutine's wait with its waker: the wait's rows were counted
+        // as they were read.
+        let goroutine_wait = wakers::is_goroutine_wait(s);
+        if !goroutine_wait {
+            user_frames.count(symbolizer, &user);
+        }
         stack.extend(user);
         let row = Sample {
             pid: s.pid,
@@ -170,9 +176,14 @@ pub fn assemble(
             runtime_ns: s.runtime_ns,
             waker_ns: 0,
             critical_ns: 0,
+            goroutine_waker_ns: 0,
             off_cpu_in_wall: !raw.runtimes().wall_pids.contains(&s.pid),
         };
         let twin = wakers::twin(symbolizer, s, &row);
+        if goroutine_wait {
+            samples.extend(twin.map(|(twin, _)| twin));
+            continue;
+        }
         samples.push(row);
         if let Some((twin, waited_on)) = twin {
             woken.push((samples.len() - 1, waited_on));

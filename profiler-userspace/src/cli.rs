@@ -100,6 +100,13 @@ struct Args {
     #[arg(long, conflicts_with = "no_off_cpu")]
     wakers: bool,
 
+    /// Record which goroutine made each parked goroutine of a Go target
+    /// runnable, and its stack: the `goroutine_wakers` sample type, the
+    /// parked stack with the waker's above it. A uprobe on each Go
+    /// binary's `runtime.ready`: a few microseconds per goroutine wakeup.
+    #[arg(long)]
+    goroutine_wakers: bool,
+
     /// With --wakers: estimate in each window how much faster each thread
     /// would make progress if FUNCTION took PERCENT less time (1 to 99),
     /// from who waited on whom (profile comments `what_if_N`).
@@ -222,6 +229,11 @@ where
             args.frequency, limits.max_sample_rate
         )));
     }
+    if args.goroutine_wakers && args.goroutine_frequency == 0 {
+        return Err(invalid(
+            "--goroutine-wakers needs the goroutine view (--goroutine-frequency above 0)".into(),
+        ));
+    }
     if args.goroutine_frequency > 1000 {
         return Err(invalid("--goroutine-frequency: at most 1000 Hz".into()));
     }
@@ -262,6 +274,7 @@ where
         duration: args.duration,
         frequency_hz: args.frequency,
         goroutine_hz: (args.goroutine_frequency > 0).then_some(args.goroutine_frequency),
+        goroutine_wakers: args.goroutine_wakers,
         retain: args.retain,
         unwind,
         modes,

@@ -26,6 +26,9 @@ pub struct Config {
     /// Reads of each Go target's goroutines per second; `None`: no
     /// goroutine view.
     pub goroutine_hz: Option<u64>,
+    /// Whether each goroutine's wait names the goroutine that ended it
+    /// (`--goroutine-wakers`; only with the goroutine view).
+    pub goroutine_wakers: bool,
     /// On-CPU sampling, off-CPU tracking, or both.
     pub modes: Modes,
     /// Number of newest profile files to keep.

@@ -117,14 +117,15 @@ impl ProcessWatch {
     /// It follows the kernel's records of kernel symbols, and with
     /// `record_mappings` (targets that appear at any time: `--all`,
     /// `--comm`) its mmap records too; where they cannot be opened, it
-    /// says so and goes on without.
+    /// says so and goes on without. With `goroutine_wakers`, each Go
+    /// target's binary is probed as its first process is published.
     ///
     /// # Errors
     /// When the kernel maps cannot be written.
     pub fn start(
         unwind: Unwind,
         targets: &Target,
-        record_mappings: bool,
+        (record_mappings, goroutine_wakers): (bool, bool),
         kernel: &mut impl WatchMaps,
     ) -> Result<Self, KernelError> {
         let unwinder = match unwind {
@@ -141,9 +142,11 @@ impl ProcessWatch {
                 tracing::warn!("{lacking} will lack names: {}", crate::error_chain(e));
             })
             .ok();
+        let mut anew = Anew::default();
+        anew.walked.go = GoLabels::new(goroutine_wakers);
         let mut watch = Self {
             unwinder,
-            anew: Anew::default(),
+            anew,
             events,
         };
         if let Target::Pids(pids) = targets {

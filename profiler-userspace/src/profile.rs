@@ -93,6 +93,11 @@ pub struct Sample {
     /// blocked stack (`critical_path`, `--wakers`): counts in no other
     /// weight either.
     pub critical_ns: u64,
+    /// Nanoseconds a goroutine waited, on a row whose stack is its parked
+    /// one with the stack of the goroutine that woke it above it
+    /// (`goroutine_wakers`, `--goroutine-wakers`): time of the `goroutine`
+    /// type again, drawn another way, so it counts in no other weight.
+    pub goroutine_waker_ns: u64,
     /// Whether `off_cpu_ns` counts in `wall`: not for the threads of a
     /// process whose runtime's units were read (a Go process's goroutines),
     /// whose `wall` is its units' time (a thread parked in the scheduler
@@ -213,6 +218,7 @@ pub fn merge_samples(rows: &mut Vec<Sample>, more: Vec<Sample>) {
             total.runtime_ns += row.runtime_ns;
             total.waker_ns += row.waker_ns;
             total.critical_ns += row.critical_ns;
+            total.goroutine_waker_ns += row.goroutine_waker_ns;
         } else {
             candidates.push(rows.len());
             rows.push(row);
@@ -240,6 +246,7 @@ mod tests {
             runtime_ns: 0,
             waker_ns: 0,
             critical_ns: 0,
+            goroutine_waker_ns: 0,
             off_cpu_in_wall: true,
         }
     }

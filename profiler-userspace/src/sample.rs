@@ -79,6 +79,20 @@ pub enum WokenBy {
     /// The context the wakeup ran in: a thread, or an interrupt (its
     /// kernel stack says which; then the ids are the interrupted task's).
     Waker(Arc<Waker>),
+    /// The goroutine that made a parked one runnable
+    /// (`--goroutine-wakers`).
+    Goroutine(Arc<GoroutineWaker>),
+}
+
+/// A goroutine's wakeup, as the probe on `runtime.ready` recorded it.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct GoroutineWaker {
+    pub pid: u32,
+    /// The waking goroutine; 0 when the thread ran none (the runtime's
+    /// scheduler: timers, the network poller).
+    pub goid: u64,
+    /// The waking goroutine's stack, from where it woke the other.
+    pub stack: Stack,
 }
 
 /// The context of a wakeup, as the kernel recorded it.

@@ -24,6 +24,7 @@ pub fn row(tid: u32, state: ThreadState, function: &str, samples: u64, off_cpu_n
         runtime_ns: 0,
         waker_ns: 0,
         critical_ns: 0,
+        goroutine_waker_ns: 0,
         off_cpu_in_wall: true,
     }
 }

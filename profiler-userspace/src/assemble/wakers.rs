@@ -8,11 +8,16 @@
 //! A wakeup in an interrupt runs on whatever task it interrupted, which
 //! did not wake anyone: its kernel stack names the interrupt instead
 //! ([`Interrupt`]), and the interrupted task's user stack is left out.
+//!
+//! `--goroutine-wakers`: a goroutine's wait whose waker the reader found
+//! comes as a row of its own ([`is_goroutine_wait`]), whose twin (in
+//! `goroutine_wakers`) is all it adds: its time is in the `goroutine`
+//! rows already.
 use std::{collections::HashSet, sync::Arc};
 
 use crate::{
     profile::{Location, Sample},
-    sample::{RawSample, Waker, WokenBy},
+    sample::{GoroutineWaker, RawSample, Stack, Waker, WokenBy},
     symbolize::Symbolizer,
 };
 
@@ -80,8 +85,14 @@ impl Interrupt {
 /// What a blocked thread waited on: who woke it.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum WaitedOn {
-    Thread { pid: u32, tid: u32, name: String },
+    Thread {
+        pid: u32,
+        tid: u32,
+        name: String,
+    },
     Interrupt(Interrupt),
+    /// A goroutine (its id; 0: the Go runtime's scheduler).
+    Goroutine(u64),
     Unknown,
 }
 
@@ -107,28 +118,50 @@ impl WaitedOn {
             Self::Unknown => "[woken by unknown]".to_owned(),
             Self::Interrupt(interrupt) => format!("[woken by {}]", interrupt.name()),
             Self::Thread { tid, name, .. } => format!("[woken by {name}:{tid}]"),
+            Self::Goroutine(0) => "[woken by the Go runtime]".to_owned(),
+            Self::Goroutine(goid) => format!("[woken by goroutine {goid}]"),
         }
     }
+}
+
+/// Whether `raw` is a goroutine's wait that names its waker: its twin is
+/// all it adds.
+#[must_use]
+pub fn is_goroutine_wait(raw: &RawSample) -> bool {
+    raw.runtime_ns != 0 && raw.woken_by.is_some()
 }
 
 /// One weightless row per distinct waker the window's rows name, so that
 /// its stacks are symbolized with the rest.
 #[must_use]
 pub fn waker_rows(samples: &[RawSample]) -> Vec<RawSample> {
-    let mut seen: HashSet<*const Waker> = HashSet::new();
+    let mut seen: HashSet<*const ()> = HashSet::new();
     samples
         .iter()
         .filter_map(|s| match &s.woken_by {
-            Some(WokenBy::Waker(waker)) if seen.insert(Arc::as_ptr(waker)) => Some(waker),
+            Some(WokenBy::Waker(waker)) if seen.insert(Arc::as_ptr(waker).cast()) => Some((
+                waker.pid,
+                waker.tid,
+                waker.thread.clone(),
+                waker.user_stack.clone(),
+                waker.kernel_stack.clone(),
+            )),
+            Some(WokenBy::Goroutine(waker)) if seen.insert(Arc::as_ptr(waker).cast()) => Some((
+                waker.pid,
+                0,
+                String::new(),
+                waker.stack.clone(),
+                Stack::Absent,
+            )),
             _ => None,
         })
-        .map(|waker| RawSample {
-            pid: waker.pid,
-            tid: waker.tid,
-            thread: waker.thread.clone(),
+        .map(|(pid, tid, thread, user_stack, kernel_stack)| RawSample {
+            pid,
+            tid,
+            thread,
             state: profiler_common::sample::ThreadState::Running,
-            user_stack: waker.user_stack.clone(),
-            kernel_stack: waker.kernel_stack.clone(),
+            user_stack,
+            kernel_stack,
             samples: 0,
             off_cpu_ns: 0,
             off_cpu_count: 0,
@@ -142,16 +175,22 @@ pub fn waker_rows(samples: &[RawSample]) -> Vec<RawSample> {
 }
 
 /// The `off_cpu_wakers` twin of `row`, the assembled blocked row of
-/// `raw`, if `raw` was woken, and what it waited on.
+/// `raw`, if `raw` was woken, and what it waited on; for a goroutine's
+/// wait, the `goroutine_wakers` twin.
 #[must_use]
 pub fn twin(symbolizer: &Symbolizer, raw: &RawSample, row: &Sample) -> Option<(Sample, WaitedOn)> {
     let woken_by = raw.woken_by.as_ref()?;
-    if row.off_cpu_ns == 0 {
+    let goroutine = is_goroutine_wait(raw);
+    if row.off_cpu_ns == 0 && !goroutine {
         return None;
     }
     let mut stack: Vec<Location> = Vec::new();
     let waited_on = match woken_by {
         WokenBy::Unknown => WaitedOn::Unknown,
+        WokenBy::Goroutine(waker) => {
+            stack = goroutine_above(symbolizer, waker);
+            WaitedOn::Goroutine(waker.goid)
+        }
         WokenBy::Waker(waker) => {
             let kernel = below_the_hook(symbolizer.kernel_locations(&waker.kernel_stack));
             let interrupt = Interrupt::of(
@@ -170,16 +209,29 @@ pub fn twin(symbolizer: &Symbolizer, raw: &RawSample, row: &Sample) -> Option<(S
     };
     stack.push(Location::marker(waited_on.joint()));
     stack.extend(row.stack.iter().cloned());
+    let (waker_ns, goroutine_waker_ns) = if goroutine {
+        (0, row.runtime_ns)
+    } else {
+        (row.off_cpu_ns, 0)
+    };
     let twin = Sample {
         stack,
         samples: 0,
         off_cpu_ns: 0,
         off_cpu_count: 0,
         runtime_ns: 0,
-        waker_ns: row.off_cpu_ns,
+        waker_ns,
+        goroutine_waker_ns,
         ..row.clone()
     };
     Some((twin, waited_on))
+}
+
+/// A waking goroutine's stack, from its root down to its wakeup.
+fn goroutine_above(symbolizer: &Symbolizer, waker: &GoroutineWaker) -> Vec<Location> {
+    let mut above = symbolizer.user_locations(waker.pid, &waker.stack);
+    above.reverse();
+    above
 }
 
 /// `kernel`, a wakeup's stack, without the frames of the program that
@@ -249,8 +301,8 @@ mod tests {
             pid: 10,
             tid: 12,
             thread: "producer".to_owned(),
-            user_stack: crate::sample::Stack::Absent,
-            kernel_stack: crate::sample::Stack::Absent,
+            user_stack: Stack::Absent,
+            kernel_stack: Stack::Absent,
         };
         let joint = |interrupt| WaitedOn::of(&waker, interrupt).joint();
         assert_eq!(joint(None), "[woken by producer:12]");

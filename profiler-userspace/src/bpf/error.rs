@@ -44,6 +44,8 @@ pub enum KernelError {
     },
     #[error("eBPF map {name} is not of the type the daemon expects")]
     MapType { name: &'static str },
+    #[error("eBPF map {0} is full")]
+    MapFull(&'static str),
     #[error("opening a pidfd for a thread")]
     Pidfd(#[source] std::io::Error),
     #[error("eBPF object has no map named {0}")]

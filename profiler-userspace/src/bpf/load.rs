@@ -5,8 +5,9 @@ use aya::{
     Btf, Ebpf, EbpfLoader,
     maps::Map,
     programs::{
-        BtfTracePoint, PerfEvent, Program, ProgramError,
+        BtfTracePoint, PerfEvent, Program, ProgramError, UProbe,
         perf_event::{PerfEventConfig, PerfEventScope, SamplePolicy, SoftwareEvent},
+        uprobe::{UProbeAttachLocation, UProbeAttachPoint, UProbeScope},
     },
     util::online_cpus,
 };
@@ -96,6 +97,10 @@ const SYS_EXIT: (&str, &str) = ("sys_exit", "sys_exit");
 /// Notes who woke a kept interval (`--wakers`): runs at every wakeup on
 /// the machine, so it is attached only when asked for.
 const SCHED_WAKING: (&str, &str) = ("sched_waking", "sched_waking");
+
+/// Notes who made a goroutine runnable (`--goroutine-wakers`): a uprobe on
+/// each Go target binary's `runtime.ready`, loaded at the first.
+const GO_READY: &str = "go_ready";
 
 /// The loaded and attached programs, and their maps in parts, one per
 /// interface: each part owns its maps (taken out of the object) and its
@@ -334,6 +339,33 @@ impl Kernel {
         if user_stacks == UserStacks::SysExit || !rseq {
             self.attach_tracepoints(&[SYS_EXIT], btf)?;
         }
+        Ok(())
+    }
+
+    /// Probes `runtime.ready` at file offset `offset` of the binary at
+    /// `exe`, whose layout is `GO_BINARIES[index]` (the probe's cookie).
+    /// Every process running it hits the probe; the program stops at once
+    /// for one that is not a target.
+    pub(super) fn attach_go_ready(
+        &mut self,
+        exe: &std::path::Path,
+        offset: u64,
+        index: u32,
+    ) -> Result<(), KernelError> {
+        let name = GO_READY;
+        let program: &mut UProbe = self.program_mut(name)?;
+        if program.fd().is_err() {
+            program
+                .load()
+                .map_err(|source| KernelError::LoadProgram { name, source })?;
+        }
+        let point = UProbeAttachPoint {
+            location: UProbeAttachLocation::AbsoluteOffset(offset),
+            cookie: Some(u64::from(index)),
+        };
+        program
+            .attach(point, exe, UProbeScope::AllProcesses)
+            .map_err(|source| KernelError::AttachProgram { name, source })?;
         Ok(())
     }
 

@@ -53,7 +53,7 @@ pub use btf_fields::{BtfFieldError, KernelTypes};
 pub use doorbell::{Doorbell, Rang};
 pub use drain::{Drained, WindowMaps};
 pub use error::KernelError;
-pub use go_maps::GoMaps;
+pub use go_maps::{GoMaps, GoWakeLookup};
 pub use in_flight::{InFlightMaps, InFlightStats};
 pub use java_maps::JavaMaps;
 pub use load::Kernel;

@@ -97,6 +97,15 @@ fn wakers_need_off_cpu() {
 }
 
 #[test]
+fn goroutine_wakers_need_the_goroutine_view() {
+    assert!(parse_ok(&["--all", "--goroutine-wakers"]).goroutine_wakers);
+    assert!(!parse_ok(&["--all"]).goroutine_wakers);
+    let err = parse_err(&["--all", "--goroutine-wakers", "--goroutine-frequency", "0"]);
+    assert_eq!(err.kind(), ErrorKind::ValueValidation);
+    assert!(err.to_string().contains("--goroutine-frequency"), "{err}");
+}
+
+#[test]
 fn what_if_names_a_function_and_a_share_and_needs_wakers() {
     let config = parse_ok(&["--all", "--wakers", "--what-if", "ns::c_compute:50"]);
     assert_eq!(

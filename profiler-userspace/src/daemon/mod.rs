@@ -124,11 +124,12 @@ impl<'a, K: KernelMaps> Daemon<'a, K> {
         let mut watch = ProcessWatch::start(
             config.unwind,
             &targets.current(),
-            record_mappings,
+            (record_mappings, config.goroutine_wakers),
             &mut kernel,
         )?;
         crate::allocator::give_back_freed();
-        let runtimes = Runtimes::start(config.goroutine_hz, &targets.current());
+        let go_wakes = config.goroutine_wakers.then(|| kernel.go_wakes()).flatten();
+        let runtimes = Runtimes::start(config.goroutine_hz, go_wakes, &targets.current());
         // A process's runtime is looked at as soon as the kernel asks for
         // its mappings, not after the unwind tables of that request are
         // built: a large binary's took 0.7 s, which a Go program's

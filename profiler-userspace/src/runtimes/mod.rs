@@ -89,12 +89,19 @@ impl<R: Runtime> Reading for RuntimeThread<R> {
 
 impl Runtimes {
     /// Starts reading the runtimes' processes among `target`,
-    /// `go_frequency_hz` times a second (`None`: no goroutine view).
+    /// `go_frequency_hz` times a second (`None`: no goroutine view);
+    /// `go_wakes`: where the goroutines' wakeups are, with
+    /// `--goroutine-wakers`.
     #[must_use]
-    pub fn start(go_frequency_hz: Option<u64>, target: &Target) -> Self {
+    pub fn start(
+        go_frequency_hz: Option<u64>,
+        go_wakes: Option<Arc<dyn crate::bpf::GoWakeLookup>>,
+        target: &Target,
+    ) -> Self {
         let mut threads: Vec<Box<dyn Reading>> = Vec::new();
         if let Some(hz) = go_frequency_hz {
-            threads.push(Box::new(RuntimeThread::start(go::Go, hz, target)));
+            let go = go::Go { wakes: go_wakes };
+            threads.push(Box::new(RuntimeThread::start(go, hz, target)));
         }
         Self { threads }
     }

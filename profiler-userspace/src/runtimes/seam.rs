@@ -6,7 +6,7 @@ use std::collections::BTreeSet;
 
 use crate::{
     process::maps::FileId,
-    sample::{RowLabels, Stack},
+    sample::{RowLabels, Stack, WokenBy},
 };
 
 /// A language runtime: recognises its binaries and attaches to processes.
@@ -55,14 +55,28 @@ pub trait RuntimeProcess: Send {
     /// One read of the process's units (goroutines), at most `budget` of
     /// them; `rotation` counts the reads so far, for a process with more
     /// units than the budget (each read takes another part of them).
+    /// `elapsed_ns`: the time since the last read, which each unit read
+    /// stands for (times the stride).
     ///
     /// # Errors
     /// When the read is dropped whole (the process exited, or its list
     /// moved while read).
-    fn read(&mut self, budget: usize, rotation: usize) -> Result<Read<Self::Key>, Self::Error>;
+    fn read(
+        &mut self,
+        budget: usize,
+        rotation: usize,
+        elapsed_ns: u64,
+    ) -> Result<Read<Self::Key>, Self::Error>;
 
     /// The labels of the rows with `key`.
     fn labels(key: &Self::Key) -> RowLabels;
+
+    /// What ended the wait of the rows with `key`, for rows of
+    /// [`Read::ended`]: those rows' time is in other rows already, and
+    /// goes only to their waker's twin.
+    fn woken_by(_key: &Self::Key) -> Option<WokenBy> {
+        None
+    }
 }
 
 /// What one read of a process found.
@@ -74,6 +88,10 @@ pub struct Read<K> {
     pub stride: usize,
     /// Units left out because they kept moving while read.
     pub torn: u64,
+    /// Waits that ended since the last read, with the time their rows
+    /// stood for in earlier reads (keys for which
+    /// [`RuntimeProcess::woken_by`] says what ended them).
+    pub ended: Vec<(Unit<K>, u64)>,
 }
 
 /// One unit of a runtime (a goroutine) that is not running: what it is,

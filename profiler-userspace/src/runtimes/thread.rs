@@ -130,7 +130,7 @@ impl<R: Runtime> RuntimeThread<R> {
                 runtime_ns: ns,
                 label_set: None,
                 thread_attrs: None,
-                woken_by: None,
+                woken_by: R::Process::woken_by(&key.key),
             })
             .collect();
         (samples, pids, stats)

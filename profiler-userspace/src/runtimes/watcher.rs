@@ -323,10 +323,11 @@ impl<R: Runtime> Watcher<R> {
                 .min(Duration::from_secs(1));
             watched.last_read = now;
             watched.reads += 1;
-            let (stride, observed) = match process.read(budget, watched.reads) {
+            let elapsed_ns = u64::try_from(elapsed.as_nanos()).unwrap_or(u64::MAX);
+            let (stride, observed, ended) = match process.read(budget, watched.reads, elapsed_ns) {
                 Ok(read) => {
                     out.stats.torn += read.torn;
-                    (read.stride, read.units)
+                    (read.stride, read.units, read.ended)
                 }
                 Err(e) => {
                     log::debug!(
@@ -342,8 +343,9 @@ impl<R: Runtime> Watcher<R> {
             out.stats.reads += 1;
             out.stats.units += observed.len() as u64;
             out.pids.insert(pid);
-            let weight = u64::try_from(elapsed.as_nanos()).unwrap_or(u64::MAX) * stride as u64;
-            for unit in observed {
+            let weight = elapsed_ns * stride as u64;
+            let ended = ended.into_iter();
+            for (unit, weight) in observed.into_iter().map(|u| (u, weight)).chain(ended) {
                 let key = RowKey {
                     pid,
                     key: unit.key,

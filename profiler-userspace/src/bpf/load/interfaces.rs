@@ -18,7 +18,7 @@ use crate::{
     bpf::{
         drain::{Drained, Flip, WindowMaps},
         error::KernelError,
-        go_maps::GoMaps,
+        go_maps::{GoMaps, GoWakeLookup},
         in_flight::{InFlightMaps, InFlightStats},
         java_maps::JavaMaps,
         python_maps::PythonMaps,
@@ -132,6 +132,20 @@ impl GoMaps for Kernel {
 
     fn take_label_requests(&mut self) -> Result<Vec<LabelSetSeen>, KernelError> {
         self.go.take_label_requests()
+    }
+
+    fn probe_ready(
+        &mut self,
+        exe: &std::path::Path,
+        offset: u64,
+        binary: &GoProcess,
+    ) -> Result<(), KernelError> {
+        let index = self.go.add_binary(binary)?;
+        self.attach_go_ready(exe, offset, index)
+    }
+
+    fn go_wakes(&mut self) -> Option<std::sync::Arc<dyn GoWakeLookup>> {
+        self.go.take_wakes()
     }
 }
 

@@ -30,25 +30,36 @@ pub fn encode_view(profile: &Profile) -> Vec<u8> {
         (View::Cpu, _) => &[0, 1],
         (View::OffCpu, false) => &[2, 3],
         (View::OffCpu, true) => &[2, 3, WAKERS, CRITICAL_PATH],
+        (View::Wall, _) if has_goroutine_wakers(profile) => &[4, GOROUTINE_WAKERS],
         (View::Wall, _) => &[4],
     };
     build_with(profile, types, false).encode_to_vec()
 }
 
 /// Builds the pprof message for `profile`, with every sample type
-/// (`off_cpu_wakers` and `critical_path` only with `--wakers`' rows).
+/// (`off_cpu_wakers` and `critical_path` only with `--wakers`' rows,
+/// `goroutine_wakers` only with `--goroutine-wakers`').
 #[must_use]
 pub fn build(profile: &Profile) -> proto::Profile {
+    let mut types = vec![0, 1, 2, 3, 4, 5];
     if has_wakers(profile) {
-        build_with(profile, &[0, 1, 2, 3, 4, 5, WAKERS, CRITICAL_PATH], true)
-    } else {
-        build_with(profile, &[0, 1, 2, 3, 4, 5], true)
+        types.extend([WAKERS, CRITICAL_PATH]);
     }
+    if has_goroutine_wakers(profile) {
+        types.push(GOROUTINE_WAKERS);
+    }
+    build_with(profile, &types, true)
 }
 
 /// Whether `profile` has rows with a waker's stack (`--wakers`).
 fn has_wakers(profile: &Profile) -> bool {
     profile.samples.iter().any(|s| s.waker_ns != 0)
+}
+
+/// Whether `profile` has rows with a waking goroutine's stack
+/// (`--goroutine-wakers`).
+fn has_goroutine_wakers(profile: &Profile) -> bool {
+    profile.samples.iter().any(|s| s.goroutine_waker_ns != 0)
 }
 
 /// Builds the pprof message for the rows of `profile` that its view
@@ -158,7 +169,7 @@ fn default_sample_type(view: View) -> usize {
 }
 
 /// (type, unit) of each sample value, in order.
-pub const SAMPLE_TYPES: [(&str, &str); 8] = [
+pub const SAMPLE_TYPES: [(&str, &str); 9] = [
     ("samples", "count"),
     ("cpu", "nanoseconds"),
     ("off_cpu_events", "count"),
@@ -167,12 +178,15 @@ pub const SAMPLE_TYPES: [(&str, &str); 8] = [
     ("goroutine", "nanoseconds"),
     ("off_cpu_wakers", "nanoseconds"),
     ("critical_path", "nanoseconds"),
+    ("goroutine_wakers", "nanoseconds"),
 ];
 
 /// Index of `off_cpu_wakers` in [`SAMPLE_TYPES`].
 const WAKERS: usize = 6;
 /// Index of `critical_path` in [`SAMPLE_TYPES`].
 const CRITICAL_PATH: usize = 7;
+/// Index of `goroutine_wakers` in [`SAMPLE_TYPES`].
+const GOROUTINE_WAKERS: usize = 8;
 
 /// The values of one sample in [`SAMPLE_TYPES`] order. Off-CPU event
 /// counts are fixed point in the kernel; pprof values are integers, so they
@@ -189,6 +203,7 @@ fn values(sample: &Sample, period_ns: u64) -> Vec<i64> {
         to_i64(sample.runtime_ns),
         to_i64(sample.waker_ns),
         to_i64(sample.critical_ns),
+        to_i64(sample.goroutine_waker_ns),
     ]
 }
 

@@ -1,7 +1,8 @@
 //! A push's series as OTLP profiles (`ExportProfilesServiceRequest`, the
 //! `opentelemetry-proto` crate's types): one resource per program, one
-//! profile per sample type (`cpu`, `off_cpu`, `wall`, and with `--wakers`
-//! `off_cpu_wakers` and `critical_path`), all sharing one
+//! profile per sample type (`cpu`, `off_cpu`, `wall`, with `--wakers`
+//! `off_cpu_wakers` and `critical_path`, with `--goroutine-wakers`
+//! `goroutine_wakers`), all sharing one
 //! dictionary per request. Converted row for row from the symbolized
 //! profile: nothing is re-sampled.
 mod dictionary;
@@ -34,7 +35,7 @@ const MAX_REQUEST_BYTES: usize = 4 << 20;
 type ValueOf = fn(&Sample, u64) -> u64;
 
 /// (type, unit) of each profile, and the row's value for it.
-const TYPES: [(&str, &str, ValueOf); 5] = [
+const TYPES: [(&str, &str, ValueOf); 6] = [
     ("cpu", "nanoseconds", |s, period| {
         s.samples.saturating_mul(period)
     }),
@@ -42,6 +43,9 @@ const TYPES: [(&str, &str, ValueOf); 5] = [
     ("wall", "nanoseconds", |s, period| s.wall_ns(period)),
     ("off_cpu_wakers", "nanoseconds", |s, _| s.waker_ns),
     ("critical_path", "nanoseconds", |s, _| s.critical_ns),
+    ("goroutine_wakers", "nanoseconds", |s, _| {
+        s.goroutine_waker_ns
+    }),
 ];
 
 /// Gzip'd `ExportProfilesServiceRequest`s for `series`, in order, each

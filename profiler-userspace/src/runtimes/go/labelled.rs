@@ -2,7 +2,11 @@
 //! goroutine they ran: published to the kernel (`GO_PROCS`) when the
 //! unwinder reads a process's mappings, as Python processes and JVMs are,
 //! and the label sets the samples recorded read while the process runs.
-use std::{collections::HashMap, sync::Arc};
+use std::{
+    collections::{HashMap, HashSet},
+    path::Path,
+    sync::Arc,
+};
 
 use profiler_common::go::GoProcess;
 
@@ -19,9 +23,15 @@ use crate::{
     unwind::Stamped,
 };
 
-/// The daemon's side of the samples' Go labels.
+/// The daemon's side of the samples' Go labels, and with
+/// `--goroutine-wakers` the probes on the binaries' `runtime.ready`.
 #[derive(Default)]
 pub struct GoLabels {
+    /// Whether each Go binary's `runtime.ready` is probed.
+    wakers: bool,
+    /// The binaries probed, by file (device and inode).
+    probed: HashSet<(u64, u64)>,
+    probe_failures: u32,
     /// Go runtimes by file, read once (`None`: not Go, or not readable
     /// as Go).
     binaries: FileMemo<Option<Arc<GoRuntime>>>,
@@ -31,7 +41,22 @@ pub struct GoLabels {
     ended: SetCounts,
 }
 
+/// The most Go binaries probed: a probe stays until the daemon exits.
+const MAX_PROBED: usize = profiler_common::maps::GO_BINARIES_MAX_ENTRIES as usize;
+/// Probes that may fail before no more are tried.
+const MAX_PROBE_FAILURES: u32 = 64;
+
 impl GoLabels {
+    /// With `wakers`, each Go binary's `runtime.ready` is probed as its
+    /// first process is published.
+    #[must_use]
+    pub fn new(wakers: bool) -> Self {
+        Self {
+            wakers,
+            ..Self::default()
+        }
+    }
+
     /// Publishes `pid` as a Go process if one of its `mappings` is a Go
     /// binary whose layout is known, and forgets it otherwise (it exec'd
     /// into something else).
@@ -46,27 +71,67 @@ impl GoLabels {
     ) -> Result<(), KernelError> {
         let found = mappings
             .iter()
-            .find_map(|&(vma, stamp)| self.runtime(pid, vma, stamp?));
-        let Some(runtime) = found else {
+            .find_map(|&(vma, stamp)| Some((self.runtime(pid, vma, stamp?)?, vma, stamp?)));
+        let Some((runtime, vma, stamp)) = found else {
             return self.forget(maps, pid);
         };
         let layout = runtime.layout;
         let offset = |at: u64| u32::try_from(at).unwrap_or(0);
-        maps.set_go(
-            pid,
-            &GoProcess {
-                tls_g: runtime.tls_g,
-                g_m: offset(layout.m),
-                m_curg: offset(layout.m_curg),
-                g_labels: offset(layout.labels),
-                form: runtime.labels.kernel(),
-            },
-        )?;
+        let process = GoProcess {
+            tls_g: runtime.tls_g,
+            g_m: offset(layout.m),
+            m_curg: offset(layout.m_curg),
+            g_labels: offset(layout.labels),
+            form: runtime.labels.kernel(),
+            g_goid: offset(layout.goid),
+            g_sched_bp: offset(layout.sched_bp),
+        };
+        maps.set_go(pid, &process)?;
+        if let Some(ready) = runtime.ready_offset {
+            let file = crate::process::maps::map_files_path(pid, vma);
+            self.probe(maps, pid, (stamp.dev, stamp.ino), (&file, ready, &process));
+        }
         let sets = LabelSets::new(runtime.labels, Memory { pid });
         if let Some(old) = self.processes.insert(pid, sets) {
             self.ended.add(old.counts);
         }
         Ok(())
+    }
+
+    /// Probes `runtime.ready` in the binary `id` of `pid`, at `path`
+    /// (its mapping in `/proc`) and file offset `ready`, unless probed
+    /// already. A probe that fails (the process exited meanwhile) is tried
+    /// again with the binary's next process, up to [`MAX_PROBE_FAILURES`]
+    /// failures in all.
+    fn probe(
+        &mut self,
+        maps: &mut impl GoMaps,
+        pid: u32,
+        id: (u64, u64),
+        (path, ready, binary): (&Path, u64, &GoProcess),
+    ) {
+        if self.probed.contains(&id) || self.probe_failures >= MAX_PROBE_FAILURES {
+            return;
+        }
+        if self.probed.len() >= MAX_PROBED {
+            log::debug!("pid {pid}: not probed for goroutine wakers: {MAX_PROBED} binaries are");
+            return;
+        }
+        match maps.probe_ready(path, ready, binary) {
+            Ok(()) => {
+                self.probed.insert(id);
+            }
+            Err(e) => {
+                self.probe_failures += 1;
+                let last = self.probe_failures == MAX_PROBE_FAILURES;
+                let why = crate::error_chain(&e);
+                if last {
+                    log::warn!("pid {pid}: no goroutine wakers from now on: {why}");
+                } else {
+                    log::debug!("pid {pid}: no goroutine wakers yet: {why}");
+                }
+            }
+        }
     }
 
     /// Forgets `pid` (exited, or no longer Go).
@@ -145,12 +210,14 @@ impl GoLabels {
         vma: &crate::process::maps::Vma,
         stamp: FileStamp,
     ) -> Option<Arc<GoRuntime>> {
+        let wakers = self.wakers;
         self.binaries
             .get_or_map(pid, vma, stamp, |data| {
                 GoRuntime::of_data(data)
                     .ok()
                     .flatten()
                     .filter(|r| r.layout.labels != 0 && r.layout.m_curg != 0)
+                    .map(|r| if wakers { r.find_ready(data) } else { r })
                     .map(Arc::new)
             })
             .flatten()

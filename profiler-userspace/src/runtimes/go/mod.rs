@@ -8,7 +8,9 @@
 //! `runtime.rs` finds a binary's runtime facts (version, `allgs`,
 //! offsets: `dwarf.rs`, or `known.rs`'s table of known versions'
 //! `layout.rs`), `g.rs`
-//! decodes one `g`, and `process.rs` reads one process's goroutines.
+//! decodes one `g`, `process.rs` reads one process's goroutines, and
+//! `wakers.rs` follows their waits to the goroutines that ended them
+//! (`--goroutine-wakers`).
 mod dwarf;
 pub(crate) mod g;
 pub mod known;
@@ -17,6 +19,7 @@ mod labels;
 pub mod layout;
 pub(crate) mod process;
 pub mod runtime;
+mod wakers;
 
 use std::{borrow::Cow, sync::Arc};
 
@@ -30,11 +33,14 @@ use super::seam::{self, Kind, Loaded, Runtime, RuntimeProcess, Unit};
 use crate::{
     gopclntab::GoTable,
     process::maps::{self, FileId},
-    sample::{Label, LabelValue, RowLabels, Stack},
+    sample::{Label, LabelValue, RowLabels, Stack, WokenBy},
 };
 
 /// The Go runtime.
-pub struct Go;
+pub struct Go {
+    /// The goroutines' last wakeups, with `--goroutine-wakers`.
+    pub wakes: Option<Arc<dyn crate::bpf::GoWakeLookup>>,
+}
 
 /// A Go binary's runtime facts and table, shared by its processes.
 pub type Binary = Arc<(Arc<GoRuntime>, Arc<GoTable>)>;
@@ -88,12 +94,12 @@ impl Runtime for Go {
             .start
             .wrapping_sub(text.offset)
             .wrapping_sub(runtime.text_delta);
-        Some(GoProcess::new(
-            pid,
-            Arc::clone(runtime),
-            Arc::clone(table),
-            bias,
-        ))
+        let mut process = GoProcess::new(pid, Arc::clone(runtime), Arc::clone(table), bias);
+        process.waits = self
+            .wakes
+            .as_ref()
+            .map(|wakes| wakers::Waits::new(pid, Arc::clone(wakes)));
+        Some(process)
     }
 }
 
@@ -108,6 +114,9 @@ pub struct GoroutineKey {
     pub created_by: Arc<str>,
     /// Its pprof labels, sorted by key.
     pub labels: Arc<[Label]>,
+    /// On a row of a wait that ended (`--goroutine-wakers`): what ended
+    /// it. Such a row's time is the wait's rows' again.
+    pub woken_by: Option<WokenBy>,
 }
 
 impl RuntimeProcess for GoProcess {
@@ -118,11 +127,17 @@ impl RuntimeProcess for GoProcess {
         goroutine_labels(key)
     }
 
+    fn woken_by(key: &GoroutineKey) -> Option<WokenBy> {
+        key.woken_by.clone()
+    }
+
     fn read(
         &mut self,
         budget: usize,
         rotation: usize,
+        elapsed_ns: u64,
     ) -> Result<seam::Read<GoroutineKey>, ReadError> {
+        let began_ns = crate::clock::now_ns(libc::CLOCK_MONOTONIC);
         let Read {
             goroutines,
             stride,
@@ -140,6 +155,7 @@ impl RuntimeProcess for GoProcess {
                         wait_reason,
                         created_by: o.created_by,
                         labels: o.labels,
+                        woken_by: None,
                     },
                     stack: if o.truncated {
                         Stack::Truncated(Arc::from(o.stack))
@@ -148,11 +164,16 @@ impl RuntimeProcess for GoProcess {
                     },
                 }
             })
-            .collect();
+            .collect::<Vec<_>>();
+        let weight = elapsed_ns.saturating_mul(stride as u64);
+        let ended = self.waits.as_mut().map_or_else(Vec::new, |waits| {
+            waits.after_read(&units, weight, stride == 1, began_ns)
+        });
         Ok(seam::Read {
             units,
             stride,
             torn,
+            ended,
         })
     }
 }

@@ -93,6 +93,9 @@ pub struct GoProcess {
     /// Whether each (link-time) stopped PC is a function's entry.
     entries: FxHashMap<u64, bool>,
     labels: LabelSets,
+    /// Its goroutines' waits, followed to their wakers
+    /// (`--goroutine-wakers`).
+    pub(super) waits: Option<super::wakers::Waits>,
 }
 
 impl GoProcess {
@@ -110,6 +113,7 @@ impl GoProcess {
             deltas: FxHashMap::default(),
             entries: FxHashMap::default(),
             labels,
+            waits: None,
         }
     }
 

@@ -31,6 +31,9 @@ pub struct GoRuntime {
     pub labels: labels::Form,
     /// Where a thread keeps its `g`: an offset from its thread pointer.
     pub tls_g: i64,
+    /// The file offset of `runtime.ready`, where the goroutine wakers'
+    /// probe goes; found only when asked for ([`Self::find_ready`]).
+    pub ready_offset: Option<u64>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -114,7 +117,20 @@ impl GoRuntime {
             text_delta,
             labels,
             tls_g,
+            ready_offset: None,
         }))
+    }
+
+    /// Finds `runtime.ready` in the binary's `data` (by its `.gopclntab`
+    /// name: stripped binaries keep it) for [`Self::ready_offset`].
+    #[must_use]
+    pub fn find_ready(mut self, data: &[u8]) -> Self {
+        self.ready_offset = GoTable::from_data(data)
+            .ok()
+            .flatten()
+            .and_then(|table| Some(table.function_code("runtime.ready")?.0))
+            .and_then(|entry| entry.checked_sub(self.text_delta));
+        self
     }
 
     /// The name of wait reason `index`, as Go's tracebacks print it.

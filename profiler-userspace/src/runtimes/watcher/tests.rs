@@ -22,11 +22,17 @@ impl RuntimeProcess for Attached {
     type Error = std::io::Error;
     type Key = u32;
 
-    fn read(&mut self, _budget: usize, _rotation: usize) -> Result<Read<u32>, Self::Error> {
+    fn read(
+        &mut self,
+        _budget: usize,
+        _rotation: usize,
+        _elapsed_ns: u64,
+    ) -> Result<Read<u32>, Self::Error> {
         Ok(Read {
             units: Vec::new(),
             stride: 1,
             torn: 0,
+            ended: Vec::new(),
         })
     }
 

@@ -53,6 +53,7 @@ fn fixture() -> Profile {
         runtime_ns: 0,
         waker_ns: 0,
         critical_ns: 0,
+        goroutine_waker_ns: 0,
         off_cpu_in_wall: true,
     };
     Profile {
@@ -253,6 +254,7 @@ fn goroutine_rows_carry_their_goroutine_and_replace_their_threads_off_cpu_in_wal
         Sample {
             waker_ns: 0,
             critical_ns: 0,
+            goroutine_waker_ns: 0,
             off_cpu_in_wall: false,
             ..thread.clone()
         },
@@ -267,6 +269,7 @@ fn goroutine_rows_carry_their_goroutine_and_replace_their_threads_off_cpu_in_wal
                 wait_reason: Some(Arc::from("chan receive")),
                 created_by: Arc::from("main.serve"),
                 labels: Arc::from([program_label("endpoint", "/heavy")]),
+                woken_by: None,
             }))),
             runtime_ns: 7_000_000,
             ..thread

@@ -60,6 +60,7 @@ pub(super) fn row(
         runtime_ns: 0,
         waker_ns: 0,
         critical_ns: 0,
+        goroutine_waker_ns: 0,
         off_cpu_in_wall: true,
     }
 }

@@ -1,0 +1,83 @@
+// A Go pipeline whose stages wait on each other through channels, as a
+// service's workers do: a producer goroutine computes about 2 ms in
+// main.producerCompute, then hands the result over in main.producerSend
+// on an unbuffered channel, where the consumer (the main goroutine) waits
+// in main.consumerWait; a sleeper goroutine naps 3 ms at a time in
+// main.sleeperNap (a timer wakes it). The consumer measures its own time
+// in consumerWait. Runs argv[1] seconds, then prints
+// "chanwake pid=P waited_ns=W items=N" and exits.
+package main
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+	"time"
+)
+
+//go:noinline
+func producerCompute(d time.Duration) uint64 {
+	end := time.Now().Add(d)
+	h := uint64(1469598103934665603)
+	for time.Now().Before(end) {
+		for i := 0; i < 1024; i++ {
+			h = (h ^ uint64(i)) * 1099511628211
+		}
+	}
+	return h
+}
+
+//go:noinline
+func producerSend(ch chan<- uint64, v uint64) {
+	ch <- v
+}
+
+//go:noinline
+func producer(ch chan<- uint64, until time.Time) {
+	for time.Now().Before(until) {
+		producerSend(ch, producerCompute(2*time.Millisecond))
+	}
+	close(ch)
+}
+
+//go:noinline
+func consumerWait(ch <-chan uint64) (uint64, bool) {
+	v, ok := <-ch
+	return v, ok
+}
+
+//go:noinline
+func sleeperNap() {
+	time.Sleep(3 * time.Millisecond)
+}
+
+func sleeper(until time.Time) {
+	for time.Now().Before(until) {
+		sleeperNap()
+	}
+}
+
+func main() {
+	seconds, err := strconv.ParseFloat(os.Args[1], 64)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "usage: chanwake SECONDS")
+		os.Exit(2)
+	}
+	until := time.Now().Add(time.Duration(seconds * 1e9))
+	ch := make(chan uint64)
+	go producer(ch, until)
+	go sleeper(until)
+	var waited time.Duration
+	var items, sum uint64
+	for {
+		start := time.Now()
+		v, ok := consumerWait(ch)
+		waited += time.Since(start)
+		if !ok {
+			break
+		}
+		items++
+		sum += v
+	}
+	fmt.Printf("chanwake pid=%d waited_ns=%d items=%d sum=%d\n", os.Getpid(), waited.Nanoseconds(), items, sum&0xff)
+}
