@@ -91,17 +91,33 @@ run() {
     say "ran $name: fixture exit=$status"
 }
 
+# start NAME -- PROFILER ARGS: the profiler, into /out/NAME, once it says
+# it is profiling.
+start() {
+    name=$1
+    shift 2
+    dir=/out/$name
+    mkdir -p "$dir/profiles"
+    /profiler "$@" --output-dir "$dir/profiles" 2> "$dir/profiler.log" &
+    profiler_pid=$!
+    wait_for "$dir/profiler.log" profiling
+}
+
+# stop NAME: the profiler stopped with SIGTERM, its exit in its log.
+stop() {
+    kill -TERM $profiler_pid
+    await $profiler_pid profiler
+    echo "exit=$status" >> "/out/$1/profiler.log"
+    say "ran $1"
+}
+
 # brief NAME COUNT -- PROFILER ARGS: COUNT runs of short_lived (50 ms of
 # spin each, one after another) under the profiler, into /out/NAME, after
 # one run whose samples have its table built.
 brief() {
     name=$1 count=$2
-    shift 3
-    dir=/out/$name
-    mkdir -p "$dir/profiles"
-    /profiler "$@" --output-dir "$dir/profiles" 2> "$dir/profiler.log" &
-    profiler_pid=$!
-    wait_for "$dir/profiler.log" profiling || return
+    shift 2
+    start "$name" "$@" || return
     /fixtures/short_lived 0.3 0 > "$dir/warm.out"
     sleep 1
     i=0
@@ -109,10 +125,20 @@ brief() {
         /fixtures/short_lived 0.05 0 >> "$dir/fixture.out"
         i=$((i + 1))
     done
-    kill -TERM $profiler_pid
-    await $profiler_pid profiler
-    echo "exit=$status" >> "$dir/profiler.log"
-    say "ran $name"
+    stop "$name"
+}
+
+# goroutines NAME SECONDS -- PROFILER ARGS: chanwake (no protocol: it runs
+# SECONDS, then prints its measurements) under the profiler, into
+# /out/NAME, after a run of 1 s that has its binary probed.
+goroutines() {
+    name=$1 seconds=$2
+    shift 2
+    start "$name" "$@" || return
+    /fixtures/chanwake 1 > "$dir/warm.out"
+    sleep 1
+    /fixtures/chanwake "$seconds" > "$dir/fixture.out"
+    stop "$name"
 }
 
 # A line of its own: the firmware leaves terminal codes before it.
@@ -137,6 +163,8 @@ run windows long_nap 3.5 -- --pid {pid} --interval 1s
 # Brief processes' first samples, walked through the kernel's own tree of
 # mappings (this kernel's maple tree and inode layout).
 brief brief 30 -- --all
+# Goroutine wakers: a uprobe on the Go binary's runtime.ready.
+goroutines goroutine_wakers 4 -- --all --goroutine-wakers
 
 for f in $(find /out -type f | sort); do
     say "file ${f#/out/}"

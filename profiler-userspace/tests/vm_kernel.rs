@@ -21,7 +21,9 @@ use std::{
 
 use support::{
     Profile, build,
-    checks::{callers_of_a_frameless_leaf, off_cpu_as_measured, thread_total as total},
+    checks::{
+        callers_of_a_frameless_leaf, goroutine_wakers, off_cpu_as_measured, thread_total as total,
+    },
     go_pprof_raw, profiles, share, sum, vm,
 };
 
@@ -54,6 +56,10 @@ fn boot() -> &'static vm::Boot {
             (
                 "/fixtures/short_lived".to_owned(),
                 build::c_program("short_lived", build_dir.path()),
+            ),
+            (
+                "/fixtures/chanwake".to_owned(),
+                build::stripped_go_program("chanwake", build_dir.path()),
             ),
         ]);
         vm::boot(Path::new(&kernel), &files)
@@ -293,4 +299,17 @@ fn brief_processes_are_walked_whole_from_their_first_sample() {
         whole * 100 >= in_leaf * 97,
         "{whole} of {in_leaf} samples in brief_work have their callers to _start"
     );
+}
+
+/// `--goroutine-wakers` on this kernel (a uprobe with a cookie, and the
+/// goroutine reader): the checks of `tests/goroutine_wakers.rs` on
+/// `chanwake.go` built by Debian's Go, stripped.
+#[test]
+#[ignore = "boots Debian's 6.1 kernel in a VM: cargo xtask vm-test"]
+fn a_goroutine_waiting_on_a_channel_names_the_goroutine_that_sent() {
+    let (profiles, truth) = run("goroutine_wakers");
+    let pid = u32::try_from(truth["pid"]).unwrap();
+    let waited_ns = i64::try_from(truth["waited_ns"]).unwrap();
+    let failures = goroutine_wakers(&profiles, ("6.1", pid, waited_ns));
+    assert!(failures.is_empty(), "{failures:#?}");
 }

@@ -16,8 +16,8 @@ use profiler_common::{
         GLOBAL_FILE_OFFSETS, GLOBAL_FSBASE_OFFSET, GLOBAL_INTERVAL_CELLS,
         GLOBAL_OFF_CPU_DISPATCH_ONLY, GLOBAL_OFF_CPU_NAIVE, GLOBAL_OFF_CPU_RATE_NS,
         GLOBAL_PROCESS_OFFSETS, GLOBAL_SCHED_OFFSETS, GLOBAL_TARGET_ALL, GLOBAL_TASK_WORK,
-        GLOBAL_UNPROFILED_PID, GLOBAL_UNWIND_TABLES, GLOBAL_WAKERS, IN_FLIGHT,
-        IN_FLIGHT_MAX_ENTRIES, INTERVAL_CELLS, TASK_WORK, UNWIND_DOORBELL, UNWIND_ROWS,
+        GLOBAL_UNPROFILED_PID, GLOBAL_UNWIND_TABLES, GLOBAL_WAKERS, GO_WAKES, GO_WAKES_MAX_ENTRIES,
+        IN_FLIGHT, IN_FLIGHT_MAX_ENTRIES, INTERVAL_CELLS, TASK_WORK, UNWIND_DOORBELL, UNWIND_ROWS,
     },
     sched::SchedOffsets,
 };
@@ -155,6 +155,12 @@ impl Kernel {
         // Without off-CPU tracking, its maps keep one entry each.
         let interval_cells = config.modes.off_cpu().map_or(1, |o| o.interval_cells);
         let in_flight = config.modes.off_cpu().map_or(1, |_| IN_FLIGHT_MAX_ENTRIES);
+        // Without the goroutine wakers' probe, one entry.
+        let go_wakes = if config.goroutine_wakers {
+            GO_WAKES_MAX_ENTRIES
+        } else {
+            1
+        };
         let unwind_tables = u8::from(matches!(config.unwind, Unwind::Tables { .. }));
         let types = match KernelTypes::from_sys_fs() {
             Ok(types) => Some(types),
@@ -207,6 +213,7 @@ impl Kernel {
             .map_max_entries(INTERVAL_CELLS, interval_cells)
             .map_max_entries(IN_FLIGHT, in_flight)
             .map_max_entries(TASK_WORK, in_flight)
+            .map_max_entries(GO_WAKES, go_wakes)
             // TASKS is task storage, which aya creates but does not wrap
             // (see bpf/task_storage.rs).
             .allow_unsupported_maps()

@@ -70,3 +70,109 @@ pub fn off_cpu_as_measured(
     );
     off
 }
+
+/// `chanwake.go`'s run `(version, pid, waited_ns)` with
+/// `--goroutine-wakers`: the consumer's waits as the view saw them within
+/// 20% of what it measured (`waited_ns`, runnable time included), each
+/// named once, 90% by `main.producerSend`'s goroutine; the sleeper's
+/// naps, which a timer ends from the scheduler, 90% by the Go runtime.
+/// Returns what failed.
+pub fn goroutine_wakers(
+    profiles: &[(PathBuf, Profile)],
+    (version, pid, waited_ns): (&str, u32, i64),
+) -> Vec<String> {
+    let mut failures = Vec::new();
+    let consumer = Waits::of(profiles, pid, "main.consumerWait", "main.producerSend");
+    let sleeper = Waits::of(profiles, pid, "main.sleeperNap", "");
+    eprintln!(
+        "{version}: consumer waited {waited_ns} ns by itself: {consumer:?}; sleeper: {sleeper:?}"
+    );
+    #[expect(clippy::cast_precision_loss, reason = "shares")]
+    let part = |a: i64, b: i64| a as f64 / b.max(1) as f64;
+    // The view's own reading of the waits, against the fixture's.
+    let seen = part(consumer.parked + consumer.runnable, waited_ns);
+    // Every wait the view saw, named once, nearly all by the producer.
+    let named = part(consumer.total(), consumer.parked);
+    let by_sender = part(consumer.with_frame, consumer.parked);
+    if !(0.8..1.2).contains(&seen) || !(0.95..1.05).contains(&named) || by_sender < 0.9 {
+        failures.push(format!(
+            "{version}: the consumer's waits read {seen:.3} of its own, {named:.3} of them \
+             named, {by_sender:.3} by main.producerSend: {consumer:?}"
+        ));
+    }
+    let joints: Vec<&String> = consumer.by.keys().collect();
+    if !consumer
+        .by
+        .keys()
+        .any(|j| j.starts_with("[woken by goroutine "))
+    {
+        failures.push(format!(
+            "{version}: no goroutine named as waker: {joints:?}"
+        ));
+    }
+    // A timer wakes a sleeper from the scheduler (`checkTimers`, on the
+    // thread's system stack): no goroutine is the waker.
+    let by_runtime = part(
+        sleeper
+            .by
+            .get("[woken by the Go runtime]")
+            .copied()
+            .unwrap_or(0),
+        sleeper.parked,
+    );
+    if by_runtime < 0.9 {
+        failures.push(format!(
+            "{version}: {by_runtime:.3} of the sleeper's naps woken by the runtime: {sleeper:?}"
+        ));
+    }
+    failures
+}
+
+/// One process's goroutine weights under a parked function.
+#[derive(Debug, Default)]
+struct Waits {
+    /// `goroutine` weight, parked (state waiting) under the function.
+    parked: i64,
+    /// `goroutine` weight runnable under it: woken, waiting for a thread
+    /// (counted in the fixture's own time, not in the wakers' rows).
+    runnable: i64,
+    /// `goroutine_wakers` weight under it, by joint.
+    by: HashMap<String, i64>,
+    /// Of that, with `above` in the waker's part.
+    with_frame: i64,
+}
+
+impl Waits {
+    fn of(profiles: &[(PathBuf, Profile)], pid: u32, parked: &str, above: &str) -> Self {
+        let mut waits = Waits::default();
+        for (_, p) in profiles {
+            for sample in p.samples_of(pid) {
+                let functions = p.functions(sample);
+                let joint = functions.iter().position(|f| f.starts_with("[woken by "));
+                let Some(joint) = joint else {
+                    if functions.contains(&parked) {
+                        match p.str_label(sample, "state") {
+                            Some("waiting") => waits.parked += p.value(sample, "goroutine"),
+                            Some("runnable") => waits.runnable += p.value(sample, "goroutine"),
+                            _ => {}
+                        }
+                    }
+                    continue;
+                };
+                let weight = p.value(sample, "goroutine_wakers");
+                if weight == 0 || !functions[joint..].contains(&parked) {
+                    continue;
+                }
+                *waits.by.entry(functions[joint].to_owned()).or_default() += weight;
+                if functions[..joint].contains(&above) {
+                    waits.with_frame += weight;
+                }
+            }
+        }
+        waits
+    }
+
+    fn total(&self) -> i64 {
+        self.by.values().sum()
+    }
+}

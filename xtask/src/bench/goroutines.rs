@@ -1,6 +1,6 @@
 //! Section 11: what the goroutine view costs. A Go program's throughput on
 //! a goroutine ping-pong over channels (`go/chanpingpong.go`), with the
-//! view off and at defaults; the daemon's CPU reading a program of 10,000
+//! view off, at defaults and with `--goroutine-wakers`; the daemon's CPU reading a program of 10,000
 //! goroutines, plain and under pprof labels; and an on-CPU sample's kernel
 //! time with the running goroutine's labels read, against without.
 use std::{
@@ -37,6 +37,10 @@ pub(super) fn goroutine_view(report: &mut String) -> anyhow::Result<f64> {
             "profiler --pid (defaults: goroutines read 99 times a second)",
             &["--pid", "{pid}"],
         ),
+        profiler(
+            "profiler --pid --goroutine-wakers (a probe on runtime.ready)",
+            &["--pid", "{pid}", "--goroutine-wakers"],
+        ),
     ];
     let measured: Vec<Measured> = overhead(FIXTURE, "round_trips_per_sec", &configs)?;
     table(
@@ -45,6 +49,7 @@ pub(super) fn goroutine_view(report: &mut String) -> anyhow::Result<f64> {
         "round trips/s",
         &measured,
     )?;
+    wakeup_cost(report, &measured)?;
     writeln!(
         report,
         "The daemon's CPU (utime + stime, % of one core) over {SECONDS} s while the same program also holds {MANY} goroutines parked in a channel receive:\n"
@@ -75,6 +80,27 @@ pub(super) fn goroutine_view(report: &mut String) -> anyhow::Result<f64> {
     writeln!(report)?;
     label_cost(report)?;
     Ok(measured[2].slowdown())
+}
+
+/// What `--goroutine-wakers` adds to each goroutine wakeup: a round trip
+/// readies two goroutines, each through the probe.
+fn wakeup_cost(report: &mut String, measured: &[Measured]) -> anyhow::Result<()> {
+    let median_rate = |m: &Measured| {
+        let mut rates = m.rates.clone();
+        rates.sort_by(f64::total_cmp);
+        rates.get(rates.len() / 2).copied().unwrap_or(f64::NAN)
+    };
+    let (view, wakers) = (median_rate(&measured[2]), median_rate(&measured[3]));
+    let per_wakeup_us = (1.0 / wakers - 1.0 / view) / 2.0 * 1e6;
+    writeln!(
+        report,
+        "With `--goroutine-wakers` each round trip (two goroutine wakeups, each through the \
+         probe on `runtime.ready`: the uprobe's trap and the program) takes {:.2} µs longer \
+         than at defaults (median rates {view:.0} and {wakers:.0} round trips/s): {per_wakeup_us:.2} µs a \
+         wakeup.\n",
+        per_wakeup_us * 2.0
+    )?;
+    Ok(())
 }
 
 /// An on-CPU sample's kernel time (bpf_stats) in the ping-pong, its
