@@ -53,10 +53,15 @@ pub fn on_ready(ctx: &ProbeContext) {
     #[expect(clippy::cast_possible_truncation, reason = "the low half is the tid")]
     let tid = pid_tgid as u32;
     let waker = waker_goroutine(process);
-    // SAFETY: `wake` points at the map value just inserted, valid for this
-    // run; written field by field, in place.
+    // SAFETY: `wake` points at a map value, valid for this run; written
+    // field by field, in place. The daemon may read it meanwhile: its time
+    // is zero until the rest is written (a record the reader takes only
+    // once its time is past the wait it ends).
     unsafe {
+        (*wake).time_ns = 0;
         (*wake).tid = tid;
+        (*wake).waker_goid = 0;
+        (*wake).frames_len = 0;
         if let Some(g) = waker {
             (*wake).waker_goid = read(g + u64::from(process.g_goid)).unwrap_or(0);
             (*wake).frames_len = walk(g, process.g_sched_bp, &mut (*wake).frames);
@@ -92,7 +97,10 @@ fn walk(g: u64, sched_bp: u32, frames: &mut [u64; GO_WAKE_FRAMES]) -> u32 {
         if bp == 0 {
             break;
         }
-        let (Some(ret), Some(next)) = (read(bp + 8), read(bp)) else {
+        // The frame record: the caller's frame pointer, then the return
+        // address, in one read.
+        // SAFETY: reads user memory through the fault-tolerant helper.
+        let Ok([next, ret]) = (unsafe { bpf_probe_read_user(bp as *const [u64; 2]) }) else {
             break;
         };
         if ret == 0 {

@@ -787,10 +787,14 @@ pub fn go_binary(index: u32) -> Option<&'static GoProcess> {
     GO_BINARIES.get(index)
 }
 
-/// A fresh record of the wakeup of goroutine `key`, in the map, to fill
-/// in place; `None` when the map refuses it (counted).
+/// The record of the wakeup of goroutine `key`, in the map, to fill in
+/// place: the one there, or a fresh one; `None` when the map refuses it
+/// (counted).
 #[inline(always)]
 pub fn go_wake(key: &GoWakeKey) -> Option<*mut GoWake> {
+    if let Some(wake) = GO_WAKES.get_ptr_mut(key) {
+        return Some(wake);
+    }
     #[expect(
         clippy::needless_borrows_for_generic_args,
         reason = "by value, the record would be copied onto the program's stack"

@@ -103,8 +103,9 @@ impl GoTables {
     }
 
     /// Stores `binary` under the next free index of `GO_BINARIES`, which
-    /// its probe's cookie names.
-    pub(super) fn add_binary(&mut self, binary: &GoProcess) -> Result<u32, KernelError> {
+    /// its probe's cookie names; the index is taken by
+    /// [`Self::binary_probed`], once the probe is attached.
+    pub(super) fn stage_binary(&mut self, binary: &GoProcess) -> Result<u32, KernelError> {
         if self.probed >= GO_BINARIES_MAX_ENTRIES {
             return Err(KernelError::MapFull(GO_BINARIES));
         }
@@ -113,8 +114,12 @@ impl GoTables {
         binaries
             .set(self.probed, binary, 0)
             .map_err(KernelError::map(GO_BINARIES))?;
+        Ok(self.probed)
+    }
+
+    /// The binary staged last is probed: its index is taken.
+    pub(super) fn binary_probed(&mut self) {
         self.probed += 1;
-        Ok(self.probed - 1)
     }
 
     /// The goroutines' last wakeups (only the first call has them).

@@ -13,6 +13,7 @@ use std::{
 use anyhow::Context as _;
 
 use super::{
+    kernel_cost::{Cost, find, per_run_costs_on},
     overhead::{Measured, overhead, table},
     tools::{RUN_SECS, attach, baseline, profiler, release, workload},
     unwinding::walk_cost,
@@ -92,13 +93,19 @@ fn wakeup_cost(report: &mut String, measured: &[Measured]) -> anyhow::Result<()>
     };
     let (view, wakers) = (median_rate(&measured[2]), median_rate(&measured[3]));
     let per_wakeup_us = (1.0 / wakers - 1.0 / view) / 2.0 * 1e6;
+    let args = ["--pid", "{pid}", "--goroutine-wakers"];
+    let costs = per_run_costs_on(FIXTURE, &[RUN_SECS, "0"], &args)?;
+    let program = find(&costs, "go_ready");
     writeln!(
         report,
         "With `--goroutine-wakers` each round trip (two goroutine wakeups, each through the \
-         probe on `runtime.ready`: the uprobe's trap and the program) takes {:.2} µs longer \
-         than at defaults (median rates {view:.0} and {wakers:.0} round trips/s): {per_wakeup_us:.2} µs a \
-         wakeup.\n",
-        per_wakeup_us * 2.0
+         probe on `runtime.ready`) takes {:.2} µs longer than at defaults (median rates {view:.0} \
+         and {wakers:.0} round trips/s): {per_wakeup_us:.2} µs a wakeup, of which the program \
+         (bpf_stats, {:.0} runs) is {:.2} µs and the rest the uprobe's own path (the breakpoint's \
+         trap, the displaced instruction stepped out of line, the return).\n",
+        per_wakeup_us * 2.0,
+        program.map_or(f64::NAN, Cost::run_count),
+        program.map_or(f64::NAN, |c| c.ns_per_run() / 1e3),
     )?;
     Ok(())
 }

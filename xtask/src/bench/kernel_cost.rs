@@ -143,7 +143,16 @@ impl Cost {
 
 /// The ping-pong under `profiler ARGS`: each program's runs and time.
 pub(super) fn per_run_costs(args: &[&str]) -> anyhow::Result<Vec<Cost>> {
-    let mut workload = workload("pingpong", &[RUN_SECS])?;
+    per_run_costs_on("pingpong", &[RUN_SECS], args)
+}
+
+/// As [`per_run_costs`], over one run of `fixture` with `fixture_args`.
+pub(super) fn per_run_costs_on(
+    fixture: &str,
+    fixture_args: &[&str],
+    args: &[&str],
+) -> anyhow::Result<Vec<Cost>> {
+    let mut workload = workload(fixture, fixture_args)?;
     let attached = attach(&profiler("", args), workload.pid())?.context("profiler")?;
     let (before, after) = around_run(&mut workload, bpf_stats)?;
     attached.stop()?;

@@ -140,8 +140,10 @@ impl GoMaps for Kernel {
         offset: u64,
         binary: &GoProcess,
     ) -> Result<(), KernelError> {
-        let index = self.go.add_binary(binary)?;
-        self.attach_go_ready(exe, offset, index)
+        let index = self.go.stage_binary(binary)?;
+        self.attach_go_ready(exe, offset, index)?;
+        self.go.binary_probed();
+        Ok(())
     }
 
     fn go_wakes(&mut self) -> Option<std::sync::Arc<dyn GoWakeLookup>> {

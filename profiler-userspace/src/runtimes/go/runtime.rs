@@ -128,8 +128,11 @@ impl GoRuntime {
         self.ready_offset = GoTable::from_data(data)
             .ok()
             .flatten()
-            .and_then(|table| Some(table.function_code("runtime.ready")?.0))
-            .and_then(|entry| entry.checked_sub(self.text_delta));
+            .and_then(|table| {
+                let (entry, code) = table.function_code("runtime.ready")?;
+                Some(entry + probe_point(code))
+            })
+            .and_then(|at| at.checked_sub(self.text_delta));
         self
     }
 
@@ -140,6 +143,23 @@ impl GoRuntime {
             Some(name) if !name.is_empty() => Arc::clone(name),
             _ => Arc::from(format!("waitreason {index}")),
         }
+    }
+}
+
+/// Where in a function whose code is `code` a probe costs least: at the
+/// branch of its stack check (`CMPQ 0x10(R14), SP; JBE …`, the prologue of
+/// a Go function with a small frame), which the kernel emulates, rather
+/// than at the compare, which it must step out of line (a second trap);
+/// the registers are the entry's there. At the entry (0) otherwise.
+fn probe_point(code: &[u8]) -> u64 {
+    const STACK_CHECK: [u8; 4] = [0x49, 0x3b, 0x66, 0x10];
+    match code {
+        [a, b, c, d, 0x76, ..] | [a, b, c, d, 0x0f, 0x86, ..]
+            if [*a, *b, *c, *d] == STACK_CHECK =>
+        {
+            4
+        }
+        _ => 0,
     }
 }
 
@@ -264,6 +284,17 @@ mod tests {
             0x48, 0x8b, 0x05, 0x10, 0, 0, 0, 0x48, 0x8d, 0x0d, 0xf8, 0xff, 0xff, 0xff, 0x90,
         ];
         assert_eq!(rip_relative_targets(0x1000, &code), [0x1017, 0x1006]);
+    }
+
+    #[test]
+    fn the_probe_goes_on_the_stack_check_s_branch() {
+        // CMPQ 0x10(R14), SP; JBE rel32 (Go 1.19 and 1.27's ready).
+        let code = [0x49, 0x3b, 0x66, 0x10, 0x0f, 0x86, 0xe2, 0x01, 0, 0];
+        assert_eq!(probe_point(&code), 4);
+        assert_eq!(probe_point(&[0x49, 0x3b, 0x66, 0x10, 0x76, 0x10]), 4);
+        // A large frame's check (LEAQ -X(SP), R12 first): the entry.
+        assert_eq!(probe_point(&[0x4c, 0x8d, 0x64, 0x24, 0xb0, 0x4d]), 0);
+        assert_eq!(probe_point(&[0x49, 0x3b]), 0);
     }
 
     #[test]
