@@ -102,7 +102,7 @@ fn wakeup_cost(report: &mut String, measured: &[Measured]) -> anyhow::Result<()>
          probe on `runtime.ready`) takes {:.2} µs longer than at defaults (median rates {view:.0} \
          and {wakers:.0} round trips/s): {per_wakeup_us:.2} µs a wakeup, of which the program \
          (bpf_stats, {:.0} runs) is {:.2} µs and the rest the uprobe's own path (the breakpoint's \
-         trap, the displaced instruction stepped out of line, the return).\n",
+         trap, the branch emulated, the return).\n",
         per_wakeup_us * 2.0,
         program.map_or(f64::NAN, Cost::run_count),
         program.map_or(f64::NAN, |c| c.ns_per_run() / 1e3),

@@ -187,7 +187,8 @@ pub(super) fn around_run<T>(
     Ok((before, after))
 }
 
-/// Time of every off-CPU program per sched_switch run.
+/// Time of every off-CPU program per sched_switch run (not the sampler's,
+/// nor the goroutine wakers' probe).
 pub(super) fn per_switch(costs: &[Cost]) -> f64 {
     let switches = costs
         .iter()
@@ -195,7 +196,7 @@ pub(super) fn per_switch(costs: &[Cost]) -> f64 {
         .map_or(0, |c| c.runs);
     let tracing_ns: u64 = costs
         .iter()
-        .filter(|c| c.name != "on_cpu_sample")
+        .filter(|c| c.name != "on_cpu_sample" && c.name != "go_ready")
         .map(|c| c.ns)
         .sum();
     #[expect(clippy::cast_precision_loss, reason = "an average")]
@@ -204,13 +205,14 @@ pub(super) fn per_switch(costs: &[Cost]) -> f64 {
 }
 
 /// The profiler's programs, by their (kernel-truncated) names.
-pub(super) const PROGRAMS: [&str; 6] = [
+pub(super) const PROGRAMS: [&str; 7] = [
     "on_cpu_sample",
     "sched_switch",
     "rseq_update",
     "sys_exit",
     "sched_process_e",
     "sched_waking",
+    "go_ready",
 ];
 
 /// (name, (run_cnt, run_time_ns)) of the profiler's programs. Only one
