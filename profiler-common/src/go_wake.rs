@@ -8,11 +8,11 @@
 //! goroutine it makes runnable is `ready`'s first argument (`AX`, Go's
 //! register ABI); the waking goroutine is `g.m.curg`, whose saved context
 //! (`g.sched`, which `systemstack` writes before it switches) holds the
-//! stack it was on: the frame pointer chain from `sched.bp`, the frame of
-//! `systemstack`'s ABI wrapper, whose return address is in the function
-//! that called it (Go keeps frame pointers on amd64). The kernel keeps the
-//! last wakeup of each goroutine ([`GoWake`], by [`GoWakeKey`]); the
-//! goroutine reader looks a parked goroutine up once its wait has ended.
+//! stack it was on: the frame pointer chain from `sched.bp`, the frame
+//! that called `systemstack` (Go keeps frame pointers on amd64). The
+//! kernel keeps the last wakeup of each goroutine ([`GoWake`], by
+//! [`GoWakeKey`]); the goroutine reader looks a parked goroutine up once
+//! its wait has ended.
 
 /// Frames kept of a waker's stack.
 pub const GO_WAKE_FRAMES: usize = 32;
@@ -41,9 +41,9 @@ pub struct GoWake {
     pub tid: u32,
     /// Frames in `frames` (none without a waking goroutine).
     pub frames_len: u32,
-    /// The waking goroutine's PCs, leaf first: where it called
-    /// `systemstack` (the byte before that call's return address: the
-    /// call), then its callers' return addresses.
+    /// The waking goroutine's PCs, leaf first: the call into the runtime's
+    /// system stack (the byte before its return address), then its
+    /// callers' return addresses.
     pub frames: [u64; GO_WAKE_FRAMES],
 }
 

@@ -83,10 +83,12 @@ fn waker_goroutine(process: &profiler_common::go::GoProcess) -> Option<u64> {
 }
 
 /// The stack of goroutine `g` where `systemstack` left it: the frame
-/// pointer chain from `sched.bp` (the frame of the function that called
-/// `systemstack`'s ABI wrapper), the first return address as the byte
-/// before it (the call, its leaf), then its callers' return addresses.
-/// Returns how many frames it wrote.
+/// pointer chain from `sched.bp`, the frame that called `systemstack` (its
+/// ABI wrapper's where one stands between: Go 1.21 and later), each
+/// record's return address a frame, the first as the byte before it (the
+/// call, its leaf). Without a wrapper the function that called
+/// `systemstack` is left out (Go 1.19's `goready`: the leaf is its caller,
+/// `runtime.send`). Returns how many frames it wrote.
 #[inline(always)]
 fn walk(g: u64, sched_bp: u32, frames: &mut [u64; GO_WAKE_FRAMES]) -> u32 {
     let Some(mut bp) = read(g + u64::from(sched_bp)) else {

@@ -4,10 +4,10 @@
 //! goroutine seen parked at one read and then seen otherwise, or woken
 //! since (a consumer parks again where it parked before), has ended its
 //! wait: the rows it stood for in the reads of that wait are given again,
-//! as rows of their own, with the wakeup that ended it, the first after
-//! the last read that saw it parked. The reads are 10 ms apart at the
-//! default rate: a goroutine woken twice between two reads is taken to
-//! have been woken by the second waker.
+//! as rows of their own, with its last wakeup if that came after the last
+//! read that saw it parked (else `[woken by unknown]`). The reads are 10
+//! ms apart at the default rate: a goroutine woken twice between two reads
+//! is taken to have been woken by the second waker.
 use std::sync::Arc;
 
 use profiler_common::go_wake::GoWake;
