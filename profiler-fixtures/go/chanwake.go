@@ -3,13 +3,17 @@
 // main.producerCompute, then hands the result over in main.producerSend
 // on an unbuffered channel, where the consumer (the main goroutine) waits
 // in main.consumerWait; a sleeper goroutine naps 3 ms at a time in
-// main.sleeperNap (a timer wakes it). The consumer measures its own time
-// in consumerWait. Runs argv[1] seconds, then prints
+// main.sleeperNap (a timer wakes it); a reader goroutine waits in
+// main.netRead on a loopback TCP connection that a writer feeds every 3 ms
+// (the network poller wakes it). The consumer measures its own time in
+// consumerWait. Runs argv[1] seconds, then prints
 // "chanwake pid=P waited_ns=W items=N" and exits.
 package main
 
 import (
 	"fmt"
+	"io"
+	"net"
 	"os"
 	"strconv"
 	"time"
@@ -57,6 +61,43 @@ func sleeper(until time.Time) {
 	}
 }
 
+//go:noinline
+func netRead(conn net.Conn, buf []byte) error {
+	_, err := io.ReadFull(conn, buf)
+	return err
+}
+
+// network starts a reader on one end of a loopback TCP connection and a
+// writer on the other, which writes 8 bytes every 3 ms until `until`.
+func network(until time.Time) {
+	listener, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		panic(err)
+	}
+	go func() {
+		conn, err := listener.Accept()
+		if err != nil {
+			panic(err)
+		}
+		buf := make([]byte, 8)
+		for netRead(conn, buf) == nil {
+		}
+	}()
+	conn, err := net.Dial("tcp", listener.Addr().String())
+	if err != nil {
+		panic(err)
+	}
+	go func() {
+		for time.Now().Before(until) {
+			time.Sleep(3 * time.Millisecond)
+			if _, err := conn.Write(make([]byte, 8)); err != nil {
+				panic(err)
+			}
+		}
+		conn.Close()
+	}()
+}
+
 func main() {
 	seconds, err := strconv.ParseFloat(os.Args[1], 64)
 	if err != nil {
@@ -67,6 +108,7 @@ func main() {
 	ch := make(chan uint64)
 	go producer(ch, until)
 	go sleeper(until)
+	network(until)
 	var waited time.Duration
 	var items, sum uint64
 	for {

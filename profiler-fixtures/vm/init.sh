@@ -17,6 +17,8 @@ mount -t tracefs tracefs /sys/kernel/tracing
 mount -t debugfs debugfs /sys/kernel/debug
 mount -t bpf bpf /sys/fs/bpf
 mkdir -p /out
+# Loopback, for the fixtures' sockets (chanwake's).
+ip link set lo up
 
 say() { echo "=== $*"; }
 

@@ -82,6 +82,9 @@ pub enum WokenBy {
     /// The goroutine that made a parked one runnable
     /// (`--goroutine-wakers`).
     Goroutine(Arc<GoroutineWaker>),
+    /// Go's network poller, which readies a goroutine waiting on a file
+    /// descriptor (`IO wait`) without `runtime.ready`.
+    GoPoller,
 }
 
 /// A goroutine's wakeup, as the probe on `runtime.ready` recorded it.

@@ -7,7 +7,8 @@
 //! Debian's Go 1.19 and each toolchain `cargo xtask setup` installs: a
 //! consumer goroutine waits in `main.consumerWait` on an unbuffered
 //! channel that a producer goroutine fills from `main.producerSend` after
-//! computing 2 ms; a sleeper naps 3 ms at a time. The consumer measures
+//! computing 2 ms; a sleeper naps 3 ms at a time; a reader waits on a
+//! loopback socket that a writer feeds every 3 ms. The consumer measures
 //! its own waiting time, the truth the rows are held to.
 mod support;
 

@@ -93,6 +93,8 @@ pub enum WaitedOn {
     Interrupt(Interrupt),
     /// A goroutine (its id; 0: the Go runtime's scheduler).
     Goroutine(u64),
+    /// Go's network poller.
+    GoPoller,
     Unknown,
 }
 
@@ -120,6 +122,7 @@ impl WaitedOn {
             Self::Thread { tid, name, .. } => format!("[woken by {name}:{tid}]"),
             Self::Goroutine(0) => "[woken by the Go runtime]".to_owned(),
             Self::Goroutine(goid) => format!("[woken by goroutine {goid}]"),
+            Self::GoPoller => "[woken by the network poller]".to_owned(),
         }
     }
 }
@@ -187,6 +190,7 @@ pub fn twin(symbolizer: &Symbolizer, raw: &RawSample, row: &Sample) -> Option<(S
     let mut stack: Vec<Location> = Vec::new();
     let waited_on = match woken_by {
         WokenBy::Unknown => WaitedOn::Unknown,
+        WokenBy::GoPoller => WaitedOn::GoPoller,
         WokenBy::Goroutine(waker) => {
             stack = goroutine_above(symbolizer, waker);
             WaitedOn::Goroutine(waker.goid)

@@ -75,7 +75,8 @@ pub fn off_cpu_as_measured(
 /// `--goroutine-wakers`: the consumer's waits as the view saw them within
 /// 20% of what it measured (`waited_ns`, runnable time included), each
 /// named once, 90% by `main.producerSend`'s goroutine; the sleeper's
-/// naps, which a timer ends from the scheduler, 90% by the Go runtime.
+/// naps, which a timer ends from the scheduler, 90% by the Go runtime; the
+/// socket reader's waits 90% by the network poller.
 /// Returns what failed.
 pub fn goroutine_wakers(
     profiles: &[(PathBuf, Profile)],
@@ -123,6 +124,21 @@ pub fn goroutine_wakers(
     if by_runtime < 0.9 {
         failures.push(format!(
             "{version}: {by_runtime:.3} of the sleeper's naps woken by the runtime: {sleeper:?}"
+        ));
+    }
+    // A read on a socket ends when the network poller finds it ready.
+    let reader = Waits::of(profiles, pid, "main.netRead", "");
+    let by_poller = part(
+        reader
+            .by
+            .get("[woken by the network poller]")
+            .copied()
+            .unwrap_or(0),
+        reader.parked,
+    );
+    if by_poller < 0.9 {
+        failures.push(format!(
+            "{version}: {by_poller:.3} of the reader's waits woken by the poller: {reader:?}"
         ));
     }
     failures

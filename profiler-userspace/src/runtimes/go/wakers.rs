@@ -5,7 +5,12 @@
 //! since (a consumer parks again where it parked before), has ended its
 //! wait: the rows it stood for in the reads of that wait are given again,
 //! as rows of their own, with its last wakeup if that came after the last
-//! read that saw it parked (else `[woken by unknown]`). The reads are 10
+//! read that saw it parked (else the network poller for an `IO wait`,
+//! which readies goroutines without `runtime.ready`, and unknown for the
+//! others). Without a record, a reader parked on its socket again is not
+//! told from one that never left: an `IO wait` is named at every read, by
+//! the poller unless a wakeup was recorded (a deadline, a close), so the
+//! rows of one that ends by a deadline are the poller's until the last. The reads are 10
 //! ms apart at the default rate: a goroutine woken twice between two reads
 //! is taken to have been woken by the second waker.
 use std::sync::Arc;
@@ -71,10 +76,14 @@ impl Waits {
             let parked = unit.key.status == GoroutineStatus::Waiting;
             if let Some(pending) = self.pending.get_mut(&goid) {
                 let wake = wake_after(&*self.source, self.pid, goid, pending.seen_ns);
+                // The poller readies without a record: a reader parked again
+                // on its socket looks as if it never left, so an `IO wait`
+                // is named at each read.
                 if wake.is_none()
                     && parked
                     && pending.key == unit.key
                     && pending.stack == unit.stack
+                    && !io_wait(&pending.key)
                 {
                     pending.weight += weight;
                     pending.seen_ns = now_ns;
@@ -120,10 +129,23 @@ fn wake_after(source: &dyn GoWakeLookup, pid: u32, goid: u64, seen_ns: u64) -> O
         .filter(|wake| wake.time_ns > seen_ns)
 }
 
+/// Whether the rows of `key` wait on a file descriptor.
+fn io_wait(key: &GoroutineKey) -> bool {
+    key.wait_reason.as_deref() == Some("IO wait")
+}
+
 /// The rows of `pending`, a wait of a goroutine of `pid`, keyed with what
 /// ended it.
 fn end(pid: u32, pending: Pending, wake: Option<&GoWake>) -> (Unit<GoroutineKey>, u64) {
-    let woken_by = wake.map_or(WokenBy::Unknown, |wake| {
+    // A wait on a file descriptor that no `runtime.ready` ended: the
+    // network poller readied it (a deadline or a close readies through
+    // `ready`, and is recorded).
+    let unrecorded = if io_wait(&pending.key) {
+        WokenBy::GoPoller
+    } else {
+        WokenBy::Unknown
+    };
+    let woken_by = wake.map_or(unrecorded, |wake| {
         WokenBy::Goroutine(Arc::new(GoroutineWaker {
             pid,
             goid: wake.waker_goid,

@@ -55,6 +55,7 @@ fn summary(ended: &[(Unit<GoroutineKey>, u64)]) -> Vec<(u64, Option<u64>, u64)> 
             let waker = match &unit.key.woken_by {
                 Some(WokenBy::Goroutine(waker)) => Some(waker.goid),
                 Some(WokenBy::Unknown) => None,
+                Some(WokenBy::GoPoller) => Some(u64::MAX),
                 other => panic!("{other:?}"),
             };
             (unit.key.goid, waker, *weight)
@@ -122,5 +123,31 @@ fn a_goroutine_a_partial_read_skips_stays_parked_until_forgotten() {
     assert_eq!(
         summary(&waits.after_read(&[], 10, false, later)),
         [(1, None, 10)]
+    );
+}
+
+#[test]
+fn an_io_wait_no_wakeup_ended_was_ended_by_the_network_poller() {
+    let wakes = Arc::new(Wakes::default());
+    let mut waits = Waits::new(7, Arc::clone(&wakes) as Arc<dyn GoWakeLookup>);
+    let reading = || {
+        let mut unit = parked(1);
+        unit.key.wait_reason = Some(Arc::from("IO wait"));
+        unit
+    };
+    waits.after_read(&[reading()], 10, true, 100);
+    // Still parked on its socket: named at each read.
+    let ended = waits.after_read(&[reading()], 10, true, 150);
+    assert_eq!(summary(&ended), [(1, Some(u64::MAX), 10)]);
+    assert_eq!(
+        summary(&waits.after_read(&[], 10, true, 200)),
+        [(1, Some(u64::MAX), 10)]
+    );
+    // A deadline readies it through `runtime.ready`: recorded.
+    waits.after_read(&[reading()], 10, true, 300);
+    wakes.woke(1, 350, 0, &[]);
+    assert_eq!(
+        summary(&waits.after_read(&[], 10, true, 400)),
+        [(1, Some(0), 10)]
     );
 }
