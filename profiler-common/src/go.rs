@@ -30,7 +30,10 @@ pub struct GoProcess {
     /// A [`form`].
     pub form: u32,
     /// `g.goid` and `g.sched.bp`: what the goroutine wakers' probe reads
-    /// (`crate::go_wake`); 0 when not known.
+    /// (`crate::go_wake`, from its copy in `GO_BINARIES`); 0 when not
+    /// known. In `GO_PROCS`, `g_goid` is set only with
+    /// `--goroutine-wakers`: the on-CPU sample then records the goroutine
+    /// (`crate::sample::SampleKey::goroutine`).
     pub g_goid: u32,
     pub g_sched_bp: u32,
 }

@@ -100,6 +100,10 @@ pub struct SampleKey {
     /// elsewhere.
     pub go_labels: u64,
     pub go_labels_identity: u64,
+    /// With `--goroutine-wakers`, in a Go thread's on-CPU sample, the id
+    /// of the goroutine it ran (`g.m.curg.goid`), so that the critical
+    /// path finds a goroutine's own CPU time; 0 elsewhere.
+    pub goroutine: u64,
     /// The OpenTelemetry trace and span the thread ran in at the sample
     /// ([`crate::thread_ctx`]); zeros for none.
     pub trace_id: [u8; 16],
@@ -132,8 +136,8 @@ mod pod {
     use super::{SampleKey, SampleValue};
 
     // SAFETY: SampleKey is repr(C) with no padding (two u32, two u64, four
-    // 32-bit fields, `python_gil` included, then two u64, 24 bytes and two
-    // u64: 96 bytes) and every bit pattern is valid.
+    // 32-bit fields, `python_gil` included, then three u64, 24 bytes and
+    // two u64: 104 bytes) and every bit pattern is valid.
     unsafe impl aya::Pod for SampleKey {}
     // SAFETY: SampleValue is repr(C): three u64 then 16 bytes, 40 bytes
     // with no padding, and every bit pattern is valid.
@@ -159,7 +163,7 @@ pub fn comm_key(name: &str) -> [u8; COMM_LEN] {
 
 // The layouts both sides agree on, checked wherever this crate is built
 // (the eBPF target included): no padding.
-const _: () = assert!(size_of::<SampleKey>() == 96);
+const _: () = assert!(size_of::<SampleKey>() == 104);
 const _: () = assert!(size_of::<SampleValue>() == 40);
 
 #[cfg(test)]

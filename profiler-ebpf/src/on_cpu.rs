@@ -35,7 +35,9 @@ pub fn record(ctx: &PerfEventContext) {
     (key.kernel_stack, key.kernel_stack_err) = (kernel_stack, kernel_stack_err);
     key.state = ThreadState::Running as u32;
     key.python_gil = python_gil;
-    (key.go_labels, key.go_labels_identity) = go::labels(pid, runtimes);
+    let goroutine = go::of_thread(pid, runtimes, true);
+    (key.go_labels, key.go_labels_identity) = (goroutine.labels, goroutine.identity);
+    key.goroutine = goroutine.goroutine;
     thread_ctx::read(pid, runtimes, key, Scratch::Sampling);
     let mut weight = aggregate::weight(1, 0, 0);
     weight.comm = bpf_get_current_comm().unwrap_or([0u8; COMM_LEN]);

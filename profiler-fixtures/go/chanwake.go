@@ -1,13 +1,19 @@
 // A Go pipeline whose stages wait on each other through channels, as a
-// service's workers do: a producer goroutine computes about 2 ms in
+// service's workers do: a producer goroutine computes about 5 ms in
 // main.producerCompute, then hands the result over in main.producerSend
-// on an unbuffered channel, where the consumer (the main goroutine) waits
-// in main.consumerWait; a sleeper goroutine naps 3 ms at a time in
+// on an unbuffered channel, where a relay goroutine waits in
+// main.relayWait; the relay passes it on in main.relaySend to the
+// consumer (the main goroutine), which waits in main.consumerWait: the
+// consumer waits on the relay, which waits on the producer's compute. A
+// sleeper goroutine naps 3 ms at a time in
 // main.sleeperNap (a timer wakes it); a reader goroutine waits in
 // main.netRead on a loopback TCP connection that a writer feeds every 3 ms
 // (the network poller wakes it). The consumer measures its own time in
-// consumerWait. Runs argv[1] seconds, then prints
-// "chanwake pid=P waited_ns=W items=N" and exits.
+// consumerWait; each item carries the time it was sent, so the relay and
+// the consumer measure the time from each send to their receive's return
+// (handoff: runnable, waiting for a thread). Runs argv[1] seconds, then
+// prints "chanwake pid=P waited_ns=W relay_handoff_ns=R handoff_ns=H
+// items=N" and exits.
 package main
 
 import (
@@ -31,23 +37,54 @@ func producerCompute(d time.Duration) uint64 {
 	return h
 }
 
-//go:noinline
-func producerSend(ch chan<- uint64, v uint64) {
-	ch <- v
+// An item and when it was sent.
+type item struct {
+	v    uint64
+	sent time.Time
 }
 
 //go:noinline
-func producer(ch chan<- uint64, until time.Time) {
+func producerSend(ch chan<- item, v uint64) {
+	ch <- item{v, time.Now()}
+}
+
+//go:noinline
+func producer(ch chan<- item, until time.Time) {
 	for time.Now().Before(until) {
-		producerSend(ch, producerCompute(2*time.Millisecond))
+		producerSend(ch, producerCompute(5*time.Millisecond))
 	}
 	close(ch)
 }
 
 //go:noinline
-func consumerWait(ch <-chan uint64) (uint64, bool) {
-	v, ok := <-ch
-	return v, ok
+func relayWait(in <-chan item) (item, bool) {
+	it, ok := <-in
+	return it, ok
+}
+
+//go:noinline
+func relaySend(out chan<- item, v uint64) {
+	out <- item{v, time.Now()}
+}
+
+// relay passes items on from in to out; its handoff time is in *handoff
+// once out is closed.
+func relay(in <-chan item, out chan<- item, handoff *time.Duration) {
+	for {
+		it, ok := relayWait(in)
+		if !ok {
+			break
+		}
+		*handoff += time.Since(it.sent)
+		relaySend(out, it.v)
+	}
+	close(out)
+}
+
+//go:noinline
+func consumerWait(ch <-chan item) (item, bool) {
+	it, ok := <-ch
+	return it, ok
 }
 
 //go:noinline
@@ -105,21 +142,25 @@ func main() {
 		os.Exit(2)
 	}
 	until := time.Now().Add(time.Duration(seconds * 1e9))
-	ch := make(chan uint64)
+	ch, relayed := make(chan item), make(chan item)
+	var relayHandoff, handoff time.Duration
 	go producer(ch, until)
+	go relay(ch, relayed, &relayHandoff)
 	go sleeper(until)
 	network(until)
 	var waited time.Duration
 	var items, sum uint64
 	for {
 		start := time.Now()
-		v, ok := consumerWait(ch)
+		it, ok := consumerWait(relayed)
 		waited += time.Since(start)
 		if !ok {
 			break
 		}
+		handoff += time.Since(it.sent)
 		items++
-		sum += v
+		sum += it.v
 	}
-	fmt.Printf("chanwake pid=%d waited_ns=%d items=%d sum=%d\n", os.Getpid(), waited.Nanoseconds(), items, sum&0xff)
+	fmt.Printf("chanwake pid=%d waited_ns=%d relay_handoff_ns=%d handoff_ns=%d items=%d sum=%d\n",
+		os.Getpid(), waited.Nanoseconds(), relayHandoff.Nanoseconds(), handoff.Nanoseconds(), items, sum&0xff)
 }

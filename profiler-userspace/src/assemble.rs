@@ -149,8 +149,7 @@ pub fn assemble(
     let mut user_frames = UserFrames::default();
     let mut unnamed_attrs = 0;
     let mut samples: Vec<Sample> = Vec::with_capacity(raw.samples().len());
-    // Blocked rows that name their waker: (row index, waker).
-    let mut woken = Vec::new();
+    let mut waits = critical_path::Waits::default();
     for s in raw.samples() {
         let mut stack = symbolizer.kernel_locations(&s.kernel_stack);
         let user = symbolizer.user_locations(s.pid, &s.user_stack);
@@ -181,25 +180,28 @@ pub fn assemble(
         };
         let twin = wakers::twin(symbolizer, s, &row);
         if goroutine_wait {
-            samples.extend(twin.map(|(twin, _)| twin));
+            if let Some((twin, waited_on)) = twin {
+                waits.goroutines.push((row, waited_on));
+                samples.push(twin);
+            }
             continue;
         }
         samples.push(row);
         if let Some((twin, waited_on)) = twin {
-            woken.push((samples.len() - 1, waited_on));
+            waits.threads.push((samples.len() - 1, waited_on));
             samples.push(twin);
         }
     }
     samples.extend(lost_sample(raw));
-    let threads = critical_path::thread_times(&samples, &woken, period_ns);
-    let chains = critical_path::critical_path(&samples, &woken, &threads);
+    let threads = critical_path::thread_times(&samples, &waits, period_ns);
+    let chains = critical_path::critical_path(&samples, &waits, &threads);
     let what_if = what_if
         .map(|w| what_if::estimates(&samples, &threads, w))
         .unwrap_or_default();
     samples.extend(chains.rows);
 
     let mut accounting = Accounting::of(raw, sym_stats, &user_frames, unnamed_attrs);
-    if !woken.is_empty() {
+    if !waits.is_empty() {
         accounting.counters.extend([
             ("critical_path_cycles", chains.cycles),
             ("critical_path_too_deep", chains.too_deep),

@@ -170,6 +170,29 @@ pub enum LabelValue {
     Static(&'static str),
 }
 
+/// The label that names a goroutine: on its rows of the goroutine view,
+/// and with `--goroutine-wakers` on its thread's on-CPU samples.
+pub const GOROUTINE_LABEL: &str = "goroutine";
+
+/// The label of goroutine `goid` ([`GOROUTINE_LABEL`]).
+#[must_use]
+pub fn goroutine_label(goid: u64) -> Label {
+    Label {
+        key: Cow::Borrowed(GOROUTINE_LABEL),
+        attribute: Cow::Borrowed("go.goroutine.id"),
+        value: LabelValue::Num(i64::try_from(goid).unwrap_or(i64::MAX)),
+    }
+}
+
+/// The goroutine `labels` name ([`goroutine_label`]), if any.
+#[must_use]
+pub fn goroutine_of(labels: Option<&RowLabels>) -> Option<u64> {
+    labels?.labels.iter().find_map(|l| match l.value {
+        LabelValue::Num(goid) if l.key == GOROUTINE_LABEL => u64::try_from(goid).ok(),
+        _ => None,
+    })
+}
+
 /// The labels of a kernel row of a Python thread: whether it held the GIL
 /// (`SampleKey::python_gil`, a `profiler_common::python::gil`); `None`
 /// for other threads.

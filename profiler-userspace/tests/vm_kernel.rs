@@ -22,7 +22,8 @@ use std::{
 use support::{
     Profile, build,
     checks::{
-        callers_of_a_frameless_leaf, goroutine_wakers, off_cpu_as_measured, thread_total as total,
+        Chanwake, callers_of_a_frameless_leaf, goroutine_wakers, off_cpu_as_measured,
+        thread_total as total,
     },
     go_pprof_raw, profiles, share, sum, vm,
 };
@@ -308,8 +309,7 @@ fn brief_processes_are_walked_whole_from_their_first_sample() {
 #[ignore = "boots Debian's 6.1 kernel in a VM: cargo xtask vm-test"]
 fn a_goroutine_waiting_on_a_channel_names_the_goroutine_that_sent() {
     let (profiles, truth) = run("goroutine_wakers");
-    let pid = u32::try_from(truth["pid"]).unwrap();
-    let waited_ns = i64::try_from(truth["waited_ns"]).unwrap();
-    let failures = goroutine_wakers(&profiles, ("6.1", pid, waited_ns));
+    let run = Chanwake::of(|name| i64::try_from(truth[name]).unwrap());
+    let failures = goroutine_wakers(&profiles, ("6.1", &run));
     assert!(failures.is_empty(), "{failures:#?}");
 }

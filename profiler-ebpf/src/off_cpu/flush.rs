@@ -100,7 +100,10 @@ pub fn flush(entry: *mut TaskState, hook: Flush) {
             ((*entry).kernel_stack, (*entry).kernel_stack_err);
         key.state = (*entry).pending_state;
         key.python_gil = python_gil;
-        (key.go_labels, key.go_labels_identity) = go::labels((*entry).pid, runtimes);
+        // A thread's off-CPU time is no goroutine's own (the goroutine
+        // view has the goroutines' waits): no goroutine id.
+        let goroutine = go::of_thread((*entry).pid, runtimes, false);
+        (key.go_labels, key.go_labels_identity) = (goroutine.labels, goroutine.identity);
         thread_ctx::read((*entry).pid, runtimes, key, maps::Scratch::Tracing);
         if (*entry).blocked_count != 0 {
             waker::name_in(key, entry, &slot, (*entry).blocked_ns);

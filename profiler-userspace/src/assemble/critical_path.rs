@@ -13,18 +13,27 @@
 //! `[woken by unknown]`, `[not profiled]` (a waker outside the targets),
 //! `[cycle]` (a thread met again on the chain) or `[chain too deep]`.
 //!
+//! With `--goroutine-wakers` goroutines are followed the same way: a
+//! goroutine's wait names the goroutine that ended it, whose time is its
+//! on-CPU samples (the kernel records the goroutine a Go thread runs),
+//! its `runnable` rows (`[waiting for a CPU]`), its `syscall` rows (ends
+//! of their own) and its waits.
+//!
 //! A row's stack, leaf first: the end's stack, a `[woken by …]` frame per
 //! thread on the chain from the end back, then the blocked stack: in a
 //! flame graph the blocked thread at the bottom, its chain above, and the
 //! code that held everything up on top.
 use std::collections::HashMap;
 
-use profiler_common::sample::ThreadState;
+pub(super) use times::{ThreadTime, ThreadTimes, Unit, Waits, thread_times};
 
 use super::wakers::WaitedOn;
 use crate::profile::{Location, Sample};
 
-/// Threads followed from a blocked one, the first waker included.
+mod times;
+
+/// Threads (or goroutines) followed from a blocked one, the first waker
+/// included.
 const MAX_HOPS: usize = 4;
 
 /// Ends of a thread's time kept apart, the largest; the rest go under one
@@ -32,30 +41,13 @@ const MAX_HOPS: usize = 4;
 /// blocked row gets a row per end).
 const MAX_ENDS: usize = 256;
 
-/// A thread: (pid, tid).
-pub(super) type ThreadKey = (u32, u32);
-
-/// Every thread's time in the window.
-pub(super) type ThreadTimes = HashMap<ThreadKey, ThreadTime>;
-
-/// One thread's time in the window, as the critical path divides it.
-#[derive(Default)]
-pub(super) struct ThreadTime {
-    /// Its on-CPU rows: (row index, ns).
-    pub cpu: Vec<(usize, u64)>,
-    pub runqueue_ns: u64,
-    /// Blocked time, by what woke it.
-    pub blocked_by: HashMap<WaitedOn, u64>,
-    /// Blocked time no waker names (still off-CPU at the window's end).
-    pub unresolved_ns: u64,
-}
-
-impl ThreadTime {
-    pub fn total_ns(&self) -> u64 {
-        self.cpu.iter().map(|&(_, ns)| ns).sum::<u64>()
-            + self.runqueue_ns
-            + self.blocked_by.values().sum::<u64>()
-            + self.unresolved_ns
+/// How a chain names the thread or goroutine `by` names: `name:tid`,
+/// `goroutine N`.
+fn who(by: &WaitedOn) -> String {
+    match by {
+        WaitedOn::Thread { tid, name, .. } => format!("{name}:{tid}"),
+        WaitedOn::Goroutine(goid) => format!("goroutine {goid}"),
+        other => other.joint(),
     }
 }
 
@@ -68,10 +60,10 @@ enum Terminal {
 }
 
 /// One end of a thread's time: the threads waited on from it to the end,
-/// first first, and the share of its time.
+/// first first ([`who`]), and the share of its time.
 #[derive(Clone)]
 struct End {
-    hops: Vec<(String, u32)>,
+    hops: Vec<String>,
     terminal: Terminal,
     share: f64,
 }
@@ -80,8 +72,8 @@ struct End {
 #[derive(Default)]
 pub struct Chains {
     pub rows: Vec<Sample>,
-    /// Blocked time by where it ends: a thread's code (`name:tid`) or a
-    /// marker.
+    /// Blocked time by where it ends: a thread's code (`name:tid`), a
+    /// goroutine's (`goroutine N`) or a marker.
     pub by_end: HashMap<String, u64>,
     /// Chains cut at a thread met again (`[cycle]`).
     pub cycles: u64,
@@ -89,32 +81,27 @@ pub struct Chains {
     pub too_deep: u64,
 }
 
-/// The critical path of every blocked row of `samples` that names what
-/// woke it (`woken`: row index, waker), through the threads' `times`
+/// The critical path of every wait of `samples` that names what ended it
+/// (`waits`), through the threads' and goroutines' `times`
 /// ([`thread_times`] of the same rows).
 #[must_use]
-pub(super) fn critical_path(
-    samples: &[Sample],
-    woken: &[(usize, WaitedOn)],
-    times: &ThreadTimes,
-) -> Chains {
+pub(super) fn critical_path(samples: &[Sample], waits: &Waits, times: &ThreadTimes) -> Chains {
     let mut chains = Chains::default();
-    let mut memo: HashMap<(ThreadKey, ThreadKey), Vec<End>> = HashMap::new();
-    for (index, by) in woken {
-        let row = &samples[*index];
-        let ends = match by {
-            WaitedOn::Thread { pid, tid, name } => {
-                let from = (row.pid, row.tid);
-                let ends = memo.entry((from, (*pid, *tid))).or_insert_with(|| {
+    let mut memo: HashMap<(Unit, Unit), Vec<End>> = HashMap::new();
+    for (row, by) in waits.iter(samples) {
+        let from = Unit::blocked(row);
+        let ends = match from.waker(by) {
+            Some(next) => {
+                let ends = memo.entry((from, next)).or_insert_with(|| {
                     let mut path = vec![from];
-                    let ends = ends_of(times, (*pid, *tid), &mut path, &mut chains);
-                    ends.into_iter().map(|e| e.after(name, *tid)).collect()
+                    let ends = ends_of(times, next, &mut path, &mut chains);
+                    ends.into_iter().map(|e| e.after(who(by))).collect()
                 });
                 ends.clone()
             }
-            other => vec![End {
+            None => vec![End {
                 hops: Vec::new(),
-                terminal: Terminal::Marker(other.joint()),
+                terminal: Terminal::Marker(by.joint()),
                 share: 1.0,
             }],
         };
@@ -128,19 +115,19 @@ pub(super) fn critical_path(
 }
 
 impl End {
-    /// Where it ends, for the comments: the thread whose code it is
-    /// (`name:tid`), or its marker.
+    /// Where it ends, for the comments: the thread or goroutine whose code
+    /// it is ([`who`]), or its marker.
     fn name(&self) -> String {
         match (&self.terminal, self.hops.last()) {
-            (Terminal::Cpu(_), Some((name, tid))) => format!("{name}:{tid}"),
+            (Terminal::Cpu(_), Some(who)) => who.clone(),
             (Terminal::Cpu(_), None) => "[own code]".to_owned(),
             (Terminal::Marker(marker), _) => marker.clone(),
         }
     }
 
-    /// This end, reached through thread `name:tid` first.
-    fn after(mut self, name: &str, tid: u32) -> Self {
-        self.hops.insert(0, (name.to_owned(), tid));
+    /// This end, reached through `who` first.
+    fn after(mut self, who: String) -> Self {
+        self.hops.insert(0, who);
         self
     }
 
@@ -160,9 +147,11 @@ impl End {
             self.hops
                 .iter()
                 .rev()
-                .map(|(name, tid)| Location::marker(format!("[woken by {name}:{tid}]"))),
+                .map(|who| Location::marker(format!("[woken by {who}]"))),
         );
         stack.extend(blocked.stack.iter().cloned());
+        // A goroutine's wait weighs its goroutine time.
+        let blocked_ns = blocked.runtime_ns.max(blocked.off_cpu_ns);
         Sample {
             stack,
             samples: 0,
@@ -170,42 +159,11 @@ impl End {
             off_cpu_count: 0,
             runtime_ns: 0,
             waker_ns: 0,
-            critical_ns: (blocked.off_cpu_ns as f64 * self.share) as u64,
+            goroutine_waker_ns: 0,
+            critical_ns: (blocked_ns as f64 * self.share) as u64,
             ..blocked.clone()
         }
     }
-}
-
-/// Each thread's time, from the window's rows (`woken`: the blocked
-/// rows that name what woke them), on-CPU rows weighing `period_ns` a
-/// sample.
-#[must_use]
-pub(super) fn thread_times(
-    samples: &[Sample],
-    woken: &[(usize, WaitedOn)],
-    period_ns: u64,
-) -> ThreadTimes {
-    let by_row: HashMap<usize, &WaitedOn> = woken.iter().map(|(i, by)| (*i, by)).collect();
-    let mut times = ThreadTimes::new();
-    for (index, row) in samples.iter().enumerate() {
-        if row.runtime_ns != 0 || row.waker_ns != 0 {
-            continue;
-        }
-        let time = times.entry((row.pid, row.tid)).or_default();
-        match row.state {
-            ThreadState::Running if row.samples != 0 => {
-                time.cpu
-                    .push((index, row.samples.saturating_mul(period_ns)));
-            }
-            ThreadState::Runqueue => time.runqueue_ns += row.off_cpu_ns,
-            ThreadState::Sleeping | ThreadState::Disk => match by_row.get(&index) {
-                Some(&by) => *time.blocked_by.entry(by.clone()).or_default() += row.off_cpu_ns,
-                None => time.unresolved_ns += row.off_cpu_ns,
-            },
-            _ => {}
-        }
-    }
-    times
 }
 
 /// What `thread`'s time in the window ends at, reached through `path`
@@ -213,8 +171,8 @@ pub(super) fn thread_times(
 #[expect(clippy::cast_precision_loss, reason = "shares of nanoseconds")]
 fn ends_of(
     times: &ThreadTimes,
-    thread: ThreadKey,
-    path: &mut Vec<ThreadKey>,
+    thread: Unit,
+    path: &mut Vec<Unit>,
     chains: &mut Chains,
 ) -> Vec<End> {
     let marker = |name: &str, share: f64| End {
@@ -242,11 +200,10 @@ fn ends_of(
     ends.push(marker("[still blocked]", time.unresolved_ns as f64 / total));
     for (by, &ns) in &time.blocked_by {
         let share = ns as f64 / total;
-        let WaitedOn::Thread { pid, tid, name } = by else {
+        let Some(next) = thread.waker(by) else {
             ends.push(marker(&by.joint(), share));
             continue;
         };
-        let next = (*pid, *tid);
         if path.contains(&next) || next == thread {
             chains.cycles += 1;
             ends.push(marker("[cycle]", share));
@@ -258,7 +215,7 @@ fn ends_of(
             for end in ends_of(times, next, path, chains) {
                 ends.push(End {
                     share: share * end.share,
-                    ..end.after(name, *tid)
+                    ..end.after(who(by))
                 });
             }
             path.pop();

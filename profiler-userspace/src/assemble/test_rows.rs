@@ -1,11 +1,14 @@
 //! Rows of a window for the tests of the wait-graph readers
 //! (`critical_path`, `what_if`): process 1, threads named `t<tid>`.
-use std::sync::Arc;
+use std::{borrow::Cow, sync::Arc};
 
 use profiler_common::sample::ThreadState;
 
 use super::wakers::WaitedOn;
-use crate::profile::{Location, Sample};
+use crate::{
+    profile::{Location, Sample},
+    sample::{Label, LabelValue, RowLabels, goroutine_label},
+};
 
 /// A row of thread `tid` in `state`, its stack the one frame `function`.
 pub fn row(tid: u32, state: ThreadState, function: &str, samples: u64, off_cpu_ns: u64) -> Sample {
@@ -35,5 +38,37 @@ pub fn by(tid: u32) -> WaitedOn {
         pid: 1,
         tid,
         name: format!("t{tid}"),
+    }
+}
+
+/// An on-CPU row of thread `tid` running goroutine `goid`, as the kernel
+/// records it with `--goroutine-wakers`.
+pub fn running(tid: u32, goid: u64, function: &str, samples: u64) -> Sample {
+    Sample {
+        labels: Some(Arc::new(RowLabels {
+            replaces_thread: false,
+            labels: vec![goroutine_label(goid)],
+        })),
+        ..row(tid, ThreadState::Running, function, samples, 0)
+    }
+}
+
+/// A goroutine view's row of goroutine `goid` in `state` (`waiting`,
+/// `runnable`, `syscall`), `ns` long.
+pub fn goroutine(goid: u64, state: &'static str, function: &str, ns: u64) -> Sample {
+    let state = Label {
+        key: Cow::Borrowed("state"),
+        attribute: Cow::Borrowed("go.goroutine.state"),
+        value: LabelValue::Static(state),
+    };
+    Sample {
+        tid: 0,
+        state: ThreadState::Unknown,
+        labels: Some(Arc::new(RowLabels {
+            replaces_thread: true,
+            labels: vec![goroutine_label(goid), state],
+        })),
+        runtime_ns: ns,
+        ..row(0, ThreadState::Unknown, function, 0, 0)
     }
 }

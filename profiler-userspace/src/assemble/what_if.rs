@@ -35,7 +35,7 @@
 use std::collections::HashMap;
 
 use super::{
-    critical_path::{ThreadKey, ThreadTime, ThreadTimes},
+    critical_path::{ThreadTime, ThreadTimes, Unit},
     wakers::WaitedOn,
 };
 use crate::{config::WhatIf, profile::Sample};
@@ -71,25 +71,29 @@ pub(super) fn estimates(samples: &[Sample], times: &ThreadTimes, what_if: &WhatI
                 .any(|line| what_if.matches(&line.function))
         })
     };
-    let shares: HashMap<ThreadKey, Shares> = times
+    // Threads only: goroutines are not modelled here.
+    let shares: HashMap<Unit, Shares> = times
         .iter()
-        .filter(|(_, t)| t.total_ns() != 0)
+        .filter(|(key, t)| matches!(key, Unit::Thread(..)) && t.total_ns() != 0)
         .map(|(&key, t)| (key, shares_of(t, &in_function)))
         .collect();
     let cut = f64::from(what_if.faster_pct) / 100.0;
-    let names: HashMap<ThreadKey, &str> = samples
+    let names: HashMap<Unit, &str> = samples
         .iter()
-        .map(|s| ((s.pid, s.tid), s.thread.as_str()))
+        .map(|s| (Unit::Thread(s.pid, s.tid), s.thread.as_str()))
         .collect();
     let mut found: Vec<(f64, String)> = shares
         .keys()
         .filter_map(|&progress| {
+            let Unit::Thread(_, tid) = progress else {
+                return None;
+            };
             let chain = chain(times, progress);
             if chain.iter().all(|t| shares[t].in_function == 0.0) {
                 return None;
             }
             let speedup = 1.0 / time_ratio(times, &shares, &chain, cut) - 1.0;
-            Some((speedup, format!("{}:{}", names[&progress], progress.1)))
+            Some((speedup, format!("{}:{tid}", names[&progress])))
         })
         .collect();
     if found.is_empty() {
@@ -138,12 +142,12 @@ fn shares_of(time: &ThreadTime, in_function: &impl Fn(usize) -> bool) -> Shares 
 
 /// The share of `time`'s time woken by the threads of `among`.
 #[expect(clippy::cast_precision_loss, reason = "shares of nanoseconds")]
-fn waiting_on(time: &ThreadTime, among: &impl Fn(ThreadKey) -> bool) -> f64 {
+fn waiting_on(time: &ThreadTime, among: &impl Fn(Unit) -> bool) -> f64 {
     let ns: u64 = time
         .blocked_by
         .iter()
         .filter_map(|(by, &ns)| match by {
-            WaitedOn::Thread { pid, tid, .. } if among((*pid, *tid)) => Some(ns),
+            WaitedOn::Thread { pid, tid, .. } if among(Unit::Thread(*pid, *tid)) => Some(ns),
             _ => None,
         })
         .sum();
@@ -156,7 +160,7 @@ fn waiting_on(time: &ThreadTime, among: &impl Fn(ThreadKey) -> bool) -> f64 {
 /// chain for less than that, but itself waits on the chain (a request's
 /// sender, woken by the reply, wakes the server only for the short time
 /// the server waits for the next request: still a member of the loop).
-fn chain(times: &ThreadTimes, progress: ThreadKey) -> Vec<ThreadKey> {
+fn chain(times: &ThreadTimes, progress: Unit) -> Vec<Unit> {
     let mut chain = vec![progress];
     let mut joined = 0;
     loop {
@@ -176,7 +180,7 @@ fn chain(times: &ThreadTimes, progress: ThreadKey) -> Vec<ThreadKey> {
 
 /// Adds to `chain` the threads that woke one of it, from index `from` on,
 /// for [`STRONG_WAIT`] of its time or more, transitively.
-fn strong_closure(times: &ThreadTimes, chain: &mut Vec<ThreadKey>, from: usize) {
+fn strong_closure(times: &ThreadTimes, chain: &mut Vec<Unit>, from: usize) {
     let mut next = from;
     while let Some(&thread) = chain.get(next) {
         next += 1;
@@ -192,10 +196,7 @@ fn strong_closure(times: &ThreadTimes, chain: &mut Vec<ThreadKey>, from: usize) 
 
 /// The profiled threads not in `chain` that woke one of it: for less than
 /// [`STRONG_WAIT`] of its time (the others joined it already).
-fn weak_wakers<'a>(
-    times: &'a ThreadTimes,
-    chain: &'a [ThreadKey],
-) -> impl Iterator<Item = ThreadKey> + 'a {
+fn weak_wakers<'a>(times: &'a ThreadTimes, chain: &'a [Unit]) -> impl Iterator<Item = Unit> + 'a {
     chain.iter().flat_map(move |thread| {
         thread_wakers(&times[thread])
             .filter(move |&waker| profiled(times, waker) && !chain.contains(&waker))
@@ -203,15 +204,15 @@ fn weak_wakers<'a>(
 }
 
 /// The threads that woke `time`'s thread.
-fn thread_wakers(time: &ThreadTime) -> impl Iterator<Item = ThreadKey> + '_ {
+fn thread_wakers(time: &ThreadTime) -> impl Iterator<Item = Unit> + '_ {
     time.blocked_by.keys().filter_map(|by| match by {
-        WaitedOn::Thread { pid, tid, .. } => Some((*pid, *tid)),
+        WaitedOn::Thread { pid, tid, .. } => Some(Unit::Thread(*pid, *tid)),
         _ => None,
     })
 }
 
 /// Whether `thread` has time of its own in the window.
-fn profiled(times: &ThreadTimes, thread: ThreadKey) -> bool {
+fn profiled(times: &ThreadTimes, thread: Unit) -> bool {
     times.get(&thread).is_some_and(|t| t.total_ns() != 0)
 }
 
@@ -232,11 +233,11 @@ struct Member {
 /// `chain` with the function's time cut by `cut` (the module's model).
 fn time_ratio(
     times: &ThreadTimes,
-    shares: &HashMap<ThreadKey, Shares>,
-    chain: &[ThreadKey],
+    shares: &HashMap<Unit, Shares>,
+    chain: &[Unit],
     cut: f64,
 ) -> f64 {
-    let in_chain = |t: ThreadKey| chain.contains(&t);
+    let in_chain = |t: Unit| chain.contains(&t);
     let members: Vec<Member> = chain
         .iter()
         .map(|t| {

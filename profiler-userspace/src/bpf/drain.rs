@@ -24,8 +24,8 @@ use super::{
     thread_attrs::AttrsRead,
 };
 use crate::sample::{
-    LabelSetAt, MapEntries, RawSample, RowLabels, Stack, Waker, WokenBy, python_gil_labels,
-    trace_labels,
+    LabelSetAt, MapEntries, RawSample, RowLabels, Stack, Waker, WokenBy, goroutine_label,
+    python_gil_labels, trace_labels,
 };
 
 /// A window's end as the kernel saw it.
@@ -338,15 +338,18 @@ fn resolve_waker(
 }
 
 /// The labels the kernel recorded in `key`: a Python thread's GIL, the
-/// trace and span its thread ran in.
+/// trace and span its thread ran in, the goroutine a Go thread ran.
 fn row_labels(key: &SampleKey) -> Option<Arc<RowLabels>> {
     let gil = python_gil_labels(key.python_gil);
-    let trace = trace_labels(key.trace_id, key.span_id);
-    if trace.is_empty() {
+    let mut more = trace_labels(key.trace_id, key.span_id);
+    if key.goroutine != 0 {
+        more.push(goroutine_label(key.goroutine));
+    }
+    if more.is_empty() {
         return gil;
     }
     let mut labels = gil.map(|g| g.labels.clone()).unwrap_or_default();
-    labels.extend(trace);
+    labels.extend(more);
     Some(Arc::new(RowLabels {
         replaces_thread: false,
         labels,

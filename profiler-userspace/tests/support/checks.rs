@@ -71,19 +71,46 @@ pub fn off_cpu_as_measured(
     off
 }
 
-/// `chanwake.go`'s run `(version, pid, waited_ns)` with
-/// `--goroutine-wakers`: the consumer's waits as the view saw them within
-/// 20% of what it measured (`waited_ns`, runnable time included), each
-/// named once, 90% by `main.producerSend`'s goroutine; the sleeper's
-/// naps, which a timer ends from the scheduler, 90% by the Go runtime; the
-/// socket reader's waits 90% by the network poller.
+/// What a run of `chanwake.go` measured of itself.
+pub struct Chanwake {
+    pub pid: u32,
+    /// The consumer's time in `consumerWait`.
+    pub waited_ns: i64,
+    /// From each send to the relay's and the consumer's receive returning
+    /// (woken, waiting for a thread).
+    pub relay_handoff_ns: i64,
+    pub handoff_ns: i64,
+}
+
+impl Chanwake {
+    /// From the fixture's printed fields.
+    pub fn of(field: impl Fn(&str) -> i64) -> Self {
+        Self {
+            pid: u32::try_from(field("pid")).unwrap(),
+            waited_ns: field("waited_ns"),
+            relay_handoff_ns: field("relay_handoff_ns"),
+            handoff_ns: field("handoff_ns"),
+        }
+    }
+}
+
+/// `chanwake.go`'s run with `--goroutine-wakers`: the consumer's waits as
+/// the view saw them within 20% of what it measured (runnable time
+/// included), each named once, 90% by `main.relaySend`'s goroutine; on
+/// the critical path, the consumer's wait ends at the producer's code
+/// through the relay then the producer, within 10% of what the consumer
+/// waited less the two handoffs (the relay's, which the path shows as
+/// `[waiting for a CPU]`, and its own, not in its parked time); the
+/// sleeper's naps, which a timer ends from the scheduler, 90% by the Go
+/// runtime; the socket reader's waits 90% by the network poller.
 /// Returns what failed.
 pub fn goroutine_wakers(
     profiles: &[(PathBuf, Profile)],
-    (version, pid, waited_ns): (&str, u32, i64),
+    (version, run): (&str, &Chanwake),
 ) -> Vec<String> {
+    let (pid, waited_ns) = (run.pid, run.waited_ns);
     let mut failures = Vec::new();
-    let consumer = Waits::of(profiles, pid, "main.consumerWait", "main.producerSend");
+    let consumer = Waits::of(profiles, pid, "main.consumerWait", "main.relaySend");
     let sleeper = Waits::of(profiles, pid, "main.sleeperNap", "");
     eprintln!(
         "{version}: consumer waited {waited_ns} ns by itself: {consumer:?}; sleeper: {sleeper:?}"
@@ -92,13 +119,13 @@ pub fn goroutine_wakers(
     let part = |a: i64, b: i64| a as f64 / b.max(1) as f64;
     // The view's own reading of the waits, against the fixture's.
     let seen = part(consumer.parked + consumer.runnable, waited_ns);
-    // Every wait the view saw, named once, nearly all by the producer.
+    // Every wait the view saw, named once, nearly all by the relay.
     let named = part(consumer.total(), consumer.parked);
     let by_sender = part(consumer.with_frame, consumer.parked);
     if !(0.8..1.2).contains(&seen) || !(0.95..1.05).contains(&named) || by_sender < 0.9 {
         failures.push(format!(
             "{version}: the consumer's waits read {seen:.3} of its own, {named:.3} of them \
-             named, {by_sender:.3} by main.producerSend: {consumer:?}"
+             named, {by_sender:.3} by main.relaySend: {consumer:?}"
         ));
     }
     let joints: Vec<&String> = consumer.by.keys().collect();
@@ -141,7 +168,65 @@ pub fn goroutine_wakers(
             "{version}: {by_poller:.3} of the reader's waits woken by the poller: {reader:?}"
         ));
     }
+    // The critical path: the consumer waited on the relay, which waited on
+    // the producer's compute.
+    let path = CriticalPath::of(profiles, pid);
+    let computing = waited_ns - run.relay_handoff_ns - run.handoff_ns;
+    let share = part(path.at_producer, computing);
+    eprintln!(
+        "{version}: the consumer's critical path ends at the producer's code for {share:.3} of \
+         its measured wait less the handoffs ({computing} ns; the relay's handoff {} ns, \
+         its [waiting for a CPU] end {} ns): {path:?}",
+        run.relay_handoff_ns, path.relay_runnable
+    );
+    if !(0.9..=1.1).contains(&share) {
+        failures.push(format!(
+            "{version}: the consumer's critical path ends at the producer's code through the \
+             relay for {share:.3} of its measured wait less the handoffs (within 10% of 1): \
+             {path:?}"
+        ));
+    }
     failures
+}
+
+/// The consumer's `critical_path` weight in a process.
+#[derive(Debug, Default)]
+struct CriticalPath {
+    /// Ending in the producer's code through two goroutines (the relay,
+    /// then the producer).
+    at_producer: i64,
+    /// Ending at the relay's `[waiting for a CPU]`.
+    relay_runnable: i64,
+    all: i64,
+}
+
+impl CriticalPath {
+    fn of(profiles: &[(PathBuf, Profile)], pid: u32) -> Self {
+        let mut path = Self::default();
+        for (_, p) in profiles {
+            for sample in p.samples_of(pid) {
+                let weight = p.value(sample, "critical_path");
+                let functions = p.functions(sample);
+                if weight == 0 || !functions.contains(&"main.consumerWait") {
+                    continue;
+                }
+                path.all += weight;
+                let Some(at) = functions.iter().position(|f| f.starts_with("[woken by ")) else {
+                    continue;
+                };
+                let hops = functions[at..]
+                    .iter()
+                    .take_while(|f| f.starts_with("[woken by goroutine "))
+                    .count();
+                if hops == 2 && !functions[0].starts_with('[') {
+                    path.at_producer += weight;
+                } else if hops == 1 && functions[0] == "[waiting for a CPU]" {
+                    path.relay_runnable += weight;
+                }
+            }
+        }
+        path
+    }
 }
 
 /// One process's goroutine weights under a parked function.

@@ -1,9 +1,15 @@
+use profiler_common::sample::ThreadState;
+
 use super::*;
-use crate::assemble::test_rows::{by, row};
+use crate::assemble::test_rows::{by, goroutine, row, running};
 
 /// The chains of `samples`, on-CPU rows weighing `period_ns` a sample.
 fn chains_of(samples: &[Sample], woken: &[(usize, WaitedOn)], period_ns: u64) -> Chains {
-    critical_path(samples, woken, &thread_times(samples, woken, period_ns))
+    let waits = Waits {
+        threads: woken.to_vec(),
+        goroutines: Vec::new(),
+    };
+    critical_path(samples, &waits, &thread_times(samples, &waits, period_ns))
 }
 
 /// (the end's top frame, the chain's frames, ns) of each row.
@@ -103,3 +109,77 @@ fn interrupts_and_strangers_end_a_chain() {
     assert_eq!(ends[1].0, "[woken by disk]");
     assert_eq!(ends[1].2, 30);
 }
+
+#[test]
+fn a_goroutine_s_wait_ends_where_its_waking_goroutines_spent_their_time() {
+    // Goroutine 1 waits 100 ms on goroutine 2 (twice: 60 ms that ended,
+    // 40 ms read); 2 computes 10 ms (b_work, on thread 7) and waits 90 ms
+    // on 3, which computes (c_compute, on threads 7 and 8) and waits
+    // 20 ms for a CPU. Goroutine 4 sleeps (woken by the Go runtime).
+    let samples = vec![
+        goroutine(1, "waiting", "a_wait", 100 * MS),
+        running(7, 2, "b_work", 10),
+        goroutine(2, "waiting", "b_wait", 90 * MS),
+        running(7, 3, "c_compute", 40),
+        running(8, 3, "c_compute", 40),
+        goroutine(3, "runnable", "c_compute", 20 * MS),
+        goroutine(4, "waiting", "d_sleep", 30 * MS),
+    ];
+    let waits = Waits {
+        threads: Vec::new(),
+        goroutines: vec![
+            (
+                goroutine(1, "waiting", "a_wait", 60 * MS),
+                WaitedOn::Goroutine(2),
+            ),
+            (
+                goroutine(1, "waiting", "a_wait", 40 * MS),
+                WaitedOn::Goroutine(2),
+            ),
+            (
+                goroutine(2, "waiting", "b_wait", 90 * MS),
+                WaitedOn::Goroutine(3),
+            ),
+            (
+                goroutine(4, "waiting", "d_sleep", 30 * MS),
+                WaitedOn::Goroutine(0),
+            ),
+        ],
+    };
+    let chains = critical_path(&samples, &waits, &thread_times(&samples, &waits, MS));
+    let of = |hop: &str| -> Vec<(String, u64)> {
+        let mut found: HashMap<String, u64> = HashMap::new();
+        for (end, hops, ns) in ends(&chains) {
+            if hops.last().is_some_and(|h| h == hop) {
+                *found.entry(format!("{end} {}", hops.len())).or_default() += ns;
+            }
+        }
+        let mut found: Vec<_> = found.into_iter().collect();
+        found.sort();
+        found
+    };
+    // 1's 100 ms: 10% b_work; 90% through 3: 80/100 c_compute, 20/100 for
+    // a CPU.
+    assert_eq!(
+        of("[woken by goroutine 2]"),
+        [
+            ("[waiting for a CPU] 2".to_owned(), 18 * MS),
+            ("b_work 1".to_owned(), 10 * MS),
+            ("c_compute 2".to_owned(), 72 * MS),
+        ]
+    );
+    assert_eq!(
+        ends(&chains)
+            .iter()
+            .filter(|(end, _, _)| end == "[woken by the Go runtime]")
+            .map(|(_, _, ns)| ns)
+            .sum::<u64>(),
+        30 * MS
+    );
+    assert_eq!(
+        top_ends(&chains.by_end)[0],
+        format!("critical_path_top_1=goroutine 3 {}", 72 * MS + 72 * MS)
+    );
+}
+
+const MS: u64 = 1_000_000;

@@ -2,7 +2,7 @@ use profiler_common::sample::ThreadState;
 
 use super::*;
 use crate::assemble::{
-    critical_path::thread_times,
+    critical_path::{Waits, thread_times},
     test_rows::{by, row},
 };
 
@@ -28,7 +28,11 @@ fn window(
 
 /// The estimates of `samples`, 1 ms a sample.
 fn estimate(samples: &[Sample], woken: &[(usize, WaitedOn)], what_if: &WhatIf) -> Vec<String> {
-    estimates(samples, &thread_times(samples, woken, MS), what_if)
+    let waits = Waits {
+        threads: woken.to_vec(),
+        goroutines: Vec::new(),
+    };
+    estimates(samples, &thread_times(samples, &waits, MS), what_if)
 }
 
 fn c_compute(pct: u8) -> WhatIf {

@@ -21,45 +21,50 @@ pub fn encode(profile: &Profile) -> Vec<u8> {
 }
 
 /// Encodes only the sample types of `profile.view` (`samples` and `cpu`;
-/// `off_cpu_events` and `off_cpu`; or `wall`) and only the rows the view
-/// shows with weight in them: one profile type for backends that file
-/// each pprof under one name.
+/// `off_cpu_events` and `off_cpu`, with `off_cpu_wakers` and
+/// `critical_path` where it has their rows; or `wall`, with
+/// `goroutine_wakers`) and only the rows the view shows with weight in
+/// them: one profile type for backends that file each pprof under one
+/// name.
 #[must_use]
 pub fn encode_view(profile: &Profile) -> Vec<u8> {
-    let types: &[usize] = match (profile.view, has_wakers(profile)) {
-        (View::Cpu, _) => &[0, 1],
-        (View::OffCpu, false) => &[2, 3],
-        (View::OffCpu, true) => &[2, 3, WAKERS, CRITICAL_PATH],
-        (View::Wall, _) if has_goroutine_wakers(profile) => &[4, GOROUTINE_WAKERS],
-        (View::Wall, _) => &[4],
+    let mut types = match profile.view {
+        View::Cpu => vec![0, 1],
+        View::OffCpu => vec![2, 3],
+        View::Wall => vec![4],
     };
-    build_with(profile, types, false).encode_to_vec()
+    match profile.view {
+        View::OffCpu => types.extend(present(profile, &[WAKERS, CRITICAL_PATH])),
+        View::Wall => types.extend(present(profile, &[GOROUTINE_WAKERS])),
+        View::Cpu => {}
+    }
+    build_with(profile, &types, false).encode_to_vec()
 }
 
 /// Builds the pprof message for `profile`, with every sample type
-/// (`off_cpu_wakers` and `critical_path` only with `--wakers`' rows,
-/// `goroutine_wakers` only with `--goroutine-wakers`').
+/// (`off_cpu_wakers`, `critical_path` and `goroutine_wakers` only where
+/// it has their rows: `--wakers`, `--goroutine-wakers`).
 #[must_use]
 pub fn build(profile: &Profile) -> proto::Profile {
     let mut types = vec![0, 1, 2, 3, 4, 5];
-    if has_wakers(profile) {
-        types.extend([WAKERS, CRITICAL_PATH]);
-    }
-    if has_goroutine_wakers(profile) {
-        types.push(GOROUTINE_WAKERS);
-    }
+    types.extend(present(profile, &[WAKERS, CRITICAL_PATH, GOROUTINE_WAKERS]));
     build_with(profile, &types, true)
 }
 
-/// Whether `profile` has rows with a waker's stack (`--wakers`).
-fn has_wakers(profile: &Profile) -> bool {
-    profile.samples.iter().any(|s| s.waker_ns != 0)
-}
-
-/// Whether `profile` has rows with a waking goroutine's stack
-/// (`--goroutine-wakers`).
-fn has_goroutine_wakers(profile: &Profile) -> bool {
-    profile.samples.iter().any(|s| s.goroutine_waker_ns != 0)
+/// Those of the sample types `types` that some row of `profile` has
+/// weight in.
+fn present(profile: &Profile, types: &[usize]) -> Vec<usize> {
+    types
+        .iter()
+        .copied()
+        .filter(|&ty| {
+            profile.samples.iter().any(|s| match ty {
+                WAKERS => s.waker_ns != 0,
+                CRITICAL_PATH => s.critical_ns != 0,
+                _ => s.goroutine_waker_ns != 0,
+            })
+        })
+        .collect()
 }
 
 /// Builds the pprof message for the rows of `profile` that its view

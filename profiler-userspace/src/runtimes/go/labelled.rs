@@ -86,7 +86,13 @@ impl GoLabels {
             g_goid: offset(layout.goid),
             g_sched_bp: offset(layout.sched_bp),
         };
-        maps.set_go(pid, &process)?;
+        // The samples record their goroutine only for the critical path
+        // through goroutines, which needs the wakers.
+        let published = GoProcess {
+            g_goid: if self.wakers { process.g_goid } else { 0 },
+            ..process
+        };
+        maps.set_go(pid, &published)?;
         if let Some(ready) = runtime.ready_offset {
             let file = crate::process::maps::map_files_path(pid, vma);
             self.probe(maps, pid, (stamp.dev, stamp.ino), (&file, ready, &process));

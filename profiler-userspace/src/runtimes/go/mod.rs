@@ -33,7 +33,7 @@ use super::seam::{self, Kind, Loaded, Runtime, RuntimeProcess, Unit};
 use crate::{
     gopclntab::GoTable,
     process::maps::{self, FileId},
-    sample::{Label, LabelValue, RowLabels, Stack, WokenBy},
+    sample::{Label, LabelValue, RowLabels, Stack, WokenBy, goroutine_label},
 };
 
 /// The Go runtime.
@@ -184,11 +184,7 @@ impl RuntimeProcess for GoProcess {
 #[must_use]
 pub fn goroutine_labels(key: &GoroutineKey) -> RowLabels {
     let mut labels = vec![
-        Label {
-            key: Cow::Borrowed("goroutine"),
-            attribute: Cow::Borrowed("go.goroutine.id"),
-            value: LabelValue::Num(i64::try_from(key.goid).unwrap_or(i64::MAX)),
-        },
+        goroutine_label(key.goid),
         Label {
             key: Cow::Borrowed("state"),
             attribute: Cow::Borrowed("go.goroutine.state"),

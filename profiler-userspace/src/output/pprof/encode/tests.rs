@@ -322,9 +322,9 @@ fn program_label(key: &str, value: &str) -> crate::sample::Label {
     }
 }
 
-/// With `--wakers`' rows, `off_cpu_wakers` is a type of the whole profile
-/// and of the off-CPU view (a push's `offcpu`), holding only those rows'
-/// weight; without them, neither has it.
+/// With `--wakers`' rows, `off_cpu_wakers` and `critical_path` are types
+/// of the whole profile and of the off-CPU view (a push's `offcpu`), each
+/// holding only its rows' weight; without them, neither has them.
 #[test]
 fn waker_rows_bring_their_own_sample_type() {
     let mut profile = fixture();
@@ -332,10 +332,18 @@ fn waker_rows_bring_their_own_sample_type() {
     let mut stack = vec![Location::marker("[woken by producer:12]".into())];
     stack.extend(blocked.stack.iter().cloned());
     profile.samples.push(Sample {
-        stack,
+        stack: stack.clone(),
         off_cpu_ns: 0,
         off_cpu_count: 0,
         waker_ns: blocked.off_cpu_ns,
+        ..blocked.clone()
+    });
+    stack.insert(0, Location::marker("[not profiled]".into()));
+    profile.samples.push(Sample {
+        stack,
+        off_cpu_ns: 0,
+        off_cpu_count: 0,
+        critical_ns: blocked.off_cpu_ns,
         ..blocked
     });
     let types = |p: &proto::Profile| -> Vec<String> {
@@ -367,7 +375,7 @@ fn waker_rows_bring_their_own_sample_type() {
             "critical_path"
         ]
     );
-    assert_eq!(off_cpu.sample.len(), 2);
+    assert_eq!(off_cpu.sample.len(), 3);
     let plain = decode(&encode_view(&Profile {
         view: View::OffCpu,
         ..fixture()
