@@ -1,5 +1,5 @@
 // A Go pipeline whose stages wait on each other through channels, as a
-// service's workers do: a producer goroutine computes about 5 ms in
+// service's workers do: a producer goroutine computes about 5 ms (argv[2]) in
 // main.producerCompute, then hands the result over in main.producerSend
 // on an unbuffered channel, where a relay goroutine waits in
 // main.relayWait; the relay passes it on in main.relaySend to the
@@ -11,7 +11,8 @@
 // (the network poller wakes it). The consumer measures its own time in
 // consumerWait; each item carries the time it was sent, so the relay and
 // the consumer measure the time from each send to their receive's return
-// (handoff: runnable, waiting for a thread). Runs argv[1] seconds, then
+// (handoff: runnable, waiting for a thread). Runs argv[1] seconds, the
+// producer computing argv[2] milliseconds an item (5 if not given), then
 // prints "chanwake pid=P waited_ns=W relay_handoff_ns=R handoff_ns=H
 // items=N" and exits.
 package main
@@ -49,9 +50,9 @@ func producerSend(ch chan<- item, v uint64) {
 }
 
 //go:noinline
-func producer(ch chan<- item, until time.Time) {
+func producer(ch chan<- item, until time.Time, compute time.Duration) {
 	for time.Now().Before(until) {
-		producerSend(ch, producerCompute(5*time.Millisecond))
+		producerSend(ch, producerCompute(compute))
 	}
 	close(ch)
 }
@@ -137,14 +138,18 @@ func network(until time.Time) {
 
 func main() {
 	seconds, err := strconv.ParseFloat(os.Args[1], 64)
+	computeMs := 5.0
+	if err == nil && len(os.Args) > 2 {
+		computeMs, err = strconv.ParseFloat(os.Args[2], 64)
+	}
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "usage: chanwake SECONDS")
+		fmt.Fprintln(os.Stderr, "usage: chanwake SECONDS [COMPUTE_MS]")
 		os.Exit(2)
 	}
 	until := time.Now().Add(time.Duration(seconds * 1e9))
 	ch, relayed := make(chan item), make(chan item)
 	var relayHandoff, handoff time.Duration
-	go producer(ch, until)
+	go producer(ch, until, time.Duration(computeMs*1e6))
 	go relay(ch, relayed, &relayHandoff)
 	go sleeper(until)
 	network(until)

@@ -28,6 +28,7 @@ pub const MAX_SAMPLE_RATE_PATH: &str = "/proc/sys/kernel/perf_event_max_sample_r
 #[command(name = "profiler", version, about)]
 #[command(group(ArgGroup::new("target").required(true).multiple(true).args(["pids", "all", "comms", "pid_files"])))]
 #[command(group(ArgGroup::new("discovery").multiple(true).args(["comms", "pid_files"])))]
+#[command(group(ArgGroup::new("wait_graph").multiple(true).args(["wakers", "goroutine_wakers"])))]
 struct Args {
     /// Profile this process and all its threads (repeatable).
     #[arg(long = "pid", value_name = "PID")]
@@ -107,10 +108,11 @@ struct Args {
     #[arg(long)]
     goroutine_wakers: bool,
 
-    /// With --wakers: estimate in each window how much faster each thread
+    /// With --wakers (threads) or --goroutine-wakers (goroutines):
+    /// estimate in each window how much faster each thread or goroutine
     /// would make progress if FUNCTION took PERCENT less time (1 to 99),
     /// from who waited on whom (profile comments `what_if_N`).
-    #[arg(long, value_name = "FUNCTION:PERCENT", requires = "wakers", value_parser = parse_what_if)]
+    #[arg(long, value_name = "FUNCTION:PERCENT", requires = "wait_graph", value_parser = parse_what_if)]
     what_if: Option<WhatIf>,
 
     /// Do not take on-CPU samples.

@@ -190,6 +190,19 @@ fn the_goroutine_view_agrees_with_fgprof_in_process() {
             if creators != HashSet::from(["main.start"]) {
                 failures.push(format!("{what}: main.receiver created by {creators:?}"));
             }
+            // Only with --goroutine-wakers do on-CPU rows record their
+            // goroutine (and split by it).
+            let on_cpu_with_goroutine = profiles
+                .iter()
+                .flat_map(|(_, p)| p.samples_of(fixture.pid()).map(move |s| (p, s)))
+                .filter(|(p, s)| p.value(s, "samples") != 0)
+                .filter(|(p, s)| p.num_label(s, "goroutine").is_some())
+                .count();
+            if on_cpu_with_goroutine != 0 {
+                failures.push(format!(
+                    "{what}: {on_cpu_with_goroutine} on-CPU rows with a goroutine label"
+                ));
+            }
             for kind in KINDS {
                 let (want, got) = (reference.of(kind), wall.get(kind).copied().unwrap_or(0.0));
                 eprintln!("{what}: {kind}: wall {got:.2}% against fgprof's {want:.2}%");

@@ -107,7 +107,7 @@ pub(super) fn critical_path(samples: &[Sample], waits: &Waits, times: &ThreadTim
         };
         for end in ends {
             let on_path = end.row(samples, row);
-            *chains.by_end.entry(end.name()).or_default() += on_path.critical_ns;
+            *chains.by_end.entry(end.name(samples)).or_default() += on_path.critical_ns;
             chains.rows.push(on_path);
         }
     }
@@ -116,9 +116,13 @@ pub(super) fn critical_path(samples: &[Sample], waits: &Waits, times: &ThreadTim
 
 impl End {
     /// Where it ends, for the comments: the thread or goroutine whose code
-    /// it is ([`who`]), or its marker.
-    fn name(&self) -> String {
+    /// it is ([`who`]; a goroutine's with its process, `goroutine N of
+    /// PID`), or its marker.
+    fn name(&self, samples: &[Sample]) -> String {
         match (&self.terminal, self.hops.last()) {
+            (Terminal::Cpu(index), Some(who)) if who.starts_with("goroutine ") => {
+                format!("{who} of {}", samples[*index].pid)
+            }
             (Terminal::Cpu(_), Some(who)) => who.clone(),
             (Terminal::Cpu(_), None) => "[own code]".to_owned(),
             (Terminal::Marker(marker), _) => marker.clone(),

@@ -2,7 +2,10 @@
 //! progress if FUNCTION took PERCENT less time, estimated from the
 //! window's wait graph (who woke whom, `--wakers`) and each thread's time,
 //! without slowing anything down (Coz measures the same by inserting
-//! delays; this reads it off one window).
+//! delays; this reads it off one window). With `--goroutine-wakers` the
+//! same for goroutines, whose wait graph the goroutine wakers give (a
+//! goroutine's time: `critical_path::Unit`); "thread" below stands for
+//! either.
 //!
 //! The model is the operational laws of queueing networks. A thread P's
 //! progress depends on the threads it waits on, transitively: its chain
@@ -34,10 +37,7 @@
 //! names (spinning, polling) nor a CPU that becomes the bottleneck.
 use std::collections::HashMap;
 
-use super::{
-    critical_path::{ThreadTime, ThreadTimes, Unit},
-    wakers::WaitedOn,
-};
+use super::critical_path::{ThreadTime, ThreadTimes, Unit};
 use crate::{config::WhatIf, profile::Sample};
 
 /// The share of a thread's time, woken by another thread, that makes the
@@ -71,10 +71,9 @@ pub(super) fn estimates(samples: &[Sample], times: &ThreadTimes, what_if: &WhatI
                 .any(|line| what_if.matches(&line.function))
         })
     };
-    // Threads only: goroutines are not modelled here.
     let shares: HashMap<Unit, Shares> = times
         .iter()
-        .filter(|(key, t)| matches!(key, Unit::Thread(..)) && t.total_ns() != 0)
+        .filter(|(_, t)| t.total_ns() != 0)
         .map(|(&key, t)| (key, shares_of(t, &in_function)))
         .collect();
     let cut = f64::from(what_if.faster_pct) / 100.0;
@@ -85,15 +84,16 @@ pub(super) fn estimates(samples: &[Sample], times: &ThreadTimes, what_if: &WhatI
     let mut found: Vec<(f64, String)> = shares
         .keys()
         .filter_map(|&progress| {
-            let Unit::Thread(_, tid) = progress else {
-                return None;
-            };
             let chain = chain(times, progress);
             if chain.iter().all(|t| shares[t].in_function == 0.0) {
                 return None;
             }
             let speedup = 1.0 / time_ratio(times, &shares, &chain, cut) - 1.0;
-            Some((speedup, format!("{}:{tid}", names[&progress])))
+            let name = match progress {
+                Unit::Thread(_, tid) => format!("{}:{tid}", names[&progress]),
+                Unit::Goroutine(pid, goid) => format!("goroutine {goid} of {pid}"),
+            };
+            Some((speedup, name))
         })
         .collect();
     if found.is_empty() {
@@ -140,16 +140,14 @@ fn shares_of(time: &ThreadTime, in_function: &impl Fn(usize) -> bool) -> Shares 
     }
 }
 
-/// The share of `time`'s time woken by the threads of `among`.
+/// The share of `unit`'s `time` woken by the threads of `among`.
 #[expect(clippy::cast_precision_loss, reason = "shares of nanoseconds")]
-fn waiting_on(time: &ThreadTime, among: &impl Fn(Unit) -> bool) -> f64 {
+fn waiting_on(unit: Unit, time: &ThreadTime, among: &impl Fn(Unit) -> bool) -> f64 {
     let ns: u64 = time
         .blocked_by
         .iter()
-        .filter_map(|(by, &ns)| match by {
-            WaitedOn::Thread { pid, tid, .. } if among(Unit::Thread(*pid, *tid)) => Some(ns),
-            _ => None,
-        })
+        .filter(|(by, _)| unit.waker(by).is_some_and(among))
+        .map(|(_, &ns)| ns)
         .sum();
     ns as f64 / time.total_ns() as f64
 }
@@ -185,8 +183,8 @@ fn strong_closure(times: &ThreadTimes, chain: &mut Vec<Unit>, from: usize) {
     while let Some(&thread) = chain.get(next) {
         next += 1;
         let time = &times[&thread];
-        for waker in thread_wakers(time) {
-            let strong = waiting_on(time, &|t| t == waker) >= STRONG_WAIT;
+        for waker in thread_wakers(thread, time) {
+            let strong = waiting_on(thread, time, &|t| t == waker) >= STRONG_WAIT;
             if strong && profiled(times, waker) && !chain.contains(&waker) {
                 chain.push(waker);
             }
@@ -198,17 +196,14 @@ fn strong_closure(times: &ThreadTimes, chain: &mut Vec<Unit>, from: usize) {
 /// [`STRONG_WAIT`] of its time (the others joined it already).
 fn weak_wakers<'a>(times: &'a ThreadTimes, chain: &'a [Unit]) -> impl Iterator<Item = Unit> + 'a {
     chain.iter().flat_map(move |thread| {
-        thread_wakers(&times[thread])
+        thread_wakers(*thread, &times[thread])
             .filter(move |&waker| profiled(times, waker) && !chain.contains(&waker))
     })
 }
 
-/// The threads that woke `time`'s thread.
-fn thread_wakers(time: &ThreadTime) -> impl Iterator<Item = Unit> + '_ {
-    time.blocked_by.keys().filter_map(|by| match by {
-        WaitedOn::Thread { pid, tid, .. } => Some(Unit::Thread(*pid, *tid)),
-        _ => None,
-    })
+/// The threads that woke `unit`, whose time is `time`.
+fn thread_wakers(unit: Unit, time: &ThreadTime) -> impl Iterator<Item = Unit> + '_ {
+    time.blocked_by.keys().filter_map(move |by| unit.waker(by))
 }
 
 /// Whether `thread` has time of its own in the window.
@@ -246,7 +241,7 @@ fn time_ratio(
                 in_function,
                 runqueue,
             } = shares[t];
-            let on_chain = waiting_on(&times[t], &in_chain);
+            let on_chain = waiting_on(*t, &times[t], &in_chain);
             Member {
                 busy,
                 busy_after: busy - cut * in_function,

@@ -118,6 +118,8 @@ fn what_if_names_a_function_and_a_share_and_needs_wakers() {
     assert_eq!(parse_ok(&["--all"]).what_if, None);
     let err = parse_err(&["--all", "--what-if", "c_compute:50"]);
     assert_eq!(err.kind(), ErrorKind::MissingRequiredArgument);
+    let goroutines = parse_ok(&["--all", "--goroutine-wakers", "--what-if", "c_compute:50"]);
+    assert!(goroutines.what_if.is_some());
     for bad in [
         "c_compute",
         "c_compute:0",

@@ -80,6 +80,8 @@ pub struct Chanwake {
     /// (woken, waiting for a thread).
     pub relay_handoff_ns: i64,
     pub handoff_ns: i64,
+    /// Items the consumer received.
+    pub items: i64,
 }
 
 impl Chanwake {
@@ -90,6 +92,7 @@ impl Chanwake {
             waited_ns: field("waited_ns"),
             relay_handoff_ns: field("relay_handoff_ns"),
             handoff_ns: field("handoff_ns"),
+            items: field("items"),
         }
     }
 }
@@ -98,9 +101,9 @@ impl Chanwake {
 /// the view saw them within 20% of what it measured (runnable time
 /// included), each named once, 90% by `main.relaySend`'s goroutine; on
 /// the critical path, the consumer's wait ends at the producer's code
-/// through the relay then the producer, within 10% of what the consumer
-/// waited less the two handoffs (the relay's, which the path shows as
-/// `[waiting for a CPU]`, and its own, not in its parked time); the
+/// through the relay then the producer for what the consumer waited less
+/// the two handoffs (the relay's, which the path shows as `[waiting for a
+/// CPU]`, and its own, not in its parked time), within 10% of its wait; the
 /// sleeper's naps, which a timer ends from the scheduler, 90% by the Go
 /// runtime; the socket reader's waits 90% by the network poller.
 /// Returns what failed.
@@ -172,18 +175,19 @@ pub fn goroutine_wakers(
     // the producer's compute.
     let path = CriticalPath::of(profiles, pid);
     let computing = waited_ns - run.relay_handoff_ns - run.handoff_ns;
-    let share = part(path.at_producer, computing);
+    let off = part(path.at_producer - computing, waited_ns);
     eprintln!(
-        "{version}: the consumer's critical path ends at the producer's code for {share:.3} of \
-         its measured wait less the handoffs ({computing} ns; the relay's handoff {} ns, \
-         its [waiting for a CPU] end {} ns): {path:?}",
-        run.relay_handoff_ns, path.relay_runnable
+        "{version}: the consumer's critical path ends at the producer's code for {} ns, its \
+         measured wait less the handoffs {computing} ns: {off:+.3} of its wait (the relay's \
+         handoff {} ns, its [waiting for a CPU] end {} ns): {path:?}",
+        path.at_producer, run.relay_handoff_ns, path.relay_runnable
     );
-    if !(0.9..=1.1).contains(&share) {
+    if off.abs() > 0.1 {
         failures.push(format!(
             "{version}: the consumer's critical path ends at the producer's code through the \
-             relay for {share:.3} of its measured wait less the handoffs (within 10% of 1): \
-             {path:?}"
+             relay for {} ns, its measured wait less the handoffs {computing} ns: {off:+.3} of \
+             its wait {waited_ns} ns (at most 0.1 either way): {path:?}",
+            path.at_producer
         ));
     }
     failures

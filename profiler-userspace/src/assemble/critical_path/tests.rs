@@ -178,7 +178,7 @@ fn a_goroutine_s_wait_ends_where_its_waking_goroutines_spent_their_time() {
     );
     assert_eq!(
         top_ends(&chains.by_end)[0],
-        format!("critical_path_top_1=goroutine 3 {}", 72 * MS + 72 * MS)
+        format!("critical_path_top_1=goroutine 3 of 1 {}", 72 * MS + 72 * MS)
     );
 }
 

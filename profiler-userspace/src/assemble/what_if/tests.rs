@@ -3,7 +3,8 @@ use profiler_common::sample::ThreadState;
 use super::*;
 use crate::assemble::{
     critical_path::{Waits, thread_times},
-    test_rows::{by, row},
+    test_rows::{by, goroutine, row, running},
+    wakers::WaitedOn,
 };
 
 const MS: u64 = 1_000_000;
@@ -174,4 +175,56 @@ fn a_function_is_named_as_its_language_writes_it() {
     for name in ["xc_compute", "c_compute2", "c_compute::inner", "c"] {
         assert!(!f.matches(name), "{name}");
     }
+}
+
+#[test]
+fn goroutines_are_estimated_through_their_own_wakers() {
+    // A pipeline of goroutines over 100 ms: 3 computes c_compute (on
+    // threads 7 and 8) all along, 2 waits on 3 and forwards (10 ms), 1
+    // waits on 2. Goroutine 4 sleeps (the Go runtime wakes it): no
+    // estimate.
+    let samples = vec![
+        running(7, 3, "c_compute", 50),
+        running(8, 3, "c_compute", 50),
+        running(7, 2, "b_forward", 10),
+        goroutine(2, "waiting", "b_wait", 90 * MS),
+        goroutine(1, "waiting", "a_wait", 100 * MS),
+        goroutine(4, "waiting", "d_sleep", 100 * MS),
+    ];
+    let waits = Waits {
+        threads: Vec::new(),
+        goroutines: vec![
+            (
+                goroutine(1, "waiting", "a_wait", 100 * MS),
+                WaitedOn::Goroutine(2),
+            ),
+            (
+                goroutine(2, "waiting", "b_wait", 90 * MS),
+                WaitedOn::Goroutine(3),
+            ),
+            (
+                goroutine(4, "waiting", "d_sleep", 100 * MS),
+                WaitedOn::Goroutine(0),
+            ),
+        ],
+    };
+    // 3 sets the pace: c_compute at half its time, twice the items. (The
+    // threads that ran it have estimates of their own.)
+    let lines = estimates(
+        &samples,
+        &thread_times(&samples, &waits, MS),
+        &c_compute(50),
+    );
+    assert_eq!(
+        lines
+            .iter()
+            .filter(|l| !l.contains("=t"))
+            .collect::<Vec<_>>(),
+        [
+            "what_if_faster=c_compute 50%",
+            "what_if_1=goroutine 1 of 1 +100.0%",
+            "what_if_2=goroutine 2 of 1 +100.0%",
+            "what_if_3=goroutine 3 of 1 +100.0%",
+        ]
+    );
 }
