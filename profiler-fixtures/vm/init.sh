@@ -132,16 +132,14 @@ brief() {
 
 # goroutines NAME SECONDS -- PROFILER ARGS: chanwake (no protocol: it runs
 # SECONDS, then prints its measurements) under the profiler, into
-# /out/NAME, after a run of 1 s that has its binary probed. Its producer
-# computes 20 ms an item: a goroutine's handoff takes about a millisecond
-# under QEMU's TCG, and the handoffs are to stay a small part of the wait.
+# /out/NAME, after a run of 1 s that has its binary probed.
 goroutines() {
     name=$1 seconds=$2
     shift 2
     start "$name" "$@" || return
     /fixtures/chanwake 1 > "$dir/warm.out"
     sleep 1
-    /fixtures/chanwake "$seconds" 20 > "$dir/fixture.out"
+    /fixtures/chanwake "$seconds" > "$dir/fixture.out"
     stop "$name"
 }
 

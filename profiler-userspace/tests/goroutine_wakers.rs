@@ -19,7 +19,7 @@ use std::{path::Path, process::Command};
 
 use support::{
     Profiler,
-    checks::{Chanwake, goroutine_wakers},
+    checks::{Chanwake, Timing, goroutine_wakers},
     go, profiles, release_profiler, require_root,
 };
 
@@ -70,7 +70,7 @@ fn a_goroutine_waiting_on_a_channel_names_the_goroutine_that_sent() {
     let files = profiles(&out);
     let mut failures = Vec::new();
     for (version, run) in &runs {
-        failures.extend(goroutine_wakers(&files, (version, run)));
+        failures.extend(goroutine_wakers(&files, (version, run), Timing::Real));
     }
     assert!(failures.is_empty(), "{failures:#?}\n{log}");
 }

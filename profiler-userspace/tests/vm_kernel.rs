@@ -22,7 +22,7 @@ use std::{
 use support::{
     Profile, build,
     checks::{
-        Chanwake, callers_of_a_frameless_leaf, goroutine_wakers, off_cpu_as_measured,
+        Chanwake, Timing, callers_of_a_frameless_leaf, goroutine_wakers, off_cpu_as_measured,
         thread_total as total,
     },
     go_pprof_raw, profiles, share, sum, vm,
@@ -310,6 +310,6 @@ fn brief_processes_are_walked_whole_from_their_first_sample() {
 fn a_goroutine_waiting_on_a_channel_names_the_goroutine_that_sent() {
     let (profiles, truth) = run("goroutine_wakers");
     let run = Chanwake::of(|name| i64::try_from(truth[name]).unwrap());
-    let failures = goroutine_wakers(&profiles, ("6.1", &run));
+    let failures = goroutine_wakers(&profiles, ("6.1", &run), Timing::Emulated);
     assert!(failures.is_empty(), "{failures:#?}");
 }
