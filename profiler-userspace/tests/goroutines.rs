@@ -370,7 +370,9 @@ fn an_unknown_go_version_gets_thread_level_profiling_and_says_so() {
 /// Goroutines whose stacks the runtime keeps moving (growing and shrunk
 /// by the collector) while they are read: every row is a whole stack,
 /// from the leaf to `runtime.goexit`, or says it was cut (`[truncated]`);
-/// moves caught mid-read are counted, and nothing crashes.
+/// moves caught mid-read are counted, and nothing crashes. Goroutines
+/// stopped by the preemption signal (in `runtime.asyncPreempt`) are whole
+/// too, through the frame it interrupted.
 #[test]
 fn stacks_that_move_while_read_give_whole_rows_or_none() {
     require_root();
@@ -382,12 +384,22 @@ fn stacks_that_move_while_read_give_whole_rows_or_none() {
     let (truth, written) = profile_fixture(&mut fixture, &out, &[]);
     assert!(truth["rounds"] > 1000, "{truth:?}");
     let p = &written[0].1;
-    let mut deep = 0;
+    let (mut deep, mut preempted) = (0, 0);
     for s in p.samples_of(fixture.pid()) {
         if p.value(s, "goroutine") == 0 {
             continue;
         }
         let functions = p.functions(s);
+        // Stopped by the preemption signal: the frame above is where, then
+        // its callers as for any other frame.
+        if let Some(at) = functions.iter().position(|&f| f == "runtime.asyncPreempt") {
+            preempted += 1;
+            let interrupted = functions.get(at + 1).copied();
+            assert!(
+                interrupted.is_some_and(|f| f.starts_with("main.") || f.starts_with("runtime.")),
+                "a preempted goroutine's interrupted frame: {functions:?}"
+            );
+        }
         let depth = functions.iter().filter(|&&f| f == "main.deep").count();
         deep = deep.max(depth);
         let root = *functions.last().unwrap();
@@ -397,8 +409,9 @@ fn stacks_that_move_while_read_give_whole_rows_or_none() {
         );
     }
     assert!(deep > 100, "deepest main.deep stack: {deep} frames");
+    assert!(preempted > 0, "no goroutine read while preempted by signal");
     eprintln!(
-        "deepest {deep}; goroutines_torn={} goroutines_unwound={}",
+        "deepest {deep}; {preempted} rows preempted; goroutines_torn={} goroutines_unwound={}",
         p.comment_value("goroutines_torn"),
         p.comment_value("goroutines_unwound")
     );

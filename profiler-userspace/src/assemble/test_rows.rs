@@ -4,7 +4,7 @@ use std::{borrow::Cow, sync::Arc};
 
 use profiler_common::sample::ThreadState;
 
-use super::wakers::WaitedOn;
+use super::{critical_path::Waits, wakers::WaitedOn};
 use crate::{
     profile::{Location, Sample},
     sample::{Label, LabelValue, RowLabels, goroutine_label},
@@ -70,5 +70,21 @@ pub fn goroutine(goid: u64, state: &'static str, function: &str, ns: u64) -> Sam
         })),
         runtime_ns: ns,
         ..row(0, ThreadState::Unknown, function, 0, 0)
+    }
+}
+
+/// Goroutines' waits that ended, as the goroutine wakers give them:
+/// (goroutine, function, ms, the goroutine that woke it; 0 for the Go
+/// runtime).
+pub fn goroutine_waits(waits: &[(u64, &str, u64, u64)]) -> Waits {
+    Waits {
+        threads: Vec::new(),
+        goroutines: waits
+            .iter()
+            .map(|&(goid, function, ms, by)| {
+                let row = goroutine(goid, "waiting", function, ms * 1_000_000);
+                (row, WaitedOn::Goroutine(by))
+            })
+            .collect(),
     }
 }

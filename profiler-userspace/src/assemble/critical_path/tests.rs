@@ -1,7 +1,7 @@
 use profiler_common::sample::ThreadState;
 
 use super::*;
-use crate::assemble::test_rows::{by, goroutine, row, running};
+use crate::assemble::test_rows::{by, goroutine, goroutine_waits, row, running};
 
 /// The chains of `samples`, on-CPU rows weighing `period_ns` a sample.
 fn chains_of(samples: &[Sample], woken: &[(usize, WaitedOn)], period_ns: u64) -> Chains {
@@ -125,27 +125,12 @@ fn a_goroutine_s_wait_ends_where_its_waking_goroutines_spent_their_time() {
         goroutine(3, "runnable", "c_compute", 20 * MS),
         goroutine(4, "waiting", "d_sleep", 30 * MS),
     ];
-    let waits = Waits {
-        threads: Vec::new(),
-        goroutines: vec![
-            (
-                goroutine(1, "waiting", "a_wait", 60 * MS),
-                WaitedOn::Goroutine(2),
-            ),
-            (
-                goroutine(1, "waiting", "a_wait", 40 * MS),
-                WaitedOn::Goroutine(2),
-            ),
-            (
-                goroutine(2, "waiting", "b_wait", 90 * MS),
-                WaitedOn::Goroutine(3),
-            ),
-            (
-                goroutine(4, "waiting", "d_sleep", 30 * MS),
-                WaitedOn::Goroutine(0),
-            ),
-        ],
-    };
+    let waits = goroutine_waits(&[
+        (1, "a_wait", 60, 2),
+        (1, "a_wait", 40, 2),
+        (2, "b_wait", 90, 3),
+        (4, "d_sleep", 30, 0),
+    ]);
     let chains = critical_path(&samples, &waits, &thread_times(&samples, &waits, MS));
     let of = |hop: &str| -> Vec<(String, u64)> {
         let mut found: HashMap<String, u64> = HashMap::new();

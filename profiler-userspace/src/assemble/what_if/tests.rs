@@ -3,7 +3,7 @@ use profiler_common::sample::ThreadState;
 use super::*;
 use crate::assemble::{
     critical_path::{Waits, thread_times},
-    test_rows::{by, goroutine, row, running},
+    test_rows::{by, goroutine, goroutine_waits, row, running},
     wakers::WaitedOn,
 };
 
@@ -191,23 +191,11 @@ fn goroutines_are_estimated_through_their_own_wakers() {
         goroutine(1, "waiting", "a_wait", 100 * MS),
         goroutine(4, "waiting", "d_sleep", 100 * MS),
     ];
-    let waits = Waits {
-        threads: Vec::new(),
-        goroutines: vec![
-            (
-                goroutine(1, "waiting", "a_wait", 100 * MS),
-                WaitedOn::Goroutine(2),
-            ),
-            (
-                goroutine(2, "waiting", "b_wait", 90 * MS),
-                WaitedOn::Goroutine(3),
-            ),
-            (
-                goroutine(4, "waiting", "d_sleep", 100 * MS),
-                WaitedOn::Goroutine(0),
-            ),
-        ],
-    };
+    let waits = goroutine_waits(&[
+        (1, "a_wait", 100, 2),
+        (2, "b_wait", 90, 3),
+        (4, "d_sleep", 100, 0),
+    ]);
     // 3 sets the pace: c_compute at half its time, twice the items. (The
     // threads that ran it have estimates of their own.)
     let lines = estimates(

@@ -340,6 +340,14 @@ impl GoProcess {
     /// Empty when not even the first frame is known; and
     /// whether the walk stopped at [`MAX_FRAMES`] or at the end of a
     /// stack read cut at [`MAX_STACK_READ`], with frames left.
+    ///
+    /// Above `runtime.asyncPreempt` (which the runtime's preemption signal
+    /// makes the goroutine call wherever it was) the word is the PC it was
+    /// interrupted at, not a return address: its frame is looked up there,
+    /// not one byte back (the byte before an instruction right after the
+    /// prologue's `SUB SP` has the delta before it, which read a wrong word
+    /// and ended the walk), and recorded one byte on, so that it is named
+    /// at that PC too.
     fn unwind(&mut self, core: &Core, stack: &[u8]) -> (Vec<u64>, bool) {
         if core.pc == 0 {
             return (Vec::new(), false);
@@ -347,9 +355,12 @@ impl GoProcess {
         let cut = stack.len() as u64 == MAX_STACK_READ;
         let mut frames = vec![self.leaf_lookup(core.pc)];
         let (mut pc, mut sp_off) = (core.pc, 0u64);
+        // Whether `pc` is where its function was stopped (the leaf's, an
+        // interrupted one's), not a return address.
+        let mut exact = true;
         while frames.len() < MAX_FRAMES {
             // A caller's PC is a return address: look it up at the call.
-            let lookup = if frames.len() == 1 { pc } else { pc - 1 };
+            let lookup = if exact { pc } else { pc - 1 };
             let at = lookup.wrapping_sub(self.bias);
             let table = &self.table;
             let Some(delta) = *self.deltas.entry(at).or_insert_with(|| table.sp_delta(at)) else {
@@ -364,7 +375,8 @@ impl GoProcess {
             if ret == 0 {
                 break;
             }
-            frames.push(ret);
+            exact = &*self.name(lookup) == "runtime.asyncPreempt";
+            frames.push(if exact { ret + 1 } else { ret });
             // The goroutine's first frame returns into `runtime.goexit`:
             // the words above it are whatever a reused stack held before.
             if &*self.name(ret - 1) == "runtime.goexit" {
