@@ -68,6 +68,11 @@ pub enum RowKind {
     Signal = 4,
     /// The outermost frame (the return address is undefined): stop.
     End = 5,
+    /// CFA = rbp + `cfa_offset`, in a function that moved rsp to another
+    /// stack by hand (Go's clock reads call the vDSO on the system stack):
+    /// its caller's frame is on the stack it came from, which may lie
+    /// below this one, so the walk does not require the CFA above rsp.
+    SwitchedStack = 6,
 }
 
 impl RowKind {
@@ -80,6 +85,7 @@ impl RowKind {
             3 => Self::Plt,
             4 => Self::Signal,
             5 => Self::End,
+            6 => Self::SwitchedStack,
             _ => Self::FramePointer,
         }
     }
@@ -220,7 +226,7 @@ pub fn step(kind: RowKind, cfa_offset: u16, rbp_offset: i8, regs: &Regs) -> Step
             };
         }
         RowKind::Rsp => regs.sp.wrapping_add(u64::from(cfa_offset)),
-        RowKind::Rbp => regs.bp.wrapping_add(u64::from(cfa_offset)),
+        RowKind::Rbp | RowKind::SwitchedStack => regs.bp.wrapping_add(u64::from(cfa_offset)),
         RowKind::Plt => {
             let pushed = if regs.pc & 15 >= u64::from(cfa_offset) {
                 8

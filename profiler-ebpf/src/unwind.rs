@@ -331,8 +331,9 @@ fn caller(kind: RowKind, cfa_offset: u16, rbp_offset: i8, regs: &Regs) -> Option
             if kind == RowKind::FramePointer && regs.bp == 0 {
                 return None;
             }
-            // The stack grows down: a caller's frame is above its callee's.
-            if cfa <= regs.sp {
+            // The stack grows down: a caller's frame is above its callee's
+            // (unless the callee moved to another stack).
+            if cfa <= regs.sp && kind != RowKind::SwitchedStack {
                 return None;
             }
             let pc = read_user(ra_at)?;

@@ -165,6 +165,16 @@ fn steps() {
             bp_at: Some(0x7100)
         }
     );
+    // A Go clock read on the system stack: its caller by rbp, as Rbp.
+    assert_eq!(
+        step(
+            RowKind::from_raw(RowKind::SwitchedStack as u8),
+            16,
+            -2,
+            &regs
+        ),
+        step(RowKind::Rbp, 16, -2, &regs)
+    );
     assert_eq!(
         step(RowKind::FramePointer, 0, 0, &regs),
         Step::Frame {

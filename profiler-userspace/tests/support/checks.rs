@@ -175,6 +175,15 @@ pub fn goroutine_wakers(
             "{version}: {by_poller:.3} of the reader's waits woken by the poller: {reader:?}"
         ));
     }
+    let (whole, clock) = clock_reads(profiles, pid);
+    eprintln!("{version}: {whole} of {clock} on-CPU samples in time.now reach main's code");
+    // A run may sample no clock read (4 to 18 of 300 here): nothing to hold.
+    if clock != 0 && part(whole, clock) < 0.9 {
+        failures.push(format!(
+            "{version}: {whole} of {clock} on-CPU samples in time.now reach main's code \
+             (at least 90%)"
+        ));
+    }
     // The critical path: the consumer waited on the relay, which waited on
     // the producer's compute.
     let path = CriticalPath::of(profiles, pid);
@@ -223,6 +232,25 @@ pub enum Timing {
     /// 3% here), and how that time splits between the producer's compute
     /// and the relay's wait for a CPU is the emulator's.
     Emulated,
+}
+
+/// The on-CPU samples of process `pid` in `time.now` that keep the
+/// program's frames below it (mostly the producer's loop), and all of
+/// them: Go reads the clock through the vDSO on the system stack.
+fn clock_reads(profiles: &[(PathBuf, Profile)], pid: u32) -> (i64, i64) {
+    let (mut clock, mut whole) = (0, 0);
+    for (_, p) in profiles {
+        for sample in p.samples_of(pid) {
+            let functions = p.functions(sample);
+            if p.value(sample, "samples") != 0 && functions.contains(&"time.now") {
+                clock += p.value(sample, "samples");
+                if functions.iter().any(|f| f.starts_with("main.")) {
+                    whole += p.value(sample, "samples");
+                }
+            }
+        }
+    }
+    (whole, clock)
 }
 
 /// The consumer's `critical_path` weight in a process.

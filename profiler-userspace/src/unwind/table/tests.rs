@@ -235,3 +235,45 @@ fn gaps_between_functions_walk_by_frame_pointer() {
         ]
     );
 }
+
+/// A Go program (as built, and stripped): past `time.now`'s prologue its
+/// rows follow the frame pointer, since it calls the vDSO on the system
+/// stack; its first row (at entry) still the stack pointer.
+#[test]
+fn go_vdso_callers_walk_by_frame_pointer() {
+    let dir = tempfile::tempdir().unwrap();
+    let source = dir.path().join("main.go");
+    std::fs::write(
+        &source,
+        "package main\n\nimport \"time\"\n\nfunc main() { println(time.Now().Unix()) }\n",
+    )
+    .unwrap();
+    for (name, flags) in [("plain", ""), ("stripped", "-s -w")] {
+        let bin = dir.path().join(name);
+        let status = std::process::Command::new("go")
+            .args(["build", &format!("-ldflags={flags}"), "-o"])
+            .arg(&bin)
+            .arg(&source)
+            .current_dir(dir.path())
+            .env("GOCACHE", dir.path().join("cache"))
+            .env("GOPATH", dir.path().join("gopath"))
+            .status()
+            .expect("go (.ci/run installs it)");
+        assert!(status.success());
+        let data = std::fs::read(&bin).unwrap();
+        let built = build(&data).unwrap();
+        let go = GoTable::from_data(data.as_slice()).unwrap().unwrap();
+        let (entry, code) = go.function_code("time.now").expect("time.now");
+        let end = entry + code.len() as u64;
+        let base = built.table.base;
+        let kinds: Vec<RowKind> = built
+            .table
+            .rows
+            .iter()
+            .filter(|r| (entry..end).contains(&(base + u64::from(r.pc))))
+            .map(|r| RowKind::from_raw(r.kind))
+            .collect();
+        assert_eq!(kinds.first(), Some(&RowKind::Rsp), "{name}: {kinds:?}");
+        assert!(kinds.contains(&RowKind::SwitchedStack), "{name}: {kinds:?}");
+    }
+}
