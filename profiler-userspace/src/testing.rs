@@ -106,3 +106,25 @@ pub fn comment(p: &proto::Profile, name: &str) -> Option<u64> {
             .ok()
     })
 }
+
+/// Builds the Go program `source` (a `main` package's text) in `dir` as
+/// `name` with Debian's Go (`go`, which `.ci/run` installs) and `args`
+/// (`-ldflags=-s -w`, `-buildmode=pie`); returns the binary's path.
+pub fn go_build(dir: &Path, source: &str, name: &str, args: &[&str]) -> std::path::PathBuf {
+    let main = dir.join(format!("{name}.go"));
+    std::fs::write(&main, source).unwrap();
+    let bin = dir.join(name);
+    let status = std::process::Command::new("go")
+        .arg("build")
+        .args(args)
+        .arg("-o")
+        .arg(&bin)
+        .arg(&main)
+        .current_dir(dir)
+        .env("GOCACHE", dir.join("cache"))
+        .env("GOPATH", dir.join("gopath"))
+        .status()
+        .expect("go (.ci/run installs it)");
+    assert!(status.success(), "go build {name}");
+    bin
+}

@@ -392,19 +392,12 @@ mod tests {
     #[test]
     fn a_stripped_pie_go_program_has_its_table_found() {
         let dir = tempfile::tempdir().unwrap();
-        let source = dir.path().join("main.go");
-        fs::write(&source, "package main\n\nfunc main() { println(1) }\n").unwrap();
-        let bin = dir.path().join("pie");
-        let status = std::process::Command::new("go")
-            .args(["build", "-buildmode=pie", "-ldflags=-s -w", "-o"])
-            .arg(&bin)
-            .arg(&source)
-            .current_dir(dir.path())
-            .env("GOCACHE", dir.path().join("cache"))
-            .env("GOPATH", dir.path().join("gopath"))
-            .status()
-            .expect("go (.ci/run installs it)");
-        assert!(status.success());
+        let bin = crate::testing::go_build(
+            dir.path(),
+            "package main\n\nfunc main() { println(1) }\n",
+            "pie",
+            &["-buildmode=pie", "-ldflags=-s -w"],
+        );
         let table = GoTable::open(&bin).unwrap().expect("a table");
         let (entry, _) = table.function_code("main.main").expect("main.main");
         assert_eq!(table.function_name(entry).as_deref(), Some("main.main"));

@@ -242,24 +242,9 @@ fn gaps_between_functions_walk_by_frame_pointer() {
 #[test]
 fn go_vdso_callers_walk_by_frame_pointer() {
     let dir = tempfile::tempdir().unwrap();
-    let source = dir.path().join("main.go");
-    std::fs::write(
-        &source,
-        "package main\n\nimport \"time\"\n\nfunc main() { println(time.Now().Unix()) }\n",
-    )
-    .unwrap();
-    for (name, flags) in [("plain", ""), ("stripped", "-s -w")] {
-        let bin = dir.path().join(name);
-        let status = std::process::Command::new("go")
-            .args(["build", &format!("-ldflags={flags}"), "-o"])
-            .arg(&bin)
-            .arg(&source)
-            .current_dir(dir.path())
-            .env("GOCACHE", dir.path().join("cache"))
-            .env("GOPATH", dir.path().join("gopath"))
-            .status()
-            .expect("go (.ci/run installs it)");
-        assert!(status.success());
+    let source = "package main\n\nimport \"time\"\n\nfunc main() { println(time.Now().Unix()) }\n";
+    for (name, flags) in [("plain", "-ldflags="), ("stripped", "-ldflags=-s -w")] {
+        let bin = crate::testing::go_build(dir.path(), source, name, &[flags]);
         let data = std::fs::read(&bin).unwrap();
         let built = build(&data).unwrap();
         let go = GoTable::from_data(data.as_slice()).unwrap().unwrap();
