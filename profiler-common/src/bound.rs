@@ -1,4 +1,11 @@
-//! Size bounds on the daemon's caches: which entries go first.
+//! Size bounds on the daemon's caches: how many entries, and which go
+//! first.
+
+/// The most entries a memo keyed by file or cgroup keeps: as many as a
+/// hash table of 4,096 buckets holds (hashbrown fills its tables to 7/8),
+/// so that a memo at its bound keeps that table; at 4,096 entries it
+/// would have doubled it to 8,192 buckets, half of them empty.
+pub const MEMO_ENTRIES: usize = 3_584;
 
 /// The `count` least recent of `entries`, each `(last use, key)`, the
 /// least recent first (all of them when there are fewer). Reorders

@@ -30,7 +30,7 @@ const WORK_MS: &str = "10";
 const MAX_BINARIES: u64 = 1_024;
 /// Files the walk's runtimes remember what they made of, at most
 /// (`runtimes/file_memo.rs`).
-const RUNTIME_FILES: u64 = 4_096;
+const RUNTIME_FILES: u64 = profiler_common::bound::MEMO_ENTRIES as u64;
 /// Binaries the host's own live processes map (their executables and
 /// libraries), which the unwinder keeps past its bound on unused ones.
 const HOST_BINARIES: u64 = 512;

@@ -9,7 +9,7 @@ use super::{
 };
 
 /// Most files remembered; past it, the memory starts over.
-const MAX_KNOWN: usize = 4096;
+const MAX_KNOWN: usize = profiler_common::bound::MEMO_ENTRIES;
 
 /// The build ids read so far, by file stamp.
 #[derive(Default)]

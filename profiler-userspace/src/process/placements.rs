@@ -30,7 +30,7 @@ use profiler_common::process::ProcessSeen;
 use super::cgroup::{self, Placement};
 
 /// Most cgroups (or sets) remembered; past it, the memory starts over.
-const MAX_KNOWN: usize = 4096;
+const MAX_KNOWN: usize = profiler_common::bound::MEMO_ENTRIES;
 
 /// Placements by cgroup id, or by set of cgroups.
 #[derive(Debug)]

@@ -15,7 +15,7 @@ use super::maps::{FileId, FileStamp, Vma};
 /// How long a stamp is trusted.
 const FRESH_FOR: Duration = Duration::from_secs(1);
 /// Files remembered at most (stale ones are dropped when it is reached).
-const MAX_FILES: usize = 4_096;
+const MAX_FILES: usize = profiler_common::bound::MEMO_ENTRIES;
 
 #[derive(Default)]
 pub struct Stamps {

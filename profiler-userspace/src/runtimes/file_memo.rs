@@ -19,7 +19,7 @@ use crate::process::{
 /// Files remembered at most: more than a host's processes map at once
 /// (hundreds to a few thousand files), so that a steady host reads each
 /// file once.
-pub(super) const MAX_FILES: usize = 4_096;
+pub(super) const MAX_FILES: usize = profiler_common::bound::MEMO_ENTRIES;
 
 /// What was made of each file, and when it was last asked for.
 pub(super) struct FileMemo<T> {

@@ -171,7 +171,7 @@ fn churn_goals(m: &Measurements<'_>) -> [(&'static str, f64, f64, &'static str);
             "x",
         ),
         (
-            "daemon RSS after 5,000 distinct programs over after the first 500 (16)",
+            "daemon RSS after 5,000 distinct programs over after the first 500, each once their window is written (16)",
             m.distinct_rss,
             1.2,
             "x",
