@@ -15,11 +15,11 @@ const PROGRAMS: usize = 5_000;
 const WORK_MS: &str = "10";
 /// RSS is read after this many programs, and at the end.
 const MARKS: [usize; 5] = [500, 1_000, 2_000, 3_500, PROGRAMS];
-/// The daemon's window.
-const INTERVAL: &str = "10s";
+/// The daemon's window, in seconds.
+const INTERVAL_S: u64 = 10;
 /// How long the stream pauses at each mark: a window and a second, so that
 /// the window holding the programs so far is written.
-const SETTLE: Duration = Duration::from_secs(11);
+const SETTLE: Duration = Duration::from_secs(INTERVAL_S + 1);
 
 /// Writes section 16; returns the RSS at the end over the RSS after the
 /// first 500 programs, each read once the window holding them was written.
@@ -36,7 +36,8 @@ pub(super) fn distinct(report: &mut String) -> anyhow::Result<f64> {
         bail!("cc distinct.c: {status}");
     }
     let copies = profiler_fixtures::distinct::copies(&bin, dir.path(), PROGRAMS)?;
-    let config = profiler("", &["--all", "--interval", INTERVAL]);
+    let interval = format!("{INTERVAL_S}s");
+    let config = profiler("", &["--all", "--interval", &interval]);
     let attached = attach(&config, 0)?.context("profiler")?;
     let pid = attached.child.id();
     #[expect(clippy::cast_precision_loss, reason = "megabytes")]
@@ -62,7 +63,7 @@ pub(super) fn distinct(report: &mut String) -> anyhow::Result<f64> {
     writeln!(
         report,
         "\n## 16. A build host's new binaries: the daemon's memory\n\n\
-         Under `profiler --all --interval {INTERVAL}`: {PROGRAMS} distinct programs run once \
+         Under `profiler --all --interval {interval}`: {PROGRAMS} distinct programs run once \
          each, two at a time (`distinct.c` at `cc -O2`, computing {WORK_MS} ms; each copy has a \
          build id of its own, so every cache keyed by build id or file sees a new binary). The \
          daemon's RSS (VmRSS) after so many programs: as the last of them ends, and once the \
