@@ -108,11 +108,34 @@ fn replaced_after_exit(bin: &Path, other: &Path, extra: &[&str]) {
     let share = samples as f64 / expected;
     assert!(
         samples > 0 && share >= 0.8,
-        "{samples} samples of the fixture for {expected:.0} expected by its CPU time: {:?}",
+        "{samples} samples of the fixture for {expected:.0} expected by its CPU time; \
+         the windows' on-CPU samples by process: {:?}; {:?}",
+        on_cpu_by_process(&files),
         files.first().map(|(_, p)| p.comments())
     );
     assert_eq!(named, 0, "frames of a replaced binary were named");
     assert!(gone > 0, "no frame of the replaced binary counted as gone");
+}
+
+/// The windows' on-CPU samples by `(pid, comm)`, most first: where the
+/// fixture's went when it has fewer than its CPU time.
+fn on_cpu_by_process(
+    files: &[(std::path::PathBuf, support::Profile)],
+) -> Vec<((i64, String), i64)> {
+    let mut by: std::collections::HashMap<(i64, String), i64> = std::collections::HashMap::new();
+    for (_, p) in files {
+        for s in &p.0.sample {
+            let key = (
+                p.num_label(s, "pid").unwrap_or(-1),
+                p.str_label(s, "comm").unwrap_or("").to_owned(),
+            );
+            *by.entry(key).or_default() += p.value(s, "samples");
+        }
+    }
+    let mut by: Vec<_> = by.into_iter().filter(|(_, n)| *n > 0).collect();
+    by.sort_by_key(|b| std::cmp::Reverse(b.1));
+    by.truncate(8);
+    by
 }
 
 /// A C program: the file at the path has another build id.
