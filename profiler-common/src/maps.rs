@@ -102,6 +102,11 @@ pub const UNWIND_REQUESTS: &str = "UNWIND_REQUESTS";
 /// once, instead of at its next poll. Only a doorbell: the request maps
 /// stay what is served, so a full ring loses nothing but promptness.
 pub const UNWIND_DOORBELL: &str = "UNWIND_DOORBELL";
+/// One `u64`: how many times tasks have moved between cgroups (or a v1
+/// cgroup was renamed) since loading, counted by the kernel; read into
+/// each [`crate::process::ProcessSeen`] and by the daemon around its
+/// reads of `/proc/PID/cgroup`.
+pub const CGROUP_MOVES: &str = "CGROUP_MOVES";
 /// Per-CPU state of the user stack walk between `bpf_loop` iterations.
 pub const UNWIND_STATE: &str = "UNWIND_STATE";
 /// Per-CPU [`crate::process::ProcessSeen`] of a request being made.
@@ -220,7 +225,7 @@ pub const GLOBAL_INTERVAL_CELLS: &str = "INTERVAL_CELLS_IN_USE";
 /// Every map of the eBPF object (besides aya-log's own). A test in
 /// profiler-userspace checks the built object against this list both
 /// ways, so a map renamed on one side only, or left unused, fails it.
-pub const ALL: [&str; 43] = [
+pub const ALL: [&str; 44] = [
     SAMPLES_0,
     SAMPLES_1,
     STACKS_0,
@@ -244,6 +249,7 @@ pub const ALL: [&str; 43] = [
     UNWIND_FILES,
     UNWIND_REQUESTS,
     UNWIND_DOORBELL,
+    CGROUP_MOVES,
     UNWIND_STATE,
     PROCESS_SEEN_SCRATCH,
     SWITCH_CPU,

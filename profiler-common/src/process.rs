@@ -22,11 +22,19 @@ pub struct ProcessSeen {
     /// Its name, when the thread that asked was its leader (empty when
     /// another thread asked: a thread may be named otherwise).
     pub comm: [u8; 16],
+    /// The address of its set of cgroups, one per hierarchy (`task->cgroups`,
+    /// a `css_set` every task forked from it shares until one moves): on a
+    /// host with v1 hierarchies, what its placement is remembered by.
+    pub css_set: u64,
+    /// How many times tasks had moved between cgroups when it asked
+    /// ([`crate::maps::CGROUP_MOVES`]): a `css_set` is made anew, at an
+    /// address one freed may have had, only by a move.
+    pub cgroup_moves: u64,
 }
 
 #[cfg(feature = "user")]
-// SAFETY: plain integers and bytes, no padding (8 + 8 + 4 + 4 + 16), every
-// bit pattern valid.
+// SAFETY: plain integers and bytes, no padding (8 + 8 + 4 + 4 + 16 + 8 +
+// 8), every bit pattern valid.
 unsafe impl aya::Pod for ProcessSeen {}
 
 /// Byte offsets of the fields [`ProcessSeen`] is read from, resolved from
@@ -52,10 +60,12 @@ pub struct ProcessOffsets {
     pub d_sb: u32,
     /// `super_block.s_dev`.
     pub s_dev: u32,
+    /// `task_struct.cgroups`.
+    pub cgroups: u32,
 }
 
 #[cfg(feature = "user")]
-// SAFETY: nine u32s, no padding, every bit pattern valid.
+// SAFETY: ten u32s, no padding, every bit pattern valid.
 unsafe impl aya::Pod for ProcessOffsets {}
 
 impl ProcessOffsets {

@@ -127,6 +127,27 @@ pub fn task_rename(ctx: BtfTracePointContext) -> i32 {
     0
 }
 
+/// Tasks moved to another cgroup (`cgroup_attach_task`,
+/// `cgroup_transfer_tasks`) or a cgroup was renamed (`cgroup_rename`); one
+/// program per tracepoint, all the same.
+#[btf_tracepoint(function = "cgroup_attach_task")]
+pub fn cgroup_attach_task(_ctx: BtfTracePointContext) -> i32 {
+    process_seen::moved();
+    0
+}
+
+#[btf_tracepoint(function = "cgroup_transfer_tasks")]
+pub fn cgroup_transfer_tasks(_ctx: BtfTracePointContext) -> i32 {
+    process_seen::moved();
+    0
+}
+
+#[btf_tracepoint(function = "cgroup_rename")]
+pub fn cgroup_rename(_ctx: BtfTracePointContext) -> i32 {
+    process_seen::moved();
+    0
+}
+
 /// A thread exits.
 #[btf_tracepoint(function = "sched_process_exit")]
 pub fn sched_process_exit(_ctx: BtfTracePointContext) -> i32 {

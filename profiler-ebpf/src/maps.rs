@@ -1,6 +1,9 @@
 //! Every map of the kernel side, in one place. Names and sizes come from
 //! `profiler_common::maps` so userspace looks them up by the same names.
-use core::ffi::c_void;
+use core::{
+    ffi::c_void,
+    intrinsics::{AtomicOrdering, atomic_xadd},
+};
 
 use aya_ebpf::{
     Global,
@@ -99,6 +102,7 @@ static PROCESS_OFFSETS: ProcessOffsets = ProcessOffsets {
     i_ino: 0,
     d_sb: 0,
     s_dev: 0,
+    cgroups: 0,
 };
 
 /// Where a mapping's file is identified, from the kernel's BTF (zeros:
@@ -247,6 +251,11 @@ static UNWIND_FILES: HashMap<FileKey, FileTable> =
 #[map]
 static UNWIND_REQUESTS: HashMap<u32, ProcessSeen> =
     HashMap::with_max_entries(UNWIND_REQUESTS_MAX_ENTRIES, 0);
+
+/// How many times tasks have moved between cgroups since loading (see
+/// profiler_common::maps::CGROUP_MOVES).
+#[map]
+static CGROUP_MOVES: Array<u64> = Array::with_max_entries(1, 0);
 
 /// Rung when a request is new, so that the daemon serves it at once.
 #[map]
@@ -722,6 +731,23 @@ fn ask_mappings(pid: u32, context: u32, see: impl FnOnce(&mut ProcessSeen), flag
     if UNWIND_REQUESTS.insert(pid, seen, flags).is_ok() {
         let _ = UNWIND_DOORBELL.output::<u32>(&RANG_MAPPINGS, 0);
     }
+}
+
+/// Counts a move of tasks between cgroups (or a cgroup renamed).
+#[inline(always)]
+pub fn count_cgroup_move() {
+    if let Some(moves) = CGROUP_MOVES.get_ptr_mut(0) {
+        // SAFETY: the pointer comes from a successful array lookup, valid
+        // and 8-byte aligned for this run; moves on other CPUs add to it
+        // at the same time, hence the atomic add.
+        unsafe { atomic_xadd::<u64, u64, { AtomicOrdering::Relaxed }>(moves, 1) };
+    }
+}
+
+/// How many moves [`count_cgroup_move`] has counted.
+#[inline(always)]
+pub fn cgroup_moves() -> u64 {
+    CGROUP_MOVES.get(0).copied().unwrap_or(0)
 }
 
 /// Row `index` of the unwind tables.

@@ -1,7 +1,8 @@
 //! What the current process's own thread sees of it when it asks the
-//! daemon for its mappings ([`ProcessSeen`]): its cgroup, name, mount
-//! namespace and root, so the daemon need not read four `/proc` files for
-//! each new process.
+//! daemon for its mappings ([`ProcessSeen`]): its cgroup (and set of
+//! cgroups), name, mount namespace and root, so the daemon need not read
+//! four `/proc` files for each new process. Also the kernel's count of
+//! moves between cgroups, which tasks' moves bump ([`moved`]).
 use aya_ebpf::helpers::{
     bpf_get_current_pid_tgid,
     generated::{bpf_get_current_cgroup_id, bpf_get_current_comm, bpf_get_current_task_btf},
@@ -20,6 +21,9 @@ pub fn current(pid: u32, seen: &mut ProcessSeen) {
     }
     #[expect(clippy::cast_possible_truncation, reason = "the low half is the tid")]
     let tid = pid_tgid as u32;
+    // Before the set of cgroups: a move between them is counted after the
+    // task has moved.
+    seen.cgroup_moves = maps::cgroup_moves();
     // SAFETY: a helper without arguments, allowed in every tracing program.
     seen.cgroup = unsafe { bpf_get_current_cgroup_id() };
     if tid == pid {
@@ -28,15 +32,25 @@ pub fn current(pid: u32, seen: &mut ProcessSeen) {
     }
     let offsets = maps::process_offsets();
     if offsets.known() {
-        read_namespaces(&offsets, seen);
+        read_task(&offsets, seen);
     }
 }
 
-/// The mount namespace and root of the current task.
+/// Tasks moved between cgroups, or a cgroup was renamed: the sets of
+/// cgroups the daemon knows by address may have changed.
 #[inline(always)]
-fn read_namespaces(at: &ProcessOffsets, seen: &mut ProcessSeen) {
+pub fn moved() {
+    maps::count_cgroup_move();
+}
+
+/// The set of cgroups, mount namespace and root of the current task.
+#[inline(always)]
+fn read_task(at: &ProcessOffsets, seen: &mut ProcessSeen) {
     // SAFETY: the helper returns the current task, valid for this run.
     let task = unsafe { bpf_get_current_task_btf() } as u64;
+    if at.cgroups != 0 {
+        seen.css_set = pointer(task, at.cgroups);
+    }
     let nsproxy = pointer(task, at.nsproxy);
     let mnt_ns = pointer(nsproxy, at.mnt_ns);
     seen.mnt_ns = read::<u32>(mnt_ns, at.ns_inum);

@@ -156,7 +156,7 @@ impl ProcessWatch {
                         .unwinder
                         .publish(kernel, pid, &mut publisher(&mut watch.anew.walked))?;
                 if published == Published::Anew {
-                    watch.snapshot_all(&[pid]);
+                    watch.snapshot_all(kernel, &[pid]);
                 }
             }
         }
@@ -184,7 +184,7 @@ impl ProcessWatch {
             published = self
                 .unwinder
                 .serve_rung(kernel, publisher(&mut self.anew.walked))?;
-            self.snapshot_all(&published);
+            self.snapshot_all(kernel, &published);
         }
         if rang.runtimes {
             let walked = &mut self.anew.walked;
@@ -203,7 +203,7 @@ impl ProcessWatch {
         let published = self
             .unwinder
             .serve_requests(kernel, publisher(&mut self.anew.walked))?;
-        self.snapshot_all(&published);
+        self.snapshot_all(kernel, &published);
         let walked = &mut self.anew.walked;
         timed(Step::Requests, || walked.serve(kernel))?;
         let unwinder = &mut self.unwinder;
@@ -307,17 +307,31 @@ impl ProcessWatch {
         ]
     }
 
-    /// Snapshots the processes whose mappings were read anew.
-    fn snapshot_all(&mut self, pids: &[u32]) {
+    /// Snapshots the processes whose mappings were read anew, as one
+    /// batch of placements (see `process/placements.rs`).
+    fn snapshot_all(&mut self, kernel: &mut impl WatchMaps, pids: &[u32]) {
+        if pids.is_empty() {
+            return;
+        }
         timed(Step::Snapshots, || {
+            let known = &mut self.anew.known;
+            known.placements.begin(kernel.cgroup_moves().ok());
+            let mut snapshots = Vec::with_capacity(pids.len());
             for &pid in pids {
                 let seen = self.unwinder.seen(pid);
                 if let Some(mappings) = self.unwinder.stamped_mappings(pid) {
-                    let snapshot =
-                        ProcessSnapshot::read(pid, mappings, &seen, &mut self.anew.known);
-                    self.anew.snapshots.push(Arc::new(snapshot));
+                    snapshots.push(ProcessSnapshot::read(pid, mappings, &seen, known));
                 }
             }
+            let again = known.placements.end(kernel.cgroup_moves().ok());
+            for snapshot in snapshots.iter_mut().filter(|s| again.contains(&s.pid)) {
+                if let Some(placement) = known.placements.read(snapshot.pid) {
+                    snapshot.placement = Some(placement);
+                }
+            }
+            self.anew
+                .snapshots
+                .extend(snapshots.into_iter().map(Arc::new));
         });
     }
 }

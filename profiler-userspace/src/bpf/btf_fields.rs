@@ -216,8 +216,8 @@ impl KernelTypes {
         })
     }
 
-    /// Where a process's mount namespace and root are, for what the kernel
-    /// reads of a process as it asks for its mappings.
+    /// Where a process's mount namespace, root and set of cgroups are, for
+    /// what the kernel reads of a process as it asks for its mappings.
     ///
     /// # Errors
     /// When this kernel lacks one of the fields.
@@ -233,6 +233,7 @@ impl KernelTypes {
             i_ino: self.offset("inode", "i_ino", why)?,
             d_sb: self.offset("dentry", "d_sb", why)?,
             s_dev: self.offset("super_block", "s_dev", why)?,
+            cgroups: self.offset("task_struct", "cgroups", why)?,
         })
     }
 

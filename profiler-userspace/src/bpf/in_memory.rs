@@ -64,6 +64,8 @@ pub struct MemoryKernel {
     /// The files' tables published, for processes not published yet.
     pub files: HashMap<FileKey, FileTable>,
     pub requests: Vec<u32>,
+    /// The kernel's count of moves between cgroups.
+    pub cgroup_moves: u64,
     /// The Python processes published and the code objects asked for.
     pub python: HashMap<u32, PythonProcess>,
     pub code_requests: Vec<CodeSeen>,
@@ -226,6 +228,10 @@ impl UnwindMaps for MemoryKernel {
             self.requests.push(pid);
         }
         Ok(())
+    }
+
+    fn cgroup_moves(&mut self) -> Result<u64, KernelError> {
+        Ok(self.cgroup_moves)
     }
 }
 

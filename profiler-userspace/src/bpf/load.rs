@@ -70,10 +70,15 @@ pub(super) const KFUNCS: [Kfunc; 3] = [
 
 const ON_CPU_PROGRAM: &str = "on_cpu_sample";
 
-/// Tells the user stack walker that a process's mappings changed (exec);
-/// also gives a worker thread that execs its new tid (the pid) in its task
-/// entry.
-const UNWIND_PROGRAMS: [(&str, &str); 1] = [("sched_process_exec", "sched_process_exec")];
+/// Tells the user stack walker that a process's mappings changed (exec),
+/// and a worker thread that execs its new tid (the pid); the cgroup hooks
+/// count moves between cgroups (`process/placements.rs`).
+const UNWIND_PROGRAMS: [(&str, &str); 4] = [
+    ("sched_process_exec", "sched_process_exec"),
+    ("cgroup_attach_task", "cgroup_attach_task"),
+    ("cgroup_transfer_tasks", "cgroup_transfer_tasks"),
+    ("cgroup_rename", "cgroup_rename"),
+];
 
 /// Off-CPU programs and the BTF tracepoints they attach to. The exit and
 /// rename hooks come first so no thread is tracked before its exit and

@@ -160,3 +160,91 @@ fn the_kernels_view_of_an_asking_process_is_procs() {
     drop((host, contained));
     let _ = std::fs::remove_dir(&cgroup);
 }
+
+/// A v1 hierarchy's mount (one with controllers), where the host has one.
+fn v1_mount() -> Option<PathBuf> {
+    let mounts = std::fs::read_to_string("/proc/self/mounts").unwrap();
+    mounts
+        .lines()
+        .map(|l| l.split(' ').collect::<Vec<_>>())
+        .find(|f| f.get(2) == Some(&"cgroup") && f.get(3).is_some_and(|o| o.contains("cpu")))
+        .map(|f| PathBuf::from(f[1]))
+}
+
+/// A cgroup made under `mount`, removed (once empty) at the end.
+struct MadeCgroup(PathBuf);
+
+impl MadeCgroup {
+    fn new(mount: &Path, name: &str) -> Self {
+        let dir = mount.join(format!("profiler-sets-{}-{name}", std::process::id()));
+        std::fs::create_dir(&dir).unwrap();
+        Self(dir)
+    }
+
+    fn enter(&self, pid: u32) {
+        std::fs::write(self.0.join("cgroup.procs"), pid.to_string()).unwrap();
+    }
+}
+
+impl Drop for MadeCgroup {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir(&self.0);
+    }
+}
+
+fn spinner() -> Killed {
+    Killed(Command::new("sh").args(["-c", SPIN]).spawn().unwrap())
+}
+
+#[test]
+fn the_kernel_tells_sets_of_cgroups_apart_and_counts_moves() {
+    let unified = unified_mount();
+    let (a, b, c, d) = (spinner(), spinner(), spinner(), spinner());
+    // `c` in a unified cgroup of its own; `d` in a v1 one, its unified
+    // cgroup the others' (a hybrid host's container under cgroupfs).
+    let own = MadeCgroup::new(&unified, "own");
+    own.enter(c.0.id());
+    let v1 = v1_mount().map(|mount| MadeCgroup::new(&mount, "v1"));
+    if let Some(v1) = &v1 {
+        v1.enter(d.0.id());
+    }
+    let pids = [a.0.id(), b.0.id(), c.0.id(), d.0.id()];
+    let dir = tempfile::tempdir().unwrap();
+    let mut args = vec!["profiler".to_owned(), "--output-dir".to_owned()];
+    args.push(dir.path().display().to_string());
+    for pid in pids {
+        args.extend(["--pid".to_owned(), pid.to_string()]);
+    }
+    let config = cli::parse(&args, KernelLimits::read()).unwrap();
+    let mut kernel = Kernel::load(&config, &config.target).unwrap();
+    let asked = requests_of(&mut kernel, &pids);
+    let seen = |pid: u32| asked.iter().find(|(p, _)| *p == pid).unwrap().1;
+    let [a_seen, b_seen, c_seen, d_seen] = pids.map(seen);
+    assert_ne!(a_seen.css_set, 0, "a set read");
+    assert_eq!(a_seen.css_set, b_seen.css_set, "forked alike: one set");
+    assert_ne!(
+        a_seen.css_set, c_seen.css_set,
+        "moved in the unified hierarchy"
+    );
+    if v1.is_some() {
+        assert_ne!(a_seen.css_set, d_seen.css_set, "moved in a v1 hierarchy");
+        assert_eq!(
+            a_seen.cgroup, d_seen.cgroup,
+            "which the unified id does not tell"
+        );
+    }
+    let before = kernel.cgroup_moves().unwrap();
+    assert!(
+        asked.iter().all(|(_, seen)| seen.cgroup_moves == before),
+        "no move since loading: {asked:?}, {before}"
+    );
+    own.enter(b.0.id());
+    let after = kernel.cgroup_moves().unwrap();
+    assert!(after > before, "a move counted: {before} -> {after}");
+    if let Some(v1) = &v1 {
+        v1.enter(a.0.id());
+        assert!(kernel.cgroup_moves().unwrap() > after, "a v1 move counted");
+    }
+    drop((a, b, c, d));
+    std::thread::sleep(Duration::from_millis(100));
+}

@@ -9,10 +9,10 @@ use std::{
 
 use aya::{
     Ebpf,
-    maps::{HashMap, Map, MapData},
+    maps::{Array, HashMap, Map, MapData},
 };
 use profiler_common::{
-    maps::{UNWIND_FILES, UNWIND_PROCS, UNWIND_REQUESTS, UNWIND_ROWS},
+    maps::{CGROUP_MOVES, UNWIND_FILES, UNWIND_PROCS, UNWIND_REQUESTS, UNWIND_ROWS},
     process::ProcessSeen,
     unwind::{
         ProcessMappings, UnwindRow,
@@ -105,6 +105,7 @@ pub(super) struct UnwindTables {
     procs: Map,
     files: Map,
     requests: Map,
+    cgroup_moves: Map,
 }
 
 impl UnwindTables {
@@ -115,6 +116,7 @@ impl UnwindTables {
             procs: take_map(ebpf, UNWIND_PROCS)?,
             files: take_map(ebpf, UNWIND_FILES)?,
             requests: take_map(ebpf, UNWIND_REQUESTS)?,
+            cgroup_moves: take_map(ebpf, CGROUP_MOVES)?,
         })
     }
 
@@ -170,6 +172,12 @@ pub trait UnwindMaps {
     /// # Errors
     /// When the kernel map cannot be written.
     fn request(&mut self, pid: u32) -> Result<(), Self::Error>;
+    /// The kernel's count of moves between cgroups so far
+    /// (`profiler_common::maps::CGROUP_MOVES`).
+    ///
+    /// # Errors
+    /// When the kernel map cannot be read.
+    fn cgroup_moves(&mut self) -> Result<u64, Self::Error>;
 }
 
 impl UnwindMaps for UnwindTables {
@@ -205,6 +213,12 @@ impl UnwindMaps for UnwindTables {
 
     fn take_requests(&mut self) -> Result<Vec<(u32, ProcessSeen)>, KernelError> {
         batch::take_all_of(&self.requests, UNWIND_REQUESTS)
+    }
+
+    fn cgroup_moves(&mut self) -> Result<u64, KernelError> {
+        let moves: Array<&mut MapData, u64> =
+            Array::try_from(&mut self.cgroup_moves).map_err(KernelError::map(CGROUP_MOVES))?;
+        moves.get(&0, 0).map_err(KernelError::map(CGROUP_MOVES))
     }
 
     fn request(&mut self, pid: u32) -> Result<(), KernelError> {

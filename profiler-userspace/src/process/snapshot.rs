@@ -77,7 +77,7 @@ impl ProcessSnapshot {
         Self {
             pid,
             comm,
-            placement: placements.of(pid, seen.cgroup),
+            placement: placements.of(pid, seen),
             vmas,
             same_mount_ns: if seen.mnt_ns == 0 {
                 same_mount_ns(pid)

@@ -101,6 +101,10 @@ impl UnwindMaps for Kernel {
     fn request(&mut self, pid: u32) -> Result<(), KernelError> {
         self.unwind.request(pid)
     }
+
+    fn cgroup_moves(&mut self) -> Result<u64, KernelError> {
+        self.unwind.cgroup_moves()
+    }
 }
 
 impl PythonMaps for Kernel {
