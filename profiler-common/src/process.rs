@@ -30,11 +30,21 @@ pub struct ProcessSeen {
     /// ([`crate::maps::CGROUP_MOVES`]): a `css_set` is made anew, at an
     /// address one freed may have had, only by a move.
     pub cgroup_moves: u64,
+    /// A hash ([`crate::hash`]) of the set's cgroup in each controller's
+    /// hierarchy (its `subsys` pointers, at most [`MAX_CSS_SUBSYS`]): a set
+    /// made without a counted move (a clone into another unified cgroup)
+    /// at a freed set's address is told apart by its controllers' cgroups
+    /// too.
+    pub cgroup_subsys: u64,
 }
+
+/// Controllers' pointers of a `css_set` hashed at most (the kernel has
+/// fifteen controllers at most today).
+pub const MAX_CSS_SUBSYS: u32 = 16;
 
 #[cfg(feature = "user")]
 // SAFETY: plain integers and bytes, no padding (8 + 8 + 4 + 4 + 16 + 8 +
-// 8), every bit pattern valid.
+// 8 + 8), every bit pattern valid.
 unsafe impl aya::Pod for ProcessSeen {}
 
 /// Byte offsets of the fields [`ProcessSeen`] is read from, resolved from
@@ -62,10 +72,13 @@ pub struct ProcessOffsets {
     pub s_dev: u32,
     /// `task_struct.cgroups`.
     pub cgroups: u32,
+    /// `css_set.subsys`, and how many pointers it holds (0: not read).
+    pub css_subsys: u32,
+    pub css_subsys_len: u32,
 }
 
 #[cfg(feature = "user")]
-// SAFETY: ten u32s, no padding, every bit pattern valid.
+// SAFETY: twelve u32s, no padding, every bit pattern valid.
 unsafe impl aya::Pod for ProcessOffsets {}
 
 impl ProcessOffsets {

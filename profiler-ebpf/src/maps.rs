@@ -103,6 +103,8 @@ static PROCESS_OFFSETS: ProcessOffsets = ProcessOffsets {
     d_sb: 0,
     s_dev: 0,
     cgroups: 0,
+    css_subsys: 0,
+    css_subsys_len: 0,
 };
 
 /// Where a mapping's file is identified, from the kernel's BTF (zeros:

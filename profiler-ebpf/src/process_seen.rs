@@ -7,7 +7,10 @@ use aya_ebpf::helpers::{
     bpf_get_current_pid_tgid,
     generated::{bpf_get_current_cgroup_id, bpf_get_current_comm, bpf_get_current_task_btf},
 };
-use profiler_common::process::{ProcessOffsets, ProcessSeen};
+use profiler_common::{
+    hash,
+    process::{MAX_CSS_SUBSYS, ProcessOffsets, ProcessSeen},
+};
 
 use crate::{fields::read, maps};
 
@@ -50,6 +53,7 @@ fn read_task(at: &ProcessOffsets, seen: &mut ProcessSeen) {
     let task = unsafe { bpf_get_current_task_btf() } as u64;
     if at.cgroups != 0 {
         seen.css_set = pointer(task, at.cgroups);
+        seen.cgroup_subsys = subsys_hash(seen.css_set, at);
     }
     let nsproxy = pointer(task, at.nsproxy);
     let mnt_ns = pointer(nsproxy, at.mnt_ns);
@@ -58,6 +62,20 @@ fn read_task(at: &ProcessOffsets, seen: &mut ProcessSeen) {
     let dentry = pointer(fs, at.root_dentry);
     seen.root_ino = read::<u64>(pointer(dentry, at.d_inode), at.i_ino);
     seen.root_dev = read::<u32>(pointer(dentry, at.d_sb), at.s_dev);
+}
+
+/// The hash of the cgroup of each controller `set` (a `css_set`) holds:
+/// its `subsys` pointers.
+#[inline(always)]
+fn subsys_hash(set: u64, at: &ProcessOffsets) -> u64 {
+    let mut mixed = 0;
+    for i in 0..MAX_CSS_SUBSYS {
+        if i >= at.css_subsys_len {
+            break;
+        }
+        mixed = hash::mix(mixed, pointer(set, at.css_subsys + i * 8));
+    }
+    hash::finish(mixed)
 }
 
 /// The pointer at `base + offset` (0 when `base` is 0 or unreadable).

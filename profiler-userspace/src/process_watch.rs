@@ -315,7 +315,9 @@ impl ProcessWatch {
         }
         timed(Step::Snapshots, || {
             let known = &mut self.anew.known;
-            known.placements.begin(kernel.cgroup_moves().ok());
+            let by_set = known.placements.by_set();
+            let mut moves = || by_set.then(|| kernel.cgroup_moves().ok()).flatten();
+            known.placements.begin(moves());
             let mut snapshots = Vec::with_capacity(pids.len());
             for &pid in pids {
                 let seen = self.unwinder.seen(pid);
@@ -323,7 +325,7 @@ impl ProcessWatch {
                     snapshots.push(ProcessSnapshot::read(pid, mappings, &seen, known));
                 }
             }
-            let again = known.placements.end(kernel.cgroup_moves().ok());
+            let again = known.placements.end(moves());
             for snapshot in snapshots.iter_mut().filter(|s| again.contains(&s.pid)) {
                 if let Some(placement) = known.placements.read(snapshot.pid) {
                     snapshot.placement = Some(placement);

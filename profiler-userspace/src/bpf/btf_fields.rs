@@ -11,7 +11,7 @@
 use std::collections::HashMap;
 
 use profiler_common::{
-    process::ProcessOffsets,
+    process::{MAX_CSS_SUBSYS, ProcessOffsets},
     sched::SchedOffsets,
     unwind::by_file::{FileOffsets, maple},
 };
@@ -234,6 +234,12 @@ impl KernelTypes {
             d_sb: self.offset("dentry", "d_sb", why)?,
             s_dev: self.offset("super_block", "s_dev", why)?,
             cgroups: self.offset("task_struct", "cgroups", why)?,
+            css_subsys: self.offset("css_set", "subsys", why)?,
+            // The array's length: up to the member after it.
+            css_subsys_len: (self.offset("css_set", "refcount", why)?)
+                .saturating_sub(self.offset("css_set", "subsys", why)?)
+                .div_euclid(8)
+                .min(MAX_CSS_SUBSYS),
         })
     }
 

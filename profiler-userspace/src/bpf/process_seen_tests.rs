@@ -222,6 +222,7 @@ fn the_kernel_tells_sets_of_cgroups_apart_and_counts_moves() {
     let [a_seen, b_seen, c_seen, d_seen] = pids.map(seen);
     assert_ne!(a_seen.css_set, 0, "a set read");
     assert_eq!(a_seen.css_set, b_seen.css_set, "forked alike: one set");
+    assert_eq!(a_seen.cgroup_subsys, b_seen.cgroup_subsys);
     assert_ne!(
         a_seen.css_set, c_seen.css_set,
         "moved in the unified hierarchy"
@@ -231,6 +232,10 @@ fn the_kernel_tells_sets_of_cgroups_apart_and_counts_moves() {
         assert_eq!(
             a_seen.cgroup, d_seen.cgroup,
             "which the unified id does not tell"
+        );
+        assert_ne!(
+            a_seen.cgroup_subsys, d_seen.cgroup_subsys,
+            "and the controllers' cgroups do"
         );
     }
     let before = kernel.cgroup_moves().unwrap();

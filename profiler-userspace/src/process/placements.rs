@@ -10,10 +10,13 @@
 //! - Where v1 hierarchies add lines the id does not tell (hybrid and v1
 //!   hosts, where a read takes about 10 µs with ten hierarchies), by the
 //!   process's set of cgroups: the kernel's `css_set`, shared by every
-//!   task forked from one until a task moves, with its unified cgroup id.
-//!   A set is made anew (at an address a freed one may have had) only by a
-//!   move, which the kernel counts (`cgroup_moves`), so what is remembered
-//!   holds while the count stays: the reads and lookups of a batch
+//!   task forked from one until a task moves, with its unified cgroup id
+//!   and its controllers' cgroups (a hash of them). A set is made anew (at
+//!   an address a freed one may have had) by a move, which the kernel
+//!   counts (`cgroup_moves`), or by a clone into another unified cgroup,
+//!   which the unified id tells, with the parent's controllers' cgroups,
+//!   which the hash tells. So what is remembered holds while the count
+//!   stays: the reads and lookups of a batch
 //!   ([`Placements::begin`] to [`Placements::end`]) count for it only when
 //!   the count was the same at the process's ask, the batch's start and
 //!   its end, and the answers a batch gave from memory are read again when
@@ -39,8 +42,9 @@ pub struct Placements {
     /// are in it alone; `None` elsewhere (remembered by set).
     unified: Option<PathBuf>,
     known: HashMap<u64, Arc<Placement>>,
-    /// By `(css_set, unified cgroup id)`, as of `moves`.
-    by_set: HashMap<(u64, u64), Arc<Placement>>,
+    /// By `(css_set, unified cgroup id, controllers' cgroups)`, as of
+    /// `moves`.
+    by_set: HashMap<(u64, u64, u64), Arc<Placement>>,
     /// The kernel's count of moves in the batch under way (`None`: not
     /// known, nothing is remembered by set).
     moves: Option<u64>,
@@ -77,6 +81,14 @@ impl Placements {
         }
     }
 
+    /// Whether placements are remembered by set of cgroups, so that a batch
+    /// needs the kernel's count of moves (not on a host with the unified
+    /// hierarchy alone).
+    #[must_use]
+    pub fn by_set(&self) -> bool {
+        self.unified.is_none()
+    }
+
     /// A batch of lookups starts, the kernel's count of moves `moves`
     /// (`None`: unknown).
     pub fn begin(&mut self, moves: Option<u64>) {
@@ -106,7 +118,7 @@ impl Placements {
         if self.unified.is_some() {
             return self.of_unified(pid, seen.cgroup);
         }
-        let key = (seen.css_set, seen.cgroup);
+        let key = (seen.css_set, seen.cgroup, seen.cgroup_subsys);
         let by_set = seen.css_set != 0 && self.moves == Some(seen.cgroup_moves);
         if let Some(known) = self.by_set.get(&key).filter(|_| by_set) {
             self.remembered.push(pid);
