@@ -390,6 +390,9 @@ pub struct WalkState {
     pub without_table: u32,
     /// Mappings found through the file they map ([`by_file`]).
     pub by_file: u32,
+    /// Non-zero when the walk met a process the daemon has not published
+    /// (or a mapping it has not): the daemon is asked once the walk ends.
+    pub ask_mappings: u32,
     /// The Python frames' walk, in a Python process.
     pub python: crate::python::PythonWalk,
     /// The Java frames' walk, in a JVM.

@@ -95,6 +95,7 @@ pub fn capture_user_from(
         state.by_frame_pointer = 0;
         state.without_table = 0;
         state.by_file = 0;
+        state.ask_mappings = 0;
         python::start(&mut state.python, pid, runtimes);
         java::start(&mut state.java, pid, runtimes);
     }
@@ -113,6 +114,9 @@ pub fn capture_user_from(
     };
     // SAFETY: as above; the loop has finished with it.
     let state = unsafe { &*state };
+    if state.ask_mappings != 0 {
+        request_mappings(pid, context);
+    }
     maps::count(Stat::FramesByTable, u64::from(state.by_table));
     maps::count(
         Stat::FramesByFramePointer,
@@ -176,6 +180,16 @@ extern "C" fn walk_one(_index: u64, context: *mut c_void) -> i64 {
     i64::from(!frame(state, trace, context))
 }
 
+/// Asks the daemon for the mappings of `pid`, with what the process's
+/// own thread sees of it. After the walk and out of line, a frame of its
+/// own: inside the walk's callback its reads would grow the frame Linux
+/// 6.1's verifier adds to those of the walk's callers (`sched_switch`'s
+/// chain has six frames, within the combined 512 bytes).
+#[inline(never)]
+fn request_mappings(pid: u32, context: u32) {
+    maps::request_mappings(pid, context, |seen| process_seen::current(pid, seen));
+}
+
 /// Records the current PC (or in a Python eval loop, the Python frames
 /// it runs: `python.rs`; in a JVM's code cache, its Java frame:
 /// `java.rs`) and moves to its caller, by the PC's table row
@@ -207,9 +221,7 @@ fn frame(state: &mut WalkState, trace: &mut StackTrace, context: u32) -> bool {
         // No tables to look up, but the symbolizer wants the mappings of
         // a process read while it lives: ask once per process (and exec).
         if i == 0 && maps::process_mappings(state.pid).is_none() {
-            maps::request_mappings(state.pid, context, |seen| {
-                process_seen::current(state.pid, seen);
-            });
+            state.ask_mappings = 1;
         }
         state.by_frame_pointer += 1;
         return unwind(state, RowKind::FramePointer, 0, 0);
@@ -222,9 +234,7 @@ fn frame(state: &mut WalkState, trace: &mut StackTrace, context: u32) -> bool {
         // process published at its exec before its libraries were mapped
         // (`--comm`). Code outside files (JIT) found here is in a mapping
         // the daemon publishes, with no table, at its next request.
-        maps::request_mappings(state.pid, context, |seen| {
-            process_seen::current(state.pid, seen);
-        });
+        state.ask_mappings = 1;
         let mapping = vma::by_file(state, lookup, context)?;
         state.mapping = mapping;
         state.by_file += 1;

@@ -236,6 +236,7 @@ fn the_kernels_search_in_its_walk_state_is_the_same_search() {
         by_frame_pointer: 0,
         without_table: 0,
         by_file: 0,
+        ask_mappings: 0,
         python: crate::python::PythonWalk::default(),
         java: crate::java::JavaWalk::default(),
         maple: by_file::MapleWalk::default(),
