@@ -42,6 +42,8 @@ mod rng;
 mod runtime_procs;
 #[cfg(test)]
 mod runtime_procs_tests;
+#[cfg(test)]
+mod stack_tests;
 mod targets;
 mod task_storage;
 mod thread_attrs;
