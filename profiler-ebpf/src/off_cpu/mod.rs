@@ -40,6 +40,8 @@
 //! - The name and tid the samples are labelled with are kept current at
 //!   renames and exec (`thread_identity.rs`), and a thread's cell is freed
 //!   at its exit.
+use core::ptr::NonNull;
+
 use aya_ebpf::{
     bindings::task_struct,
     helpers::{bpf_get_current_comm, bpf_get_prandom_u32},
@@ -277,15 +279,34 @@ fn switch_in(next: *mut task_struct, tid: u32, clock: &mut Clock) {
             return;
         }
     }
-    keep_interval(next, tid, open, now);
+    if let Some(entry) = keep_interval(next, tid, open, now) {
+        // Here, not in `keep_interval`: the task work's callback (the
+        // flush, the walk) adds its frames to those of the function that
+        // names it, and Linux 6.1's verifier sums them within 512 bytes
+        // (`profiler-userspace/src/bpf/stack_tests.rs`).
+        let entry = entry.as_ptr();
+        // SAFETY: `next` is the tp_btf argument; `entry` its task
+        // storage value, valid for this program's run.
+        unsafe {
+            if task_work::schedule(next, (*entry).tid) {
+                (*entry).work_scheduled = 1;
+            }
+        }
+    }
 }
 
 /// The interval `open` of `next`, thread `tid`, which ends at run-queue
 /// clock `now`, outlasted its threshold: it is kept, split into its
 /// blocked and run-queue parts by the scheduler's own accounting, which
-/// share its weight. Out of line (rare).
+/// share its weight. Out of line (rare). Returns `next`'s entry when its
+/// weight now waits for a task work to be scheduled.
 #[inline(never)]
-fn keep_interval(next: *mut task_struct, tid: u32, open: *mut OpenInterval, now: u64) {
+fn keep_interval(
+    next: *mut task_struct,
+    tid: u32,
+    open: *mut OpenInterval,
+    now: u64,
+) -> Option<NonNull<TaskState>> {
     // SAFETY: `open` points into a map value from a successful lookup,
     // valid for this program's run.
     let (off, mut start, keep_after, left_with, run_delay_out) = unsafe {
@@ -317,14 +338,14 @@ fn keep_interval(next: *mut task_struct, tid: u32, open: *mut OpenInterval, now:
     // The daemon's own waits (under `--all`): its loop sleeping, not worth
     // the stack walk that keeping them costs at its wakeups.
     if maps::unprofiled_off_cpu(sched_info::pid(next)) {
-        return;
+        return None;
     }
     if let Some(until) = accounted
         && until > off
     {
         start += until - off;
         if now <= start + u64::from(keep_after) {
-            return;
+            return None;
         }
     }
     let entry = maps::task(next);
@@ -335,7 +356,7 @@ fn keep_interval(next: *mut task_struct, tid: u32, open: *mut OpenInterval, now:
     {
         start += delay.min(now - start);
         if now <= start + u64::from(keep_after) {
-            return;
+            return None;
         }
     }
     let state = ThreadState::off_cpu(left_with);
@@ -344,20 +365,22 @@ fn keep_interval(next: *mut task_struct, tid: u32, open: *mut OpenInterval, now:
     let (rate, naive) = maps::off_cpu_rule();
     let d = now - start;
     maps::count(Stat::OffCpuEventsKept, 1);
-    if let Some(entry) = entry {
-        keep(
-            next,
-            entry,
-            off,
-            state as u32,
-            weigh_part(blocked, d, rate, naive),
-            weigh_part(runqueue, d, rate, naive),
-        );
-    }
+    let entry = entry?;
+    keep(
+        next,
+        entry,
+        off,
+        state as u32,
+        weigh_part(blocked, d, rate, naive),
+        weigh_part(runqueue, d, rate, naive),
+    )
+    .then(|| NonNull::new(entry))
+    .flatten()
 }
 
 /// Kept weight of an interval of `next` that began at `off` waits in its
-/// `entry` for the user stack, which only the thread's own context can read.
+/// `entry` for the user stack, which only the thread's own context can
+/// read: true when a task work is to take it (the caller schedules it).
 fn keep(
     next: *mut task_struct,
     entry: *mut TaskState,
@@ -365,7 +388,7 @@ fn keep(
     state: u32,
     blocked: Option<Weight>,
     runqueue: Option<Weight>,
-) {
+) -> bool {
     // SAFETY: `entry` comes from a successful map lookup and stays valid
     // for this program's run.
     unsafe {
@@ -379,7 +402,7 @@ fn keep(
             (*entry).runqueue_count += w.count;
         }
         if (*entry).pending != 0 {
-            return;
+            return false;
         }
         let slot = maps::active_slot();
         let (kernel_stack, err) = stack::capture_task_kernel(next.cast(), &slot);
@@ -389,12 +412,10 @@ fn keep(
         (*entry).pending = 1;
         interval_cell::mirror_pending((*entry).tid, true);
         add_pending(1);
-        // Otherwise (and for threads that never return to user space,
-        // whose task work would never run) the weight waits for
+        // Not for a thread that never returns to user space (its task
+        // work would never run). Without a task work the weight waits for
         // `rseq_update` or the next switch-out.
-        if !sched_info::stays_in_kernel(next) && task_work::schedule(next, (*entry).tid) {
-            (*entry).work_scheduled = 1;
-        }
+        !sched_info::stays_in_kernel(next)
     }
 }
 
