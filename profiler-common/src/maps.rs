@@ -97,8 +97,9 @@ pub const UNWIND_FILES: &str = "UNWIND_FILES";
 /// request.
 pub const UNWIND_REQUESTS: &str = "UNWIND_REQUESTS";
 /// Ring buffer written when a request is first put in [`UNWIND_REQUESTS`]
-/// or a runtime's request map (each record a `u32`: [`RANG_MAPPINGS`] or
-/// [`RANG_RUNTIMES`]): the daemon wakes on it and serves the maps rung at
+/// or a runtime's request map (each record a `u32`: [`RANG_MAPPINGS`],
+/// [`RANG_PYTHON`], [`RANG_JAVA`] or [`RANG_GO_LABELS`]): the daemon wakes
+/// on it and serves the maps rung at
 /// once, instead of at its next poll. Only a doorbell: the request maps
 /// stay what is served, so a full ring loses nothing but promptness.
 pub const UNWIND_DOORBELL: &str = "UNWIND_DOORBELL";
@@ -393,11 +394,14 @@ pub const UNWIND_FILES_MAX_ENTRIES: u32 = 16_384;
 pub const UNWIND_DOORBELL_BYTES: u32 = 4_096;
 /// A doorbell record's bit for a request in [`UNWIND_REQUESTS`].
 pub const RANG_MAPPINGS: u32 = 1;
-/// A doorbell record's bit for a request in [`PYTHON_CODE_REQUESTS`],
-/// [`JAVA_FRAME_REQUESTS`] or [`GO_LABEL_REQUESTS`]: an empty request map
-/// of 8,192 buckets costs a walk of them all to find empty, so each is
-/// read only when rung (and at the poll).
-pub const RANG_RUNTIMES: u32 = 2;
+/// A doorbell record's bit for a request in [`PYTHON_CODE_REQUESTS`]; and
+/// in [`JAVA_FRAME_REQUESTS`], and in [`GO_LABEL_REQUESTS`]. An empty request
+/// map of 8,192 buckets costs a walk of them all to find empty, so each is
+/// read only when its own bit rang (and at the poll): a Python process's
+/// requests rang for the three maps, 20,480 buckets walked for 8,192.
+pub const RANG_PYTHON: u32 = 2;
+pub const RANG_JAVA: u32 = 4;
+pub const RANG_GO_LABELS: u32 = 8;
 /// Capacity of [`UNWIND_REQUESTS`].
 pub const UNWIND_REQUESTS_MAX_ENTRIES: u32 = 1_024;
 

@@ -22,12 +22,12 @@ use profiler_common::{
         GO_WAKES_MAX_ENTRIES, IN_FLIGHT_MAX_ENTRIES, INTERVAL_CELLS_LEN,
         JAVA_FRAME_REQUESTS_MAX_ENTRIES, JAVA_FRAMES_MAX_ENTRIES, JAVA_PROCS_MAX_ENTRIES,
         PYTHON_CODE_REQUESTS_MAX_ENTRIES, PYTHON_CODES_MAX_ENTRIES, PYTHON_PROCS_MAX_ENTRIES,
-        PYTHON_THREADS_MAX_ENTRIES, RANG_MAPPINGS, RANG_RUNTIMES, RUNTIME_PROCS_MAX_ENTRIES,
-        SAMPLES_MAX_ENTRIES, STACKS_MAX_ENTRIES, TARGET_COMMS_MAX_ENTRIES, TARGET_FILTER_SLOTS,
-        TARGETS_MAX_ENTRIES, THREAD_ATTRS_MAX_ENTRIES, THREAD_CTX_PROCS_MAX_ENTRIES,
-        UNWIND_DOORBELL_BYTES, UNWIND_FILES_MAX_ENTRIES, UNWIND_PROCS_MAX_ENTRIES,
-        UNWIND_REQUESTS_MAX_ENTRIES, UNWIND_ROWS_DEFAULT_ENTRIES, WAKERS_MAX_ENTRIES,
-        target_filter_slot,
+        PYTHON_THREADS_MAX_ENTRIES, RANG_GO_LABELS, RANG_JAVA, RANG_MAPPINGS, RANG_PYTHON,
+        RUNTIME_PROCS_MAX_ENTRIES, SAMPLES_MAX_ENTRIES, STACKS_MAX_ENTRIES,
+        TARGET_COMMS_MAX_ENTRIES, TARGET_FILTER_SLOTS, TARGETS_MAX_ENTRIES,
+        THREAD_ATTRS_MAX_ENTRIES, THREAD_CTX_PROCS_MAX_ENTRIES, UNWIND_DOORBELL_BYTES,
+        UNWIND_FILES_MAX_ENTRIES, UNWIND_PROCS_MAX_ENTRIES, UNWIND_REQUESTS_MAX_ENTRIES,
+        UNWIND_ROWS_DEFAULT_ENTRIES, WAKERS_MAX_ENTRIES, target_filter_slot,
     },
     process::{ProcessOffsets, ProcessSeen},
     python::{CodeSeen, FRAME_READ_MAX, PythonProcess},
@@ -872,38 +872,39 @@ pub fn set_python_thread(tid: u32, tstate: u64) {
 /// rings it when the request is new.
 #[inline(always)]
 pub fn note_python_code(seen: &CodeSeen) {
-    ask_once(&PYTHON_CODES, &PYTHON_CODE_REQUESTS, seen);
+    ask_once(&PYTHON_CODES, &PYTHON_CODE_REQUESTS, seen, &RANG_PYTHON);
 }
 
 /// Asks the daemon to read Go label set `seen` unless asked before, and
 /// rings it when the request is new.
 #[inline(always)]
 pub fn note_go_label_set(seen: &LabelSetSeen) {
-    ask_once(&GO_LABEL_SETS, &GO_LABEL_REQUESTS, seen);
+    ask_once(&GO_LABEL_SETS, &GO_LABEL_REQUESTS, seen, &RANG_GO_LABELS);
 }
 
 /// Asks the daemon to name Java frame `seen` unless asked before, and
 /// rings it when the request is new.
 #[inline(always)]
 pub fn note_java_frame(seen: &FrameSeen) {
-    ask_once(&JAVA_FRAMES, &JAVA_FRAME_REQUESTS, seen);
+    ask_once(&JAVA_FRAMES, &JAVA_FRAME_REQUESTS, seen, &RANG_JAVA);
 }
 
 /// Asks the daemon about `key` (something the walk recorded) once: in
-/// `requests` for the daemon to take, rung when new, and marked in
+/// `requests` for the daemon to take, rung (with the map's bit, `rang`)
+/// when new, and marked in
 /// `asked` only once the request is stored. A request the
 /// map refuses (full, or no memory for the entry in this context) is
 /// counted and asked again the next time the walk records it: marked
 /// first, it would never be asked again, and a frame recorded in a burst
 /// (a JVM starting) stayed unnamed for its process's life.
 #[inline(always)]
-fn ask_once<K>(asked: &LruHashMap<K, u8>, requests: &HashMap<K, u8>, key: &K) {
+fn ask_once<K>(asked: &LruHashMap<K, u8>, requests: &HashMap<K, u8>, key: &K, rang: &u32) {
     if asked.get_ptr(key).is_some() {
         return;
     }
     match requests.insert(key, 1, u64::from(BPF_NOEXIST)) {
         Ok(()) => {
-            let _ = UNWIND_DOORBELL.output::<u32>(&RANG_RUNTIMES, 0);
+            let _ = UNWIND_DOORBELL.output::<u32>(rang, 0);
         }
         Err(err) if err == -EEXIST => {}
         Err(_) => {

@@ -103,6 +103,21 @@ impl Walked {
         self.thread_ctx.serve(kernel)
     }
 
+    /// Serves the request maps that `rang`, only those: each read walks
+    /// its map's buckets (the rest wait for the poll's [`Walked::serve`]).
+    fn serve_rung(&mut self, kernel: &mut impl WatchMaps, rang: Rang) -> Result<(), KernelError> {
+        if rang.python() {
+            self.python.serve(kernel)?;
+        }
+        if rang.java() {
+            self.java.serve(kernel)?;
+        }
+        if rang.go_labels() {
+            self.go.serve(kernel)?;
+        }
+        Ok(())
+    }
+
     fn forget(&mut self, kernel: &mut impl WatchMaps, pid: u32) -> Result<(), KernelError> {
         self.python.forget(kernel, pid)?;
         self.java.forget(kernel, pid)?;
@@ -180,15 +195,15 @@ impl ProcessWatch {
         rang: Rang,
     ) -> Result<Vec<u32>, KernelError> {
         let mut published = Vec::new();
-        if rang.mappings {
+        if rang.mappings() {
             published = self
                 .unwinder
                 .serve_rung(kernel, publisher(&mut self.anew.walked))?;
             self.snapshot_all(kernel, &published);
         }
-        if rang.runtimes {
+        if rang.runtimes() {
             let walked = &mut self.anew.walked;
-            timed(Step::Requests, || walked.serve(kernel))?;
+            timed(Step::Requests, || walked.serve_rung(kernel, rang))?;
         }
         Ok(published)
     }

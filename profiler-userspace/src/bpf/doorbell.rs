@@ -4,29 +4,54 @@
 //! than at its next poll. The records are only a wakeup, saying which maps
 //! to serve: the request maps are what is served.
 use aya::maps::{Map, MapData, RingBuf};
-use profiler_common::maps::{RANG_MAPPINGS, RANG_RUNTIMES, UNWIND_DOORBELL};
+use profiler_common::maps::{
+    RANG_GO_LABELS, RANG_JAVA, RANG_MAPPINGS, RANG_PYTHON, UNWIND_DOORBELL,
+};
 use tokio::io::unix::AsyncFd;
 
 use super::error::KernelError;
 
-/// Which request maps the kernel rang for.
+/// Which request maps the kernel rang for: the records' bits, or'ed.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Rang {
-    /// `UNWIND_REQUESTS`.
-    pub mappings: bool,
-    /// The Python, Java and Go request maps.
-    pub runtimes: bool,
-}
+pub struct Rang(u32);
 
 impl Rang {
     /// Adds what one record says (a record of another size rings all).
     fn add(&mut self, record: &[u8]) {
-        let bits = record
+        self.0 |= record
             .get(..4)
             .and_then(|b| b.try_into().ok())
-            .map_or(RANG_MAPPINGS | RANG_RUNTIMES, u32::from_ne_bytes);
-        self.mappings |= bits & RANG_MAPPINGS != 0;
-        self.runtimes |= bits & RANG_RUNTIMES != 0;
+            .map_or(u32::MAX, u32::from_ne_bytes);
+    }
+
+    /// `UNWIND_REQUESTS`.
+    #[must_use]
+    pub fn mappings(self) -> bool {
+        self.0 & RANG_MAPPINGS != 0
+    }
+
+    /// The Python walk's request map.
+    #[must_use]
+    pub fn python(self) -> bool {
+        self.0 & RANG_PYTHON != 0
+    }
+
+    /// The Java walk's request map.
+    #[must_use]
+    pub fn java(self) -> bool {
+        self.0 & RANG_JAVA != 0
+    }
+
+    /// The Go labels' request map.
+    #[must_use]
+    pub fn go_labels(self) -> bool {
+        self.0 & RANG_GO_LABELS != 0
+    }
+
+    /// Whether any runtime's request map rang.
+    #[must_use]
+    pub fn runtimes(self) -> bool {
+        self.python() || self.java() || self.go_labels()
     }
 }
 
@@ -75,26 +100,20 @@ impl Doorbell {
 mod tests {
     use super::*;
 
-    const ALL: Rang = Rang {
-        mappings: true,
-        runtimes: true,
-    };
-
     #[test]
     fn a_record_names_the_maps_rung() {
         let mut rang = Rang::default();
-        rang.add(&RANG_RUNTIMES.to_ne_bytes());
-        assert_eq!(
-            rang,
-            Rang {
-                mappings: false,
-                runtimes: true
-            }
-        );
+        assert!(!rang.runtimes() && !rang.mappings());
+        rang.add(&RANG_PYTHON.to_ne_bytes());
+        assert!(rang.python() && rang.runtimes());
+        assert!(!rang.java() && !rang.go_labels() && !rang.mappings());
+        rang.add(&RANG_JAVA.to_ne_bytes());
+        rang.add(&RANG_GO_LABELS.to_ne_bytes());
+        assert!(rang.java() && rang.go_labels() && !rang.mappings());
         rang.add(&RANG_MAPPINGS.to_ne_bytes());
-        assert_eq!(rang, ALL);
+        assert!(rang.mappings());
         let mut short = Rang::default();
         short.add(&[1]);
-        assert_eq!(short, ALL);
+        assert!(short.mappings() && short.python() && short.java() && short.go_labels());
     }
 }
