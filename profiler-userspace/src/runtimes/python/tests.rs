@@ -51,12 +51,17 @@ struct FakeCode {
 const CODE_TYPE: u64 = 0x5555_0000;
 
 fn fake_code(first_line: u32) -> FakeCode {
-    let layout = layout::known(V312).unwrap();
-    let name = ascii("run");
-    let qualname = ascii("Worker.run");
-    let file = ascii("app.py");
     // Two units on the first line (short form), one two lines on.
     let lines = bytes(&[0x80 | 1, 0x05, 0x80 | (12 << 3), 0x01, 0x02]);
+    fake_code_of("Worker.run", ascii("app.py"), lines, first_line)
+}
+
+/// A 3.12 code object named `qualified`, whose file name is the `str`
+/// object `file` and line table the `bytes` object `lines`.
+fn fake_code_of(qualified: &str, file: Vec<u8>, lines: Vec<u8>, first_line: u32) -> FakeCode {
+    let layout = layout::known(V312).unwrap();
+    let name = ascii("run");
+    let qualname = ascii(qualified);
     let mut code = vec![0u8; 256];
     put(&mut code, layout::OB_TYPE, CODE_TYPE);
     let at = usize::try_from(layout.code.first_line).unwrap();
@@ -89,6 +94,51 @@ fn a_code_object_is_read_with_its_qualified_name_file_and_lines() {
     assert_eq!(info.line(start), 10);
     assert_eq!(info.line(start + 2), 10);
     assert_eq!(info.line(start + 4), 12);
+}
+
+#[test]
+fn names_and_tables_longer_than_one_read_are_read_whole() {
+    // Past the first read of each (256 bytes from the object's start).
+    let long_name = "Outer.".repeat(60) + "run";
+    let long_file = format!("/srv/{}/app.py", "deep/".repeat(80));
+    let table: Vec<u8> = [0x80 | 1, 0x05].repeat(400);
+    let fake = fake_code_of(&long_name, ascii(&long_file), bytes(&table), 10);
+    let info = code::read(me(), &interpreter(), 0, fake.code.as_ptr() as u64, 10).unwrap();
+    assert_eq!((info.name, info.file), (long_name, long_file));
+    assert_eq!(info.line_table, table);
+}
+
+#[test]
+fn a_name_at_its_mappings_end_is_read_on_its_own() {
+    // A file name whose object ends where its page does, the next page
+    // unmapped: a read of 256 bytes from its start fails there.
+    let file = ascii("end.py");
+    // SAFETY: a fresh anonymous mapping of two pages, the second unmapped
+    // again; the first is written only within its bounds and unmapped at
+    // the end of the test.
+    let page = unsafe {
+        let page = usize::try_from(libc::sysconf(libc::_SC_PAGESIZE)).unwrap();
+        let base = libc::mmap(
+            std::ptr::null_mut(),
+            2 * page,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+            -1,
+            0,
+        );
+        assert_ne!(base, libc::MAP_FAILED);
+        assert_eq!(libc::munmap(base.cast::<u8>().add(page).cast(), page), 0);
+        std::slice::from_raw_parts_mut(base.cast::<u8>(), page)
+    };
+    let at = page.len() - file.len();
+    page[at..].copy_from_slice(&file);
+    let mut fake = fake_code(10);
+    let layout = layout::known(V312).unwrap();
+    put(&mut fake.code, layout.code.filename, page[at..].as_ptr() as u64);
+    let info = code::read(me(), &interpreter(), 0, fake.code.as_ptr() as u64, 10);
+    // SAFETY: the page mapped above, no longer used.
+    unsafe { libc::munmap(page.as_mut_ptr().cast(), page.len()) };
+    assert_eq!(info.unwrap().file, "end.py");
 }
 
 #[test]
