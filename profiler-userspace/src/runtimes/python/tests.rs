@@ -134,7 +134,11 @@ fn a_name_at_its_mappings_end_is_read_on_its_own() {
     page[at..].copy_from_slice(&file);
     let mut fake = fake_code(10);
     let layout = layout::known(V312).unwrap();
-    put(&mut fake.code, layout.code.filename, page[at..].as_ptr() as u64);
+    put(
+        &mut fake.code,
+        layout.code.filename,
+        page[at..].as_ptr() as u64,
+    );
     let info = code::read(me(), &interpreter(), 0, fake.code.as_ptr() as u64, 10);
     // SAFETY: the page mapped above, no longer used.
     unsafe { libc::munmap(page.as_mut_ptr().cast(), page.len()) };
