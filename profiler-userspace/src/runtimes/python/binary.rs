@@ -2,7 +2,7 @@
 //! a file that exports `_PyEval_EvalFrameDefault` and `_PyRuntime` (the
 //! `python3.X` executable with the interpreter linked in, as Debian
 //! ships it, or `libpython3.X.so`), its version and its layout.
-use object::{Object as _, ObjectSection as _, ObjectSymbol as _};
+use object::{Object as _, ObjectSection as _, ObjectSegment as _, ObjectSymbol as _};
 
 use super::{
     debug_offsets,
@@ -35,6 +35,9 @@ pub struct Interpreter {
     /// `PyCode_Type`: a code object's `ob_type`.
     pub code_type: u64,
     segments: Segments,
+    /// The file addresses its loadable segments span: an object there is
+    /// static data of the file (see `frozen.rs`).
+    image: (u64, u64),
 }
 
 impl Interpreter {
@@ -49,7 +52,23 @@ impl Interpreter {
             runtime: 0,
             code_type,
             segments: Segments::identity(),
+            image: (0, 0),
         }
+    }
+
+    /// As [`Interpreter::for_tests`], with the addresses `image` as its
+    /// file's.
+    #[cfg(test)]
+    pub(super) fn with_image(mut self, image: (u64, u64)) -> Self {
+        self.image = image;
+        self
+    }
+
+    /// Whether file address `address` is in the file's own image (static
+    /// data, the same in every process that maps it).
+    #[must_use]
+    pub fn holds(&self, address: u64) -> bool {
+        (self.image.0..self.image.1).contains(&address)
     }
 
     /// What to add to the file's addresses in a process that maps its
@@ -119,6 +138,12 @@ pub fn recognise(data: &[u8], path: &str) -> Recognised {
         };
     };
     let segments = Segments::of(&file);
+    let image = file
+        .segments()
+        .filter(|s| s.size() > 0)
+        .fold((u64::MAX, 0), |(low, high), s| {
+            (low.min(s.address()), high.max(s.address() + s.size()))
+        });
     Recognised::Python(Interpreter {
         version,
         layout,
@@ -126,6 +151,7 @@ pub fn recognise(data: &[u8], path: &str) -> Recognised {
         runtime: runtime.0,
         code_type,
         segments,
+        image,
     })
 }
 

@@ -21,6 +21,7 @@ mod binary;
 mod code;
 mod debug_offsets;
 pub mod dwarf;
+mod frozen;
 pub mod layout;
 mod lines;
 
@@ -32,6 +33,7 @@ pub use binary::{Interpreter, Recognised, recognise};
 pub use code::{CodeError, CodeInfo, PythonCode};
 pub use layout::{LineTable, Version};
 
+use self::frozen::Frozen;
 use super::file_memo::FileMemo;
 use crate::{
     bpf::{KernelError, PythonMaps},
@@ -49,6 +51,9 @@ pub struct PythonStats {
     pub processes: u64,
     /// Code objects read.
     pub codes_read: u64,
+    /// Code objects of an interpreter's own image named as read in
+    /// another process of it (`frozen.rs`).
+    pub codes_shared: u64,
     /// Code objects gone, or another in their place, by the time they were
     /// read: their frames are unnamed (`[unknown Python code]`).
     pub codes_reused: u64,
@@ -64,6 +69,7 @@ impl PythonStats {
         [
             ("python_processes", self.processes),
             ("python_code_objects_read", self.codes_read),
+            ("python_code_objects_shared", self.codes_shared),
             ("python_code_objects_reused", self.codes_reused),
             ("python_code_objects_unreadable", self.codes_unreadable),
         ]
@@ -76,6 +82,8 @@ impl PythonStats {
 /// A Python process as published.
 struct Process {
     interpreter: Arc<Interpreter>,
+    /// The interpreter's file.
+    file: FileStamp,
     bias: u64,
 }
 
@@ -86,6 +94,8 @@ pub struct Python {
     /// read).
     binaries: FileMemo<Option<Arc<Interpreter>>>,
     processes: HashMap<u32, Process>,
+    /// Code objects of the interpreters' own images, read once.
+    frozen: Frozen,
     /// Code objects read since the last [`Python::take_codes`].
     codes: Vec<Arc<PythonCode>>,
     stats: PythonStats,
@@ -107,12 +117,15 @@ impl Python {
     ) -> Result<(), KernelError> {
         let found = mappings
             .iter()
-            .filter_map(|&(vma, stamp)| Some((vma, self.interpreter(pid, vma, stamp?)?)))
-            .find_map(|(vma, interpreter)| {
+            .filter_map(|&(vma, stamp)| {
+                let stamp = stamp?;
+                Some((vma, stamp, self.interpreter(pid, vma, stamp)?))
+            })
+            .find_map(|(vma, file, interpreter)| {
                 let bias = interpreter.bias(vma.offset, vma.start)?;
-                Some((interpreter, bias))
+                Some((interpreter, file, bias))
             });
-        let Some((interpreter, bias)) = found else {
+        let Some((interpreter, file, bias)) = found else {
             if self.processes.remove(&pid).is_some() {
                 maps.remove_python(pid)?;
             }
@@ -133,7 +146,14 @@ impl Python {
         };
         maps.set_python(pid, &process)?;
         self.stats.processes += 1;
-        self.processes.insert(pid, Process { interpreter, bias });
+        self.processes.insert(
+            pid,
+            Process {
+                interpreter,
+                file,
+                bias,
+            },
+        );
         Ok(())
     }
 
@@ -174,6 +194,19 @@ impl Python {
             self.stats.codes_unreadable += 1;
             return;
         };
+        // In the interpreter's own image: read once per file.
+        let address = seen.code.wrapping_sub(process.bias);
+        let frozen = process.interpreter.holds(address).then_some(process.file);
+        if let Some(info) = frozen.and_then(|f| self.frozen.get(f, address, seen.first_line)) {
+            self.stats.codes_shared += 1;
+            self.codes.push(Arc::new(PythonCode {
+                pid: seen.pid,
+                code: seen.code,
+                first_line: seen.first_line,
+                info,
+            }));
+            return;
+        }
         let memory = Memory { pid: seen.pid };
         match code::read(
             memory,
@@ -184,11 +217,16 @@ impl Python {
         ) {
             Ok(info) => {
                 self.stats.codes_read += 1;
+                let info = Arc::new(info);
+                if let Some(file) = frozen {
+                    self.frozen
+                        .insert(file, address, seen.first_line, Arc::clone(&info));
+                }
                 self.codes.push(Arc::new(PythonCode {
                     pid: seen.pid,
                     code: seen.code,
                     first_line: seen.first_line,
-                    info: Arc::new(info),
+                    info,
                 }));
             }
             Err(CodeError::NotCode | CodeError::Reused) => self.stats.codes_reused += 1,

@@ -4,7 +4,7 @@ use super::{
     layout::{self, Version},
     *,
 };
-use crate::process::memory::Memory;
+use crate::process::{maps::FileStamp, memory::Memory};
 
 const V312: Version = Version {
     major: 3,
@@ -143,6 +143,61 @@ fn a_name_at_its_mappings_end_is_read_on_its_own() {
     // SAFETY: the page mapped above, no longer used.
     unsafe { libc::munmap(page.as_mut_ptr().cast(), page.len()) };
     assert_eq!(info.unwrap().file, "end.py");
+}
+
+/// `python` with process `pid` of interpreter `interpreter` (file `file`,
+/// loaded at its own addresses) published.
+fn published(python: &mut Python, pid: u32, interpreter: &Arc<Interpreter>, file: FileStamp) {
+    python.processes.insert(
+        pid,
+        Process {
+            interpreter: Arc::clone(interpreter),
+            file,
+            bias: 0,
+        },
+    );
+}
+
+#[test]
+fn a_code_object_of_the_interpreters_own_image_is_read_once_per_file() {
+    let fake = fake_code(10);
+    let at = fake.code.as_ptr() as u64;
+    let file = FileStamp {
+        dev: 1,
+        ino: 2,
+        size: 3,
+        mtime: 4,
+    };
+    // A process that cannot be read (no such pid): only what was read in
+    // another process of the same file can name its code.
+    let gone = u32::MAX - 1;
+    let asked = |pid| CodeSeen {
+        pid,
+        first_line: 10,
+        code: at,
+    };
+    for (image, shared) in [((at, at + 256), true), ((0, 0), false)] {
+        let interpreter = Arc::new(interpreter().with_image(image));
+        let mut python = Python::default();
+        published(&mut python, std::process::id(), &interpreter, file);
+        published(&mut python, gone, &interpreter, file);
+        python.read_code(asked(std::process::id()));
+        python.read_code(asked(gone));
+        let stats = python.stats();
+        assert_eq!(stats.codes_read, 1);
+        assert_eq!(
+            (stats.codes_shared, stats.codes_unreadable),
+            if shared { (1, 0) } else { (0, 1) }
+        );
+        let codes = python.take_codes();
+        assert_eq!(codes.len(), if shared { 2 } else { 1 });
+        assert!(codes.iter().all(|c| c.info.name == "Worker.run"));
+        // Another file's process is read, not named from this one's.
+        let other = FileStamp { ino: 3, ..file };
+        published(&mut python, gone, &interpreter, other);
+        python.read_code(asked(gone));
+        assert_eq!(python.stats().codes_shared, u64::from(shared));
+    }
 }
 
 #[test]
