@@ -183,8 +183,8 @@ extern "C" fn walk_one(_index: u64, context: *mut c_void) -> i64 {
 /// Asks the daemon for the mappings of `pid`, with what the process's
 /// own thread sees of it. After the walk and out of line, a frame of its
 /// own: inside the walk's callback its reads would grow the frame Linux
-/// 6.1's verifier adds to those of the walk's callers (`sched_switch`'s
-/// chain has six frames, within the combined 512 bytes).
+/// 6.1's verifier adds to those of the walk's callers, within 512 bytes
+/// for a whole chain (`profiler-userspace/src/bpf/stack_tests.rs`).
 #[inline(never)]
 fn request_mappings(pid: u32, context: u32) {
     maps::request_mappings(pid, context, |seen| process_seen::current(pid, seen));

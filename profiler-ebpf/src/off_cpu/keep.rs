@@ -86,16 +86,13 @@ pub(super) fn interval(
     let d = now - start;
     maps::count(Stat::OffCpuEventsKept, 1);
     let entry = entry?;
-    park(
-        next,
-        entry,
-        off,
-        state as u32,
-        weigh_part(blocked, d, rate, naive),
-        weigh_part(runqueue, d, rate, naive),
-    )
-    .then(|| NonNull::new(entry))
-    .flatten()
+    let blocked = weigh_part(blocked, d, rate, naive);
+    let runqueue = weigh_part(runqueue, d, rate, naive);
+    if park(next, entry, off, state as u32, blocked, runqueue) {
+        NonNull::new(entry)
+    } else {
+        None
+    }
 }
 
 /// Kept weight of an interval of `next` that began at `off` waits in its

@@ -152,7 +152,9 @@ fn deepest(
     at: (SectionIndex, u64),
     depth: usize,
 ) -> (u32, Vec<String>) {
-    let function = &functions[&at];
+    let function = functions
+        .get(&at)
+        .unwrap_or_else(|| panic!("a call to {at:?}, where no function of the object starts"));
     assert!(depth < 16, "a chain of calls 16 deep at {}", function.name);
     let below = function
         .calls
