@@ -36,7 +36,26 @@ pub struct ProcessSeen {
     /// at a freed set's address is told apart by its controllers' cgroups
     /// too.
     pub cgroup_subsys: u64,
+    /// Non-zero when the walk that asked unwound every frame it met
+    /// outside the published mappings by a table published for that
+    /// frame's file: nothing is missing but the process's own mappings,
+    /// and the daemon may wait to see whether the process lives on
+    /// before it reads them (most of a build's processes do not). Such a
+    /// request does not ring: the daemon's next poll takes it.
+    pub deferrable: u32,
+    /// Non-zero once the process has exited (its leader did), set on the
+    /// request still waiting: the daemon takes its name and placement
+    /// from the request, and reads nothing.
+    pub exited: u32,
 }
+
+/// A walk's reason to ask for its process's mappings: a frame's file had
+/// no table published (or the frame no file): the daemon reads them at
+/// once.
+pub const ASK_NOW: u32 = 1;
+/// A walk's reason to ask: frames outside the published mappings, each
+/// unwound by its file's table ([`ProcessSeen::deferrable`]).
+pub const ASK_LATER: u32 = 2;
 
 /// Controllers' pointers of a `css_set` hashed at most (the kernel has
 /// fifteen controllers at most today).
@@ -44,7 +63,7 @@ pub const MAX_CSS_SUBSYS: u32 = 16;
 
 #[cfg(feature = "user")]
 // SAFETY: plain integers and bytes, no padding (8 + 8 + 4 + 4 + 16 + 8 +
-// 8 + 8), every bit pattern valid.
+// 8 + 8 + 4 + 4), every bit pattern valid.
 unsafe impl aya::Pod for ProcessSeen {}
 
 /// Byte offsets of the fields [`ProcessSeen`] is read from, resolved from

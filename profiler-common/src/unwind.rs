@@ -392,6 +392,7 @@ pub struct WalkState {
     pub by_file: u32,
     /// Non-zero when the walk met a process the daemon has not published
     /// (or a mapping it has not): the daemon is asked once the walk ends.
+    /// Its bits: [`crate::process::ASK_NOW`], [`crate::process::ASK_LATER`].
     pub ask_mappings: u32,
     /// The Python frames' walk, in a Python process.
     pub python: crate::python::PythonWalk,

@@ -152,6 +152,7 @@ pub fn cgroup_rename(_ctx: BtfTracePointContext) -> i32 {
 #[btf_tracepoint(function = "sched_process_exit")]
 pub fn sched_process_exit(_ctx: BtfTracePointContext) -> i32 {
     off_cpu::on_exit();
+    unwind::on_exit();
     0
 }
 

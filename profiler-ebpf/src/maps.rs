@@ -675,15 +675,52 @@ pub fn file_table(key: &FileKey) -> Option<FileTable> {
     unsafe { UNWIND_FILES.get(key).copied() }
 }
 
-/// Asks the daemon for the mappings of `pid` (a no-op while asked), with
-/// what `see` reads of it (only for a new request) in `context`'s scratch,
-/// and rings it when the request is new.
+/// Asks the daemon for the mappings of `pid`, with what `see` reads of it
+/// (only for a new request) in `context`'s scratch, and rings it when the
+/// request is new and may not wait ([`ProcessSeen::deferrable`]). While
+/// asked, a no-op, but for a request that may wait when this one may not:
+/// that one is made urgent, and rung.
 #[inline(always)]
-pub fn request_mappings(pid: u32, context: u32, see: impl FnOnce(&mut ProcessSeen)) {
-    if UNWIND_REQUESTS.get_ptr(pid).is_some() {
+pub fn request_mappings(
+    pid: u32,
+    context: u32,
+    deferrable: bool,
+    see: impl FnOnce(&mut ProcessSeen),
+) {
+    if let Some(waiting) = UNWIND_REQUESTS.get_ptr_mut(pid) {
+        // SAFETY: a value of a successful lookup, valid for this run; the
+        // daemon reads the field whole (a word), before or after this.
+        unsafe {
+            if !deferrable && (*waiting).deferrable != 0 {
+                (*waiting).deferrable = 0;
+                let _ = UNWIND_DOORBELL.output::<u32>(&RANG_MAPPINGS, 0);
+            }
+        }
         return;
     }
-    ask_mappings(pid, context, see, u64::from(BPF_NOEXIST));
+    let stored = ask_mappings(
+        pid,
+        context,
+        |seen| {
+            see(seen);
+            seen.deferrable = u32::from(deferrable);
+        },
+        u64::from(BPF_NOEXIST),
+    );
+    if stored && !deferrable {
+        let _ = UNWIND_DOORBELL.output::<u32>(&RANG_MAPPINGS, 0);
+    }
+}
+
+/// Marks the request for `pid`'s mappings, if one waits, as of a process
+/// that has exited ([`ProcessSeen::exited`]).
+#[inline(always)]
+pub fn mark_request_exited(pid: u32) {
+    if let Some(waiting) = UNWIND_REQUESTS.get_ptr_mut(pid) {
+        // SAFETY: a value of a successful lookup, valid for this run; the
+        // daemon reads the field whole, before or after this.
+        unsafe { (*waiting).exited = 1 };
+    }
 }
 
 /// Forgets the mappings of `pid` (it exec'd): its next sample asks.
@@ -698,8 +735,8 @@ pub fn forget_mappings(pid: u32) {
 /// entered them). Nothing else when none waits.
 #[inline(always)]
 pub fn renew_waiting_request(pid: u32, context: u32, see: impl FnOnce(&mut ProcessSeen)) {
-    if UNWIND_REQUESTS.get_ptr(pid).is_some() {
-        ask_mappings(pid, context, see, 0);
+    if UNWIND_REQUESTS.get_ptr(pid).is_some() && ask_mappings(pid, context, see, 0) {
+        let _ = UNWIND_DOORBELL.output::<u32>(&RANG_MAPPINGS, 0);
     }
 }
 
@@ -710,15 +747,17 @@ pub fn renew_waiting_request(pid: u32, context: u32, see: impl FnOnce(&mut Proce
 #[inline(always)]
 pub fn invalidate_mappings(pid: u32, context: u32, see: impl FnOnce(&mut ProcessSeen)) {
     forget_mappings(pid);
-    ask_mappings(pid, context, see, 0);
+    if ask_mappings(pid, context, see, 0) {
+        let _ = UNWIND_DOORBELL.output::<u32>(&RANG_MAPPINGS, 0);
+    }
 }
 
-/// Stores the request for `pid` (`flags`: whether it may replace one)
-/// and rings when it is stored.
+/// Stores the request for `pid` (`flags`: whether it may replace one);
+/// whether it was stored.
 #[inline(always)]
-fn ask_mappings(pid: u32, context: u32, see: impl FnOnce(&mut ProcessSeen), flags: u64) {
+fn ask_mappings(pid: u32, context: u32, see: impl FnOnce(&mut ProcessSeen), flags: u64) -> bool {
     let Some(seen) = PROCESS_SEEN_SCRATCH.get_ptr_mut(context) else {
-        return;
+        return false;
     };
     // SAFETY: a per-CPU map value, valid for this program's run; programs
     // of one context do not nest on a CPU (see `Scratch`). Zeroed in place
@@ -734,9 +773,7 @@ fn ask_mappings(pid: u32, context: u32, see: impl FnOnce(&mut ProcessSeen), flag
     see(seen);
     // By reference: a copy would be on the stack.
     let seen: &ProcessSeen = seen;
-    if UNWIND_REQUESTS.insert(pid, seen, flags).is_ok() {
-        let _ = UNWIND_DOORBELL.output::<u32>(&RANG_MAPPINGS, 0);
-    }
+    UNWIND_REQUESTS.insert(pid, seen, flags).is_ok()
 }
 
 /// Counts a move of tasks between cgroups (or a cgroup renamed).

@@ -14,11 +14,12 @@
 //! that interrupted user mode hands over its context's registers, the
 //! same ones, without the helper calls.
 use aya_ebpf::helpers::{
-    bpf_probe_read_kernel, bpf_probe_read_user,
+    bpf_get_current_pid_tgid, bpf_probe_read_kernel, bpf_probe_read_user,
     generated::{bpf_get_current_task_btf, bpf_loop, bpf_task_pt_regs},
 };
 use core::ffi::c_void;
 use profiler_common::{
+    process::{ASK_LATER, ASK_NOW},
     python::gil,
     runtimes::Runtimes,
     stack::{NO_STACK, StackTrace, TRUNCATED},
@@ -115,7 +116,7 @@ pub fn capture_user_from(
     // SAFETY: as above; the loop has finished with it.
     let state = unsafe { &*state };
     if state.ask_mappings != 0 {
-        request_mappings(pid, context);
+        request_mappings(pid, context, state.ask_mappings == ASK_LATER);
     }
     maps::count(Stat::FramesByTable, u64::from(state.by_table));
     maps::count(
@@ -180,14 +181,29 @@ extern "C" fn walk_one(_index: u64, context: *mut c_void) -> i64 {
     i64::from(!frame(state, trace, context))
 }
 
+/// A thread exits (after its last flush): when it leads its process, the
+/// process's request for mappings, if one waits, says so: the daemon
+/// reads nothing of a process gone.
+pub fn on_exit() {
+    let pid_tgid = bpf_get_current_pid_tgid();
+    #[expect(clippy::cast_possible_truncation, reason = "the low half is the tid")]
+    let (pid, tid) = ((pid_tgid >> 32) as u32, pid_tgid as u32);
+    if pid == tid {
+        maps::mark_request_exited(pid);
+    }
+}
+
 /// Asks the daemon for the mappings of `pid`, with what the process's
-/// own thread sees of it. After the walk and out of line, a frame of its
-/// own: inside the walk's callback its reads would grow the frame Linux
-/// 6.1's verifier adds to those of the walk's callers, within 512 bytes
-/// for a whole chain (`profiler-userspace/src/bpf/stack_tests.rs`).
+/// own thread sees of it; `deferrable` when the walk found a table for
+/// every frame outside them. After the walk and out of line, a frame of
+/// its own: inside the walk's callback its reads would grow the frame
+/// Linux 6.1's verifier adds to those of the walk's callers, within 512
+/// bytes for a whole chain (`profiler-userspace/src/bpf/stack_tests.rs`).
 #[inline(never)]
-fn request_mappings(pid: u32, context: u32) {
-    maps::request_mappings(pid, context, |seen| process_seen::current(pid, seen));
+fn request_mappings(pid: u32, context: u32, deferrable: bool) {
+    maps::request_mappings(pid, context, deferrable, |seen| {
+        process_seen::current(pid, seen);
+    });
 }
 
 /// Records the current PC (or in a Python eval loop, the Python frames
@@ -221,7 +237,7 @@ fn frame(state: &mut WalkState, trace: &mut StackTrace, context: u32) -> bool {
         // No tables to look up, but the symbolizer wants the mappings of
         // a process read while it lives: ask once per process (and exec).
         if i == 0 && maps::process_mappings(state.pid).is_none() {
-            state.ask_mappings = 1;
+            state.ask_mappings = ASK_NOW;
         }
         state.by_frame_pointer += 1;
         return unwind(state, RowKind::FramePointer, 0, 0);
@@ -233,9 +249,18 @@ fn frame(state: &mut WalkState, trace: &mut StackTrace, context: u32) -> bool {
         // table is published: a new process's, a library just loaded, a
         // process published at its exec before its libraries were mapped
         // (`--comm`). Code outside files (JIT) found here is in a mapping
-        // the daemon publishes, with no table, at its next request.
-        state.ask_mappings = 1;
-        let mapping = vma::by_file(state, lookup, context)?;
+        // the daemon publishes, with no table, at its next request. A
+        // process all of whose frames are found so may not live to be
+        // read: the daemon may wait before it reads it.
+        let Some(mapping) = vma::by_file(state, lookup, context) else {
+            state.ask_mappings |= ASK_NOW;
+            return None;
+        };
+        state.ask_mappings |= if mapping.rows() == 0 {
+            ASK_NOW
+        } else {
+            ASK_LATER
+        };
         state.mapping = mapping;
         state.by_file += 1;
         Some(mapping)

@@ -36,7 +36,7 @@ use crate::{
         thread_ctx::ThreadContexts,
     },
     sample::RawSample,
-    unwind::{Published, Stamped, Unwinder},
+    unwind::{Published, Served, Stamped, Unwinder},
 };
 
 /// The maps the watch writes.
@@ -143,7 +143,7 @@ impl ProcessWatch {
         (record_mappings, goroutine_wakers): (bool, bool),
         kernel: &mut impl WatchMaps,
     ) -> Result<Self, KernelError> {
-        let unwinder = match unwind {
+        let mut unwinder = match unwind {
             Unwind::Tables { rows } => Unwinder::new(rows),
             Unwind::FramePointers => Unwinder::without_tables(),
         };
@@ -157,6 +157,9 @@ impl ProcessWatch {
                 tracing::warn!("{lacking} will lack names: {}", crate::error_chain(e));
             })
             .ok();
+        if record_mappings && events.is_some() {
+            unwinder.let_requests_wait();
+        }
         let mut anew = Anew::default();
         anew.walked.go = GoLabels::new(goroutine_wakers);
         let mut watch = Self {
@@ -171,7 +174,11 @@ impl ProcessWatch {
                         .unwinder
                         .publish(kernel, pid, &mut publisher(&mut watch.anew.walked))?;
                 if published == Published::Anew {
-                    watch.snapshot_all(kernel, &[pid]);
+                    let served = Served {
+                        published: vec![pid],
+                        ..Served::default()
+                    };
+                    watch.snapshot_all(kernel, &served);
                 }
             }
         }
@@ -196,10 +203,11 @@ impl ProcessWatch {
     ) -> Result<Vec<u32>, KernelError> {
         let mut published = Vec::new();
         if rang.mappings() {
-            published = self
+            let served = self
                 .unwinder
                 .serve_rung(kernel, publisher(&mut self.anew.walked))?;
-            self.snapshot_all(kernel, &published);
+            self.snapshot_all(kernel, &served);
+            published = served.published;
         }
         if rang.runtimes() {
             let walked = &mut self.anew.walked;
@@ -215,10 +223,10 @@ impl ProcessWatch {
     /// # Errors
     /// When the kernel maps cannot be read or written.
     pub fn serve(&mut self, kernel: &mut impl WatchMaps) -> Result<Vec<u32>, KernelError> {
-        let published = self
+        let served = self
             .unwinder
             .serve_requests(kernel, publisher(&mut self.anew.walked))?;
-        self.snapshot_all(kernel, &published);
+        self.snapshot_all(kernel, &served);
         let walked = &mut self.anew.walked;
         timed(Step::Requests, || walked.serve(kernel))?;
         let unwinder = &mut self.unwinder;
@@ -228,7 +236,7 @@ impl ProcessWatch {
         if let Some(events) = &mut self.events {
             timed(Step::Records, || events.read());
         }
-        Ok(published)
+        Ok(served.published)
     }
 
     /// The snapshots taken since the last call, for the next chunk.
@@ -307,6 +315,10 @@ impl ProcessWatch {
                 self.unwinder.processes_cached() as u64,
             ),
             (
+                "unwind_requests_waiting",
+                self.unwinder.requests_waiting() as u64,
+            ),
+            (
                 "python_binaries_cached",
                 walked.python.binaries_cached() as u64,
             ),
@@ -322,10 +334,12 @@ impl ProcessWatch {
         ]
     }
 
-    /// Snapshots the processes whose mappings were read anew, as one
+    /// Snapshots the processes whose mappings were read anew, and the
+    /// name and placement of those whose requests wait from now (their
+    /// mappings come from the kernel's records if they end first), as one
     /// batch of placements (see `process/placements.rs`).
-    fn snapshot_all(&mut self, kernel: &mut impl WatchMaps, pids: &[u32]) {
-        if pids.is_empty() {
+    fn snapshot_all(&mut self, kernel: &mut impl WatchMaps, served: &Served) {
+        if served.published.is_empty() && served.waiting.is_empty() {
             return;
         }
         timed(Step::Snapshots, || {
@@ -333,12 +347,16 @@ impl ProcessWatch {
             let by_set = known.placements.by_set();
             let mut moves = || by_set.then(|| kernel.cgroup_moves().ok()).flatten();
             known.placements.begin(moves());
-            let mut snapshots = Vec::with_capacity(pids.len());
-            for &pid in pids {
+            let mut snapshots = Vec::with_capacity(served.published.len() + served.waiting.len());
+            for &pid in &served.published {
                 let seen = self.unwinder.seen(pid);
                 if let Some(mappings) = self.unwinder.stamped_mappings(pid) {
                     snapshots.push(ProcessSnapshot::read(pid, mappings, &seen, known));
                 }
+            }
+            for (pid, seen) in &served.waiting {
+                let none = std::iter::empty();
+                snapshots.push(ProcessSnapshot::read(*pid, none, seen, known));
             }
             let again = known.placements.end(moves());
             for snapshot in snapshots.iter_mut().filter(|s| again.contains(&s.pid)) {

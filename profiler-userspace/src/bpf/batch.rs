@@ -1,7 +1,8 @@
 //! Reads and clears a BPF hash map in a few system calls
 //! (`BPF_MAP_LOOKUP_AND_DELETE_BATCH`, Linux 5.6), which aya does not wrap.
 //! Walking a map entry by entry takes three calls per entry (next key,
-//! lookup, delete): most of the daemon's time at a window's end.
+//! lookup, delete): most of the daemon's time at a window's end. Entries
+//! put back go in one call too (`BPF_MAP_UPDATE_BATCH`).
 use std::{
     io,
     mem::size_of,
@@ -17,6 +18,8 @@ use super::error::KernelError;
 
 /// `BPF_MAP_LOOKUP_AND_DELETE_BATCH` in `enum bpf_cmd` (`linux/bpf.h`).
 const BPF_MAP_LOOKUP_AND_DELETE_BATCH: libc::c_long = 25;
+/// `BPF_MAP_UPDATE_BATCH`.
+const BPF_MAP_UPDATE_BATCH: libc::c_long = 26;
 
 /// Entries asked for per call. The kernel hands out whole buckets, and
 /// fails with `ENOSPC` when one bucket holds more than this: hash maps
@@ -113,5 +116,39 @@ pub fn take_all<K: Pod, V: Pod>(map: &MapData) -> io::Result<Vec<(K, V)>> {
         }
         position[0] = position[1];
         first = false;
+    }
+}
+
+/// Writes `entries` into hash map `map`, replacing the entries of their
+/// keys, in one call. (Batches refuse `BPF_NOEXIST`: `EINVAL` on 6.18.)
+///
+/// # Errors
+/// When the kernel refuses an entry (the map is full).
+pub fn put_all<K: Pod, V: Pod>(map: &MapData, entries: &[(K, V)]) -> io::Result<()> {
+    let fd = u32::try_from(map.fd().as_fd().as_raw_fd())
+        .map_err(|_| io::Error::from_raw_os_error(libc::EBADF))?;
+    let (keys, values): (Vec<K>, Vec<V>) = entries.iter().copied().unzip();
+    let mut attr = BatchAttr {
+        keys: keys.as_ptr() as u64,
+        values: values.as_ptr() as u64,
+        count: u32::try_from(keys.len()).map_err(|_| io::Error::from_raw_os_error(libc::E2BIG))?,
+        map_fd: fd,
+        ..BatchAttr::default()
+    };
+    // SAFETY: `attr` is a valid `bpf_attr` prefix for this command; its
+    // pointers name `count` keys and values, alive across the call, which
+    // the kernel only reads.
+    let ret = unsafe {
+        libc::syscall(
+            libc::SYS_bpf,
+            BPF_MAP_UPDATE_BATCH,
+            &raw mut attr,
+            size_of::<BatchAttr>(),
+        )
+    };
+    if ret == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
     }
 }

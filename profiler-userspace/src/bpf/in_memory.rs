@@ -64,6 +64,8 @@ pub struct MemoryKernel {
     /// The files' tables published, for processes not published yet.
     pub files: HashMap<FileKey, FileTable>,
     pub requests: Vec<u32>,
+    /// Requests with what the kernel saw (those put back).
+    pub seen_requests: Vec<(u32, ProcessSeen)>,
     /// The kernel's count of moves between cgroups.
     pub cgroup_moves: u64,
     /// The Python processes published and the code objects asked for.
@@ -220,7 +222,18 @@ impl UnwindMaps for MemoryKernel {
         Ok(std::mem::take(&mut self.requests)
             .into_iter()
             .map(|pid| (pid, ProcessSeen::default()))
+            .chain(std::mem::take(&mut self.seen_requests))
             .collect())
+    }
+
+    fn put_back(&mut self, requests: &[(u32, ProcessSeen)]) -> Result<(), KernelError> {
+        for &(pid, seen) in requests {
+            let asked = |&(p, _): &(u32, ProcessSeen)| p == pid;
+            if !self.requests.contains(&pid) && !self.seen_requests.iter().any(asked) {
+                self.seen_requests.push((pid, seen));
+            }
+        }
+        Ok(())
     }
 
     fn request(&mut self, pid: u32) -> Result<(), KernelError> {

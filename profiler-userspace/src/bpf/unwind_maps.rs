@@ -172,6 +172,14 @@ pub trait UnwindMaps {
     /// # Errors
     /// When the kernel map cannot be written.
     fn request(&mut self, pid: u32) -> Result<(), Self::Error>;
+    /// Puts requests back as the kernel made them (each pid with what it
+    /// saw), for a later serve. One the kernel made again since they were
+    /// taken (microseconds before) is replaced: a walk that needed it at
+    /// once makes a waiting request urgent again.
+    ///
+    /// # Errors
+    /// When the kernel map cannot be written (but for a request there).
+    fn put_back(&mut self, requests: &[(u32, ProcessSeen)]) -> Result<(), Self::Error>;
     /// The kernel's count of moves between cgroups so far
     /// (`profiler_common::maps::CGROUP_MOVES`).
     ///
@@ -227,5 +235,17 @@ impl UnwindMaps for UnwindTables {
         requests
             .insert(pid, ProcessSeen::default(), 0)
             .map_err(KernelError::map(UNWIND_REQUESTS))
+    }
+
+    fn put_back(&mut self, requests: &[(u32, ProcessSeen)]) -> Result<(), KernelError> {
+        let Map::HashMap(map) = &self.requests else {
+            return Err(KernelError::MapType {
+                name: UNWIND_REQUESTS,
+            });
+        };
+        batch::put_all(map, requests).map_err(|source| KernelError::MapIo {
+            name: UNWIND_REQUESTS,
+            source,
+        })
     }
 }

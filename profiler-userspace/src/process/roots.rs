@@ -43,6 +43,12 @@ impl RootKey {
         })
     }
 
+    /// Ours, read once: the daemon never changes namespace or root.
+    fn ours() -> Option<Self> {
+        static OURS: OnceLock<Option<RootKey>> = OnceLock::new();
+        *OURS.get_or_init(|| RootKey::of(std::process::id()).ok())
+    }
+
     fn of(pid: u32) -> io::Result<Self> {
         let ns = std::fs::metadata(format!("/proc/{pid}/ns/mnt"))?;
         let root = std::fs::metadata(format!("/proc/{pid}/root/"))?;
@@ -52,6 +58,14 @@ impl RootKey {
             ino: root.ino(),
         })
     }
+}
+
+/// Whether the process the kernel `seen` sees files at the paths we see
+/// them (our mount namespace and root); false when the kernel could not
+/// tell.
+#[must_use]
+pub fn seen_as_ours(seen: &ProcessSeen) -> bool {
+    RootKey::seen(seen).is_some_and(|key| RootKey::ours() == Some(key))
 }
 
 /// Why a process's root could not be held.
@@ -145,12 +159,7 @@ impl Roots {
     }
 
     fn of_key(&mut self, pid: u32, key: RootKey) -> Result<Option<Arc<Root>>, Unheld> {
-        static OURS: OnceLock<Option<RootKey>> = OnceLock::new();
-        if OURS
-            .get_or_init(|| RootKey::of(std::process::id()).ok())
-            .as_ref()
-            == Some(&key)
-        {
+        if RootKey::ours() == Some(key) {
             return Ok(None);
         }
         if let Some(root) = self.held.get(&key).and_then(Weak::upgrade) {

@@ -20,6 +20,7 @@ mod serving;
 mod stats;
 mod store;
 pub mod table;
+mod waiting;
 
 use std::{
     collections::{HashMap, HashSet},
@@ -41,9 +42,11 @@ use crate::{
     },
 };
 use binary::{BinaryId, binary_id, read_binary};
+pub use serving::Served;
 pub use stats::UnwindStats;
 use store::RowSpace;
 use table::ElfUnwindInfo;
+use waiting::Waiting;
 
 struct Binary {
     /// Where its code is (its rows are in the kernel's array, not here).
@@ -103,6 +106,7 @@ pub struct Unwinder {
     /// Told of the processes the kernel asks about, before any of their
     /// tables is built (a large binary's takes most of a second).
     on_requests: Option<Notice>,
+    waiting: Waiting,
     stats: UnwindStats,
 }
 
@@ -118,6 +122,7 @@ impl Unwinder {
             stamps: Stamps::default(),
             processes: HashMap::new(),
             on_requests: None,
+            waiting: Waiting::new(false),
             stats: UnwindStats::default(),
         }
     }
@@ -134,9 +139,15 @@ impl Unwinder {
 
     /// Calls `notice` with the processes the kernel asks about (new,
     /// exec'd, mapped more) as soon as their requests are read, before
-    /// they are served.
+    /// they are served (and for those that wait, once due).
     pub fn on_requests(&mut self, notice: impl FnMut(&[u32]) + Send + 'static) {
         self.on_requests = Some(Box::new(notice));
+    }
+
+    /// Lets the requests of processes whose frames all had tables wait
+    /// (`waiting.rs`): for targets whose images the mmap records keep.
+    pub fn let_requests_wait(&mut self) {
+        self.waiting = Waiting::new(true);
     }
 
     /// Whether it builds tables.

@@ -4,17 +4,28 @@ use std::time::Instant;
 
 use profiler_common::process::ProcessSeen;
 
-use super::{Published, Stamped, Unwinder};
+use super::{Published, Stamped, Unwinder, waiting::Wait};
 use crate::{
     bpf::UnwindMaps,
     cpu_time::{self, Step},
-    process::procfs,
+    process::{procfs, roots},
 };
+
+/// What serving the kernel's requests did.
+#[derive(Debug, Default)]
+pub struct Served {
+    /// The processes whose mappings were read anew (first seen, or
+    /// exec'd).
+    pub published: Vec<u32>,
+    /// The processes whose requests wait from now (`waiting.rs`), or
+    /// that exited before any was read, with what the kernel saw of them:
+    /// their name and placement are kept from it.
+    pub waiting: Vec<(u32, ProcessSeen)>,
+}
 
 impl Unwinder {
     /// Publishes the processes the kernel asked for (at each poll); `read`
-    /// as in [`Unwinder::publish`]. Returns the pids whose mappings were
-    /// read anew.
+    /// as in [`Unwinder::publish`].
     ///
     /// # Errors
     /// When the kernel's requests cannot be read.
@@ -22,7 +33,7 @@ impl Unwinder {
         &mut self,
         maps: &mut M,
         mut read: impl FnMut(&mut M, u32, &Stamped<'_>) -> Result<(), M::Error>,
-    ) -> Result<Vec<u32>, M::Error> {
+    ) -> Result<Served, M::Error> {
         Ok(self.serve(maps, &mut read)?.0)
     }
 
@@ -30,8 +41,7 @@ impl Unwinder {
     /// back the requests that changed nothing until the next poll. Those
     /// come from PCs outside every mapping that no read of the process
     /// explains (a frame pointer walk gone astray, code outside files):
-    /// served at once, they would ring again at the next sample. Returns
-    /// the pids whose mappings were read anew.
+    /// served at once, they would ring again at the next sample.
     ///
     /// # Errors
     /// When the kernel's requests cannot be read or put back.
@@ -39,12 +49,12 @@ impl Unwinder {
         &mut self,
         maps: &mut M,
         mut read: impl FnMut(&mut M, u32, &Stamped<'_>) -> Result<(), M::Error>,
-    ) -> Result<Vec<u32>, M::Error> {
-        let (published, unchanged) = self.serve(maps, &mut read)?;
+    ) -> Result<Served, M::Error> {
+        let (served, unchanged) = self.serve(maps, &mut read)?;
         cpu_time::timed(Step::Requests, || {
             unchanged.into_iter().try_for_each(|pid| maps.request(pid))
         })?;
-        Ok(published)
+        Ok(served)
     }
 
     /// Serves the requests: the pids published, and those left unchanged.
@@ -55,23 +65,26 @@ impl Unwinder {
         &mut self,
         maps: &mut M,
         read: &mut impl FnMut(&mut M, u32, &Stamped<'_>) -> Result<(), M::Error>,
-    ) -> Result<(Vec<u32>, Vec<u32>), M::Error> {
+    ) -> Result<(Served, Vec<u32>), M::Error> {
         let started = Instant::now();
-        let (mut published, mut unchanged) = (Vec::new(), Vec::new());
-        let (requests, seen): (Vec<u32>, Vec<ProcessSeen>) =
-            cpu_time::timed(Step::Requests, || maps.take_requests())?
-                .into_iter()
-                .unzip();
+        let (mut served, mut unchanged) = (Served::default(), Vec::new());
+        let taken = cpu_time::timed(Step::Requests, || maps.take_requests())?;
+        let now_due = cpu_time::timed(Step::Requests, || {
+            self.put_back_waiting(maps, taken, &mut served)
+        })?;
+        let requests: Vec<u32> = now_due.iter().map(|&(pid, ..)| pid).collect();
         if let Some(notice) = &mut self.on_requests {
             notice(&requests);
         }
-        for (&pid, seen) in requests.iter().zip(seen) {
+        let published = &mut served.published;
+        for (pid, seen, due) in now_due {
             // A full mappings map (more processes than it holds under
             // --all) costs that process its table walk, not the daemon.
             match self.publish(maps, pid, read) {
                 Ok(Published::Anew) => {
                     self.saw(pid, seen);
                     published.push(pid);
+                    self.stats.waited_then_read += u64::from(due);
                 }
                 // The same mappings, but a process the kernel saw otherwise:
                 // it exec'd between the ask and the read (the read saw the
@@ -82,15 +95,60 @@ impl Unwinder {
                 Err(_) => self.stats.publish_failures += 1,
             }
         }
-        if !requests.is_empty() {
+        if !requests.is_empty() || !served.waiting.is_empty() {
             tracing::debug!(
                 requests = requests.len(),
-                published = published.len(),
+                published = served.published.len(),
+                waiting = served.waiting.len(),
                 took_us = started.elapsed().as_micros(),
                 "served the kernel's mapping requests"
             );
         }
-        Ok((published, unchanged))
+        Ok((served, unchanged))
+    }
+
+    /// Processes whose requests wait now.
+    #[must_use]
+    pub fn requests_waiting(&self) -> usize {
+        self.waiting.len()
+    }
+
+    /// Puts back the requests that wait (`waiting.rs`), as the kernel
+    /// made them, so that it does not ask (and ring) again meanwhile;
+    /// those waiting from now go in `served`. Returns the others, each
+    /// with whether it waited.
+    fn put_back_waiting<M: UnwindMaps>(
+        &mut self,
+        maps: &mut M,
+        taken: Vec<(u32, ProcessSeen)>,
+        served: &mut Served,
+    ) -> Result<Vec<(u32, ProcessSeen, bool)>, M::Error> {
+        let now = Instant::now();
+        self.waiting.forget_stale(now);
+        let (mut now_due, mut back) = (Vec::with_capacity(taken.len()), Vec::new());
+        for (pid, seen) in taken {
+            let published = self.processes.contains_key(&pid);
+            match self.waiting.wait(pid, &seen, published, now) {
+                Wait::No => now_due.push((pid, seen, false)),
+                Wait::Due => now_due.push((pid, seen, true)),
+                Wait::First => {
+                    back.push((pid, seen));
+                    self.stats.requests_waited += 1;
+                    served.waiting.push((pid, seen));
+                }
+                Wait::Again => back.push((pid, seen)),
+                Wait::Gone { first } => {
+                    self.stats.exited_unread += u64::from(!published);
+                    if first && !published && roots::seen_as_ours(&seen) {
+                        served.waiting.push((pid, seen));
+                    }
+                }
+            }
+        }
+        if !back.is_empty() {
+            maps.put_back(&back)?;
+        }
+        Ok(now_due)
     }
 
     /// Forgets the processes that have exited; returns their pids.

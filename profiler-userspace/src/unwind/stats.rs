@@ -28,6 +28,13 @@ pub struct UnwindStats {
     /// Files whose table the kernel's map of files refused (it was full):
     /// their new processes' first samples are walked by frame pointer.
     pub file_tables_refused: u64,
+    /// Processes whose first request waited (`waiting.rs`), and those of
+    /// them read once due (the others were gone).
+    pub requests_waited: u64,
+    pub waited_then_read: u64,
+    /// Requests of processes that exited before they were read (nothing
+    /// was read for them).
+    pub exited_unread: u64,
 }
 
 impl UnwindStats {
@@ -64,6 +71,9 @@ impl UnwindStats {
                 "unwind_file_tables_refused_total={}",
                 self.file_tables_refused
             ),
+            format!("unwind_requests_waited_total={}", self.requests_waited),
+            format!("unwind_waited_then_read_total={}", self.waited_then_read),
+            format!("unwind_exited_unread_total={}", self.exited_unread),
         ]
     }
 }

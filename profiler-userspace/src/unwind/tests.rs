@@ -119,6 +119,7 @@ fn a_rung_request_for_a_process_gone_is_dropped_not_put_back() {
         unwinder
             .serve_rung(&mut maps, |_, _, _| Ok(()))
             .unwrap()
+            .published
             .is_empty()
     );
     assert!(maps.requests.is_empty(), "{:?}", maps.requests);
@@ -138,6 +139,7 @@ fn an_exited_process_is_forgotten_and_a_live_one_kept() {
         unwinder
             .serve_requests(&mut maps, |_, _, _| Ok(()))
             .unwrap()
+            .published
             .len(),
         2
     );
@@ -156,7 +158,10 @@ fn a_rung_request_that_changes_nothing_waits_for_the_poll() {
     let mut unwinder = Unwinder::new(8 << 20);
     maps.requests.push(pid);
     assert_eq!(
-        unwinder.serve_rung(&mut maps, |_, _, _| Ok(())).unwrap(),
+        unwinder
+            .serve_rung(&mut maps, |_, _, _| Ok(()))
+            .unwrap()
+            .published,
         [pid]
     );
     assert!(maps.requests.is_empty(), "published: the request is done");
@@ -167,6 +172,7 @@ fn a_rung_request_that_changes_nothing_waits_for_the_poll() {
         unwinder
             .serve_rung(&mut maps, |_, _, _| Ok(()))
             .unwrap()
+            .published
             .is_empty()
     );
     assert_eq!(maps.requests, [pid]);
@@ -174,6 +180,7 @@ fn a_rung_request_that_changes_nothing_waits_for_the_poll() {
         unwinder
             .serve_requests(&mut maps, |_, _, _| Ok(()))
             .unwrap()
+            .published
             .is_empty()
     );
     assert!(maps.requests.is_empty(), "the poll takes it");

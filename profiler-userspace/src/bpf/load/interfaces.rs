@@ -102,6 +102,10 @@ impl UnwindMaps for Kernel {
         self.unwind.request(pid)
     }
 
+    fn put_back(&mut self, requests: &[(u32, ProcessSeen)]) -> Result<(), KernelError> {
+        self.unwind.put_back(requests)
+    }
+
     fn cgroup_moves(&mut self) -> Result<u64, KernelError> {
         self.unwind.cgroup_moves()
     }
