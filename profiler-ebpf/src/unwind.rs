@@ -250,16 +250,17 @@ fn frame(state: &mut WalkState, trace: &mut StackTrace, context: u32) -> bool {
         // process published at its exec before its libraries were mapped
         // (`--comm`). Code outside files (JIT) found here is in a mapping
         // the daemon publishes, with no table, at its next request. A
-        // process all of whose frames are found so may not live to be
-        // read: the daemon may wait before it reads it.
-        let Some(mapping) = vma::by_file(state, lookup, context) else {
+        // process all of whose frames are found so, in files that no
+        // runtime the daemon reads maps, may not live to be read: the
+        // daemon may wait before it reads it.
+        let Some((mapping, may_wait)) = vma::by_file(state, lookup, context) else {
             state.ask_mappings |= ASK_NOW;
             return None;
         };
-        state.ask_mappings |= if mapping.rows() == 0 {
-            ASK_NOW
-        } else {
+        state.ask_mappings |= if may_wait && mapping.rows() != 0 {
             ASK_LATER
+        } else {
+            ASK_NOW
         };
         state.mapping = mapping;
         state.by_file += 1;

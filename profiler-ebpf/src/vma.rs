@@ -20,10 +20,11 @@ const PAGE_SHIFT: u64 = 12;
 const PIVOT_BYTES: u32 = size_of::<[u64; maple::RANGE_64_PIVOTS as usize]>() as u32;
 
 /// The current process's mapping that holds `pc`, when its file's table is
-/// published. `context` is the walk's scratch, whose state's `maple` the
+/// published, and whether its new processes may wait to be read
+/// (`FileTable::may_wait`). `context` is the walk's scratch, whose state's `maple` the
 /// search uses.
 #[inline(always)]
-pub fn by_file(state: &mut WalkState, pc: u64, context: u32) -> Option<UnwindMapping> {
+pub fn by_file(state: &mut WalkState, pc: u64, context: u32) -> Option<(UnwindMapping, bool)> {
     let at = maps::file_offsets();
     if !at.known() {
         return None;
@@ -38,7 +39,7 @@ pub fn by_file(state: &mut WalkState, pc: u64, context: u32) -> Option<UnwindMap
         return None;
     }
     let table = maps::file_table(&file_key(&at, vma)?)?;
-    Some(table.mapping(start, end))
+    Some((table.mapping(start, end), table.may_wait != 0))
 }
 
 /// The leaf entry of the tree at `root` that holds `pc` (a mapping), one

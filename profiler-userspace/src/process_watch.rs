@@ -81,17 +81,19 @@ struct Walked {
 }
 
 impl Walked {
-    /// Publishes (or forgets) process `pid` as each runtime's.
+    /// Publishes (or forgets) process `pid` as each runtime's; whether
+    /// one claimed it.
     fn publish(
         &mut self,
         kernel: &mut impl WatchMaps,
         pid: u32,
         mappings: &Stamped<'_>,
-    ) -> Result<(), KernelError> {
-        self.python.publish(kernel, pid, mappings)?;
-        self.java.publish(kernel, pid, mappings)?;
-        self.go.publish(kernel, pid, mappings)?;
-        self.thread_ctx.publish(kernel, pid, mappings)
+    ) -> Result<bool, KernelError> {
+        let python = self.python.publish(kernel, pid, mappings)?;
+        let java = self.java.publish(kernel, pid, mappings)?;
+        let go = self.go.publish(kernel, pid, mappings)?;
+        let thread_ctx = self.thread_ctx.publish(kernel, pid, mappings)?;
+        Ok(python || java || go || thread_ctx)
     }
 
     /// Serves the Python walk's and the Go labels' requests, and tries the
@@ -376,6 +378,6 @@ impl ProcessWatch {
 /// as the unwinder has published its mappings.
 fn publisher<M: WatchMaps>(
     walked: &mut Walked,
-) -> impl FnMut(&mut M, u32, &Stamped<'_>) -> Result<(), KernelError> + '_ {
+) -> impl FnMut(&mut M, u32, &Stamped<'_>) -> Result<bool, KernelError> + '_ {
     move |kernel, pid, mappings| walked.publish(kernel, pid, mappings)
 }

@@ -53,6 +53,13 @@ pub struct FileTable {
     pub table: u32,
     /// The mapping's [`UnwindMapping::bias`] less its start address.
     pub bias_from_start: u64,
+    /// Non-zero when a process published earlier maps the file and runs
+    /// no runtime the daemon reads (Python, a JVM, Go's labels, a thread
+    /// context): a new process walked by this file's table may wait to be
+    /// read (`ProcessSeen::deferrable`). A runtime's file never is: its
+    /// processes are read at once, for their frames from the first.
+    pub may_wait: u32,
+    pub reserved: u32,
 }
 
 impl FileTable {
@@ -63,6 +70,8 @@ impl FileTable {
             first_row,
             table,
             bias_from_start: bias.wrapping_sub(start),
+            may_wait: 0,
+            reserved: 0,
         }
     }
 
@@ -216,15 +225,15 @@ mod pod {
     // SAFETY: repr(C): four 8-byte integers, no padding, every bit pattern
     // valid.
     unsafe impl aya::Pod for FileKey {}
-    // SAFETY: repr(C): two u32 and a u64, no padding, every bit pattern
-    // valid.
+    // SAFETY: repr(C): two u32, a u64 and two u32, no padding, every bit
+    // pattern valid.
     unsafe impl aya::Pod for FileTable {}
     // SAFETY: ten u32s, no padding, every bit pattern valid.
     unsafe impl aya::Pod for FileOffsets {}
 }
 
 const _: () = assert!(size_of::<FileKey>() == 32);
-const _: () = assert!(size_of::<FileTable>() == 16);
+const _: () = assert!(size_of::<FileTable>() == 24);
 
 #[cfg(test)]
 mod tests {

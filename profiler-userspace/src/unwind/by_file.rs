@@ -2,6 +2,8 @@
 //! mappings are not published yet (`profiler_common::unwind::by_file`):
 //! a binary's table is found by the file a new process maps from its first
 //! sample on, without waiting for the daemon to read the process.
+use std::collections::HashSet;
+
 use profiler_common::unwind::by_file::{FileKey, FileTable};
 
 use super::{Unwinder, binary::BinaryId};
@@ -37,22 +39,50 @@ impl Unwinder {
             mtime: stamp.mtime,
             offset: vma.offset,
         };
-        if table == 0 || binary.files.contains(&key) || binary.files.len() >= MAX_FILES_PER_BINARY {
+        let known = binary.files.iter().any(|(k, _)| *k == key);
+        if table == 0 || known || binary.files.len() >= MAX_FILES_PER_BINARY {
             return;
         }
-        let table = FileTable::new(first_row, table, vma.start, bias);
+        let table = FileTable {
+            may_wait: u32::from(binary.plain),
+            ..FileTable::new(first_row, table, vma.start, bias)
+        };
         if maps.set_file_table(&key, &table).is_ok() {
-            binary.files.push(key);
+            binary.files.push((key, table));
         } else {
             self.stats.file_tables_refused += 1;
+        }
+    }
+
+    /// Lets the new processes of `binaries` wait to be read (a process
+    /// that maps them was published and claimed by no runtime): their
+    /// files published so far are written again, marked, and those
+    /// published from now are marked as written.
+    pub(super) fn let_wait<M: UnwindMaps>(&mut self, maps: &mut M, binaries: &HashSet<BinaryId>) {
+        for id in binaries {
+            let Some(binary) = self.binaries.get_mut(id) else {
+                continue;
+            };
+            if binary.plain {
+                continue;
+            }
+            binary.plain = true;
+            for (key, table) in &mut binary.files {
+                table.may_wait = 1;
+                // Refused (full, or gone): its processes are read at once,
+                // as before.
+                let _ = maps.set_file_table(key, table);
+            }
         }
     }
 
     /// Forgets the files of a binary whose rows are given back.
     pub(super) fn forget_files<M: UnwindMaps>(
         maps: &mut M,
-        files: &[FileKey],
+        files: &[(FileKey, FileTable)],
     ) -> Result<(), M::Error> {
-        files.iter().try_for_each(|key| maps.remove_file_table(key))
+        files
+            .iter()
+            .try_for_each(|(key, _)| maps.remove_file_table(key))
     }
 }

@@ -29,7 +29,10 @@ use std::{
 
 use profiler_common::{
     process::ProcessSeen,
-    unwind::{MAX_MAPPINGS, ProcessMappings, UnwindMapping, by_file::FileKey},
+    unwind::{
+        MAX_MAPPINGS, ProcessMappings, UnwindMapping,
+        by_file::{FileKey, FileTable},
+    },
 };
 
 use crate::{
@@ -57,8 +60,12 @@ struct Binary {
     run: u32,
     /// First row in the kernel's array, when the table is there.
     first_row: Option<u32>,
-    /// The files published with its table ([`by_file`]).
-    files: Vec<FileKey>,
+    /// The files published with its table ([`by_file`]), each as last
+    /// written.
+    files: Vec<(FileKey, FileTable)>,
+    /// Whether a process that maps it was published and claimed by no
+    /// runtime: its files' new processes may wait (`waiting.rs`).
+    plain: bool,
     /// Processes mapping it now.
     users: u32,
     last_used: Instant,
@@ -228,7 +235,9 @@ impl Unwinder {
     /// are published: not before, which widened the window in which an
     /// exec between reading `/proc/PID/maps` and publishing leaves the old
     /// image published (a test of a worker that execs 50 ms in lost its
-    /// stacks after the exec about once in eight runs).
+    /// stacks after the exec about once in eight runs). `read` says
+    /// whether a runtime claimed the process: when none did, its binaries'
+    /// new processes may wait to be read.
     ///
     /// # Errors
     /// When the kernel maps cannot be written, or `read` fails.
@@ -236,7 +245,7 @@ impl Unwinder {
         &mut self,
         maps: &mut M,
         pid: u32,
-        read: &mut impl FnMut(&mut M, u32, &Stamped<'_>) -> Result<(), M::Error>,
+        read: &mut impl FnMut(&mut M, u32, &Stamped<'_>) -> Result<bool, M::Error>,
     ) -> Result<Published, M::Error> {
         let mut laps = Laps::start();
         let read_vmas = maps::read(pid);
@@ -292,7 +301,9 @@ impl Unwinder {
         maps.set_mappings(pid, &mappings)?;
         laps.lap(Step::MappingsPublish);
         self.stats.mapping_publishes += 1;
-        read(maps, pid, &stamped)?;
+        if !read(maps, pid, &stamped)? {
+            self.let_wait(maps, &used);
+        }
         laps.lap(Step::Runtimes);
         for id in &used {
             if let Some(binary) = self.binaries.get_mut(id) {
@@ -371,6 +382,7 @@ impl Unwinder {
                 run: u32::try_from(run.len()).unwrap_or(0),
                 first_row,
                 files: Vec::new(),
+                plain: false,
                 users: 0,
                 last_used: Instant::now(),
             },

@@ -36,7 +36,7 @@ fn publishes_own_mappings_with_tables_and_skips_unchanged_ones() {
     let mut unwinder = Unwinder::new(8 << 20);
     maps.requests.push(pid);
     unwinder
-        .serve_requests(&mut maps, |_, _, _| Ok(()))
+        .serve_requests(&mut maps, |_, _, _| Ok(false))
         .unwrap();
 
     // This binary's code: a table whose rows cover the function's PC
@@ -76,7 +76,7 @@ fn publishes_own_mappings_with_tables_and_skips_unchanged_ones() {
     // Asked again with the same mappings: nothing rebuilt or republished.
     maps.requests.push(pid);
     unwinder
-        .serve_requests(&mut maps, |_, _, _| Ok(()))
+        .serve_requests(&mut maps, |_, _, _| Ok(false))
         .unwrap();
     assert_eq!(unwinder.stats(), stats);
 }
@@ -88,7 +88,7 @@ fn a_table_over_budget_is_counted_and_its_mapping_has_no_rows() {
     let mut maps = maps(8192);
     let mut unwinder = Unwinder::new(8192);
     unwinder
-        .publish(&mut maps, pid, &mut |_, _, _| Ok(()))
+        .publish(&mut maps, pid, &mut |_, _, _| Ok(false))
         .unwrap();
     let m = mapping_of(&maps, pid, a_function_of_this_binary() as u64);
     assert_eq!(m.rows(), 0, "walked by frame pointer: {m:?}");
@@ -103,7 +103,7 @@ fn a_process_that_is_gone_is_skipped() {
     // Above pid_max (at most 2^22): no such process.
     maps.requests.push(1 << 23);
     unwinder
-        .serve_requests(&mut maps, |_, _, _| Ok(()))
+        .serve_requests(&mut maps, |_, _, _| Ok(false))
         .unwrap();
     assert!(maps.mappings.is_empty());
     assert_eq!(unwinder.stats().mapping_publishes, 0);
@@ -117,7 +117,7 @@ fn a_rung_request_for_a_process_gone_is_dropped_not_put_back() {
     maps.requests.push(1 << 23);
     assert!(
         unwinder
-            .serve_rung(&mut maps, |_, _, _| Ok(()))
+            .serve_rung(&mut maps, |_, _, _| Ok(false))
             .unwrap()
             .published
             .is_empty()
@@ -137,7 +137,7 @@ fn an_exited_process_is_forgotten_and_a_live_one_kept() {
     maps.requests.extend([live, exited]);
     assert_eq!(
         unwinder
-            .serve_requests(&mut maps, |_, _, _| Ok(()))
+            .serve_requests(&mut maps, |_, _, _| Ok(false))
             .unwrap()
             .published
             .len(),
@@ -159,7 +159,7 @@ fn a_rung_request_that_changes_nothing_waits_for_the_poll() {
     maps.requests.push(pid);
     assert_eq!(
         unwinder
-            .serve_rung(&mut maps, |_, _, _| Ok(()))
+            .serve_rung(&mut maps, |_, _, _| Ok(false))
             .unwrap()
             .published,
         [pid]
@@ -170,7 +170,7 @@ fn a_rung_request_that_changes_nothing_waits_for_the_poll() {
     maps.requests.push(pid);
     assert!(
         unwinder
-            .serve_rung(&mut maps, |_, _, _| Ok(()))
+            .serve_rung(&mut maps, |_, _, _| Ok(false))
             .unwrap()
             .published
             .is_empty()
@@ -178,7 +178,7 @@ fn a_rung_request_that_changes_nothing_waits_for_the_poll() {
     assert_eq!(maps.requests, [pid]);
     assert!(
         unwinder
-            .serve_requests(&mut maps, |_, _, _| Ok(()))
+            .serve_requests(&mut maps, |_, _, _| Ok(false))
             .unwrap()
             .published
             .is_empty()
@@ -277,7 +277,7 @@ fn a_binarys_files_are_published_with_its_table_and_go_with_its_rows() {
     let mut maps = maps(8 << 20);
     let mut unwinder = Unwinder::new(8 << 20);
     unwinder
-        .publish(&mut maps, pid, &mut |_, _, _| Ok(()))
+        .publish(&mut maps, pid, &mut |_, _, _| Ok(false))
         .unwrap();
     let vma = own_code();
     let stamp = crate::process::maps::FileStamp::of_mapping(pid, &vma).unwrap();
@@ -299,11 +299,51 @@ fn a_binarys_files_are_published_with_its_table_and_go_with_its_rows() {
     let files = maps.files.len();
     unwinder.forget(&mut maps, pid).unwrap();
     unwinder
-        .publish(&mut maps, pid, &mut |_, _, _| Ok(()))
+        .publish(&mut maps, pid, &mut |_, _, _| Ok(false))
         .unwrap();
     assert_eq!(maps.files.len(), files);
 
     unwinder.forget(&mut maps, pid).unwrap();
     while unwinder.evict_one_unused(&mut maps).unwrap() {}
     assert!(maps.files.is_empty(), "{:?}", maps.files);
+}
+
+/// The key of this binary's code mapping in the kernel's map of files.
+fn own_file_key(pid: u32) -> FileKey {
+    let vma = own_code();
+    let stamp = crate::process::maps::FileStamp::of_mapping(pid, &vma).unwrap();
+    FileKey {
+        ino: vma.file.expect("a file").inode,
+        size: stamp.size,
+        mtime: stamp.mtime,
+        offset: vma.offset,
+    }
+}
+
+/// A file's new processes may wait to be read (`waiting.rs`) once a
+/// process that maps it was published and claimed by no runtime; not
+/// while only a runtime's processes map it.
+#[test]
+fn a_binarys_new_processes_may_wait_once_a_process_of_no_runtime_maps_it() {
+    let pid = std::process::id();
+    let mut maps = maps(8 << 20);
+    let mut unwinder = Unwinder::new(8 << 20);
+    // Claimed by a runtime: its files' processes are read at once.
+    unwinder
+        .publish(&mut maps, pid, &mut |_, _, _| Ok(true))
+        .unwrap();
+    assert_eq!(maps.files[&own_file_key(pid)].may_wait, 0);
+    // Claimed by none (it exec'd into another program, say): the file
+    // published already is written again, marked.
+    unwinder.forget(&mut maps, pid).unwrap();
+    unwinder
+        .publish(&mut maps, pid, &mut |_, _, _| Ok(false))
+        .unwrap();
+    assert_eq!(maps.files[&own_file_key(pid)].may_wait, 1);
+    // And stays so, whoever maps it next.
+    unwinder.forget(&mut maps, pid).unwrap();
+    unwinder
+        .publish(&mut maps, pid, &mut |_, _, _| Ok(true))
+        .unwrap();
+    assert_eq!(maps.files[&own_file_key(pid)].may_wait, 1);
 }

@@ -68,12 +68,12 @@ impl GoLabels {
         maps: &mut impl GoMaps,
         pid: u32,
         mappings: &Stamped<'_>,
-    ) -> Result<(), KernelError> {
+    ) -> Result<bool, KernelError> {
         let found = mappings
             .iter()
             .find_map(|&(vma, stamp)| Some((self.runtime(pid, vma, stamp?)?, vma, stamp?)));
         let Some((runtime, vma, stamp)) = found else {
-            return self.forget(maps, pid);
+            return self.forget(maps, pid).map(|()| false);
         };
         let layout = runtime.layout;
         let offset = |at: u64| u32::try_from(at).unwrap_or(0);
@@ -101,7 +101,7 @@ impl GoLabels {
         if let Some(old) = self.processes.insert(pid, sets) {
             self.ended.add(old.counts);
         }
-        Ok(())
+        Ok(true)
     }
 
     /// Probes `runtime.ready` in the binary `id` of `pid`, at `path`

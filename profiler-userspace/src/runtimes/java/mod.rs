@@ -124,7 +124,7 @@ impl Java {
         maps: &mut impl JavaMaps,
         pid: u32,
         mappings: &[(&Vma, Option<FileStamp>)],
-    ) -> Result<(), KernelError> {
+    ) -> Result<bool, KernelError> {
         let found = mappings
             .iter()
             .filter(|(vma, _)| vma.path.contains("libjvm"))
@@ -134,15 +134,15 @@ impl Java {
                 Some((jvm.bias(vma.offset, vma.start)?, jvm, stamp))
             });
         let Some((bias, jvm, stamp)) = found else {
-            return self.forget(maps, pid);
+            return self.forget(maps, pid).map(|()| false);
         };
         // Its mappings change as the JVM commits memory: once published,
         // the same JVM stays so (its code heaps are reserved at start).
         if self.published.get(&pid).is_some_and(|p| p.stamp == stamp) {
-            return Ok(());
+            return Ok(true);
         }
         if self.starting.get(&pid).is_some_and(|s| s.stamp == stamp) {
-            return self.try_starting(maps, pid);
+            return self.try_starting(maps, pid).map(|()| true);
         }
         self.starting.insert(
             pid,
@@ -153,7 +153,7 @@ impl Java {
                 tries: 0,
             },
         );
-        self.try_starting(maps, pid)
+        self.try_starting(maps, pid).map(|()| true)
     }
 
     /// Tries the JVMs still starting again, and names the frames the walk

@@ -114,7 +114,7 @@ impl Python {
         maps: &mut impl PythonMaps,
         pid: u32,
         mappings: &[(&Vma, Option<FileStamp>)],
-    ) -> Result<(), KernelError> {
+    ) -> Result<bool, KernelError> {
         let found = mappings
             .iter()
             .filter_map(|&(vma, stamp)| {
@@ -129,7 +129,7 @@ impl Python {
             if self.processes.remove(&pid).is_some() {
                 maps.remove_python(pid)?;
             }
-            return Ok(());
+            return Ok(false);
         };
         let (eval_start, eval_end) = interpreter.eval;
         let process = PythonProcess {
@@ -154,7 +154,7 @@ impl Python {
                 bias,
             },
         );
-        Ok(())
+        Ok(true)
     }
 
     /// Forgets `pid`, which exited.

@@ -83,7 +83,7 @@ impl ThreadContexts {
         maps: &mut impl ThreadCtxMaps,
         pid: u32,
         mappings: &Stamped<'_>,
-    ) -> Result<(), KernelError> {
+    ) -> Result<bool, KernelError> {
         // Which file is the program, read only for a process that maps one
         // defining the variable (most map none).
         let mut exe = None;
@@ -104,9 +104,9 @@ impl ThreadContexts {
         match found {
             Some(pending) => {
                 self.pending.insert(pid, pending);
-                self.try_pending(maps, pid)
+                self.try_pending(maps, pid).map(|()| true)
             }
-            None => self.forget(maps, pid),
+            None => self.forget(maps, pid).map(|()| false),
         }
     }
 
