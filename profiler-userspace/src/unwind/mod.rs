@@ -170,30 +170,6 @@ impl Unwinder {
         self.processes.get(&pid).map(|p| p.seen).unwrap_or_default()
     }
 
-    /// Keeps what the kernel saw of `pid`, just published at its request
-    /// (a request put back carries nothing: what was seen before stays).
-    fn saw(&mut self, pid: u32, seen: ProcessSeen) {
-        if let Some(process) = self.processes.get_mut(&pid)
-            && seen != ProcessSeen::default()
-        {
-            process.seen = seen;
-        }
-    }
-
-    /// Keeps what the kernel saw of `pid`, whose mappings did not change,
-    /// when it saw something new (not a request put back, which carries
-    /// nothing); whether it did.
-    fn saw_anew(&mut self, pid: u32, seen: ProcessSeen) -> bool {
-        let Some(process) = self.processes.get_mut(&pid) else {
-            return false;
-        };
-        let anew = seen != ProcessSeen::default() && seen != process.seen;
-        if anew {
-            process.seen = seen;
-        }
-        anew
-    }
-
     /// `pid`'s executable mappings as last published, each with the stamp
     /// of the file behind it then (none for anonymous memory, the vDSO
     /// and mappings past the kernel's limit).

@@ -78,6 +78,12 @@ impl Unwinder {
         }
         let published = &mut served.published;
         for (pid, seen, due) in now_due {
+            // What the kernel saw of the process, not how it asked.
+            let seen = ProcessSeen {
+                deferrable: 0,
+                exited: 0,
+                ..seen
+            };
             // A full mappings map (more processes than it holds under
             // --all) costs that process its table walk, not the daemon.
             match self.publish(maps, pid, read) {
@@ -105,6 +111,30 @@ impl Unwinder {
             );
         }
         Ok((served, unchanged))
+    }
+
+    /// Keeps what the kernel saw of `pid`, just published at its request
+    /// (a request put back carries nothing: what was seen before stays).
+    fn saw(&mut self, pid: u32, seen: ProcessSeen) {
+        if let Some(process) = self.processes.get_mut(&pid)
+            && seen != ProcessSeen::default()
+        {
+            process.seen = seen;
+        }
+    }
+
+    /// Keeps what the kernel saw of `pid`, whose mappings did not change,
+    /// when it saw something new (not a request put back, which carries
+    /// nothing); whether it did.
+    fn saw_anew(&mut self, pid: u32, seen: ProcessSeen) -> bool {
+        let Some(process) = self.processes.get_mut(&pid) else {
+            return false;
+        };
+        let anew = seen != ProcessSeen::default() && seen != process.seen;
+        if anew {
+            process.seen = seen;
+        }
+        anew
     }
 
     /// Processes whose requests wait now.
