@@ -81,19 +81,30 @@ struct Walked {
 }
 
 impl Walked {
-    /// Publishes (or forgets) process `pid` as each runtime's; whether
-    /// one claimed it.
+    /// Publishes (or forgets) process `pid` as each runtime's; which of
+    /// its mappings' files every runtime has read and found none of its
+    /// own (not merely unread, or unreadable as the process exited).
     fn publish(
         &mut self,
         kernel: &mut impl WatchMaps,
         pid: u32,
         mappings: &Stamped<'_>,
-    ) -> Result<bool, KernelError> {
-        let python = self.python.publish(kernel, pid, mappings)?;
-        let java = self.java.publish(kernel, pid, mappings)?;
-        let go = self.go.publish(kernel, pid, mappings)?;
-        let thread_ctx = self.thread_ctx.publish(kernel, pid, mappings)?;
-        Ok(python || java || go || thread_ctx)
+    ) -> Result<Vec<bool>, KernelError> {
+        self.python.publish(kernel, pid, mappings)?;
+        self.java.publish(kernel, pid, mappings)?;
+        self.go.publish(kernel, pid, mappings)?;
+        self.thread_ctx.publish(kernel, pid, mappings)?;
+        Ok(mappings
+            .iter()
+            .map(|(vma, stamp)| {
+                stamp.is_some_and(|s| {
+                    self.python.known_not(&s)
+                        && self.java.known_not(vma, &s)
+                        && self.go.known_not(&s)
+                        && self.thread_ctx.known_not(&s)
+                })
+            })
+            .collect())
     }
 
     /// Serves the Python walk's and the Go labels' requests, and tries the
@@ -378,6 +389,6 @@ impl ProcessWatch {
 /// as the unwinder has published its mappings.
 fn publisher<M: WatchMaps>(
     walked: &mut Walked,
-) -> impl FnMut(&mut M, u32, &Stamped<'_>) -> Result<bool, KernelError> + '_ {
+) -> impl FnMut(&mut M, u32, &Stamped<'_>) -> Result<Vec<bool>, KernelError> + '_ {
     move |kernel, pid, mappings| walked.publish(kernel, pid, mappings)
 }

@@ -37,6 +37,14 @@ impl<T> Default for FileMemo<T> {
     }
 }
 
+impl<U> FileMemo<Option<U>> {
+    /// Whether `stamp` is remembered as none of the runtime's (read, and
+    /// found not to be: not merely unread, or unreadable).
+    pub fn known_not(&self, stamp: &FileStamp) -> bool {
+        matches!(self.files.get(stamp), Some((None, _)))
+    }
+}
+
 impl<T: Clone> FileMemo<T> {
     /// What was made of `stamp`, if it is remembered.
     fn get(&mut self, stamp: &FileStamp) -> Option<T> {
@@ -145,6 +153,20 @@ mod tests {
         assert_eq!(memo.len(), MAX_FILES);
         assert_eq!(memo.get(&stamp(5)), Some(1));
         assert_eq!(memo.get(&stamp(0)), Some(0));
+    }
+
+    /// Known not the runtime's only when read and found not to be: a file
+    /// unread, or whose read failed (the process gone), is not.
+    #[test]
+    fn a_file_is_known_not_the_runtimes_only_once_read_so() {
+        let mut memo: FileMemo<Option<u8>> = FileMemo::default();
+        assert!(!memo.known_not(&stamp(1)), "unread");
+        assert_eq!(memo.get_or_read(stamp(1), || None), None);
+        assert!(!memo.known_not(&stamp(1)), "its read failed");
+        assert_eq!(memo.get_or_read(stamp(1), || Some(None)), Some(None));
+        assert!(memo.known_not(&stamp(1)));
+        assert_eq!(memo.get_or_read(stamp(2), || Some(Some(3))), Some(Some(3)));
+        assert!(!memo.known_not(&stamp(2)), "the runtime's");
     }
 
     #[test]

@@ -2,8 +2,6 @@
 //! mappings are not published yet (`profiler_common::unwind::by_file`):
 //! a binary's table is found by the file a new process maps from its first
 //! sample on, without waiting for the daemon to read the process.
-use std::collections::HashSet;
-
 use profiler_common::unwind::by_file::{FileKey, FileTable};
 
 use super::{Unwinder, binary::BinaryId};
@@ -54,11 +52,15 @@ impl Unwinder {
         }
     }
 
-    /// Lets the new processes of `binaries` wait to be read (a process
-    /// that maps them was published and claimed by no runtime): their
-    /// files published so far are written again, marked, and those
-    /// published from now are marked as written.
-    pub(super) fn let_wait<M: UnwindMaps>(&mut self, maps: &mut M, binaries: &HashSet<BinaryId>) {
+    /// Lets the new processes of `binaries` wait to be read (every runtime
+    /// read them and found none of its own): their files published so far
+    /// are written again, marked, and those published from now are
+    /// marked as written.
+    pub(super) fn let_wait<'a, M: UnwindMaps>(
+        &mut self,
+        maps: &mut M,
+        binaries: impl Iterator<Item = &'a BinaryId>,
+    ) {
         for id in binaries {
             let Some(binary) = self.binaries.get_mut(id) else {
                 continue;

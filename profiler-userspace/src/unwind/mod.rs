@@ -211,9 +211,9 @@ impl Unwinder {
     /// are published: not before, which widened the window in which an
     /// exec between reading `/proc/PID/maps` and publishing leaves the old
     /// image published (a test of a worker that execs 50 ms in lost its
-    /// stacks after the exec about once in eight runs). `read` says
-    /// whether a runtime claimed the process: when none did, its binaries'
-    /// new processes may wait to be read.
+    /// stacks after the exec about once in eight runs). `read` says which
+    /// mappings' files are none of any runtime's: their new processes may
+    /// wait to be read.
     ///
     /// # Errors
     /// When the kernel maps cannot be written, or `read` fails.
@@ -221,7 +221,7 @@ impl Unwinder {
         &mut self,
         maps: &mut M,
         pid: u32,
-        read: &mut impl FnMut(&mut M, u32, &Stamped<'_>) -> Result<bool, M::Error>,
+        read: &mut impl FnMut(&mut M, u32, &Stamped<'_>) -> Result<Vec<bool>, M::Error>,
     ) -> Result<Published, M::Error> {
         let mut laps = Laps::start();
         let read_vmas = maps::read(pid);
@@ -277,9 +277,13 @@ impl Unwinder {
         maps.set_mappings(pid, &mappings)?;
         laps.lap(Step::MappingsPublish);
         self.stats.mapping_publishes += 1;
-        if !read(maps, pid, &stamped)? {
-            self.let_wait(maps, &used);
-        }
+        let plain = read(maps, pid, &stamped)?;
+        let plain = ids
+            .iter()
+            .zip(plain)
+            .filter(|&(_, p)| p)
+            .flat_map(|(id, _)| id);
+        self.let_wait(maps, plain);
         laps.lap(Step::Runtimes);
         for id in &used {
             if let Some(binary) = self.binaries.get_mut(id) {

@@ -32,7 +32,7 @@ impl Unwinder {
     pub fn serve_requests<M: UnwindMaps>(
         &mut self,
         maps: &mut M,
-        mut read: impl FnMut(&mut M, u32, &Stamped<'_>) -> Result<bool, M::Error>,
+        mut read: impl FnMut(&mut M, u32, &Stamped<'_>) -> Result<Vec<bool>, M::Error>,
     ) -> Result<Served, M::Error> {
         Ok(self.serve(maps, &mut read)?.0)
     }
@@ -48,7 +48,7 @@ impl Unwinder {
     pub fn serve_rung<M: UnwindMaps>(
         &mut self,
         maps: &mut M,
-        mut read: impl FnMut(&mut M, u32, &Stamped<'_>) -> Result<bool, M::Error>,
+        mut read: impl FnMut(&mut M, u32, &Stamped<'_>) -> Result<Vec<bool>, M::Error>,
     ) -> Result<Served, M::Error> {
         let (served, unchanged) = self.serve(maps, &mut read)?;
         cpu_time::timed(Step::Requests, || {
@@ -64,7 +64,7 @@ impl Unwinder {
     fn serve<M: UnwindMaps>(
         &mut self,
         maps: &mut M,
-        read: &mut impl FnMut(&mut M, u32, &Stamped<'_>) -> Result<bool, M::Error>,
+        read: &mut impl FnMut(&mut M, u32, &Stamped<'_>) -> Result<Vec<bool>, M::Error>,
     ) -> Result<(Served, Vec<u32>), M::Error> {
         let started = Instant::now();
         let (mut served, mut unchanged) = (Served::default(), Vec::new());

@@ -36,7 +36,7 @@ fn publishes_own_mappings_with_tables_and_skips_unchanged_ones() {
     let mut unwinder = Unwinder::new(8 << 20);
     maps.requests.push(pid);
     unwinder
-        .serve_requests(&mut maps, |_, _, _| Ok(false))
+        .serve_requests(&mut maps, |_, _, _| Ok(Vec::new()))
         .unwrap();
 
     // This binary's code: a table whose rows cover the function's PC
@@ -76,7 +76,7 @@ fn publishes_own_mappings_with_tables_and_skips_unchanged_ones() {
     // Asked again with the same mappings: nothing rebuilt or republished.
     maps.requests.push(pid);
     unwinder
-        .serve_requests(&mut maps, |_, _, _| Ok(false))
+        .serve_requests(&mut maps, |_, _, _| Ok(Vec::new()))
         .unwrap();
     assert_eq!(unwinder.stats(), stats);
 }
@@ -88,7 +88,7 @@ fn a_table_over_budget_is_counted_and_its_mapping_has_no_rows() {
     let mut maps = maps(8192);
     let mut unwinder = Unwinder::new(8192);
     unwinder
-        .publish(&mut maps, pid, &mut |_, _, _| Ok(false))
+        .publish(&mut maps, pid, &mut |_, _, _| Ok(Vec::new()))
         .unwrap();
     let m = mapping_of(&maps, pid, a_function_of_this_binary() as u64);
     assert_eq!(m.rows(), 0, "walked by frame pointer: {m:?}");
@@ -103,7 +103,7 @@ fn a_process_that_is_gone_is_skipped() {
     // Above pid_max (at most 2^22): no such process.
     maps.requests.push(1 << 23);
     unwinder
-        .serve_requests(&mut maps, |_, _, _| Ok(false))
+        .serve_requests(&mut maps, |_, _, _| Ok(Vec::new()))
         .unwrap();
     assert!(maps.mappings.is_empty());
     assert_eq!(unwinder.stats().mapping_publishes, 0);
@@ -117,7 +117,7 @@ fn a_rung_request_for_a_process_gone_is_dropped_not_put_back() {
     maps.requests.push(1 << 23);
     assert!(
         unwinder
-            .serve_rung(&mut maps, |_, _, _| Ok(false))
+            .serve_rung(&mut maps, |_, _, _| Ok(Vec::new()))
             .unwrap()
             .published
             .is_empty()
@@ -137,7 +137,7 @@ fn an_exited_process_is_forgotten_and_a_live_one_kept() {
     maps.requests.extend([live, exited]);
     assert_eq!(
         unwinder
-            .serve_requests(&mut maps, |_, _, _| Ok(false))
+            .serve_requests(&mut maps, |_, _, _| Ok(Vec::new()))
             .unwrap()
             .published
             .len(),
@@ -159,7 +159,7 @@ fn a_rung_request_that_changes_nothing_waits_for_the_poll() {
     maps.requests.push(pid);
     assert_eq!(
         unwinder
-            .serve_rung(&mut maps, |_, _, _| Ok(false))
+            .serve_rung(&mut maps, |_, _, _| Ok(Vec::new()))
             .unwrap()
             .published,
         [pid]
@@ -170,7 +170,7 @@ fn a_rung_request_that_changes_nothing_waits_for_the_poll() {
     maps.requests.push(pid);
     assert!(
         unwinder
-            .serve_rung(&mut maps, |_, _, _| Ok(false))
+            .serve_rung(&mut maps, |_, _, _| Ok(Vec::new()))
             .unwrap()
             .published
             .is_empty()
@@ -178,7 +178,7 @@ fn a_rung_request_that_changes_nothing_waits_for_the_poll() {
     assert_eq!(maps.requests, [pid]);
     assert!(
         unwinder
-            .serve_requests(&mut maps, |_, _, _| Ok(false))
+            .serve_requests(&mut maps, |_, _, _| Ok(Vec::new()))
             .unwrap()
             .published
             .is_empty()
@@ -277,7 +277,7 @@ fn a_binarys_files_are_published_with_its_table_and_go_with_its_rows() {
     let mut maps = maps(8 << 20);
     let mut unwinder = Unwinder::new(8 << 20);
     unwinder
-        .publish(&mut maps, pid, &mut |_, _, _| Ok(false))
+        .publish(&mut maps, pid, &mut |_, _, _| Ok(Vec::new()))
         .unwrap();
     let vma = own_code();
     let stamp = crate::process::maps::FileStamp::of_mapping(pid, &vma).unwrap();
@@ -299,7 +299,7 @@ fn a_binarys_files_are_published_with_its_table_and_go_with_its_rows() {
     let files = maps.files.len();
     unwinder.forget(&mut maps, pid).unwrap();
     unwinder
-        .publish(&mut maps, pid, &mut |_, _, _| Ok(false))
+        .publish(&mut maps, pid, &mut |_, _, _| Ok(Vec::new()))
         .unwrap();
     assert_eq!(maps.files.len(), files);
 
@@ -320,30 +320,29 @@ fn own_file_key(pid: u32) -> FileKey {
     }
 }
 
-/// A file's new processes may wait to be read (`waiting.rs`) once a
-/// process that maps it was published and claimed by no runtime; not
-/// while only a runtime's processes map it.
+/// A file's new processes may wait to be read (`waiting.rs`) once every
+/// runtime read it and found none of its own; not while one has not.
 #[test]
-fn a_binarys_new_processes_may_wait_once_a_process_of_no_runtime_maps_it() {
+fn a_files_new_processes_may_wait_once_no_runtime_claims_it() {
     let pid = std::process::id();
     let mut maps = maps(8 << 20);
     let mut unwinder = Unwinder::new(8 << 20);
-    // Claimed by a runtime: its files' processes are read at once.
+    // A runtime's, or not read by every runtime: read at once.
     unwinder
-        .publish(&mut maps, pid, &mut |_, _, _| Ok(true))
+        .publish(&mut maps, pid, &mut |_, _, m| Ok(vec![false; m.len()]))
         .unwrap();
     assert_eq!(maps.files[&own_file_key(pid)].may_wait, 0);
-    // Claimed by none (it exec'd into another program, say): the file
-    // published already is written again, marked.
+    // None of any runtime's: the file published already is written
+    // again, marked.
     unwinder.forget(&mut maps, pid).unwrap();
     unwinder
-        .publish(&mut maps, pid, &mut |_, _, _| Ok(false))
+        .publish(&mut maps, pid, &mut |_, _, m| Ok(vec![true; m.len()]))
         .unwrap();
     assert_eq!(maps.files[&own_file_key(pid)].may_wait, 1);
-    // And stays so, whoever maps it next.
+    // And stays so.
     unwinder.forget(&mut maps, pid).unwrap();
     unwinder
-        .publish(&mut maps, pid, &mut |_, _, _| Ok(true))
+        .publish(&mut maps, pid, &mut |_, _, m| Ok(vec![false; m.len()]))
         .unwrap();
     assert_eq!(maps.files[&own_file_key(pid)].may_wait, 1);
 }

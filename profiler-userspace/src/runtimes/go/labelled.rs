@@ -210,6 +210,13 @@ impl GoLabels {
     }
 
     /// The Go runtime of the file `vma` of `pid` maps, read once per file.
+    /// Whether the file `stamp` was read and is no Go binary whose labels
+    /// are read.
+    #[must_use]
+    pub fn known_not(&self, stamp: &FileStamp) -> bool {
+        self.binaries.known_not(stamp)
+    }
+
     fn runtime(
         &mut self,
         pid: u32,

@@ -312,6 +312,13 @@ impl Java {
         self.binaries.len()
     }
 
+    /// Whether the file `vma` maps (`stamp`) is no JVM's: not a
+    /// `libjvm`, or read and found not to be one.
+    #[must_use]
+    pub fn known_not(&self, vma: &Vma, stamp: &FileStamp) -> bool {
+        !vma.path.contains("libjvm") || self.binaries.known_not(stamp)
+    }
+
     /// The JVM in the file `vma` of `pid` maps, recognised once per file.
     fn jvm(&mut self, pid: u32, vma: &Vma, stamp: FileStamp) -> Option<Arc<Jvm>> {
         self.binaries

@@ -249,6 +249,12 @@ impl Python {
 
     /// The interpreter in the file `vma` of `pid` maps, recognised once
     /// per file.
+    /// Whether the file `stamp` was read and is no interpreter.
+    #[must_use]
+    pub fn known_not(&self, stamp: &FileStamp) -> bool {
+        self.binaries.known_not(stamp)
+    }
+
     fn interpreter(&mut self, pid: u32, vma: &Vma, stamp: FileStamp) -> Option<Arc<Interpreter>> {
         self.binaries
             .get_or_read(stamp, || read_interpreter(pid, vma).ok())

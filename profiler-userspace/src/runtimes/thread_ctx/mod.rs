@@ -167,6 +167,12 @@ impl ThreadContexts {
     }
 
     /// Where the binary `vma` maps keeps the variable, read once per file.
+    /// Whether the file `stamp` was read and defines no thread context.
+    #[must_use]
+    pub fn known_not(&self, stamp: &FileStamp) -> bool {
+        self.binaries.known_not(stamp)
+    }
+
     fn forms(&mut self, pid: u32, vma: &Vma, stamp: FileStamp) -> Option<Arc<Forms>> {
         self.binaries
             .get_or_map(pid, vma, stamp, |data| Forms::of(data).map(Arc::new))

@@ -35,7 +35,9 @@ fn a_process_walked_by_its_files_tables_is_read_once_it_has_lived_on() {
     let mut maps = MemoryKernel::default();
     let mut unwinder = waiting_unwinder();
     maps.seen_requests.push((pid, seen_here(true)));
-    let served = unwinder.serve_rung(&mut maps, |_, _, _| Ok(false)).unwrap();
+    let served = unwinder
+        .serve_rung(&mut maps, |_, _, _| Ok(Vec::new()))
+        .unwrap();
     assert!(served.published.is_empty(), "{served:?}");
     assert_eq!(
         served.waiting,
@@ -50,14 +52,14 @@ fn a_process_walked_by_its_files_tables_is_read_once_it_has_lived_on() {
     assert!(maps.mappings.is_empty());
     // Served again within the wait: still put back, not told again.
     let served = unwinder
-        .serve_requests(&mut maps, |_, _, _| Ok(false))
+        .serve_requests(&mut maps, |_, _, _| Ok(Vec::new()))
         .unwrap();
     assert!(served.published.is_empty() && served.waiting.is_empty());
     assert_eq!(maps.seen_requests.len(), 1);
     assert_eq!(unwinder.requests_waiting(), 1);
     sleep(WAIT);
     let served = unwinder
-        .serve_requests(&mut maps, |_, _, _| Ok(false))
+        .serve_requests(&mut maps, |_, _, _| Ok(Vec::new()))
         .unwrap();
     assert_eq!(served.published, [pid], "due: read and published");
     assert!(maps.mappings.contains_key(&pid));
@@ -73,7 +75,9 @@ fn a_walk_that_met_a_file_without_a_table_is_served_at_once() {
     let mut maps = MemoryKernel::default();
     let mut unwinder = waiting_unwinder();
     maps.seen_requests.push((pid, seen_here(false)));
-    let served = unwinder.serve_rung(&mut maps, |_, _, _| Ok(false)).unwrap();
+    let served = unwinder
+        .serve_rung(&mut maps, |_, _, _| Ok(Vec::new()))
+        .unwrap();
     assert_eq!(served.published, [pid]);
     assert!(served.waiting.is_empty());
 }
@@ -85,7 +89,9 @@ fn requests_wait_only_where_the_records_name_the_files() {
     let mut maps = MemoryKernel::default();
     let mut unwinder = Unwinder::without_tables();
     maps.seen_requests.push((pid, seen_here(true)));
-    let served = unwinder.serve_rung(&mut maps, |_, _, _| Ok(false)).unwrap();
+    let served = unwinder
+        .serve_rung(&mut maps, |_, _, _| Ok(Vec::new()))
+        .unwrap();
     assert_eq!(served.published, [pid]);
     // Another root (a container's): its records name files by its paths.
     let mut maps = MemoryKernel::default();
@@ -95,7 +101,9 @@ fn requests_wait_only_where_the_records_name_the_files() {
         ..seen_here(true)
     };
     maps.seen_requests.push((pid, elsewhere));
-    let served = unwinder.serve_rung(&mut maps, |_, _, _| Ok(false)).unwrap();
+    let served = unwinder
+        .serve_rung(&mut maps, |_, _, _| Ok(Vec::new()))
+        .unwrap();
     assert_eq!(served.published, [pid]);
     // The kernel could not tell (no offsets): served at once.
     let mut maps = MemoryKernel::default();
@@ -107,7 +115,9 @@ fn requests_wait_only_where_the_records_name_the_files() {
             ..ProcessSeen::default()
         },
     ));
-    let served = unwinder.serve_rung(&mut maps, |_, _, _| Ok(false)).unwrap();
+    let served = unwinder
+        .serve_rung(&mut maps, |_, _, _| Ok(Vec::new()))
+        .unwrap();
     assert_eq!(served.published, [pid]);
 }
 
@@ -117,11 +127,15 @@ fn a_published_process_that_maps_more_is_served_at_once() {
     let mut maps = MemoryKernel::default();
     let mut unwinder = waiting_unwinder();
     maps.requests.push(pid);
-    unwinder.serve_rung(&mut maps, |_, _, _| Ok(false)).unwrap();
+    unwinder
+        .serve_rung(&mut maps, |_, _, _| Ok(Vec::new()))
+        .unwrap();
     assert!(maps.mappings.contains_key(&pid));
     // A library loaded since, with its table: the process lives, served.
     maps.seen_requests.push((pid, seen_here(true)));
-    let served = unwinder.serve_rung(&mut maps, |_, _, _| Ok(false)).unwrap();
+    let served = unwinder
+        .serve_rung(&mut maps, |_, _, _| Ok(Vec::new()))
+        .unwrap();
     assert!(served.waiting.is_empty(), "{served:?}");
     assert_eq!(unwinder.stats().requests_waited, 0);
 }
@@ -137,7 +151,9 @@ fn nothing_is_read_of_a_process_that_exited_but_its_name_and_placement_are_kept(
     let mut maps = MemoryKernel::default();
     let mut unwinder = waiting_unwinder();
     maps.seen_requests.push((pid, exited(true)));
-    let served = unwinder.serve_rung(&mut maps, |_, _, _| Ok(false)).unwrap();
+    let served = unwinder
+        .serve_rung(&mut maps, |_, _, _| Ok(Vec::new()))
+        .unwrap();
     assert!(served.published.is_empty(), "nothing read: {served:?}");
     assert_eq!(served.waiting, [(pid, exited(true))]);
     assert!(maps.seen_requests.is_empty(), "not put back");
@@ -145,21 +161,25 @@ fn nothing_is_read_of_a_process_that_exited_but_its_name_and_placement_are_kept(
     maps.seen_requests.push((pid, seen_here(true)));
     assert_eq!(
         unwinder
-            .serve_rung(&mut maps, |_, _, _| Ok(false))
+            .serve_rung(&mut maps, |_, _, _| Ok(Vec::new()))
             .unwrap()
             .waiting
             .len(),
         1
     );
     maps.seen_requests = vec![(pid, exited(true))];
-    let served = unwinder.serve_rung(&mut maps, |_, _, _| Ok(false)).unwrap();
+    let served = unwinder
+        .serve_rung(&mut maps, |_, _, _| Ok(Vec::new()))
+        .unwrap();
     assert!(served.published.is_empty() && served.waiting.is_empty());
     assert!(maps.seen_requests.is_empty());
     assert_eq!(unwinder.requests_waiting(), 0);
     // A request that may not wait, of a process that exited: nothing read
     // either.
     maps.seen_requests.push((pid, exited(false)));
-    let served = unwinder.serve_rung(&mut maps, |_, _, _| Ok(false)).unwrap();
+    let served = unwinder
+        .serve_rung(&mut maps, |_, _, _| Ok(Vec::new()))
+        .unwrap();
     assert!(served.published.is_empty());
     assert_eq!(unwinder.stats().exited_unread, 3);
 }
