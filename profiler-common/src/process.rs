@@ -38,7 +38,9 @@ pub struct ProcessSeen {
     pub cgroup_subsys: u64,
     /// Non-zero when the walk that asked unwound every frame it met
     /// outside the published mappings by a table published for that
-    /// frame's file: nothing is missing but the process's own mappings,
+    /// frame's file, each a file whose processes may wait
+    /// ([`crate::unwind::by_file::FileTable::may_wait`]): nothing is
+    /// missing but the process's own mappings,
     /// and the daemon may wait to see whether the process lives on
     /// before it reads them (most of a build's processes do not). Such a
     /// request does not ring: the daemon's next poll takes it.
@@ -54,7 +56,8 @@ pub struct ProcessSeen {
 /// once.
 pub const ASK_NOW: u32 = 1;
 /// A walk's reason to ask: frames outside the published mappings, each
-/// unwound by its file's table ([`ProcessSeen::deferrable`]).
+/// unwound by the table of a file whose processes may wait
+/// ([`ProcessSeen::deferrable`]).
 pub const ASK_LATER: u32 = 2;
 
 /// Controllers' pointers of a `css_set` hashed at most (the kernel has

@@ -1,6 +1,8 @@
 //! Requests that wait: a process not published yet whose frames the
-//! kernel walked, each by its file's table (`ProcessSeen::deferrable`),
-//! is read only once it has lived [`WAIT`] past the serve that first took
+//! kernel walked, each by its file's table, in files every runtime read
+//! and found none of its own (`FileTable::may_wait`, `by_file.rs`;
+//! `ProcessSeen::deferrable`), is read only once it has lived [`WAIT`]
+//! past the serve that first took
 //! its request (such requests do not ring: the 200 ms poll takes them).
 //! Most processes of a build or a shell script are gone by then, and the
 //! kernel marks the request of a process that exits
