@@ -250,8 +250,8 @@ fn frame(state: &mut WalkState, trace: &mut StackTrace, context: u32) -> bool {
         // process published at its exec before its libraries were mapped
         // (`--comm`). Code outside files (JIT) found here is in a mapping
         // the daemon publishes, with no table, at its next request. A
-        // process all of whose frames are found so, in files that no
-        // runtime the daemon reads maps, may not live to be read: the
+        // process all of whose frames are found so, in files no runtime
+        // the daemon reads found its own in, may not live to be read: the
         // daemon may wait before it reads it.
         let Some((mapping, may_wait)) = vma::by_file(state, lookup, context) else {
             state.ask_mappings |= ASK_NOW;

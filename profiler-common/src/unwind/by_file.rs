@@ -53,10 +53,10 @@ pub struct FileTable {
     pub table: u32,
     /// The mapping's [`UnwindMapping::bias`] less its start address.
     pub bias_from_start: u64,
-    /// Non-zero when a process published earlier maps the file and runs
-    /// no runtime the daemon reads (Python, a JVM, Go's labels, a thread
-    /// context): a new process walked by this file's table may wait to be
-    /// read (`ProcessSeen::deferrable`). A runtime's file never is: its
+    /// Non-zero once every runtime the daemon reads (Python, a JVM, Go's
+    /// labels, a thread context) has read the file and found none of its
+    /// own: a new process walked by this file's table may wait to be read
+    /// (`ProcessSeen::deferrable`). A runtime's file never is: its
     /// processes are read at once, for their frames from the first.
     pub may_wait: u32,
     pub reserved: u32,

@@ -63,8 +63,8 @@ struct Binary {
     /// The files published with its table ([`by_file`]), each as last
     /// written.
     files: Vec<(FileKey, FileTable)>,
-    /// Whether a process that maps it was published and claimed by no
-    /// runtime: its files' new processes may wait (`waiting.rs`).
+    /// Whether every runtime read it and found none of its own: its
+    /// files' new processes may wait (`waiting.rs`).
     plain: bool,
     /// Processes mapping it now.
     users: u32,

@@ -2,8 +2,8 @@
 //! kernel walked, each by its file's table, in files every runtime read
 //! and found none of its own (`FileTable::may_wait`, `by_file.rs`;
 //! `ProcessSeen::deferrable`), is read only once it has lived [`WAIT`]
-//! past the serve that first took
-//! its request (such requests do not ring: the 200 ms poll takes them).
+//! past the serve that first took its request (such requests do not
+//! ring: the 200 ms poll takes them).
 //! Most processes of a build or a shell script are gone by then, and the
 //! kernel marks the request of a process that exits
 //! (`ProcessSeen::exited`): their mappings are never read nor published,
@@ -24,15 +24,17 @@ use profiler_common::process::ProcessSeen;
 
 use crate::process::roots;
 
-/// How long after its first request a process that may wait is read. A
+/// How long after the serve that first took its request a process that
+/// may wait is read. A
 /// compiler's run of one file or a short command lives less; a process
 /// that lives on is walked by its own mappings from then on (the walk by
 /// file looks its process's tree up at every frame outside them).
 pub const WAIT: Duration = Duration::from_millis(100);
 
-/// Requests first made longer ago than this and not taken since are of
-/// processes gone (the kernel drops the request of a process that exits):
-/// forgotten.
+/// Requests first taken longer ago than this and not taken since are
+/// forgotten: a request is taken again at every serve until it is due,
+/// or dropped as its process's exit mark says, so such a one was lost
+/// (a put-back refused, a pid's request replaced).
 const FORGET_AFTER: Duration = Duration::from_secs(1);
 
 /// What to do with a request now.
@@ -91,8 +93,7 @@ impl Waiting {
         }
     }
 
-    /// Forgets the requests of processes that never asked again (gone
-    /// before they were due, their request taken with them).
+    /// Forgets the requests not taken again within [`FORGET_AFTER`].
     pub fn forget_stale(&mut self, now: Instant) {
         self.since
             .retain(|_, since| now.duration_since(*since) < FORGET_AFTER);
