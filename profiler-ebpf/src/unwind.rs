@@ -97,6 +97,7 @@ pub fn capture_user_from(
         state.without_table = 0;
         state.by_file = 0;
         state.ask_mappings = 0;
+        state.phase = phase::RECORD;
         python::start(&mut state.python, pid, runtimes);
         java::start(&mut state.java, pid, runtimes);
     }
@@ -104,10 +105,10 @@ pub fn capture_user_from(
     // SAFETY: `callback` is a static function with bpf_loop's callback
     // signature; its context is `context`, on this stack for the loop.
     unsafe {
-        // Twice the frames: an iteration at a Python activation's end
-        // records nothing.
+        // Three steps a frame, and twice the frames: an iteration at a
+        // Python activation's end records nothing.
         bpf_loop(
-            MAX_FRAMES * 2,
+            MAX_FRAMES * 6,
             callback as *mut c_void,
             (&raw mut context).cast(),
             0,
@@ -206,21 +207,56 @@ fn request_mappings(pid: u32, context: u32, deferrable: bool) {
     });
 }
 
-/// Records the current PC (or in a Python eval loop, the Python frames
-/// it runs: `python.rs`; in a JVM's code cache, its Java frame:
-/// `java.rs`) and moves to its caller, by the PC's table row
-/// or, without one, by frame pointer; false at the end of the walk.
+/// One step of the walk at the current PC, as `state.phase` says: record
+/// it ([`record`]), find its mapping ([`find_mapping`]), or find its row
+/// and move to the caller ([`find_row`]); false at the end of the walk.
+///
+/// One step per iteration, each starting from what the map holds: the
+/// verifier checks each step once for the loop's one entry state. Run as
+/// one, each step was checked again for every way the one before it could
+/// end, and newer verifiers (6.18's stable updates) refused the product
+/// at a million instructions.
 #[inline(always)]
 fn frame(state: &mut WalkState, trace: &mut StackTrace, context: u32) -> bool {
+    match state.phase {
+        phase::MAPPING => find_mapping(state, context),
+        phase::ROW => find_row(state),
+        _ => record(state, trace, context),
+    }
+}
+
+/// The steps of the walk at one PC (`WalkState::phase`).
+mod phase {
+    /// Records the PC, or the runtime's frames at it.
+    pub const RECORD: u32 = 0;
+    /// Finds the PC's mapping.
+    pub const MAPPING: u32 = 1;
+    /// Finds its row, and moves to the caller by it.
+    pub const ROW: u32 = 2;
+}
+
+/// The PC to look up: the current one, or for a caller (whose PC is a
+/// return address) the call instruction's last byte.
+#[inline(always)]
+fn lookup_pc(state: &WalkState) -> u64 {
+    if state.exact_pc != 0 {
+        state.pc
+    } else {
+        state.pc.wrapping_sub(1)
+    }
+}
+
+/// Records the current PC (or in a Python eval loop, the Python frames
+/// it runs: `python.rs`; in a JVM's code cache, its Java frame:
+/// `java.rs`), then moves to its caller by frame pointer without tables,
+/// or goes on to find its mapping.
+#[inline(always)]
+fn record(state: &mut WalkState, trace: &mut StackTrace, context: u32) -> bool {
     let i = state.len as usize;
     if i >= MAX_FRAMES as usize {
         return false;
     }
-    let lookup = if state.exact_pc != 0 {
-        state.pc
-    } else {
-        state.pc.wrapping_sub(1)
-    };
+    let lookup = lookup_pc(state);
     if let Some(more) = java::at(state, trace, lookup) {
         return more;
     }
@@ -242,6 +278,16 @@ fn frame(state: &mut WalkState, trace: &mut StackTrace, context: u32) -> bool {
         state.by_frame_pointer += 1;
         return unwind(state, RowKind::FramePointer, 0, 0);
     }
+    state.phase = phase::MAPPING;
+    true
+}
+
+/// Finds the current PC's mapping into `state.mapping`, then goes on to
+/// its row; without one (or without rows), moves to the caller by frame
+/// pointer.
+#[inline(always)]
+fn find_mapping(state: &mut WalkState, context: u32) -> bool {
+    let lookup = lookup_pc(state);
     let Some(mapping) = mapping_of(state, lookup).or_else(|| {
         // Not published yet, or mapped since the daemon last looked
         // (mmap, dlopen, exec): the daemon builds them within a poll.
@@ -268,7 +314,19 @@ fn frame(state: &mut WalkState, trace: &mut StackTrace, context: u32) -> bool {
     }) else {
         return without_table(state);
     };
-    let Ok(rel) = u32::try_from(lookup.wrapping_sub(mapping.bias)) else {
+    if mapping.rows() == 0 {
+        return without_table(state);
+    }
+    state.phase = phase::ROW;
+    true
+}
+
+/// Moves to the caller by the current PC's row in `state.mapping`'s
+/// table; by frame pointer when it has none, or its row says so.
+#[inline(always)]
+fn find_row(state: &mut WalkState) -> bool {
+    let mapping = state.mapping;
+    let Ok(rel) = u32::try_from(lookup_pc(state).wrapping_sub(mapping.bias)) else {
         return without_table(state);
     };
     if mapping.rows() == 0 {
@@ -335,6 +393,7 @@ fn without_table(state: &mut WalkState) -> bool {
 /// Moves to the caller under the rule; false at the end of the stack.
 #[inline(always)]
 fn unwind(state: &mut WalkState, kind: RowKind, cfa_offset: u16, rbp_offset: i8) -> bool {
+    state.phase = phase::RECORD;
     let regs = Regs {
         pc: state.pc,
         sp: state.sp,

@@ -237,6 +237,7 @@ fn the_kernels_search_in_its_walk_state_is_the_same_search() {
         without_table: 0,
         by_file: 0,
         ask_mappings: 0,
+        phase: 0,
         python: crate::python::PythonWalk::default(),
         java: crate::java::JavaWalk::default(),
         maple: by_file::MapleWalk::default(),

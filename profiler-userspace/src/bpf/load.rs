@@ -4,12 +4,7 @@
 use aya::{
     Btf, Ebpf, EbpfLoader,
     maps::Map,
-    programs::{
-        BtfTracePoint, PerfEvent, Program, ProgramError, UProbe,
-        perf_event::{PerfEventConfig, PerfEventScope, SamplePolicy, SoftwareEvent},
-        uprobe::{UProbeAttachLocation, UProbeAttachPoint, UProbeScope},
-    },
-    util::online_cpus,
+    programs::{Program, ProgramError},
 };
 use profiler_common::{
     maps::{
@@ -40,6 +35,7 @@ use super::{
 };
 use crate::config::{Config, Target, Unwind, UserStacks};
 
+mod attach;
 mod interfaces;
 
 /// Whether this build has the test knobs (and its object their globals).
@@ -87,8 +83,11 @@ const UNWIND_PROGRAMS: [(&str, &str); 4] = [
 const OFF_CPU_PROGRAMS: [(&str, &str); 3] = [
     ("sched_process_exit", "sched_process_exit"),
     ("task_rename", "task_rename"),
-    ("sched_switch", "sched_switch"),
+    (SCHED_SWITCH, "sched_switch"),
 ];
+
+/// The program that schedules task work: the one a verifier refuses for it.
+const SCHED_SWITCH: &str = "sched_switch";
 
 /// Flushes pending off-CPU weight as an rseq thread returns to user space:
 /// once per context switch.
@@ -148,9 +147,37 @@ impl Kernel {
     /// sampling (every online CPU, once per sample period of CPU time) and
     /// off-CPU tracking, as configured.
     ///
+    /// Task work that this kernel's verifier refuses from `sched_switch`
+    /// (6.18 stable kernels that take its callback as sleepable, and so
+    /// only from sleepable programs) is logged, and the object loaded
+    /// again without it, as on kernels without the kfunc.
+    ///
     /// # Errors
     /// When the kernel refuses the object, a map, a program or an attach.
     pub fn load(config: &Config, targets: &Target) -> Result<Self, KernelError> {
+        let user_stacks = config.modes.off_cpu().map(|o| o.user_stacks);
+        match Self::load_as(config, targets, user_stacks) {
+            Err(KernelError::LoadProgram { name, source })
+                if name == SCHED_SWITCH && user_stacks == Some(UserStacks::TaskWork) =>
+            {
+                tracing::info!(
+                    "off-CPU: this kernel refuses BPF task work from sched_switch ({}); \
+                     user stacks are taken at rseq_update",
+                    verifier_reason(&source)
+                );
+                tracing::debug!("the refused load: {}", crate::error_chain(&source));
+                Self::load_as(config, targets, Some(UserStacks::Rseq))
+            }
+            loaded => loaded,
+        }
+    }
+
+    /// [`Self::load`], the off-CPU user stacks taken as `user_stacks` says.
+    fn load_as(
+        config: &Config,
+        targets: &Target,
+        user_stacks: Option<UserStacks>,
+    ) -> Result<Self, KernelError> {
         let target_all = u8::from(matches!(config.target, Target::All));
         // Its own waits are not profiled under `--all` (see the global).
         let unprofiled_pid = u32::from(target_all) * std::process::id();
@@ -191,7 +218,6 @@ impl Kernel {
         // Without them a new process's first samples are walked by frame
         // pointer until its mappings are published.
         let file_offsets = optional(types.as_ref(), KernelTypes::file_offsets);
-        let user_stacks = config.modes.off_cpu().map(|o| o.user_stacks);
         let task_work = user_stacks == Some(UserStacks::TaskWork);
         let wakers = config.modes.off_cpu().is_some_and(|o| o.wakers);
         let object = kfunc::link(EBPF_OBJECT, &KFUNCS, |name| {
@@ -253,7 +279,8 @@ impl Kernel {
         let btf = Btf::from_sys_fs().map_err(KernelError::Btf)?;
         kernel.attach_tracepoints(&UNWIND_PROGRAMS, &btf)?;
         if let Some(off_cpu) = config.modes.off_cpu() {
-            kernel.attach_return_hooks(object.kfuncs, off_cpu.user_stacks, &btf)?;
+            let user_stacks = user_stacks.unwrap_or(off_cpu.user_stacks);
+            kernel.attach_return_hooks(object.kfuncs, user_stacks, &btf)?;
             kernel.attach_tracepoints(&OFF_CPU_PROGRAMS, &btf)?;
             if wakers {
                 kernel.attach_tracepoints(&[SCHED_WAKING], &btf)?;
@@ -279,108 +306,6 @@ impl Kernel {
             .map_err(|source| KernelError::ProgramKind { name, source })
     }
 
-    fn attach_on_cpu(&mut self, sample_period_ns: u64) -> Result<(), KernelError> {
-        let name = ON_CPU_PROGRAM;
-        let program: &mut PerfEvent = self.program_mut(name)?;
-        program
-            .load()
-            .map_err(|source| KernelError::LoadProgram { name, source })?;
-        let cpus = online_cpus().map_err(|(path, source)| KernelError::Cpus { path, source })?;
-        for cpu in cpus {
-            program
-                .attach(
-                    PerfEventConfig::Software(SoftwareEvent::CpuClock),
-                    PerfEventScope::AllProcessesOneCpu { cpu },
-                    SamplePolicy::Period(sample_period_ns),
-                    false,
-                )
-                .map_err(|source| KernelError::Attach { name, cpu, source })?;
-        }
-        Ok(())
-    }
-
-    fn attach_tracepoints(
-        &mut self,
-        programs: &[(&'static str, &'static str)],
-        btf: &Btf,
-    ) -> Result<(), KernelError> {
-        for &(name, tracepoint) in programs {
-            let program: &mut BtfTracePoint = self.program_mut(name)?;
-            program
-                .load(tracepoint, btf)
-                .map_err(|source| KernelError::LoadProgram { name, source })?;
-            program
-                .attach()
-                .map_err(|source| KernelError::AttachProgram { name, source })?;
-        }
-        Ok(())
-    }
-
-    /// With task work (`task_work`: its kfuncs are linked), no hook is
-    /// needed on the way back to user space. Otherwise attaches
-    /// `rseq_update`, and `sys_exit` if asked for or if the kernel has no
-    /// `rseq_update` tracepoint (then with a warning: every system call
-    /// pays for it).
-    fn attach_return_hooks(
-        &mut self,
-        task_work: bool,
-        user_stacks: UserStacks,
-        btf: &Btf,
-    ) -> Result<(), KernelError> {
-        if task_work {
-            tracing::debug!("off-CPU: user stacks by task work on the way back to user space");
-            return Ok(());
-        }
-        if user_stacks == UserStacks::TaskWork {
-            tracing::info!(
-                "off-CPU: this kernel has no BPF task work (Linux 6.18); user stacks are \
-                 taken at rseq_update"
-            );
-        }
-        let rseq = match self.attach_tracepoints(&[RSEQ_UPDATE], btf) {
-            Ok(()) => true,
-            Err(e) => {
-                tracing::warn!(
-                    "off-CPU: cannot use the rseq_update tracepoint; taking user stacks \
-                     at sys_exit instead, which slows every system call: {}",
-                    crate::error_chain(&e)
-                );
-                false
-            }
-        };
-        if user_stacks == UserStacks::SysExit || !rseq {
-            self.attach_tracepoints(&[SYS_EXIT], btf)?;
-        }
-        Ok(())
-    }
-
-    /// Probes `runtime.ready` at file offset `offset` of the binary at
-    /// `exe`, whose layout is `GO_BINARIES[index]` (the probe's cookie).
-    /// Every process running it hits the probe; the program stops at once
-    /// for one that is not a target.
-    pub(super) fn attach_go_ready(
-        &mut self,
-        exe: &std::path::Path,
-        offset: u64,
-        index: u32,
-    ) -> Result<(), KernelError> {
-        let name = GO_READY;
-        let program: &mut UProbe = self.program_mut(name)?;
-        if program.fd().is_err() {
-            program
-                .load()
-                .map_err(|source| KernelError::LoadProgram { name, source })?;
-        }
-        let point = UProbeAttachPoint {
-            location: UProbeAttachLocation::AbsoluteOffset(offset),
-            cookie: Some(u64::from(index)),
-        };
-        program
-            .attach(point, exe, UProbeScope::AllProcesses)
-            .map_err(|source| KernelError::AttachProgram { name, source })?;
-        Ok(())
-    }
-
     /// Copies the programs' log records into tracing from now on, on the
     /// tokio runtime; without a log channel (the object was built without
     /// one, or the kernel refused it) there is nothing to copy.
@@ -401,3 +326,26 @@ impl Kernel {
 }
 
 // Each interface is its part's.
+
+/// The verifier's last words on a refused program (its log's last lines
+/// before the statistics), or the error itself without a log.
+fn verifier_reason(error: &ProgramError) -> String {
+    let ProgramError::LoadError {
+        io_error,
+        verifier_log,
+    } = error
+    else {
+        return error.to_string();
+    };
+    let log = verifier_log.to_string();
+    let words: Vec<&str> = log
+        .lines()
+        .map(str::trim)
+        .filter(|line| !line.is_empty())
+        .take_while(|line| !line.starts_with("verification time"))
+        .collect();
+    match words.len() {
+        0 => io_error.to_string(),
+        n => words[n.saturating_sub(2)..].join("; "),
+    }
+}

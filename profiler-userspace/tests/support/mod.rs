@@ -307,6 +307,16 @@ pub fn profile_fixture(
     out_dir: &Path,
     extra: &[&str],
 ) -> (HashMap<String, u64>, Vec<(PathBuf, Profile)>) {
+    let (truth, profiles, _) = profile_fixture_logged(fixture, out_dir, extra);
+    (truth, profiles)
+}
+
+/// [`profile_fixture`], and the profiler's log.
+pub fn profile_fixture_logged(
+    fixture: &mut Fixture,
+    out_dir: &Path,
+    extra: &[&str],
+) -> (HashMap<String, u64>, Vec<(PathBuf, Profile)>, String) {
     let pid = fixture.pid().to_string();
     let mut args = vec![
         "--pid",
@@ -320,12 +330,12 @@ pub fn profile_fixture(
     let running = Profiler::start(&args);
     fixture.go();
     let truth = fixture.results();
-    running.stop();
+    let log = running.stop();
     let profiles = profiles(out_dir);
     for (path, _) in &profiles {
         go_pprof_raw(path);
     }
-    (truth, profiles)
+    (truth, profiles, log)
 }
 
 /// A port nobody listens on now.
