@@ -278,7 +278,13 @@ fn record(state: &mut WalkState, trace: &mut StackTrace, context: u32) -> bool {
         state.by_frame_pointer += 1;
         return unwind(state, RowKind::FramePointer, 0, 0);
     }
-    state.phase = phase::MAPPING;
+    // A caller is most often in its callee's mapping: then its row next.
+    let mapping = &state.mapping;
+    state.phase = if mapping.start <= lookup && lookup < mapping.end {
+        phase::ROW
+    } else {
+        phase::MAPPING
+    };
     true
 }
 

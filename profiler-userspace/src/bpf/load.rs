@@ -277,6 +277,15 @@ impl Kernel {
             ebpf,
         };
         let btf = Btf::from_sys_fs().map_err(KernelError::Btf)?;
+        // The walking programs are verified before anything is attached:
+        // that takes seconds on newer kernels, and the first window would
+        // count the off-CPU time kept meanwhile, before it starts.
+        if config.modes.on_cpu() {
+            kernel.load_on_cpu()?;
+        }
+        if config.modes.off_cpu().is_some() {
+            kernel.load_tracepoints(&OFF_CPU_PROGRAMS, &btf)?;
+        }
         kernel.attach_tracepoints(&UNWIND_PROGRAMS, &btf)?;
         if let Some(off_cpu) = config.modes.off_cpu() {
             let user_stacks = user_stacks.unwrap_or(off_cpu.user_stacks);

@@ -15,12 +15,20 @@ use super::{GO_READY, Kernel, ON_CPU_PROGRAM, RSEQ_UPDATE, SYS_EXIT};
 use crate::{bpf::error::KernelError, config::UserStacks};
 
 impl Kernel {
-    pub(super) fn attach_on_cpu(&mut self, sample_period_ns: u64) -> Result<(), KernelError> {
+    /// Loads the on-CPU sampler, to attach it later.
+    pub(super) fn load_on_cpu(&mut self) -> Result<(), KernelError> {
         let name = ON_CPU_PROGRAM;
         let program: &mut PerfEvent = self.program_mut(name)?;
         program
             .load()
-            .map_err(|source| KernelError::LoadProgram { name, source })?;
+            .map_err(|source| KernelError::LoadProgram { name, source })
+    }
+
+    /// Attaches the on-CPU sampler ([`Self::load_on_cpu`]) to every online
+    /// CPU.
+    pub(super) fn attach_on_cpu(&mut self, sample_period_ns: u64) -> Result<(), KernelError> {
+        let name = ON_CPU_PROGRAM;
+        let program: &mut PerfEvent = self.program_mut(name)?;
         let cpus = online_cpus().map_err(|(path, source)| KernelError::Cpus { path, source })?;
         for cpu in cpus {
             program
@@ -35,7 +43,8 @@ impl Kernel {
         Ok(())
     }
 
-    pub(super) fn attach_tracepoints(
+    /// Loads the BTF tracepoint programs, to attach them later.
+    pub(super) fn load_tracepoints(
         &mut self,
         programs: &[(&'static str, &'static str)],
         btf: &Btf,
@@ -45,6 +54,23 @@ impl Kernel {
             program
                 .load(tracepoint, btf)
                 .map_err(|source| KernelError::LoadProgram { name, source })?;
+        }
+        Ok(())
+    }
+
+    /// Attaches the BTF tracepoint programs, loading those not loaded yet.
+    pub(super) fn attach_tracepoints(
+        &mut self,
+        programs: &[(&'static str, &'static str)],
+        btf: &Btf,
+    ) -> Result<(), KernelError> {
+        for &(name, tracepoint) in programs {
+            let program: &mut BtfTracePoint = self.program_mut(name)?;
+            if program.fd().is_err() {
+                program
+                    .load(tracepoint, btf)
+                    .map_err(|source| KernelError::LoadProgram { name, source })?;
+            }
             program
                 .attach()
                 .map_err(|source| KernelError::AttachProgram { name, source })?;
