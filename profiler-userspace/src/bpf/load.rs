@@ -2,7 +2,7 @@
 //! sampler to every online CPU and the off-CPU programs to their
 //! tracepoints.
 use aya::{
-    Btf, Ebpf, EbpfLoader,
+    Ebpf, EbpfLoader,
     maps::Map,
     programs::{Program, ProgramError},
 };
@@ -172,7 +172,8 @@ impl Kernel {
         }
     }
 
-    /// [`Self::load`], the off-CPU user stacks taken as `user_stacks` says.
+    /// [`Self::load`], the off-CPU user stacks taken as `user_stacks` says
+    /// (`None` without off-CPU profiling).
     fn load_as(
         config: &Config,
         targets: &Target,
@@ -276,28 +277,7 @@ impl Kernel {
             logger,
             ebpf,
         };
-        let btf = Btf::from_sys_fs().map_err(KernelError::Btf)?;
-        // The walking programs are verified before anything is attached:
-        // that takes seconds on newer kernels, and the first window would
-        // count the off-CPU time kept meanwhile, before it starts.
-        if config.modes.on_cpu() {
-            kernel.load_on_cpu()?;
-        }
-        if config.modes.off_cpu().is_some() {
-            kernel.load_tracepoints(&OFF_CPU_PROGRAMS, &btf)?;
-        }
-        kernel.attach_tracepoints(&UNWIND_PROGRAMS, &btf)?;
-        if let Some(off_cpu) = config.modes.off_cpu() {
-            let user_stacks = user_stacks.unwrap_or(off_cpu.user_stacks);
-            kernel.attach_return_hooks(object.kfuncs, user_stacks, &btf)?;
-            kernel.attach_tracepoints(&OFF_CPU_PROGRAMS, &btf)?;
-            if wakers {
-                kernel.attach_tracepoints(&[SCHED_WAKING], &btf)?;
-            }
-        }
-        if config.modes.on_cpu() {
-            kernel.attach_on_cpu(config.sample_period_ns())?;
-        }
+        kernel.attach_all(config, object.kfuncs, user_stacks)?;
         // The first window starts once everything is attached.
         kernel.windows.start();
         Ok(kernel)

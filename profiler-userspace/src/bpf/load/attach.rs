@@ -11,10 +11,49 @@ use aya::{
     util::online_cpus,
 };
 
-use super::{GO_READY, Kernel, ON_CPU_PROGRAM, RSEQ_UPDATE, SYS_EXIT};
-use crate::{bpf::error::KernelError, config::UserStacks};
+use super::{
+    GO_READY, Kernel, OFF_CPU_PROGRAMS, ON_CPU_PROGRAM, RSEQ_UPDATE, SCHED_WAKING, SYS_EXIT,
+    UNWIND_PROGRAMS,
+};
+use crate::{
+    bpf::error::KernelError,
+    config::{Config, UserStacks},
+};
 
 impl Kernel {
+    /// Loads and attaches the programs `config` asks for (`user_stacks`:
+    /// how the off-CPU ones take user stacks; `task_work`: its kfuncs are
+    /// linked).
+    pub(super) fn attach_all(
+        &mut self,
+        config: &Config,
+        task_work: bool,
+        user_stacks: Option<UserStacks>,
+    ) -> Result<(), KernelError> {
+        let btf = Btf::from_sys_fs().map_err(KernelError::Btf)?;
+        // The walking programs are verified before anything is attached:
+        // that takes seconds on newer kernels, and the first window would
+        // count the off-CPU time kept meanwhile, before it starts.
+        if config.modes.on_cpu() {
+            self.load_on_cpu()?;
+        }
+        if config.modes.off_cpu().is_some() {
+            self.load_tracepoints(&OFF_CPU_PROGRAMS, &btf)?;
+        }
+        self.attach_tracepoints(&UNWIND_PROGRAMS, &btf)?;
+        if let Some(off_cpu) = config.modes.off_cpu() {
+            self.attach_return_hooks(task_work, user_stacks.unwrap_or(off_cpu.user_stacks), &btf)?;
+            self.attach_tracepoints(&OFF_CPU_PROGRAMS, &btf)?;
+            if off_cpu.wakers {
+                self.attach_tracepoints(&[SCHED_WAKING], &btf)?;
+            }
+        }
+        if config.modes.on_cpu() {
+            self.attach_on_cpu(config.sample_period_ns())?;
+        }
+        Ok(())
+    }
+
     /// Loads the on-CPU sampler, to attach it later.
     pub(super) fn load_on_cpu(&mut self) -> Result<(), KernelError> {
         let name = ON_CPU_PROGRAM;
