@@ -33,12 +33,14 @@ impl Kernel {
         let btf = Btf::from_sys_fs().map_err(KernelError::Btf)?;
         // The walking programs are verified before anything is attached:
         // that takes seconds on newer kernels, and the first window would
-        // count the off-CPU time kept meanwhile, before it starts.
-        if config.modes.on_cpu() {
-            self.load_on_cpu()?;
-        }
+        // count the off-CPU time kept meanwhile, before it starts. The
+        // off-CPU ones first: a verifier that refuses the task work in
+        // `sched_switch` has the object loaded again (`Kernel::load`).
         if config.modes.off_cpu().is_some() {
             self.load_tracepoints(&OFF_CPU_PROGRAMS, &btf)?;
+        }
+        if config.modes.on_cpu() {
+            self.load_on_cpu()?;
         }
         self.attach_tracepoints(&UNWIND_PROGRAMS, &btf)?;
         if let Some(off_cpu) = config.modes.off_cpu() {
