@@ -394,7 +394,7 @@ pub struct WalkState {
     /// (or a mapping it has not): the daemon is asked once the walk ends.
     /// Its bits: [`crate::process::ASK_NOW`], [`crate::process::ASK_LATER`].
     pub ask_mappings: u32,
-    /// The walk's step at the current PC (`profiler-ebpf`'s `unwind.rs`:
+    /// The walk's step at the current PC (`profiler-ebpf`'s `unwind/frame.rs`:
     /// record it, find its mapping, find its row).
     pub phase: u32,
     /// The Python frames' walk, in a Python process.

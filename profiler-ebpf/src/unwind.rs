@@ -1,7 +1,8 @@
 //! User stacks walked in the kernel from the daemon's unwind tables
 //! (`profiler_common::unwind`), by frame pointer where a PC has no table.
 //!
-//! The walk runs in one `bpf_loop`, one frame per iteration: the frame's
+//! The walk runs in one `bpf_loop`, one step of a frame per iteration
+//! (`unwind/frame.rs`): the frame's
 //! mapping is found by a binary search of the process's mappings (one hash
 //! lookup), its row by a binary search of the rows of one bucket of the
 //! binary's table (array lookups: two index entries, then a few rows in a

@@ -1,6 +1,6 @@
-//! Loading the eBPF object, setting its targets, and attaching the on-CPU
-//! sampler to every online CPU and the off-CPU programs to their
-//! tracepoints.
+//! Loading the eBPF object and setting its targets; `load/attach.rs`
+//! attaches the on-CPU sampler to every online CPU and the off-CPU
+//! programs to their tracepoints.
 use aya::{
     Ebpf, EbpfLoader,
     maps::Map,
