@@ -37,6 +37,8 @@ use crate::config::{Config, Target, Unwind, UserStacks};
 
 mod attach;
 mod interfaces;
+#[cfg(test)]
+mod tests;
 
 /// Whether this build has the test knobs (and its object their globals).
 const TEST_KNOBS: bool = cfg!(feature = "test-knobs");
@@ -158,7 +160,9 @@ impl Kernel {
         let user_stacks = config.modes.off_cpu().map(|o| o.user_stacks);
         match Self::load_as(config, targets, user_stacks) {
             Err(KernelError::LoadProgram { name, source })
-                if name == SCHED_SWITCH && user_stacks == Some(UserStacks::TaskWork) =>
+                if name == SCHED_SWITCH
+                    && user_stacks == Some(UserStacks::TaskWork)
+                    && refuses_task_work(&source) =>
             {
                 tracing::info!(
                     "off-CPU: this kernel refuses BPF task work from sched_switch ({}); \
@@ -316,25 +320,42 @@ impl Kernel {
 
 // Each interface is its part's.
 
+/// Whether the verifier refused a program for its task work (the kfunc
+/// that schedules it, named in its last line), not for another cause.
+fn refuses_task_work(error: &ProgramError) -> bool {
+    verifier_lines(error)
+        .last()
+        .is_some_and(|line| line.contains("task_work"))
+}
+
 /// The verifier's last words on a refused program (its log's last lines
 /// before the statistics), or the error itself without a log.
 fn verifier_reason(error: &ProgramError) -> String {
+    let lines = verifier_lines(error);
+    lines[lines.len().saturating_sub(2)..].join("; ")
+}
+
+/// The lines of the verifier's log on a refused program before its
+/// statistics, or the error itself when it has none.
+fn verifier_lines(error: &ProgramError) -> Vec<String> {
     let ProgramError::LoadError {
         io_error,
         verifier_log,
     } = error
     else {
-        return error.to_string();
+        return vec![error.to_string()];
     };
-    let log = verifier_log.to_string();
-    let words: Vec<&str> = log
+    let lines: Vec<String> = verifier_log
+        .to_string()
         .lines()
         .map(str::trim)
         .filter(|line| !line.is_empty())
         .take_while(|line| !line.starts_with("verification time"))
+        .map(str::to_owned)
         .collect();
-    match words.len() {
-        0 => io_error.to_string(),
-        n => words[n.saturating_sub(2)..].join("; "),
+    if lines.is_empty() {
+        vec![io_error.to_string()]
+    } else {
+        lines
     }
 }

@@ -91,10 +91,7 @@ impl Kernel {
         btf: &Btf,
     ) -> Result<(), KernelError> {
         for &(name, tracepoint) in programs {
-            let program: &mut BtfTracePoint = self.program_mut(name)?;
-            program
-                .load(tracepoint, btf)
-                .map_err(|source| KernelError::LoadProgram { name, source })?;
+            self.load_tracepoint(name, tracepoint, btf)?;
         }
         Ok(())
     }
@@ -106,17 +103,29 @@ impl Kernel {
         btf: &Btf,
     ) -> Result<(), KernelError> {
         for &(name, tracepoint) in programs {
-            let program: &mut BtfTracePoint = self.program_mut(name)?;
-            if program.fd().is_err() {
-                program
-                    .load(tracepoint, btf)
-                    .map_err(|source| KernelError::LoadProgram { name, source })?;
-            }
+            let program = self.load_tracepoint(name, tracepoint, btf)?;
             program
                 .attach()
                 .map_err(|source| KernelError::AttachProgram { name, source })?;
         }
         Ok(())
+    }
+
+    /// The BTF tracepoint program `name` on `tracepoint`, loaded unless it
+    /// was.
+    fn load_tracepoint(
+        &mut self,
+        name: &'static str,
+        tracepoint: &'static str,
+        btf: &Btf,
+    ) -> Result<&mut BtfTracePoint, KernelError> {
+        let program: &mut BtfTracePoint = self.program_mut(name)?;
+        if program.fd().is_err() {
+            program
+                .load(tracepoint, btf)
+                .map_err(|source| KernelError::LoadProgram { name, source })?;
+        }
+        Ok(program)
     }
 
     /// With task work (`task_work`: its kfuncs are linked), no hook is
