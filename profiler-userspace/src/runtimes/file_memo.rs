@@ -47,7 +47,7 @@ impl<U> FileMemo<Option<U>> {
 
 impl<T: Clone> FileMemo<T> {
     /// What was made of `stamp`, if it is remembered.
-    fn get(&mut self, stamp: &FileStamp) -> Option<T> {
+    pub(super) fn get(&mut self, stamp: &FileStamp) -> Option<T> {
         self.uses += 1;
         let (made, used) = self.files.get_mut(stamp)?;
         *used = self.uses;
@@ -56,7 +56,7 @@ impl<T: Clone> FileMemo<T> {
 
     /// Remembers what was made of `stamp`, forgetting the least recently
     /// used quarter first when [`MAX_FILES`] are remembered.
-    fn insert(&mut self, stamp: FileStamp, made: T) {
+    pub(super) fn insert(&mut self, stamp: FileStamp, made: T) {
         if self.files.len() >= MAX_FILES && !self.files.contains_key(&stamp) {
             self.forget_least_recent();
         }

@@ -102,8 +102,8 @@ pub struct Java {
     /// JVMs by file, recognised once (`None`: not one).
     binaries: FileMemo<Option<Arc<Jvm>>>,
     /// Layouts by file, read from the first of its processes (`None`: one
-    /// this build cannot read).
-    layouts: HashMap<FileStamp, Option<Layout>>,
+    /// this build cannot read); bounded as `binaries` is.
+    layouts: FileMemo<Option<Layout>>,
     published: HashMap<u32, Published>,
     starting: HashMap<u32, Starting>,
     naming: Naming,
@@ -242,7 +242,7 @@ impl Java {
         let memory = Memory { pid };
         let (stamp, bias) = (starting.stamp, starting.bias);
         let layout = match self.layouts.get(&stamp) {
-            Some(Some(layout)) => *layout,
+            Some(Some(layout)) => layout,
             Some(None) => {
                 self.starting.remove(&pid);
                 return Ok(());
