@@ -20,6 +20,10 @@ use super::{
 };
 use crate::workspace::workspace_root;
 
+mod compiler;
+
+use compiler::{COMPILER_FUNCTIONS, compiler_walk_cost};
+
 /// The two ways the kernel can walk user stacks (`--unwind`).
 const MODES: [(&str, &str); 2] = [
     ("tables", "table"),
@@ -46,7 +50,7 @@ pub(super) fn kernel_costs(report: &mut String) -> anyhow::Result<WalkCosts> {
     )?;
     writeln!(
         report,
-        "run_time_ns / run_cnt (bpf_stats) of the programs that walk user stacks, for each `--unwind` mode in turn, with one copy of the fixture per CPU (every CPU's sampling event then fires in a target; with one copy, the runs on the other CPUs, which stop at the target check, halved the average): `on_cpu_sample` under `cpu_bound` at 999 Hz (`--no-off-cpu`), and the off-CPU programs under `blockers` with `--off-cpu-rate 0` (every interval keeps a stack; as without task work, so that the walk runs at `rseq_update`, which bpf_stats sees). Frames per stack from the daemon's counters. The fixtures are release Rust without frame pointers, so frame pointers walk fewer frames, and wrong ones. The last rows are `on_cpu_sample` with tables on `deep.c` (plain `cc -O2` C) at two depths.\n"
+        "run_time_ns / run_cnt (bpf_stats) of the programs that walk user stacks, for each `--unwind` mode in turn, with one copy of the fixture per CPU (every CPU's sampling event then fires in a target; with one copy, the runs on the other CPUs, which stop at the target check, halved the average): `on_cpu_sample` under `cpu_bound` at 999 Hz (`--no-off-cpu`), and the off-CPU programs under `blockers` with `--off-cpu-rate 0` (every interval keeps a stack; as without task work, so that the walk runs at `rseq_update`, which bpf_stats sees). Frames per stack from the daemon's counters. The fixtures are release Rust without frame pointers, so frame pointers walk fewer frames, and wrong ones. The last rows are `on_cpu_sample` with tables on `deep.c` (plain `cc -O2` C) at two depths, and on the compiler proper of Debian's gcc (`cc1`, 25 MB of code, its table in cache no more than a build's is), one compile per CPU of a generated C file, from the compiles' start (their first samples walked before the daemon reads them).\n"
     )?;
     writeln!(
         report,
@@ -95,6 +99,12 @@ pub(super) fn kernel_costs(report: &mut String) -> anyhow::Result<WalkCosts> {
         )?;
         deep.push(ns.map(|ns| (ns, frames)));
     }
+    let (on_cpu, frames) = compiler_walk_cost()?;
+    writeln!(
+        report,
+        "| tables, gcc's `cc1` compiling (`gcc -O2 -c`, {COMPILER_FUNCTIONS} functions, `--comm cc1`) | {} | {frames:.1} | - | - |",
+        show(per_run(&on_cpu, "on_cpu_sample"))
+    )?;
     writeln!(report)?;
     let mut costs = WalkCosts {
         ten_frames_ns: deep[0].map_or(f64::NAN, |(ns, _)| ns),
@@ -176,20 +186,35 @@ pub(super) fn walk_cost_with_runtime(
     all_args.extend(["--interval", "1s"]);
     all_args.extend(metrics.args());
     let attached = attach(&profiler("", &all_args), workloads[0].pid())?.context("profiler")?;
-    fs::write("/proc/sys/kernel/bpf_stats_enabled", "1")?;
-    let before = bpf_stats()?;
-    for workload in &mut workloads {
-        workload.go()?;
-    }
-    for workload in &mut workloads {
-        workload.result_line()?;
-    }
-    let after = bpf_stats()?;
-    fs::write("/proc/sys/kernel/bpf_stats_enabled", "0")?;
+    let per_run = bpf_stats_over(|| {
+        for workload in &mut workloads {
+            workload.go()?;
+        }
+        for workload in &mut workloads {
+            workload.result_line()?;
+        }
+        Ok(())
+    })?;
     let scrape = metrics.scrape()?;
     attached.stop()?;
+    let frames = scrape.counter("frames_by_table")? + scrape.counter("frames_by_frame_pointer")?;
+    let runtime = scrape.counter(runtime_frames)?;
+    let stacks = scrape.counter("on_cpu_samples")?;
+    let per_stack = |n: f64| if stacks > 0.0 { n / stacks } else { 0.0 };
+    Ok((per_run, per_stack(frames), per_stack(runtime)))
+}
+
+/// Kernel ns per run of each program that ran during `work`, from
+/// bpf_stats turned on for it.
+pub(super) fn bpf_stats_over(work: impl FnOnce() -> anyhow::Result<()>) -> anyhow::Result<PerRun> {
+    fs::write("/proc/sys/kernel/bpf_stats_enabled", "1")?;
+    let before = bpf_stats()?;
+    let worked = work();
+    let after = bpf_stats();
+    fs::write("/proc/sys/kernel/bpf_stats_enabled", "0")?;
+    worked?;
     let mut per_run = Vec::new();
-    for (name, (runs, ns)) in after {
+    for (name, (runs, ns)) in after? {
         let (runs0, ns0) = before
             .iter()
             .find(|(n, _)| *n == name)
@@ -199,11 +224,7 @@ pub(super) fn walk_cost_with_runtime(
             per_run.push((name, (ns - ns0) as f64 / (runs - runs0) as f64));
         }
     }
-    let frames = scrape.counter("frames_by_table")? + scrape.counter("frames_by_frame_pointer")?;
-    let runtime = scrape.counter(runtime_frames)?;
-    let stacks = scrape.counter("on_cpu_samples")?;
-    let per_stack = |n: f64| if stacks > 0.0 { n / stacks } else { 0.0 };
-    Ok((per_run, per_stack(frames), per_stack(runtime)))
+    Ok(per_run)
 }
 
 /// Another command like `command`: its program, arguments, environment
