@@ -63,8 +63,7 @@ pub fn take_all_of<K: Pod, V: Pod>(
 /// When the kernel refuses the call (`ENOSPC` would mean a bucket longer
 /// than [`BATCH`]).
 pub fn take_all<K: Pod, V: Pod>(map: &MapData) -> io::Result<Vec<(K, V)>> {
-    let fd = u32::try_from(map.fd().as_fd().as_raw_fd())
-        .map_err(|_| io::Error::from_raw_os_error(libc::EBADF))?;
+    let fd = fd_of(map)?;
     let mut keys: Vec<K> = Vec::with_capacity(BATCH as usize);
     let mut values: Vec<V> = Vec::with_capacity(BATCH as usize);
     // The kernel's position between calls (for a hash map, a 4-byte bucket
@@ -83,25 +82,12 @@ pub fn take_all<K: Pod, V: Pod>(map: &MapData) -> io::Result<Vec<(K, V)>> {
             map_fd: fd,
             ..BatchAttr::default()
         };
-        // SAFETY: `attr` is a valid `bpf_attr` prefix for this command; its
-        // pointers name buffers of `BATCH` keys and values and of 8 bytes
-        // of position, all alive across the call.
-        let ret = unsafe {
-            libc::syscall(
-                libc::SYS_bpf,
-                BPF_MAP_LOOKUP_AND_DELETE_BATCH,
-                &raw mut attr,
-                size_of::<BatchAttr>(),
-            )
-        };
-        let done = if ret == 0 {
-            false
-        } else {
-            let err = io::Error::last_os_error();
-            if err.raw_os_error() != Some(libc::ENOENT) {
-                return Err(err);
-            }
-            true
+        // SAFETY: its pointers name buffers of `BATCH` keys and values and
+        // of 8 bytes of position, all alive across the call.
+        let done = match unsafe { batch_call(BPF_MAP_LOOKUP_AND_DELETE_BATCH, &mut attr) } {
+            Ok(()) => false,
+            Err(e) if e.raw_os_error() == Some(libc::ENOENT) => true,
+            Err(e) => return Err(e),
         };
         let count = attr.count.min(BATCH) as usize;
         // SAFETY: the kernel wrote `count` keys and values into the
@@ -125,8 +111,7 @@ pub fn take_all<K: Pod, V: Pod>(map: &MapData) -> io::Result<Vec<(K, V)>> {
 /// # Errors
 /// When the kernel refuses an entry (the map is full).
 pub fn put_all<K: Pod, V: Pod>(map: &MapData, entries: &[(K, V)]) -> io::Result<()> {
-    let fd = u32::try_from(map.fd().as_fd().as_raw_fd())
-        .map_err(|_| io::Error::from_raw_os_error(libc::EBADF))?;
+    let fd = fd_of(map)?;
     let (keys, values): (Vec<K>, Vec<V>) = entries.iter().copied().unzip();
     let mut attr = BatchAttr {
         keys: keys.as_ptr() as u64,
@@ -135,14 +120,31 @@ pub fn put_all<K: Pod, V: Pod>(map: &MapData, entries: &[(K, V)]) -> io::Result<
         map_fd: fd,
         ..BatchAttr::default()
     };
-    // SAFETY: `attr` is a valid `bpf_attr` prefix for this command; its
-    // pointers name `count` keys and values, alive across the call, which
-    // the kernel only reads.
+    // SAFETY: its pointers name `count` keys and values, alive across the
+    // call, which the kernel only reads.
+    unsafe { batch_call(BPF_MAP_UPDATE_BATCH, &mut attr) }
+}
+
+/// `map`'s file descriptor, as `bpf_attr` holds it.
+fn fd_of(map: &MapData) -> io::Result<u32> {
+    u32::try_from(map.fd().as_fd().as_raw_fd())
+        .map_err(|_| io::Error::from_raw_os_error(libc::EBADF))
+}
+
+/// `bpf(command, attr)` for a batch command.
+///
+/// # Safety
+/// `attr`'s pointers must name buffers that the command may read and
+/// write (its keys, values and positions for `attr.count` entries), alive
+/// across the call.
+unsafe fn batch_call(command: libc::c_long, attr: &mut BatchAttr) -> io::Result<()> {
+    // SAFETY: `attr` is a valid `bpf_attr` prefix for the batch commands;
+    // the caller vouches for the buffers it points to.
     let ret = unsafe {
         libc::syscall(
             libc::SYS_bpf,
-            BPF_MAP_UPDATE_BATCH,
-            &raw mut attr,
+            command,
+            std::ptr::from_mut(attr),
             size_of::<BatchAttr>(),
         )
     };
