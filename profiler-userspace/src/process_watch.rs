@@ -83,7 +83,8 @@ struct Walked {
 impl Walked {
     /// Publishes (or forgets) process `pid` as each runtime's; which of
     /// its mappings' files every runtime has read and found none of its
-    /// own (not merely unread, or unreadable as the process exited).
+    /// own (not merely unread, or unreadable as the process exited), or
+    /// none that cannot wait (Go's labels: [`GoLabels::lets_wait`]).
     fn publish(
         &mut self,
         kernel: &mut impl WatchMaps,
@@ -100,7 +101,7 @@ impl Walked {
                 stamp.is_some_and(|s| {
                     self.python.known_not(&s)
                         && self.java.known_not(vma, &s)
-                        && self.go.known_not(&s)
+                        && self.go.lets_wait(&s)
                         && self.thread_ctx.known_not(&s)
                 })
             })

@@ -94,6 +94,11 @@ impl<T: Clone> FileMemo<T> {
         })
     }
 
+    /// Whether `stamp` is remembered (read, whatever was made of it).
+    pub fn has(&self, stamp: &FileStamp) -> bool {
+        self.files.contains_key(stamp)
+    }
+
     /// Files remembered.
     pub fn len(&self) -> usize {
         self.files.len()

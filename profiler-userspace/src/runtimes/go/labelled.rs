@@ -209,14 +209,18 @@ impl GoLabels {
         self.binaries.len()
     }
 
-    /// The Go runtime of the file `vma` of `pid` maps, read once per file.
-    /// Whether the file `stamp` was read and is no Go binary whose labels
-    /// are read.
+    /// Whether a process of the file `stamp` may wait to be read (see
+    /// `unwind/waiting.rs`): the file was read, Go or not. A Go process's
+    /// labels are set by its goroutines as it serves, so one read 100 ms
+    /// after its start misses none that matter, while reading each at
+    /// once (a build's Go tools, a script's `gofmt`) cost its maps and
+    /// publication, most of them for a process gone by its first window.
     #[must_use]
-    pub fn known_not(&self, stamp: &FileStamp) -> bool {
-        self.binaries.known_not(stamp)
+    pub fn lets_wait(&self, stamp: &FileStamp) -> bool {
+        self.binaries.has(stamp)
     }
 
+    /// The Go runtime of the file `vma` of `pid` maps, read once per file.
     fn runtime(
         &mut self,
         pid: u32,
