@@ -212,9 +212,9 @@ impl GoLabels {
     /// Whether a process of the file `stamp` may wait to be read (see
     /// `unwind/waiting.rs`): the file was read, Go or not. A Go process's
     /// labels are set by its goroutines as it serves, so one read 100 ms
-    /// after its start misses none that matter, while reading each at
-    /// once (a build's Go tools, a script's `gofmt`) cost its maps and
-    /// publication, most of them for a process gone by its first window.
+    /// after its start misses only its first samples' labels, while
+    /// reading each at once (a build's Go tools, a script's `gofmt`) cost
+    /// its maps and publication, most of them for a process gone by then.
     #[must_use]
     pub fn lets_wait(&self, stamp: &FileStamp) -> bool {
         self.binaries.has(stamp)
