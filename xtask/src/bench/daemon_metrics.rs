@@ -71,6 +71,23 @@ impl Scrape {
             .number())
     }
 
+    /// The per-window counters `names`, summed, per on-CPU sample (0
+    /// without samples).
+    pub(super) fn per_on_cpu_sample(&self, names: &[&str]) -> anyhow::Result<f64> {
+        let stacks = self.counter("on_cpu_samples")?;
+        let mut sum = 0.0;
+        for name in names {
+            sum += self.counter(name)?;
+        }
+        Ok(if stacks > 0.0 { sum / stacks } else { 0.0 })
+    }
+
+    /// Native frames (walked by table or by frame pointer) per on-CPU
+    /// sample.
+    pub(super) fn native_frames_per_sample(&self) -> anyhow::Result<f64> {
+        self.per_on_cpu_sample(&["frames_by_table", "frames_by_frame_pointer"])
+    }
+
     /// The windows written so far (`profiler_windows_written_total`).
     fn windows_written(&self) -> anyhow::Result<f64> {
         openmetrics::value(&self.0, "profiler_windows_written", None)

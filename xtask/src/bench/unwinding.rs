@@ -197,11 +197,11 @@ pub(super) fn walk_cost_with_runtime(
     })?;
     let scrape = metrics.scrape()?;
     attached.stop()?;
-    let frames = scrape.counter("frames_by_table")? + scrape.counter("frames_by_frame_pointer")?;
-    let runtime = scrape.counter(runtime_frames)?;
-    let stacks = scrape.counter("on_cpu_samples")?;
-    let per_stack = |n: f64| if stacks > 0.0 { n / stacks } else { 0.0 };
-    Ok((per_run, per_stack(frames), per_stack(runtime)))
+    Ok((
+        per_run,
+        scrape.native_frames_per_sample()?,
+        scrape.per_on_cpu_sample(&[runtime_frames])?,
+    ))
 }
 
 /// Kernel ns per run of each program that ran during `work`, from

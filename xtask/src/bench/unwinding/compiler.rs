@@ -73,7 +73,5 @@ pub(super) fn compiler_walk_cost() -> anyhow::Result<(PerRun, f64)> {
     std::thread::sleep(std::time::Duration::from_millis(1500));
     let scrape = metrics.scrape()?;
     attached.stop()?;
-    let frames = scrape.counter("frames_by_table")? + scrape.counter("frames_by_frame_pointer")?;
-    let stacks = scrape.counter("on_cpu_samples")?;
-    Ok((per_run, if stacks > 0.0 { frames / stacks } else { 0.0 }))
+    Ok((per_run, scrape.native_frames_per_sample()?))
 }
