@@ -201,7 +201,10 @@ impl WindowMaps for Windows {
         let names = slot_maps(flip.slot);
         let (samples, stacks, wakers) = &self.slots[flip.slot as usize];
         let raw: Vec<(SampleKey, SampleValue)> = batch::take_all_of(samples, names.samples)?;
-        let stacks: StdHashMap<u64, StackTrace> = batch::take_all_of(stacks, names.stacks)?
+        let stacks: StdHashMap<u64, Stack> =
+            batch::take_all_of_with(stacks, names.stacks, |hash, trace: &StackTrace| {
+                (hash, stack_of(trace))
+            })?
             .into_iter()
             .collect();
         let wakers: StdHashMap<u64, WakerRecord> = if self.wakers {
@@ -211,7 +214,6 @@ impl WindowMaps for Windows {
         } else {
             StdHashMap::new()
         };
-        let mut resolved: StdHashMap<u64, Stack> = StdHashMap::new();
         let mut woken_by: StdHashMap<u64, WokenBy> = StdHashMap::new();
         let mut attrs = AttrsRead::new(&self.thread_attrs)?;
         let mut window = Drained::default();
@@ -222,14 +224,8 @@ impl WindowMaps for Windows {
                 window.unknown_entries += 1;
                 continue;
             };
-            let user_stack =
-                resolve_stack(&stacks, &mut resolved, key.user_stack, key.user_stack_err);
-            let kernel_stack = resolve_stack(
-                &stacks,
-                &mut resolved,
-                key.kernel_stack,
-                key.kernel_stack_err,
-            );
+            let user_stack = resolve_stack(&stacks, key.user_stack, key.user_stack_err);
+            let kernel_stack = resolve_stack(&stacks, key.kernel_stack, key.kernel_stack_err);
             window.samples.push(RawSample {
                 pid: key.pid,
                 tid: key.tid,
@@ -244,7 +240,7 @@ impl WindowMaps for Windows {
                 runtime_ns: 0,
                 label_set: LabelSetAt::of(key.go_labels, key.go_labels_identity),
                 thread_attrs: attrs.get(key.thread_attrs),
-                woken_by: resolve_waker(&wakers, &stacks, &mut resolved, &mut woken_by, key.waker),
+                woken_by: resolve_waker(&wakers, &stacks, &mut woken_by, key.waker),
             });
         }
         let lost = attrs.lost;
@@ -274,13 +270,18 @@ impl WindowMaps for Windows {
     }
 }
 
-/// Looks a stack up once per window; stacks repeat across many samples.
-fn resolve_stack(
-    stacks: &StdHashMap<u64, StackTrace>,
-    resolved: &mut StdHashMap<u64, Stack>,
-    hash: u64,
-    err: i32,
-) -> Stack {
+/// A stack as the window's stack map held it: its frames, shared by every
+/// sample whose key names it.
+fn stack_of(trace: &StackTrace) -> Stack {
+    if trace.truncated() {
+        Stack::Truncated(trace.frames().into())
+    } else {
+        Stack::Frames(trace.frames().into())
+    }
+}
+
+/// The stack a key names by `hash` (its capture's error `err`).
+fn resolve_stack(stacks: &StdHashMap<u64, Stack>, hash: u64, err: i32) -> Stack {
     if hash == NO_STACK {
         return if err == 0 {
             Stack::Absent
@@ -288,25 +289,17 @@ fn resolve_stack(
             Stack::Lost { errno: -err }
         };
     }
-    resolved
-        .entry(hash)
-        .or_insert_with(|| match stacks.get(&hash) {
-            Some(trace) if trace.truncated() => Stack::Truncated(trace.frames().into()),
-            Some(trace) => Stack::Frames(trace.frames().into()),
-            // The key names a stack the map does not hold: report the loss.
-            None => Stack::Lost {
-                errno: libc::ENOENT,
-            },
-        })
-        .clone()
+    // The key names a stack the map does not hold: report the loss.
+    stacks.get(&hash).cloned().unwrap_or(Stack::Lost {
+        errno: libc::ENOENT,
+    })
 }
 
 /// Who woke the thread of a key whose `waker` field is `hash`: looked up
 /// once per window.
 fn resolve_waker(
     wakers: &StdHashMap<u64, WakerRecord>,
-    stacks: &StdHashMap<u64, StackTrace>,
-    resolved: &mut StdHashMap<u64, Stack>,
+    stacks: &StdHashMap<u64, Stack>,
     woken_by: &mut StdHashMap<u64, WokenBy>,
     hash: u64,
 ) -> Option<WokenBy> {
@@ -324,13 +317,8 @@ fn resolve_waker(
             pid: record.pid,
             tid: record.tid,
             thread: String::from_utf8_lossy(comm_str(&record.comm)).into_owned(),
-            user_stack: resolve_stack(stacks, resolved, record.user_stack, record.user_stack_err),
-            kernel_stack: resolve_stack(
-                stacks,
-                resolved,
-                record.kernel_stack,
-                record.kernel_stack_err,
-            ),
+            user_stack: resolve_stack(stacks, record.user_stack, record.user_stack_err),
+            kernel_stack: resolve_stack(stacks, record.kernel_stack, record.kernel_stack_err),
         }))
     });
     woken_by.insert(hash, found.clone());
