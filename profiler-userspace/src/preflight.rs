@@ -42,9 +42,13 @@ pub enum PreflightError {
     NoMatch(String),
     #[error("--pid {tid}: that is a thread of process {pid}; pass the process id")]
     ThreadNotProcess { tid: u32, pid: u32 },
-    #[error("output directory {path}")]
-    OutputDir { path: PathBuf, source: io::Error },
-    #[error("debuginfod cache directory {path}")]
+    #[error("creating the output directory {path}")]
+    OutputDirCreate { path: PathBuf, source: io::Error },
+    #[error("the output directory {path} is not a directory")]
+    OutputDirNotDir { path: PathBuf },
+    #[error("writing a file in the output directory {path}")]
+    OutputDirWrite { path: PathBuf, source: io::Error },
+    #[error("creating the debuginfod cache directory {path}")]
     DebuginfodCache { path: PathBuf, source: io::Error },
     #[error(transparent)]
     Push(#[from] crate::output::push::PushError),
@@ -186,15 +190,18 @@ fn check_process(pid: u32) -> Result<(), PreflightError> {
 
 /// Creates the directory (mode 0750) and proves a file can be written in it.
 fn prepare_output_dir(path: &Path) -> Result<(), PreflightError> {
-    let err = |source| PreflightError::OutputDir {
-        path: path.to_owned(),
-        source,
-    };
+    let path_buf = || path.to_owned();
+    if path.exists() && !path.is_dir() {
+        return Err(PreflightError::OutputDirNotDir { path: path_buf() });
+    }
     fs::DirBuilder::new()
         .recursive(true)
         .mode(0o750)
         .create(path)
-        .map_err(err)?;
+        .map_err(|source| PreflightError::OutputDirCreate {
+            path: path_buf(),
+            source,
+        })?;
     let probe = path.join(format!(".profiler-write-test-{}", std::process::id()));
     let result = fs::OpenOptions::new()
         .write(true)
@@ -203,7 +210,10 @@ fn prepare_output_dir(path: &Path) -> Result<(), PreflightError> {
         .open(&probe)
         .and_then(|mut file| file.write_all(b"ok"));
     let _ = fs::remove_file(&probe);
-    result.map_err(err)
+    result.map_err(|source| PreflightError::OutputDirWrite {
+        path: path_buf(),
+        source,
+    })
 }
 
 #[cfg(test)]
@@ -243,7 +253,11 @@ mod tests {
         fs::write(&file, b"").unwrap();
         assert!(matches!(
             prepare_output_dir(&file.join("sub")),
-            Err(PreflightError::OutputDir { .. })
+            Err(PreflightError::OutputDirCreate { .. })
+        ));
+        assert!(matches!(
+            prepare_output_dir(&file),
+            Err(PreflightError::OutputDirNotDir { .. })
         ));
     }
 

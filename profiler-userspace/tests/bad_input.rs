@@ -141,12 +141,20 @@ fn unwritable_output_dir() {
     let pid = std::process::id().to_string();
     assert_refused(
         &run(&["--pid", &pid, "--output-dir", under_file.to_str().unwrap()]),
-        "output directory",
+        "creating the output directory",
+    );
+    assert_refused(
+        &run(&["--pid", &pid, "--output-dir", file.to_str().unwrap()]),
+        "is not a directory",
     );
     // Root can write anywhere on a normal filesystem, but not in procfs.
     assert_refused(
         &run(&["--pid", &pid, "--output-dir", "/proc/profiler-test"]),
-        "output directory",
+        "creating the output directory",
+    );
+    assert_refused(
+        &run(&["--pid", &pid, "--output-dir", "/proc/self"]),
+        "writing a file in the output directory",
     );
 }
 
