@@ -264,14 +264,20 @@ fn a_python_process_found_by_name_or_pid_file_has_its_functions_named() {
     );
 }
 
-/// Profiles a Python process spinning in `function` until it exits, with
-/// the target flags `flags` gives for its pid, into `out`; then checks it.
+/// Profiles a Python process spinning in `function`, with the target
+/// flags `flags` gives for its pid, into `out`, for [`PROFILED`] from the
+/// daemon's start, then ends the process; then checks it. (A process that
+/// spun a fixed 4 s from its own start left 0.5 s to profile on a CI run
+/// whose daemon took 3.5 s to load its programs.)
 fn found_by(out: &Path, function: &str, flags: impl FnOnce(u32) -> Vec<String>) {
-    let mut child = spawn(DEBIAN, function, 4.0);
+    const PROFILED: Duration = Duration::from_secs(3);
+    let mut child = spawn(DEBIAN, function, 600.0);
     let mut args = flags(child.id());
     args.extend(["--output-dir", out.to_str().unwrap(), "--interval", "5m"].map(str::to_owned));
     let profiler = Profiler::start(&args.iter().map(String::as_str).collect::<Vec<_>>());
-    assert!(child.wait().unwrap().success());
+    std::thread::sleep(PROFILED);
+    child.kill().unwrap();
+    child.wait().unwrap();
     // Its only target gone, the daemon writes its window and exits.
     let (status, log) = profiler.wait();
     assert!(status.success(), "{log}");
