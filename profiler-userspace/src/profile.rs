@@ -13,9 +13,9 @@ pub struct Mapping {
     pub limit: u64,
     pub file_offset: u64,
     /// Path of the file, or a pseudo name such as `[kernel.kallsyms]`.
-    pub file: String,
+    pub file: Arc<str>,
     /// Hex build id, empty when unknown.
-    pub build_id: String,
+    pub build_id: Arc<str>,
 }
 
 /// One source-level frame.

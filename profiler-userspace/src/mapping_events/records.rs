@@ -7,6 +7,7 @@ use perf_event::data::{
     parse::{ParseConfig, Parser},
 };
 use perf_event_open_sys::bindings::perf_event_header;
+use std::sync::Arc;
 
 use super::images::{Event, NewMapping};
 use crate::{
@@ -137,13 +138,16 @@ fn time(metadata: &RecordMetadata) -> Option<u64> {
 /// the kernel read none, its device and inode.
 fn mapped_file(mmap: &data::Mmap2<'_>) -> MappedFile {
     let path = String::from_utf8_lossy(&mmap.filename);
-    let build_id = mmap.build_id().filter(|id| !id.is_empty()).map(hex);
+    let build_id = mmap
+        .build_id()
+        .filter(|id| !id.is_empty())
+        .map(|id| Arc::from(hex(id)));
     let id = match (mmap.maj(), mmap.min(), mmap.ino()) {
         (Some(major), Some(minor), Some(inode)) => FileId::new(major, minor, inode),
         _ => None,
     };
     MappedFile {
-        path: path.strip_suffix(" (deleted)").unwrap_or(&path).to_owned(),
+        path: Arc::from(path.strip_suffix(" (deleted)").unwrap_or(&path)),
         build_id,
         id,
     }

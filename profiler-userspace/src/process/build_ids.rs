@@ -1,7 +1,7 @@
 //! Build ids of mapped files, read once per file as stamped: a process that
 //! starts maps the same few files as the thousand before it (the loader,
 //! libc), and reading a build id opens and maps the whole file.
-use std::collections::HashMap;
+use std::{collections::HashMap, sync::Arc};
 
 use super::{
     files::read_build_id,
@@ -14,7 +14,8 @@ const MAX_KNOWN: usize = profiler_common::bound::MEMO_ENTRIES;
 /// The build ids read so far, by file stamp.
 #[derive(Default)]
 pub struct BuildIds {
-    known: HashMap<FileStamp, String>,
+    /// Shared by every process's mappings of the file.
+    known: HashMap<FileStamp, Arc<str>>,
     /// Files read, ever (the others came from memory).
     reads: u64,
 }
@@ -24,7 +25,7 @@ impl BuildIds {
     /// at `vma`, which was `stamp` when its mappings were read: from
     /// memory when that file was read before, else read now. Without a
     /// stamp (a file gone meanwhile) it is read, and not remembered.
-    pub fn of(&mut self, pid: u32, vma: &Vma, stamp: Option<FileStamp>) -> String {
+    pub fn of(&mut self, pid: u32, vma: &Vma, stamp: Option<FileStamp>) -> Arc<str> {
         if let Some(known) = stamp.and_then(|stamp| self.known.get(&stamp)) {
             return known.clone();
         }
@@ -32,8 +33,8 @@ impl BuildIds {
         // A read that failed (the process is gone by now) is not
         // remembered, so the next process reads it again; a file without
         // a build id (Debian's Go binaries) is.
-        let Some(id) = read_build_id(pid, vma) else {
-            return String::new();
+        let Some(id) = read_build_id(pid, vma).map(Arc::<str>::from) else {
+            return Arc::default();
         };
         if let Some(stamp) = stamp {
             if self.known.len() >= MAX_KNOWN {
@@ -64,7 +65,7 @@ mod tests {
         let own = std::fs::read_link("/proc/self/exe").unwrap();
         let vma = vmas
             .iter()
-            .find(|v| std::path::Path::new(&v.path) == own)
+            .find(|v| std::path::Path::new(&*v.path) == own)
             .unwrap();
         let stamp = FileStamp::of_mapping(pid, vma).unwrap();
         let mut ids = BuildIds::default();

@@ -71,7 +71,7 @@ pub(crate) fn mapped_file_path(
             (path, same)
         }
         None if seen.by_path => {
-            let path = PathBuf::from(&vma.path);
+            let path = PathBuf::from(&*vma.path);
             let same = if seen.build_id.is_empty() {
                 vma.file.is_none_or(|id: FileId| id.matches(&path))
             } else {
@@ -90,7 +90,7 @@ pub(crate) fn mapped_file_path(
 /// The directory a mapped file was mapped from, as the process sees it
 /// (through `/proc/PID/root`, for processes in other mount namespaces).
 pub(crate) fn mapped_dir(pid: u32, vma: &Vma) -> Option<PathBuf> {
-    let dir = Path::new(&vma.path).parent()?;
+    let dir = Path::new(&*vma.path).parent()?;
     Some(PathBuf::from(format!("/proc/{pid}/root")).join(dir.strip_prefix("/").unwrap_or(dir)))
 }
 

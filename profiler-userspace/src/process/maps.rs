@@ -1,5 +1,5 @@
 //! Executable mappings of a process, from `/proc/<pid>/maps`.
-use std::{io, path::PathBuf};
+use std::{io, path::PathBuf, sync::Arc};
 
 use super::procmap_query::{self, Mapping};
 
@@ -20,7 +20,7 @@ pub struct Vma {
     /// Offset in the file of `start`.
     pub offset: u64,
     /// File path, or a pseudo name like `[vdso]`; empty for anonymous memory.
-    pub path: String,
+    pub path: Arc<str>,
     /// The mapped file's device and inode, where known.
     pub file: Option<FileId>,
 }
@@ -91,7 +91,7 @@ impl From<Mapping> for Vma {
             start: m.start,
             end: m.end,
             offset: m.offset,
-            path: m.name,
+            path: Arc::from(m.name),
             file: FileId::new(m.dev_major, m.dev_minor, m.inode),
         }
     }
@@ -175,7 +175,7 @@ fn parse_line(line: &str) -> Option<(Vma, &str)> {
         start: u64::from_str_radix(start, 16).ok()?,
         end: u64::from_str_radix(end, 16).ok()?,
         offset: u64::from_str_radix(offset, 16).ok()?,
-        path: path.strip_suffix(" (deleted)").unwrap_or(path).to_owned(),
+        path: Arc::from(path.strip_suffix(" (deleted)").unwrap_or(path)),
         file: FileId::new(
             u32::from_str_radix(major, 16).ok()?,
             u32::from_str_radix(minor, 16).ok()?,
@@ -209,7 +209,7 @@ mod tests {
         let text = || {
             let mut vmas =
                 parse(&crate::process::procfs::read(format!("/proc/{pid}/maps")).unwrap());
-            vmas.retain(|vma| vma.path != "[vsyscall]");
+            vmas.retain(|vma| &*vma.path != "[vsyscall]");
             vmas
         };
         // A mapping made between the two reads makes them differ: tried
@@ -234,10 +234,10 @@ mod tests {
     fn keeps_executable_mappings() {
         let vmas = parse(MAPS);
         assert_eq!(vmas.len(), 3);
-        assert_eq!(vmas[0].path, "/usr/bin/spin");
+        assert_eq!(&*vmas[0].path, "/usr/bin/spin");
         assert_eq!(vmas[0].offset, 0x20000);
-        assert_eq!(vmas[1].path, "/lib/x86_64-linux-gnu/libc.so.6");
-        assert_eq!(vmas[2].path, "[vdso]");
+        assert_eq!(&*vmas[1].path, "/lib/x86_64-linux-gnu/libc.so.6");
+        assert_eq!(&*vmas[2].path, "[vdso]");
         assert!(!vmas[2].is_file());
         assert_eq!(
             vmas[0].file,

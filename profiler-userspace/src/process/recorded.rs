@@ -13,9 +13,9 @@ use crate::process::maps::{FileId, Vma};
 #[derive(Debug, PartialEq, Eq, Hash)]
 pub struct MappedFile {
     /// As the process saw it (within its own root).
-    pub path: String,
+    pub path: Arc<str>,
     /// Its GNU build id, hex, which the kernel read at the mmap (5.12+).
-    pub build_id: Option<String>,
+    pub build_id: Option<Arc<str>>,
     /// Its device and inode, which the kernel reports when it did not
     /// read a build id (a Go binary has none).
     pub id: Option<FileId>,
@@ -69,7 +69,7 @@ pub struct RecordedImage {
 impl RecordedImage {
     /// The image's mappings, each with the build id the kernel read
     /// (empty for none).
-    pub(crate) fn vmas(&self) -> impl Iterator<Item = (Vma, String)> + '_ {
+    pub(crate) fn vmas(&self) -> impl Iterator<Item = (Vma, Arc<str>)> + '_ {
         self.vmas.iter().map(|recorded| {
             let vma = Vma {
                 start: recorded.start,

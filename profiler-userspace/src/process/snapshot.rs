@@ -23,7 +23,7 @@ pub struct ProcessSnapshot {
     pub placement: Option<Arc<Placement>>,
     /// Its executable mappings, each with its file's build id (empty for
     /// none).
-    pub vmas: Vec<(Vma, String)>,
+    pub vmas: Vec<(Vma, Arc<str>)>,
     /// Whether it saw files at the paths we see (see [`same_mount_ns`]).
     pub same_mount_ns: bool,
     /// Its root, held open, when it is not ours; then each of `vmas`'

@@ -7,7 +7,6 @@
 //! debuginfod looks for its debug file is symbolized again, from scratch,
 //! once the file arrives.
 use std::{
-    collections::HashMap,
     path::{Path, PathBuf},
     sync::Arc,
 };
@@ -24,6 +23,7 @@ use super::{
 };
 use crate::{config::DebugCache, gopclntab::GoTable, process::files::hex, profile::Line};
 use profiler_common::bound::least_recent;
+use rustc_hash::FxHashMap;
 
 /// Binaries cached at most: past it, those seen least recently are
 /// dropped first (a build host maps new binaries all day, most of them run
@@ -58,7 +58,7 @@ struct BinaryCache {
     /// delivers its debug file.
     names: Option<Names>,
     /// Lookup file offset → frames (empty: did not resolve).
-    lines: HashMap<u64, Arc<[Line]>>,
+    lines: FxHashMap<u64, Arc<[Line]>>,
     /// Read with `names`, from the binary itself.
     plt: Arc<PltStubs>,
     last_seen: u64,
@@ -73,7 +73,9 @@ pub(super) struct Todo {
 }
 
 pub(super) struct Binaries {
-    caches: HashMap<BinaryKey, BinaryCache>,
+    /// Boxed: the table's buckets at its bound are a pointer each, not
+    /// a whole cache's fields.
+    caches: FxHashMap<BinaryKey, Box<BinaryCache>>,
     debug_dirs: Vec<PathBuf>,
     debuginfod: Option<Debuginfod>,
     /// Separate debug files used since the last [`Binaries::take_debug_files`].
@@ -90,7 +92,7 @@ impl Binaries {
         debug_cache: Option<DebugCache>,
     ) -> Self {
         Self {
-            caches: HashMap::new(),
+            caches: FxHashMap::default(),
             debug_dirs,
             debuginfod,
             debug_files_used: 0,
@@ -284,8 +286,8 @@ impl Binaries {
             return;
         };
         for id in debuginfod.finished() {
-            if let Some(cache) = self.caches.get_mut(&BinaryKey::BuildId(id)) {
-                *cache = BinaryCache {
+            if let Some(cache) = self.caches.get_mut(&BinaryKey::BuildId(Arc::from(id))) {
+                **cache = BinaryCache {
                     last_seen: cache.last_seen,
                     ..BinaryCache::default()
                 };

@@ -26,8 +26,8 @@ pub const KERNEL_MAPPING: &str = "[kernel.kallsyms]";
 /// Identity of a binary for the symbol cache.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub(super) enum BinaryKey {
-    BuildId(String),
-    Path(String),
+    BuildId(Arc<str>),
+    Path(Arc<str>),
 }
 /// Locations of a captured stack, leaf first; `captured` maps its
 /// captured frames to locations.
@@ -99,7 +99,7 @@ pub(super) fn binary_key(mapping: &Mapping) -> BinaryKey {
 }
 
 /// `vma` as a pprof mapping of the file with `build_id`.
-pub(super) fn new_mapping(vma: &Vma, build_id: String) -> Mapping {
+pub(super) fn new_mapping(vma: &Vma, build_id: Arc<str>) -> Mapping {
     Mapping {
         start: vma.start,
         limit: vma.end,

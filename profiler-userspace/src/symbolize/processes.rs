@@ -9,7 +9,9 @@
 //! with the newest generation that maps all of its frames (addresses of
 //! the old image fall outside the new image's mappings, both being placed
 //! at random; where they are not, both map the same file the same way).
-use std::{collections::HashMap, sync::Arc};
+use std::sync::Arc;
+
+use rustc_hash::FxHashMap;
 
 use super::{
     anonymous::AnonymousCache,
@@ -131,7 +133,9 @@ pub(super) enum Mappings {
 /// Every process the symbolizer knows.
 #[derive(Default)]
 pub(super) struct Processes {
-    map: HashMap<u32, ProcessInfo>,
+    /// Boxed: a build host's table holds a thousand processes or more,
+    /// whose buckets are then a pointer each, not a whole process's fields.
+    map: FxHashMap<u32, Box<ProcessInfo>>,
     /// The roots of processes read here, held open.
     roots: Roots,
     /// Roots that could not be held since the last take, by cause
@@ -143,11 +147,11 @@ pub(super) struct Processes {
 
 impl Processes {
     pub fn get(&self, pid: u32) -> Option<&ProcessInfo> {
-        self.map.get(&pid)
+        self.map.get(&pid).map(Box::as_ref)
     }
 
     pub fn get_mut(&mut self, pid: u32) -> Option<&mut ProcessInfo> {
-        self.map.get_mut(&pid)
+        self.map.get_mut(&pid).map(Box::as_mut)
     }
 
     #[cfg(test)]
@@ -204,16 +208,18 @@ impl Processes {
     /// `pid`'s entry, made with the name `comm` if there is none; a new
     /// entry counts as not read at this window's end.
     fn entry(&mut self, pid: u32, comm: &str, window: u64) -> &mut ProcessInfo {
-        self.map.entry(pid).or_insert_with(|| ProcessInfo {
-            comm: Arc::from(comm),
-            placement: Arc::default(),
-            generations: Vec::new(),
-            current: false,
-            last_seen: window,
-            gone_since: None,
-            refreshed: 0,
-            anonymous: AnonymousCache::default(),
-            context: None,
+        self.map.entry(pid).or_insert_with(|| {
+            Box::new(ProcessInfo {
+                comm: Arc::from(comm),
+                placement: Arc::default(),
+                generations: Vec::new(),
+                current: false,
+                last_seen: window,
+                gone_since: None,
+                refreshed: 0,
+                anonymous: AnonymousCache::default(),
+                context: None,
+            })
         })
     }
 

@@ -104,7 +104,7 @@ fn symbolizes_own_function_with_inlined_lines() {
         "[lost kernel stack: stack map full]"
     );
     assert_eq!(
-        kernel[0].mapping.as_ref().map(|m| m.file.as_str()),
+        kernel[0].mapping.as_ref().map(|m| &*m.file),
         Some(KERNEL_MAPPING),
         "a kernel-side marker is in the kernel mapping"
     );
@@ -220,7 +220,7 @@ fn mapped_after_windows(reads: &[Option<u64>]) -> Vec<usize> {
     };
     let mut blaze = blazesym::symbolize::Symbolizer::new();
     let mut binaries = Binaries::new(Vec::new(), None, None);
-    let key = BinaryKey::Path(copy.display().to_string());
+    let key = BinaryKey::Path(copy.display().to_string().into());
     let mut counts = Vec::new();
     for (window, offset) in (1..).zip(reads) {
         if let Some(offset) = offset {
@@ -250,7 +250,7 @@ fn a_binary_stays_parsed_only_while_it_brings_new_addresses() {
 fn binaries_past_the_bound_go_least_recently_seen_first_never_the_windows_own() {
     let mut blaze = blazesym::symbolize::Symbolizer::new();
     let mut binaries = Binaries::new(Vec::new(), None, None);
-    let key = |i: usize| BinaryKey::BuildId(format!("{i:040x}"));
+    let key = |i: usize| BinaryKey::BuildId(format!("{i:040x}").into());
     let mut see = |binaries: &mut Binaries, keys: std::ops::Range<usize>, window| {
         for i in keys {
             binaries.needs(&key(i), 0, window);
@@ -291,7 +291,7 @@ fn a_window_of_many_new_binaries_keeps_a_bounded_number_parsed() {
             dir: None,
             offsets: vec![0x1000],
         };
-        let key = BinaryKey::Path(copy.display().to_string());
+        let key = BinaryKey::Path(copy.display().to_string().into());
         binaries.symbolize(&mut blaze, key, &todo, 1);
     }
     let maps = std::fs::read_to_string("/proc/self/maps").expect("own maps");

@@ -74,7 +74,7 @@ pub(super) fn binary_id(
     stamps: &mut Stamps,
     build_ids: Option<&mut BuildIds>,
 ) -> Option<BinaryId> {
-    if vma.path == "[vdso]" {
+    if &*vma.path == "[vdso]" {
         return Some(BinaryId::Vdso);
     }
     if !vma.is_file() {
@@ -83,8 +83,7 @@ pub(super) fn binary_id(
     let stamp = stamps.of(pid, vma)?;
     let build_id = build_ids
         .map(|ids| ids.of(pid, vma, Some(stamp)))
-        .filter(|id| !id.is_empty())
-        .map(Arc::from);
+        .filter(|id| !id.is_empty());
     Some(BinaryId::File { stamp, build_id })
 }
 

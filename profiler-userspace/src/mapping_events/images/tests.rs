@@ -3,8 +3,8 @@ use crate::process::maps::FileId;
 
 fn file(path: &str) -> MappedFile {
     MappedFile {
-        path: path.to_owned(),
-        build_id: Some(format!("{:040x}", path.len())),
+        path: path.into(),
+        build_id: Some(format!("{:040x}", path.len()).into()),
         id: None,
     }
 }
@@ -37,7 +37,7 @@ fn ranges(image: &RecordedImage) -> Vec<(u64, u64, u64, &str)> {
     image
         .vmas
         .iter()
-        .map(|v| (v.start, v.end, v.offset, v.file.path.as_str()))
+        .map(|v| (v.start, v.end, v.offset, &*v.file.path))
         .collect()
 }
 
@@ -126,7 +126,7 @@ fn a_process_running_before_the_records_is_read_from_proc_once() {
                 start: 0x1000,
                 end: 0x2000,
                 offset: 0,
-                path: "/bin/bash".to_owned(),
+                path: "/bin/bash".into(),
                 file: FileId::new(0xfd, 1, 42),
             }],
         })
@@ -138,7 +138,7 @@ fn a_process_running_before_the_records_is_read_from_proc_once() {
     assert_eq!(reads, [7], "the parent, once");
     let ended = images.take_ended().0;
     let file = &ended[0].vmas[0].file;
-    assert_eq!(file.path, "/bin/bash");
+    assert_eq!(&*file.path, "/bin/bash");
     assert_eq!(file.build_id, None);
     assert_eq!(file.id, FileId::new(0xfd, 1, 42), "checked by inode later");
     assert_eq!(

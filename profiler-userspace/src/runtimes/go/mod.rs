@@ -88,7 +88,7 @@ impl Runtime for Go {
         let exe = std::fs::read_link(format!("/proc/{pid}/exe")).ok();
         let text = vmas.iter().find(|v| v.file == Some(file)).or_else(|| {
             let exe = exe?;
-            vmas.iter().find(|v| std::path::Path::new(&v.path) == exe)
+            vmas.iter().find(|v| std::path::Path::new(&*v.path) == exe)
         })?;
         let bias = text
             .start

@@ -274,7 +274,7 @@ fn read_interpreter(pid: u32, vma: &Vma) -> std::io::Result<Option<Arc<Interpret
     Ok(match recognise(&data, &vma.path) {
         Recognised::NotPython => None,
         Recognised::Python(interpreter) => {
-            tracing::debug!(path = vma.path, version = %interpreter.version, "a CPython interpreter");
+            tracing::debug!(path = &*vma.path, version = %interpreter.version, "a CPython interpreter");
             Some(Arc::new(interpreter))
         }
         Recognised::Unsupported { why } => {

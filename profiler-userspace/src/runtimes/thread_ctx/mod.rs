@@ -93,7 +93,7 @@ impl ThreadContexts {
             let executable = exe
                 .get_or_insert_with(|| std::fs::read_link(format!("/proc/{pid}/exe")).ok())
                 .as_deref()
-                .is_some_and(|exe| std::path::Path::new(&vma.path) == exe);
+                .is_some_and(|exe| std::path::Path::new(&*vma.path) == exe);
             Some(Pending {
                 variable: forms.get(executable)?.clone(),
                 offset: vma.offset,

@@ -54,7 +54,7 @@ impl Generation {
                 let mapping = reused.unwrap_or_else(|| {
                     Arc::new(new_mapping(
                         &vma,
-                        read_build_id(pid, &vma).unwrap_or_default(),
+                        read_build_id(pid, &vma).map_or_else(Arc::default, Arc::from),
                     ))
                 });
                 (vma, mapping)

@@ -12,7 +12,7 @@ fn generation(ranges: &[(u64, u64)]) -> Generation {
                 start,
                 end,
                 offset: 0,
-                path: format!("/bin/{start:x}"),
+                path: format!("/bin/{start:x}").into(),
                 file: None,
             };
             let mapping = Arc::new(Mapping {
@@ -20,7 +20,7 @@ fn generation(ranges: &[(u64, u64)]) -> Generation {
                 limit: end,
                 file_offset: 0,
                 file: vma.path.clone(),
-                build_id: String::new(),
+                build_id: Arc::default(),
             });
             (vma, mapping)
         })
@@ -60,7 +60,7 @@ fn a_stack_goes_to_the_image_that_maps_it() {
 /// `generation` with build id `id` for every mapping.
 fn with_build_ids(mut generation: Generation, id: &str) -> Generation {
     for (_, mapping) in &mut generation.vmas {
-        Arc::make_mut(mapping).build_id = id.to_owned();
+        Arc::make_mut(mapping).build_id = id.into();
     }
     generation
 }
@@ -77,10 +77,10 @@ fn images_share_build_ids_of_the_same_file_at_the_same_place() {
     process.add_generation(generation(&[(0x1000, 0x2000), (0x9000, 0xa000)]));
     let newest = &process.generations[1].vmas;
     assert_eq!(
-        newest[0].1.build_id, "ab",
+        &*newest[0].1.build_id, "ab",
         "the same file at the same place"
     );
-    assert_eq!(newest[1].1.build_id, "", "a file no other image maps");
+    assert_eq!(&*newest[1].1.build_id, "", "a file no other image maps");
     // A record without build ids, then a read with them and the same
     // mappings: the record gets them.
     process.add_generation(with_build_ids(
@@ -88,8 +88,8 @@ fn images_share_build_ids_of_the_same_file_at_the_same_place() {
         "cd",
     ));
     assert_eq!(process.generations.len(), 2, "the same mappings");
-    assert_eq!(process.generations[1].vmas[1].1.build_id, "cd");
-    assert_eq!(process.generations[1].vmas[0].1.build_id, "ab");
+    assert_eq!(&*process.generations[1].vmas[1].1.build_id, "cd");
+    assert_eq!(&*process.generations[1].vmas[0].1.build_id, "ab");
 }
 
 /// A process found gone at a window's end is dropped (with any container

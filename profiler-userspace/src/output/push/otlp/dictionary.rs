@@ -123,7 +123,7 @@ impl Dictionary {
         if !mapping.build_id.is_empty() {
             attribute_indices.push(self.attribute(
                 "process.executable.build_id.gnu",
-                Attribute::Str(mapping.build_id.clone()),
+                Attribute::Str(mapping.build_id.to_string()),
             ));
         }
         let i = index(self.tables.mapping_table.len());

@@ -24,8 +24,8 @@ pub(super) fn row(
         start: 0x1000,
         limit: 0x9000,
         file_offset: 0,
-        file: format!("/usr/bin/{comm}"),
-        build_id: "abcd".to_owned(),
+        file: format!("/usr/bin/{comm}").into(),
+        build_id: "abcd".into(),
     });
     Sample {
         pid: 42,
