@@ -215,6 +215,10 @@ pub const GLOBAL_FSBASE_OFFSET: &str = "FSBASE_OFFSET";
 /// Load-time global: where a process's mount namespace and root are (a
 /// [`crate::process::ProcessOffsets`] from the kernel's BTF; zeros without).
 pub const GLOBAL_PROCESS_OFFSETS: &str = "PROCESS_OFFSETS";
+/// Load-time global: the daemon's own mount namespace and root (a
+/// [`crate::process::RootSeen`]; zeros when unknown): only the requests
+/// of processes that share them may wait.
+pub const GLOBAL_OUR_ROOT: &str = "OUR_ROOT";
 /// Load-time global: where a mapping's file is identified (a
 /// [`crate::unwind::by_file::FileOffsets`] from the kernel's BTF; zeros
 /// without).
@@ -274,7 +278,7 @@ pub const ALL: [&str; 44] = [
 ];
 
 /// Every load-time global the daemon sets, checked the same way.
-pub const GLOBALS: [&str; 10] = [
+pub const GLOBALS: [&str; 11] = [
     GLOBAL_TARGET_ALL,
     GLOBAL_OFF_CPU_RATE_NS,
     GLOBAL_UNWIND_TABLES,
@@ -283,6 +287,7 @@ pub const GLOBALS: [&str; 10] = [
     GLOBAL_INTERVAL_CELLS,
     GLOBAL_FSBASE_OFFSET,
     GLOBAL_PROCESS_OFFSETS,
+    GLOBAL_OUR_ROOT,
     GLOBAL_FILE_OFFSETS,
     GLOBAL_WAKERS,
 ];

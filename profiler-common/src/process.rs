@@ -69,6 +69,35 @@ pub const MAX_CSS_SUBSYS: u32 = 16;
 // 8 + 8 + 4 + 4), every bit pattern valid.
 unsafe impl aya::Pod for ProcessSeen {}
 
+/// A mount namespace and root as [`ProcessSeen`] records a process's: the
+/// daemon's own, which a process must share for its request to wait
+/// ([`ProcessSeen::deferrable`]): the kernel's records name a file by the
+/// path the process saw, which is ours only in our namespace and root.
+/// All zero when unknown (then no request waits).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RootSeen {
+    pub root_ino: u64,
+    pub root_dev: u32,
+    pub mnt_ns: u32,
+}
+
+#[cfg(feature = "user")]
+// SAFETY: 8 + 4 + 4 bytes of integers, no padding, every bit pattern valid.
+unsafe impl aya::Pod for RootSeen {}
+
+impl RootSeen {
+    /// Whether `seen` records this namespace and root; false when either
+    /// is unknown.
+    #[must_use]
+    pub fn is_of(&self, seen: &ProcessSeen) -> bool {
+        self.mnt_ns != 0
+            && self.root_ino != 0
+            && (self.root_ino, self.root_dev, self.mnt_ns)
+                == (seen.root_ino, seen.root_dev, seen.mnt_ns)
+    }
+}
+
 /// Byte offsets of the fields [`ProcessSeen`] is read from, resolved from
 /// `/sys/kernel/btf/vmlinux`; all zero when unknown (nothing is read).
 #[repr(C)]
@@ -124,6 +153,21 @@ pub fn user_dev(kernel_dev: u32) -> u64 {
         | (minor & 0xff)
 }
 
+/// The kernel's encoding (`MAJOR << 20 | MINOR`) of a user-space device
+/// number: the inverse of [`user_dev`].
+#[must_use]
+pub fn kernel_dev(user_dev: u64) -> u32 {
+    // glibc's major and minor.
+    let major = ((user_dev >> 32) & 0xffff_f000) | ((user_dev >> 8) & 0xfff);
+    let minor = ((user_dev >> 12) & 0xffff_ff00) | (user_dev & 0xff);
+    #[expect(
+        clippy::cast_possible_truncation,
+        reason = "the kernel keeps 12 bits of major and 20 of minor"
+    )]
+    let dev = ((major << 20) | (minor & 0xf_ffff)) as u32;
+    dev
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -136,5 +180,8 @@ mod tests {
         assert_eq!(user_dev((259 << 20) | 3), 0x10303);
         assert_eq!(user_dev(34), 0x22);
         assert_eq!(user_dev((253 << 20) | 0x12c), 0x0010_fd2c);
+        for kernel in [(8 << 20) | 1, (259 << 20) | 3, 34, (253 << 20) | 0x12c] {
+            assert_eq!(kernel_dev(user_dev(kernel)), kernel);
+        }
     }
 }

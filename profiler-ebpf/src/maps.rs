@@ -29,7 +29,7 @@ use profiler_common::{
         UNWIND_FILES_MAX_ENTRIES, UNWIND_PROCS_MAX_ENTRIES, UNWIND_REQUESTS_MAX_ENTRIES,
         UNWIND_ROWS_DEFAULT_ENTRIES, WAKERS_MAX_ENTRIES, target_filter_slot,
     },
-    process::{ProcessOffsets, ProcessSeen},
+    process::{ProcessOffsets, ProcessSeen, RootSeen},
     python::{CodeSeen, FRAME_READ_MAX, PythonProcess},
     runtimes::Runtimes,
     sample::{COMM_LEN, SampleKey, SampleValue},
@@ -105,6 +105,15 @@ static PROCESS_OFFSETS: ProcessOffsets = ProcessOffsets {
     cgroups: 0,
     css_subsys: 0,
     css_subsys_len: 0,
+};
+
+/// The daemon's own mount namespace and root (zeros: unknown). A plain
+/// static, as [`PROCESS_OFFSETS`].
+#[unsafe(no_mangle)]
+static OUR_ROOT: RootSeen = RootSeen {
+    root_ino: 0,
+    root_dev: 0,
+    mnt_ns: 0,
 };
 
 /// Where a mapping's file is identified, from the kernel's BTF (zeros:
@@ -580,6 +589,14 @@ pub fn process_offsets() -> ProcessOffsets {
     unsafe { core::ptr::read_volatile(&raw const PROCESS_OFFSETS) }
 }
 
+/// The daemon's own mount namespace and root.
+#[inline(always)]
+fn our_root() -> RootSeen {
+    // SAFETY: a static. The read is volatile because the loader sets the
+    // static's bytes: the compiler must not fold in the zeros.
+    unsafe { core::ptr::read_volatile(&raw const OUR_ROOT) }
+}
+
 /// Where a mapping's file is identified.
 #[inline(always)]
 pub fn file_offsets() -> FileOffsets {
@@ -677,9 +694,12 @@ pub fn file_table(key: &FileKey) -> Option<FileTable> {
 
 /// Asks the daemon for the mappings of `pid`, with what `see` reads of it
 /// (only for a new request) in `context`'s scratch, and rings it when the
-/// request is new and may not wait ([`ProcessSeen::deferrable`]). While
-/// asked, a no-op, but for a request that may wait when this one may not:
-/// that one is made urgent, and rung.
+/// request is new and may not wait ([`ProcessSeen::deferrable`]: the walk
+/// found it `deferrable`, and the process sees files where we do,
+/// [`OUR_ROOT`]; the daemon reads one that does not at once, and a
+/// request that does not ring waits for its poll). While asked, a no-op,
+/// but for a request that may wait when this one may not: that one is
+/// made urgent, and rung.
 #[inline(always)]
 pub fn request_mappings(
     pid: u32,
@@ -698,16 +718,18 @@ pub fn request_mappings(
         }
         return;
     }
+    let mut urgent = !deferrable;
     let stored = ask_mappings(
         pid,
         context,
         |seen| {
             see(seen);
-            seen.deferrable = u32::from(deferrable);
+            urgent |= !our_root().is_of(seen);
+            seen.deferrable = u32::from(!urgent);
         },
         u64::from(BPF_NOEXIST),
     );
-    if stored && !deferrable {
+    if stored && urgent {
         let _ = UNWIND_DOORBELL.output::<u32>(&RANG_MAPPINGS, 0);
     }
 }

@@ -85,8 +85,11 @@ fn a_brief_program_in_a_container_root_is_named() {
     let (share, samples) = named_leaves(&files[0].1, "contained_fmt");
     eprintln!("{runs} runs: {share:.1}% of {samples} on-CPU samples with a named leaf");
     assert!(samples >= 100, "{samples} samples of {runs} runs\n{log}");
+    // 86 to 97% before a request for a contained process rang at once:
+    // its walk, all by the tables of files published for an earlier run,
+    // left it to the next poll, after most runs had ended.
     assert!(
-        share >= 90.0,
+        share >= 98.0,
         "{share:.1}% of {samples} samples named\n{log}"
     );
 }

@@ -10,10 +10,12 @@ use profiler_common::{
     maps::{
         GLOBAL_FILE_OFFSETS, GLOBAL_FSBASE_OFFSET, GLOBAL_INTERVAL_CELLS,
         GLOBAL_OFF_CPU_DISPATCH_ONLY, GLOBAL_OFF_CPU_NAIVE, GLOBAL_OFF_CPU_RATE_NS,
-        GLOBAL_PROCESS_OFFSETS, GLOBAL_SCHED_OFFSETS, GLOBAL_TARGET_ALL, GLOBAL_TASK_WORK,
-        GLOBAL_UNPROFILED_PID, GLOBAL_UNWIND_TABLES, GLOBAL_WAKERS, GO_WAKES, GO_WAKES_MAX_ENTRIES,
-        IN_FLIGHT, IN_FLIGHT_MAX_ENTRIES, INTERVAL_CELLS, TASK_WORK, UNWIND_DOORBELL, UNWIND_ROWS,
+        GLOBAL_OUR_ROOT, GLOBAL_PROCESS_OFFSETS, GLOBAL_SCHED_OFFSETS, GLOBAL_TARGET_ALL,
+        GLOBAL_TASK_WORK, GLOBAL_UNPROFILED_PID, GLOBAL_UNWIND_TABLES, GLOBAL_WAKERS, GO_WAKES,
+        GO_WAKES_MAX_ENTRIES, IN_FLIGHT, IN_FLIGHT_MAX_ENTRIES, INTERVAL_CELLS, TASK_WORK,
+        UNWIND_DOORBELL, UNWIND_ROWS,
     },
+    process::RootSeen,
     sched::SchedOffsets,
 };
 
@@ -154,11 +156,18 @@ impl Kernel {
     /// only from sleepable programs) is logged, and the object loaded
     /// again without it, as on kernels without the kfunc.
     ///
+    /// `our_root` is the daemon's own mount namespace and root, which a
+    /// process must share for its request for mappings to wait.
+    ///
     /// # Errors
     /// When the kernel refuses the object, a map, a program or an attach.
-    pub fn load(config: &Config, targets: &Target) -> Result<Self, KernelError> {
+    pub fn load(
+        config: &Config,
+        targets: &Target,
+        our_root: RootSeen,
+    ) -> Result<Self, KernelError> {
         let user_stacks = config.modes.off_cpu().map(|o| o.user_stacks);
-        match Self::load_as(config, targets, user_stacks) {
+        match Self::load_as(config, (targets, our_root), user_stacks) {
             Err(KernelError::LoadProgram { name, source })
                 if name == SCHED_SWITCH
                     && user_stacks == Some(UserStacks::TaskWork)
@@ -170,7 +179,7 @@ impl Kernel {
                     verifier_reason(&source)
                 );
                 tracing::debug!("the refused load: {}", crate::error_chain(&source));
-                Self::load_as(config, targets, Some(UserStacks::Rseq))
+                Self::load_as(config, (targets, our_root), Some(UserStacks::Rseq))
             }
             loaded => loaded,
         }
@@ -180,7 +189,7 @@ impl Kernel {
     /// (`None` without off-CPU profiling).
     fn load_as(
         config: &Config,
-        targets: &Target,
+        (targets, our_root): (&Target, RootSeen),
         user_stacks: Option<UserStacks>,
     ) -> Result<Self, KernelError> {
         let target_all = u8::from(matches!(config.target, Target::All));
@@ -243,6 +252,7 @@ impl Kernel {
             .override_global(GLOBAL_INTERVAL_CELLS, &interval_cells, true)
             .override_global(GLOBAL_FSBASE_OFFSET, &fsbase_offset, true)
             .override_global(GLOBAL_PROCESS_OFFSETS, &process_offsets, true)
+            .override_global(GLOBAL_OUR_ROOT, &our_root, true)
             .override_global(GLOBAL_FILE_OFFSETS, &file_offsets, true)
             .override_global(GLOBAL_WAKERS, &u8::from(wakers), true)
             .map_max_entries(UNWIND_ROWS, config.unwind.table_rows())

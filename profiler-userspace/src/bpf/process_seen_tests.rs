@@ -12,7 +12,7 @@ use std::{
     time::{Duration, Instant},
 };
 
-use profiler_common::process::{ProcessSeen, user_dev};
+use profiler_common::process::{ProcessSeen, RootSeen, user_dev};
 
 use super::{Kernel, UnwindMaps as _};
 use crate::cli::{self, KernelLimits};
@@ -138,7 +138,7 @@ fn the_kernels_view_of_an_asking_process_is_procs() {
         args.extend(["--pid".to_owned(), pid.to_string()]);
     }
     let config = cli::parse(&args, KernelLimits::read()).unwrap();
-    let mut kernel = Kernel::load(&config, &config.target).unwrap();
+    let mut kernel = Kernel::load(&config, &config.target, RootSeen::default()).unwrap();
     let asked = requests_of(&mut kernel, &pids);
 
     for (pid, seen) in asked {
@@ -216,7 +216,7 @@ fn the_kernel_tells_sets_of_cgroups_apart_and_counts_moves() {
         args.extend(["--pid".to_owned(), pid.to_string()]);
     }
     let config = cli::parse(&args, KernelLimits::read()).unwrap();
-    let mut kernel = Kernel::load(&config, &config.target).unwrap();
+    let mut kernel = Kernel::load(&config, &config.target, RootSeen::default()).unwrap();
     let asked = requests_of(&mut kernel, &pids);
     let seen = |pid: u32| asked.iter().find(|(p, _)| *p == pid).unwrap().1;
     let [a_seen, b_seen, c_seen, d_seen] = pids.map(seen);

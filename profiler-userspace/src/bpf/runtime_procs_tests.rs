@@ -2,7 +2,9 @@
 //! a process is in it, with one bit per runtime map that holds it, from
 //! the first map's entry to the last one's removal. A real-kernel test
 //! (root), in the crate because the kernel maps are not its public API.
-use profiler_common::{go::GoProcess, runtimes::Runtimes, thread_ctx::ThreadCtxProcess};
+use profiler_common::{
+    go::GoProcess, process::RootSeen, runtimes::Runtimes, thread_ctx::ThreadCtxProcess,
+};
 
 use super::{GoMaps as _, Kernel, ThreadCtxMaps as _};
 use crate::cli::{self, KernelLimits};
@@ -22,7 +24,7 @@ fn a_process_is_noted_for_each_runtime_map_that_holds_it_until_the_last_lets_go(
         std::process::id().to_string(),
     ];
     let config = cli::parse(&args, KernelLimits::read()).unwrap();
-    let mut kernel = Kernel::load(&config, &config.target).unwrap();
+    let mut kernel = Kernel::load(&config, &config.target, RootSeen::default()).unwrap();
     assert_eq!(kernel.runtimes_of(PID).unwrap(), Runtimes::NONE);
 
     kernel.set_go(PID, &GoProcess::default()).unwrap();

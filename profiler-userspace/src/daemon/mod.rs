@@ -30,6 +30,7 @@ use crate::{
         push::Pusher,
     },
     pipeline::{Assembled, DrainReason, Pipeline, Written},
+    process::roots,
     process_watch::ProcessWatch,
     runtimes::Runtimes,
     symbolizer_thread::{Assembler, AssemblerThread},
@@ -72,7 +73,7 @@ pub async fn run(config: Config) -> Result<(), DaemonError> {
     let http = start_http(&config, &metrics, &assembler)?;
     let pipeline = Pipeline::new(&config, metrics, pusher, assembler);
     let targets = Targets::new(&config.target, &config.discover);
-    let mut kernel = Kernel::load(&config, &targets.current())?;
+    let mut kernel = Kernel::load(&config, &targets.current(), roots::ours_as_seen())?;
     kernel.forward_logs();
     let doorbell = kernel.doorbell()?;
     let mut daemon = Daemon::new(

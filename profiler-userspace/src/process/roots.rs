@@ -21,7 +21,7 @@ use std::{
     sync::{Arc, OnceLock, Weak},
 };
 
-use profiler_common::process::{ProcessSeen, user_dev};
+use profiler_common::process::{ProcessSeen, RootSeen, kernel_dev, user_dev};
 
 /// What tells roots apart: the mount namespace, and the root directory
 /// in it (a chroot is another root in the same namespace).
@@ -66,6 +66,17 @@ impl RootKey {
 #[must_use]
 pub fn seen_as_ours(seen: &ProcessSeen) -> bool {
     RootKey::seen(seen).is_some_and(|key| RootKey::ours() == Some(key))
+}
+
+/// Ours as the kernel records a process's (zeros when not known), for the
+/// kernel to tell which requests may wait ([`ProcessSeen::deferrable`]).
+#[must_use]
+pub fn ours_as_seen() -> RootSeen {
+    RootKey::ours().map_or_else(RootSeen::default, |key| RootSeen {
+        root_ino: key.ino,
+        root_dev: kernel_dev(key.dev),
+        mnt_ns: u32::try_from(key.mount_ns).unwrap_or(0),
+    })
 }
 
 /// Why a process's root could not be held.

@@ -3,7 +3,10 @@
 //! and found none of its own (`FileTable::may_wait`, `by_file.rs`;
 //! `ProcessSeen::deferrable`), is read only once it has lived [`WAIT`]
 //! past the serve that first took its request (such requests do not
-//! ring: the 200 ms poll takes them).
+//! ring: the 200 ms poll takes them). The kernel marks deferrable only
+//! the requests of processes in our mount namespace and root (the
+//! `OUR_ROOT` global, [`crate::process::roots::ours_as_seen`]): another's
+//! rings, and is read at once.
 //! Most processes of a build or a shell script are gone by then, and the
 //! kernel marks the request of a process that exits
 //! (`ProcessSeen::exited`): their mappings are never read nor published,
