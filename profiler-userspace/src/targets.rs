@@ -45,6 +45,22 @@ impl Targets {
         }
     }
 
+    /// Adopts the live `--comm` matches the kernel added itself at their
+    /// exec (in `in_kernel`, its target set) and not followed yet; returns
+    /// them. [`Self::refresh`] does too, with the rest of its look.
+    pub fn adopt(&mut self, in_kernel: &[u32]) -> Vec<u32> {
+        if self.all {
+            return Vec::new();
+        }
+        let new: Vec<u32> = in_kernel
+            .iter()
+            .copied()
+            .filter(|p| !self.current.contains(p) && procfs::alive(*p))
+            .collect();
+        self.current.extend(&new);
+        new
+    }
+
     /// Looks again: returns the processes that became targets and those
     /// that exited. `in_kernel` is the kernel's target set, which also
     /// holds the `--comm` matches the kernel added itself at their exec:

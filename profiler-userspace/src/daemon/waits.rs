@@ -190,6 +190,9 @@ impl Waits {
                 segment = pipeline.next_assembled() => return Ok(Woken::Assembled(Box::new(segment))),
                 rung = ring(self.doorbell.as_mut()) => {
                     watch.serve_rung(kernel, rung?)?;
+                    if self.liveness.is_some() {
+                        adopt_targets(targets, kernel, runtimes)?;
+                    }
                 }
                 _ = self.poll.tick() => {
                     watch.serve(kernel)?;
@@ -223,6 +226,26 @@ struct Followed {
     changed: bool,
     /// Every target is gone, and nothing is waited for.
     all_gone: bool,
+}
+
+/// Follows the processes the kernel made targets at their exec (a
+/// `--comm` match), found when their first request rings rather than at
+/// the next [`TARGET_CHECK`], up to 500 ms later: a Go program's
+/// goroutine view starts then (the runtimes look at their targets only).
+fn adopt_targets(
+    targets: &mut Targets,
+    kernel: &mut impl TargetMaps,
+    runtimes: &Runtimes,
+) -> Result<(), KernelError> {
+    let added = targets.adopt(&kernel.target_pids()?);
+    if !added.is_empty() {
+        for &pid in &added {
+            tracing::info!(pid, "profiling a new target");
+        }
+        runtimes.set_target(&targets.current());
+        runtimes.notice(&added);
+    }
+    Ok(())
 }
 
 /// Adds new `--comm`/`--pid-file` matches to the kernel's targets and
