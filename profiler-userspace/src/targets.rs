@@ -45,11 +45,18 @@ impl Targets {
         }
     }
 
+    /// Whether the kernel makes targets itself: `--comm` matches, at
+    /// their exec.
+    #[must_use]
+    pub fn kernel_adopts(&self) -> bool {
+        !self.all && !self.discover.comms.is_empty()
+    }
+
     /// Adopts the live `--comm` matches the kernel added itself at their
     /// exec (in `in_kernel`, its target set) and not followed yet; returns
     /// them. [`Self::refresh`] does too, with the rest of its look.
     pub fn adopt(&mut self, in_kernel: &[u32]) -> Vec<u32> {
-        if self.all {
+        if !self.kernel_adopts() {
             return Vec::new();
         }
         let new: Vec<u32> = in_kernel

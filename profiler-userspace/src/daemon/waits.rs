@@ -190,7 +190,7 @@ impl Waits {
                 segment = pipeline.next_assembled() => return Ok(Woken::Assembled(Box::new(segment))),
                 rung = ring(self.doorbell.as_mut()) => {
                     watch.serve_rung(kernel, rung?)?;
-                    if self.liveness.is_some() {
+                    if targets.kernel_adopts() {
                         adopt_targets(targets, kernel, runtimes)?;
                     }
                 }
