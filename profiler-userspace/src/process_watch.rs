@@ -1,11 +1,12 @@
 //! Reads processes' mappings while they live. The kernel asks for a
 //! process when it first samples it (no mappings published for it) and
 //! when it execs (`UNWIND_REQUESTS`), and rings the daemon; at once, the
-//! unwinder reads `/proc/PID/maps` for each, builds and publishes tables
-//! (without tables under `--unwind frame-pointer`), and a
-//! [`ProcessSnapshot`] of the same mappings, with their build ids, is kept
-//! for the symbolizer. A process that starts and exits within a window is
-//! symbolized from it.
+//! unwinder reads `/proc/PID/maps` for each, a [`ProcessSnapshot`] of
+//! the same mappings, with their build ids and the process's root, is
+//! kept for the symbolizer (`snapshots.rs`), and then the unwinder builds
+//! and publishes tables (without tables under `--unwind frame-pointer`).
+//! A process that starts and exits within a window is symbolized from
+//! its snapshot.
 //!
 //! Processes that come and go faster than that (under `--all` and
 //! `--comm`) are followed from the kernel's mmap records
@@ -23,6 +24,8 @@
 //! run.
 use std::sync::Arc;
 
+use profiler_common::process::ProcessSeen;
+
 use crate::{
     bpf::{GoMaps, JavaMaps, KernelError, PythonMaps, Rang, ThreadCtxMaps, UnwindMaps},
     config::{Target, Unwind},
@@ -36,8 +39,12 @@ use crate::{
         thread_ctx::ThreadContexts,
     },
     sample::RawSample,
-    unwind::{Published, Served, Stamped, Unwinder},
+    unwind::{Fresh, Published, Stamped, Unwinder},
 };
+
+mod snapshots;
+
+use snapshots::{snapshot_all, snapshotter};
 
 /// The maps the watch writes.
 pub trait WatchMaps:
@@ -187,12 +194,18 @@ impl ProcessWatch {
                     watch
                         .unwinder
                         .publish(kernel, pid, &mut publisher(&mut watch.anew.walked))?;
-                if published == Published::Anew {
-                    let served = Served {
-                        published: vec![pid],
-                        ..Served::default()
+                if published == Published::Anew
+                    && let Some(mappings) = watch.unwinder.stamped_mappings(pid)
+                {
+                    let fresh = Fresh {
+                        pid,
+                        seen: ProcessSeen::default(),
+                        mappings: mappings.collect(),
                     };
-                    watch.snapshot_all(kernel, &served);
+                    let Anew {
+                        snapshots, known, ..
+                    } = &mut watch.anew;
+                    snapshot_all(known, snapshots, kernel, &[fresh], &[]);
                 }
             }
         }
@@ -217,10 +230,16 @@ impl ProcessWatch {
     ) -> Result<Vec<u32>, KernelError> {
         let mut published = Vec::new();
         if rang.mappings() {
-            let served = self
-                .unwinder
-                .serve_rung(kernel, publisher(&mut self.anew.walked))?;
-            self.snapshot_all(kernel, &served);
+            let Anew {
+                snapshots,
+                known,
+                walked,
+            } = &mut self.anew;
+            let served = self.unwinder.serve_rung(
+                kernel,
+                publisher(walked),
+                snapshotter(known, snapshots),
+            )?;
             published = served.published;
         }
         if rang.runtimes() {
@@ -237,10 +256,16 @@ impl ProcessWatch {
     /// # Errors
     /// When the kernel maps cannot be read or written.
     pub fn serve(&mut self, kernel: &mut impl WatchMaps) -> Result<Vec<u32>, KernelError> {
-        let served = self
-            .unwinder
-            .serve_requests(kernel, publisher(&mut self.anew.walked))?;
-        self.snapshot_all(kernel, &served);
+        let Anew {
+            snapshots,
+            known,
+            walked,
+        } = &mut self.anew;
+        let served = self.unwinder.serve_requests(
+            kernel,
+            publisher(walked),
+            snapshotter(known, snapshots),
+        )?;
         let walked = &mut self.anew.walked;
         timed(Step::Requests, || walked.serve(kernel))?;
         let unwinder = &mut self.unwinder;
@@ -346,42 +371,6 @@ impl ProcessWatch {
                 walked.thread_ctx.binaries_cached() as u64,
             ),
         ]
-    }
-
-    /// Snapshots the processes whose mappings were read anew, and the
-    /// name and placement of those whose requests wait from now (their
-    /// mappings come from the kernel's records if they end first), as one
-    /// batch of placements (see `process/placements.rs`).
-    fn snapshot_all(&mut self, kernel: &mut impl WatchMaps, served: &Served) {
-        if served.published.is_empty() && served.waiting.is_empty() {
-            return;
-        }
-        timed(Step::Snapshots, || {
-            let known = &mut self.anew.known;
-            let by_set = known.placements.by_set();
-            let mut moves = || by_set.then(|| kernel.cgroup_moves().ok()).flatten();
-            known.placements.begin(moves());
-            let mut snapshots = Vec::with_capacity(served.published.len() + served.waiting.len());
-            for &pid in &served.published {
-                let seen = self.unwinder.seen(pid);
-                if let Some(mappings) = self.unwinder.stamped_mappings(pid) {
-                    snapshots.push(ProcessSnapshot::read(pid, mappings, &seen, known));
-                }
-            }
-            for (pid, seen) in &served.waiting {
-                let none = std::iter::empty();
-                snapshots.push(ProcessSnapshot::read(*pid, none, seen, known));
-            }
-            let again = known.placements.end(moves());
-            for snapshot in snapshots.iter_mut().filter(|s| again.contains(&s.pid)) {
-                if let Some(placement) = known.placements.read(snapshot.pid) {
-                    snapshot.placement = Some(placement);
-                }
-            }
-            self.anew
-                .snapshots
-                .extend(snapshots.into_iter().map(Arc::new));
-        });
     }
 }
 

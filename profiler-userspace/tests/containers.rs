@@ -87,10 +87,24 @@ fn a_brief_program_in_a_container_root_is_named() {
     assert!(samples >= 100, "{samples} samples of {runs} runs\n{log}");
     // 86 to 97% before a request for a contained process rang at once:
     // its walk, all by the tables of files published for an earlier run,
-    // left it to the next poll, after most runs had ended.
+    // left it to the next poll, after most runs had ended. 97.1% in CI
+    // (and 96.8 to 97.4% in four of eight runs started at the daemon's
+    // start) before a batch of requests was read whole before any table
+    // was built: a run asked for with others was read after their tables,
+    // when it had exited.
+    let why: Vec<&str> = files[0]
+        .1
+        .comments()
+        .into_iter()
+        .filter(|c| {
+            ["unnamed", "unheld", "exited_unread"]
+                .iter()
+                .any(|k| c.contains(k))
+        })
+        .collect();
     assert!(
         share >= 98.0,
-        "{share:.1}% of {samples} samples named\n{log}"
+        "{share:.1}% of {samples} samples named: {why:?}\n{log}"
     );
 }
 
@@ -98,7 +112,8 @@ fn a_brief_program_in_a_container_root_is_named() {
 /// past its first second: its first request builds the table of every
 /// binary running then, this test's own among them (0.7 s for a debug
 /// build), and the containers started meanwhile waited for it (issue 61's
-/// cold start).
+/// cold start): a run that lives and ends within that build is never
+/// read, and its root, which alone names its files, ends with it.
 fn start_all(out: &Path) -> Profiler {
     let profiler = Profiler::start(&[
         "--all",

@@ -16,6 +16,7 @@
 mod binary;
 mod by_file;
 mod placing;
+mod publishing;
 mod serving;
 mod stats;
 mod store;
@@ -29,23 +30,20 @@ use std::{
 
 use profiler_common::{
     process::ProcessSeen,
-    unwind::{
-        MAX_MAPPINGS, ProcessMappings, UnwindMapping,
-        by_file::{FileKey, FileTable},
-    },
+    unwind::by_file::{FileKey, FileTable},
 };
 
 use crate::{
     bpf::UnwindMaps,
-    cpu_time::{Laps, Step},
     process::{
         build_ids::BuildIds,
-        maps::{self, FileStamp, Vma},
+        maps::{FileStamp, Vma},
         stamps::Stamps,
     },
 };
-use binary::{BinaryId, binary_id, read_binary};
-pub use serving::Served;
+use binary::{BinaryId, read_binary};
+pub use publishing::Reading;
+pub use serving::{Fresh, OnRead, Served};
 pub use stats::UnwindStats;
 use store::RowSpace;
 use table::ElfUnwindInfo;
@@ -203,106 +201,6 @@ impl Unwinder {
     #[must_use]
     pub fn processes_cached(&self) -> usize {
         self.processes.len()
-    }
-
-    /// Builds what `pid` needs and publishes its mappings; a process that
-    /// is gone or whose mappings did not change is left alone. `read` is
-    /// told its mappings read anew, each with its file's stamp, once they
-    /// are published: not before, which widened the window in which an
-    /// exec between reading `/proc/PID/maps` and publishing leaves the old
-    /// image published (a test of a worker that execs 50 ms in lost its
-    /// stacks after the exec about once in eight runs). `read` says which
-    /// mappings' files are none of any runtime's: their new processes may
-    /// wait to be read.
-    ///
-    /// # Errors
-    /// When the kernel maps cannot be written, or `read` fails.
-    pub fn publish<M: UnwindMaps>(
-        &mut self,
-        maps: &mut M,
-        pid: u32,
-        read: &mut impl FnMut(&mut M, u32, &Stamped<'_>) -> Result<Vec<bool>, M::Error>,
-    ) -> Result<Published, M::Error> {
-        let mut laps = Laps::start();
-        let read_vmas = maps::read(pid);
-        laps.lap(Step::MapsRead);
-        let Ok(vmas) = read_vmas else {
-            return Ok(Published::Gone);
-        };
-        if self.processes.get(&pid).is_some_and(|p| p.vmas == vmas) {
-            return Ok(Published::Unchanged);
-        }
-        let kept = vmas.len().min(MAX_MAPPINGS);
-        if kept < vmas.len() {
-            self.stats.publishes_over_mapping_limit += 1;
-        }
-        let ids: Vec<Option<BinaryId>> = vmas[..kept]
-            .iter()
-            .map(|vma| {
-                let build_ids = self.tables.then_some(&mut self.build_ids);
-                binary_id(pid, vma, &mut self.stamps, build_ids)
-            })
-            .collect();
-        laps.lap(Step::BinaryIds);
-        let stamped: Vec<_> = vmas
-            .iter()
-            .zip(&ids)
-            .map(|(vma, id)| (vma, id.as_ref().and_then(BinaryId::stamp)))
-            .collect();
-        let mut mappings = ProcessMappings {
-            overflow: u32::from(kept < vmas.len()),
-            ..ProcessMappings::default()
-        };
-        let mut used = HashSet::new();
-        for ((vma, id), slot) in vmas.iter().zip(&ids).zip(&mut mappings.mappings) {
-            let (first_row, table, bias) = id
-                .as_ref()
-                .map(|id| self.table_for(maps, pid, vma, id))
-                .transpose()?
-                .flatten()
-                .unwrap_or((0, 0, 0));
-            self.publish_file(maps, vma, id.as_ref(), (first_row, table, bias));
-            *slot = UnwindMapping {
-                start: vma.start,
-                end: vma.end,
-                bias,
-                first_row,
-                table,
-            };
-            mappings.len += 1;
-            used.extend(id.clone());
-        }
-        debug_assert!(mappings.len as usize <= MAX_MAPPINGS);
-        laps.lap(Step::Tables);
-        maps.set_mappings(pid, &mappings)?;
-        laps.lap(Step::MappingsPublish);
-        self.stats.mapping_publishes += 1;
-        let plain = read(maps, pid, &stamped)?;
-        let plain = ids
-            .iter()
-            .zip(plain)
-            .filter(|&(_, p)| p)
-            .flat_map(|(id, _)| id);
-        self.let_wait(maps, plain);
-        laps.lap(Step::Runtimes);
-        for id in &used {
-            if let Some(binary) = self.binaries.get_mut(id) {
-                binary.users += 1;
-            }
-        }
-        // What the kernel saw stays until a request says otherwise.
-        let seen = self.seen(pid);
-        let old = self.processes.insert(
-            pid,
-            Process {
-                vmas,
-                ids,
-                binaries: used,
-                seen,
-            },
-        );
-        self.release(old);
-        Ok(Published::Anew)
     }
 
     /// The (first row, packed size, bias) of `vma`'s table, building and placing

@@ -4,11 +4,18 @@ use std::time::Instant;
 
 use profiler_common::process::ProcessSeen;
 
-use super::{Published, Stamped, Unwinder, waiting::Wait};
+use super::{
+    Stamped, Unwinder,
+    publishing::{Read, Reading},
+    waiting::Wait,
+};
 use crate::{
     bpf::UnwindMaps,
     cpu_time::{self, Step},
-    process::{procfs, roots},
+    process::{
+        maps::{FileStamp, Vma},
+        procfs, roots,
+    },
 };
 
 /// What serving the kernel's requests did.
@@ -23,9 +30,35 @@ pub struct Served {
     pub waiting: Vec<(u32, ProcessSeen)>,
 }
 
+/// A process whose mappings were just read anew (or read again after an
+/// exec that left them the same), before any of its tables is built.
+pub struct Fresh<'a> {
+    pub pid: u32,
+    /// What the kernel saw of it when it asked (what was seen before, for
+    /// a request put back).
+    pub seen: ProcessSeen,
+    pub mappings: Vec<(&'a Vma, Option<FileStamp>)>,
+}
+
+/// What is told of each batch of requests once every process in it is
+/// read, before any table is built: the processes read anew, and those
+/// whose requests wait from now or that exited before any was read
+/// ([`Served::waiting`]).
+pub trait OnRead<M>: FnMut(&mut M, &[Fresh<'_>], &[(u32, ProcessSeen)]) {}
+
+impl<M, F: FnMut(&mut M, &[Fresh<'_>], &[(u32, ProcessSeen)])> OnRead<M> for F {}
+
+/// A request due now, read.
+struct DueRead {
+    pid: u32,
+    seen: ProcessSeen,
+    waited: bool,
+    reading: Reading,
+}
+
 impl Unwinder {
     /// Publishes the processes the kernel asked for (at each poll); `read`
-    /// as in [`Unwinder::publish`].
+    /// as in [`Unwinder::publish`], `on_read` as [`OnRead`].
     ///
     /// # Errors
     /// When the kernel's requests cannot be read.
@@ -33,8 +66,9 @@ impl Unwinder {
         &mut self,
         maps: &mut M,
         mut read: impl FnMut(&mut M, u32, &Stamped<'_>) -> Result<Vec<bool>, M::Error>,
+        mut on_read: impl OnRead<M>,
     ) -> Result<Served, M::Error> {
-        Ok(self.serve(maps, &mut read)?.0)
+        Ok(self.serve(maps, &mut read, &mut on_read)?.0)
     }
 
     /// Publishes the processes the kernel asked for when it rang, and puts
@@ -49,8 +83,9 @@ impl Unwinder {
         &mut self,
         maps: &mut M,
         mut read: impl FnMut(&mut M, u32, &Stamped<'_>) -> Result<Vec<bool>, M::Error>,
+        mut on_read: impl OnRead<M>,
     ) -> Result<Served, M::Error> {
-        let (served, unchanged) = self.serve(maps, &mut read)?;
+        let (served, unchanged) = self.serve(maps, &mut read, &mut on_read)?;
         cpu_time::timed(Step::Requests, || {
             unchanged.into_iter().try_for_each(|pid| maps.request(pid))
         })?;
@@ -58,13 +93,15 @@ impl Unwinder {
     }
 
     /// Serves the requests: the pids published, and those left unchanged.
-    /// A process already gone is neither: put back, its request would be
+    /// Every process asked for is read before any table is built. A
+    /// process already gone is neither: put back, its request would be
     /// read again at every ring until the poll (under `--all`, hundreds of
     /// short processes' requests, each failing its `/proc` read anew).
     fn serve<M: UnwindMaps>(
         &mut self,
         maps: &mut M,
         read: &mut impl FnMut(&mut M, u32, &Stamped<'_>) -> Result<Vec<bool>, M::Error>,
+        on_read: &mut impl OnRead<M>,
     ) -> Result<(Served, Vec<u32>), M::Error> {
         let started = Instant::now();
         let (mut served, mut unchanged) = (Served::default(), Vec::new());
@@ -76,28 +113,24 @@ impl Unwinder {
         if let Some(notice) = &mut self.on_requests {
             notice(&requests);
         }
-        let published = &mut served.published;
-        for (pid, seen, due) in now_due {
-            // What the kernel saw of the process, not how it asked.
-            let seen = ProcessSeen {
-                deferrable: 0,
-                exited: 0,
-                ..seen
-            };
+        let (fresh, again) = self.read_due(now_due, &mut unchanged);
+        self.tell_read(maps, &fresh, &again, &served.waiting, on_read);
+        served.published.extend(again);
+        for DueRead {
+            pid,
+            seen,
+            waited,
+            reading,
+        } in fresh
+        {
             // A full mappings map (more processes than it holds under
             // --all) costs that process its table walk, not the daemon.
-            match self.publish(maps, pid, read) {
-                Ok(Published::Anew) => {
+            match self.publish_read(maps, pid, reading, read) {
+                Ok(()) => {
                     self.saw(pid, seen);
-                    published.push(pid);
-                    self.stats.waited_then_read += u64::from(due);
+                    served.published.push(pid);
+                    self.stats.waited_then_read += u64::from(waited);
                 }
-                // The same mappings, but a process the kernel saw otherwise:
-                // it exec'd between the ask and the read (the read saw the
-                // new program), and asked again. Snapshotted again.
-                Ok(Published::Unchanged) if self.saw_anew(pid, seen) => published.push(pid),
-                Ok(Published::Unchanged) => unchanged.push(pid),
-                Ok(Published::Gone) => {}
                 Err(_) => self.stats.publish_failures += 1,
             }
         }
@@ -111,6 +144,74 @@ impl Unwinder {
             );
         }
         Ok((served, unchanged))
+    }
+
+    /// Reads every process due: those read anew, and those whose mappings
+    /// did not change but that the kernel saw otherwise (it exec'd between
+    /// the ask and the read, the read saw the new program, and it asked
+    /// again: snapshotted again). The rest go in `unchanged`.
+    fn read_due(
+        &mut self,
+        now_due: Vec<(u32, ProcessSeen, bool)>,
+        unchanged: &mut Vec<u32>,
+    ) -> (Vec<DueRead>, Vec<u32>) {
+        let (mut fresh, mut again) = (Vec::with_capacity(now_due.len()), Vec::new());
+        for (pid, seen, waited) in now_due {
+            // What the kernel saw of the process, not how it asked.
+            let seen = ProcessSeen {
+                deferrable: 0,
+                exited: 0,
+                ..seen
+            };
+            match self.read_anew(pid) {
+                Read::Anew(reading) => fresh.push(DueRead {
+                    pid,
+                    seen,
+                    waited,
+                    reading,
+                }),
+                Read::Unchanged if self.saw_anew(pid, seen) => again.push(pid),
+                Read::Unchanged => unchanged.push(pid),
+                Read::Gone => {}
+            }
+        }
+        (fresh, again)
+    }
+
+    /// Tells `on_read` what was read: `fresh` and `again`, and `waiting`.
+    fn tell_read<M>(
+        &self,
+        maps: &mut M,
+        fresh: &[DueRead],
+        again: &[u32],
+        waiting: &[(u32, ProcessSeen)],
+        on_read: &mut impl OnRead<M>,
+    ) {
+        let fresh_seen = |due: &DueRead| {
+            if due.seen == ProcessSeen::default() {
+                self.seen(due.pid)
+            } else {
+                due.seen
+            }
+        };
+        let told: Vec<Fresh<'_>> = fresh
+            .iter()
+            .map(|due| Fresh {
+                pid: due.pid,
+                seen: fresh_seen(due),
+                mappings: due.reading.stamped(),
+            })
+            .chain(again.iter().filter_map(|&pid| {
+                Some(Fresh {
+                    pid,
+                    seen: self.seen(pid),
+                    mappings: self.stamped_mappings(pid)?.collect(),
+                })
+            }))
+            .collect();
+        if !told.is_empty() || !waiting.is_empty() {
+            on_read(maps, &told, waiting);
+        }
     }
 
     /// Keeps what the kernel saw of `pid`, just published at its request

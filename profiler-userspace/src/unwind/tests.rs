@@ -5,8 +5,13 @@ use profiler_common::unwind::{
     ROW_SEARCH_STEPS, UnwindRow, bucket_count, bucket_of, bucket_rows, by_file::FileKey, search,
 };
 
-use super::Unwinder;
+use profiler_common::process::ProcessSeen;
+
+use super::{Fresh, Unwinder};
 use crate::{bpf::in_memory::MemoryKernel, process::stamps::Stamps};
+
+/// What serving is told once a batch is read, ignored.
+pub(super) fn untold<M>(_: &mut M, _: &[Fresh<'_>], _: &[(u32, ProcessSeen)]) {}
 
 /// The kernel maps, in memory, with an array of `rows`.
 fn maps(rows: u32) -> MemoryKernel {
@@ -29,6 +34,45 @@ fn mapping_of(maps: &MemoryKernel, pid: u32, pc: u64) -> profiler_common::unwind
         .expect("a published mapping holds the pc")
 }
 
+/// A batch's processes are all read, and told, before any table is built
+/// or any mapping published: a large binary's table takes most of a
+/// second, and a process read after it may be gone by then (a program in
+/// a container, whose files are then unreadable by their paths).
+#[test]
+fn a_batch_is_read_and_told_before_any_process_is_published() {
+    let mut child = std::process::Command::new("sleep")
+        .arg("10")
+        .spawn()
+        .unwrap();
+    let pids = [std::process::id(), child.id()];
+    let mut maps = maps(8 << 20);
+    let mut unwinder = Unwinder::new(8 << 20);
+    maps.requests.extend(pids);
+    let mut told = Vec::new();
+    let served = unwinder
+        .serve_requests(
+            &mut maps,
+            |_, _, _| Ok(Vec::new()),
+            |maps: &mut MemoryKernel, fresh: &[Fresh<'_>], _: &[(u32, ProcessSeen)]| {
+                assert!(maps.mappings.is_empty() && maps.files.is_empty());
+                told.extend(fresh.iter().map(|f| (f.pid, f.mappings.len())));
+            },
+        )
+        .unwrap();
+    child.kill().unwrap();
+    child.wait().unwrap();
+    told.sort_unstable();
+    let mut expected = pids;
+    expected.sort_unstable();
+    assert_eq!(
+        told.iter().map(|&(pid, _)| pid).collect::<Vec<_>>(),
+        expected
+    );
+    assert!(told.iter().all(|&(_, mappings)| mappings > 1), "{told:?}");
+    assert_eq!(served.published.len(), 2);
+    assert!(pids.iter().all(|pid| maps.mappings.contains_key(pid)));
+}
+
 #[test]
 fn publishes_own_mappings_with_tables_and_skips_unchanged_ones() {
     let pid = std::process::id();
@@ -36,7 +80,7 @@ fn publishes_own_mappings_with_tables_and_skips_unchanged_ones() {
     let mut unwinder = Unwinder::new(8 << 20);
     maps.requests.push(pid);
     unwinder
-        .serve_requests(&mut maps, |_, _, _| Ok(Vec::new()))
+        .serve_requests(&mut maps, |_, _, _| Ok(Vec::new()), untold)
         .unwrap();
 
     // This binary's code: a table whose rows cover the function's PC
@@ -76,7 +120,7 @@ fn publishes_own_mappings_with_tables_and_skips_unchanged_ones() {
     // Asked again with the same mappings: nothing rebuilt or republished.
     maps.requests.push(pid);
     unwinder
-        .serve_requests(&mut maps, |_, _, _| Ok(Vec::new()))
+        .serve_requests(&mut maps, |_, _, _| Ok(Vec::new()), untold)
         .unwrap();
     assert_eq!(unwinder.stats(), stats);
 }
@@ -103,7 +147,7 @@ fn a_process_that_is_gone_is_skipped() {
     // Above pid_max (at most 2^22): no such process.
     maps.requests.push(1 << 23);
     unwinder
-        .serve_requests(&mut maps, |_, _, _| Ok(Vec::new()))
+        .serve_requests(&mut maps, |_, _, _| Ok(Vec::new()), untold)
         .unwrap();
     assert!(maps.mappings.is_empty());
     assert_eq!(unwinder.stats().mapping_publishes, 0);
@@ -117,7 +161,7 @@ fn a_rung_request_for_a_process_gone_is_dropped_not_put_back() {
     maps.requests.push(1 << 23);
     assert!(
         unwinder
-            .serve_rung(&mut maps, |_, _, _| Ok(Vec::new()))
+            .serve_rung(&mut maps, |_, _, _| Ok(Vec::new()), untold)
             .unwrap()
             .published
             .is_empty()
@@ -137,7 +181,7 @@ fn an_exited_process_is_forgotten_and_a_live_one_kept() {
     maps.requests.extend([live, exited]);
     assert_eq!(
         unwinder
-            .serve_requests(&mut maps, |_, _, _| Ok(Vec::new()))
+            .serve_requests(&mut maps, |_, _, _| Ok(Vec::new()), untold)
             .unwrap()
             .published
             .len(),
@@ -159,7 +203,7 @@ fn a_rung_request_that_changes_nothing_waits_for_the_poll() {
     maps.requests.push(pid);
     assert_eq!(
         unwinder
-            .serve_rung(&mut maps, |_, _, _| Ok(Vec::new()))
+            .serve_rung(&mut maps, |_, _, _| Ok(Vec::new()), untold)
             .unwrap()
             .published,
         [pid]
@@ -170,7 +214,7 @@ fn a_rung_request_that_changes_nothing_waits_for_the_poll() {
     maps.requests.push(pid);
     assert!(
         unwinder
-            .serve_rung(&mut maps, |_, _, _| Ok(Vec::new()))
+            .serve_rung(&mut maps, |_, _, _| Ok(Vec::new()), untold)
             .unwrap()
             .published
             .is_empty()
@@ -178,7 +222,7 @@ fn a_rung_request_that_changes_nothing_waits_for_the_poll() {
     assert_eq!(maps.requests, [pid]);
     assert!(
         unwinder
-            .serve_requests(&mut maps, |_, _, _| Ok(Vec::new()))
+            .serve_requests(&mut maps, |_, _, _| Ok(Vec::new()), untold)
             .unwrap()
             .published
             .is_empty()
@@ -204,7 +248,7 @@ fn own_code() -> crate::process::maps::Vma {
 fn a_binary_unreadable_through_a_gone_mapping_is_built_at_its_next_mapping() {
     let pid = std::process::id();
     let vma = &own_code();
-    let id = super::binary_id(pid, vma, &mut Stamps::default(), None)
+    let id = super::binary::binary_id(pid, vma, &mut Stamps::default(), None)
         .expect("this binary has an identity");
     // The same file as seen through a range this process does not map.
     let gone = crate::process::maps::Vma {
@@ -237,7 +281,8 @@ fn copies_of_a_binary_with_one_build_id_share_one_table() {
     let pid = std::process::id();
     let vma = &own_code();
     let mut build_ids = crate::process::build_ids::BuildIds::default();
-    let id = super::binary_id(pid, vma, &mut Stamps::default(), Some(&mut build_ids)).unwrap();
+    let id =
+        super::binary::binary_id(pid, vma, &mut Stamps::default(), Some(&mut build_ids)).unwrap();
     let super::binary::BinaryId::File { stamp, build_id } = id.clone() else {
         panic!("a file: {id:?}");
     };

@@ -5,7 +5,10 @@ use std::{os::unix::fs::MetadataExt as _, thread::sleep};
 use profiler_common::process::ProcessSeen;
 
 use super::WAIT;
-use crate::{bpf::in_memory::MemoryKernel, unwind::Unwinder};
+use crate::{
+    bpf::in_memory::MemoryKernel,
+    unwind::{Unwinder, tests::untold},
+};
 
 /// What the kernel sees of this process, in its encodings.
 fn seen_here(deferrable: bool) -> ProcessSeen {
@@ -36,7 +39,7 @@ fn a_process_walked_by_its_files_tables_is_read_once_it_has_lived_on() {
     let mut unwinder = waiting_unwinder();
     maps.seen_requests.push((pid, seen_here(true)));
     let served = unwinder
-        .serve_rung(&mut maps, |_, _, _| Ok(Vec::new()))
+        .serve_rung(&mut maps, |_, _, _| Ok(Vec::new()), untold)
         .unwrap();
     assert!(served.published.is_empty(), "{served:?}");
     assert_eq!(
@@ -52,14 +55,14 @@ fn a_process_walked_by_its_files_tables_is_read_once_it_has_lived_on() {
     assert!(maps.mappings.is_empty());
     // Served again within the wait: still put back, not told again.
     let served = unwinder
-        .serve_requests(&mut maps, |_, _, _| Ok(Vec::new()))
+        .serve_requests(&mut maps, |_, _, _| Ok(Vec::new()), untold)
         .unwrap();
     assert!(served.published.is_empty() && served.waiting.is_empty());
     assert_eq!(maps.seen_requests.len(), 1);
     assert_eq!(unwinder.requests_waiting(), 1);
     sleep(WAIT);
     let served = unwinder
-        .serve_requests(&mut maps, |_, _, _| Ok(Vec::new()))
+        .serve_requests(&mut maps, |_, _, _| Ok(Vec::new()), untold)
         .unwrap();
     assert_eq!(served.published, [pid], "due: read and published");
     assert!(maps.mappings.contains_key(&pid));
@@ -76,7 +79,7 @@ fn a_walk_that_met_a_file_without_a_table_is_served_at_once() {
     let mut unwinder = waiting_unwinder();
     maps.seen_requests.push((pid, seen_here(false)));
     let served = unwinder
-        .serve_rung(&mut maps, |_, _, _| Ok(Vec::new()))
+        .serve_rung(&mut maps, |_, _, _| Ok(Vec::new()), untold)
         .unwrap();
     assert_eq!(served.published, [pid]);
     assert!(served.waiting.is_empty());
@@ -90,7 +93,7 @@ fn requests_wait_only_where_the_records_name_the_files() {
     let mut unwinder = Unwinder::without_tables();
     maps.seen_requests.push((pid, seen_here(true)));
     let served = unwinder
-        .serve_rung(&mut maps, |_, _, _| Ok(Vec::new()))
+        .serve_rung(&mut maps, |_, _, _| Ok(Vec::new()), untold)
         .unwrap();
     assert_eq!(served.published, [pid]);
     // Another root (a container's): its records name files by its paths.
@@ -102,7 +105,7 @@ fn requests_wait_only_where_the_records_name_the_files() {
     };
     maps.seen_requests.push((pid, elsewhere));
     let served = unwinder
-        .serve_rung(&mut maps, |_, _, _| Ok(Vec::new()))
+        .serve_rung(&mut maps, |_, _, _| Ok(Vec::new()), untold)
         .unwrap();
     assert_eq!(served.published, [pid]);
     // The kernel could not tell (no offsets): served at once.
@@ -116,7 +119,7 @@ fn requests_wait_only_where_the_records_name_the_files() {
         },
     ));
     let served = unwinder
-        .serve_rung(&mut maps, |_, _, _| Ok(Vec::new()))
+        .serve_rung(&mut maps, |_, _, _| Ok(Vec::new()), untold)
         .unwrap();
     assert_eq!(served.published, [pid]);
 }
@@ -128,13 +131,13 @@ fn a_published_process_that_maps_more_is_served_at_once() {
     let mut unwinder = waiting_unwinder();
     maps.requests.push(pid);
     unwinder
-        .serve_rung(&mut maps, |_, _, _| Ok(Vec::new()))
+        .serve_rung(&mut maps, |_, _, _| Ok(Vec::new()), untold)
         .unwrap();
     assert!(maps.mappings.contains_key(&pid));
     // A library loaded since, with its table: the process lives, served.
     maps.seen_requests.push((pid, seen_here(true)));
     let served = unwinder
-        .serve_rung(&mut maps, |_, _, _| Ok(Vec::new()))
+        .serve_rung(&mut maps, |_, _, _| Ok(Vec::new()), untold)
         .unwrap();
     assert!(served.waiting.is_empty(), "{served:?}");
     assert_eq!(unwinder.stats().requests_waited, 0);
@@ -152,7 +155,7 @@ fn nothing_is_read_of_a_process_that_exited_but_its_name_and_placement_are_kept(
     let mut unwinder = waiting_unwinder();
     maps.seen_requests.push((pid, exited(true)));
     let served = unwinder
-        .serve_rung(&mut maps, |_, _, _| Ok(Vec::new()))
+        .serve_rung(&mut maps, |_, _, _| Ok(Vec::new()), untold)
         .unwrap();
     assert!(served.published.is_empty(), "nothing read: {served:?}");
     assert_eq!(served.waiting, [(pid, exited(true))]);
@@ -161,7 +164,7 @@ fn nothing_is_read_of_a_process_that_exited_but_its_name_and_placement_are_kept(
     maps.seen_requests.push((pid, seen_here(true)));
     assert_eq!(
         unwinder
-            .serve_rung(&mut maps, |_, _, _| Ok(Vec::new()))
+            .serve_rung(&mut maps, |_, _, _| Ok(Vec::new()), untold)
             .unwrap()
             .waiting
             .len(),
@@ -169,7 +172,7 @@ fn nothing_is_read_of_a_process_that_exited_but_its_name_and_placement_are_kept(
     );
     maps.seen_requests = vec![(pid, exited(true))];
     let served = unwinder
-        .serve_rung(&mut maps, |_, _, _| Ok(Vec::new()))
+        .serve_rung(&mut maps, |_, _, _| Ok(Vec::new()), untold)
         .unwrap();
     assert!(served.published.is_empty() && served.waiting.is_empty());
     assert!(maps.seen_requests.is_empty());
@@ -178,7 +181,7 @@ fn nothing_is_read_of_a_process_that_exited_but_its_name_and_placement_are_kept(
     // either.
     maps.seen_requests.push((pid, exited(false)));
     let served = unwinder
-        .serve_rung(&mut maps, |_, _, _| Ok(Vec::new()))
+        .serve_rung(&mut maps, |_, _, _| Ok(Vec::new()), untold)
         .unwrap();
     assert!(served.published.is_empty());
     assert_eq!(unwinder.stats().exited_unread, 3);
