@@ -39,7 +39,7 @@ use crate::{
         thread_ctx::ThreadContexts,
     },
     sample::RawSample,
-    unwind::{Fresh, Published, Stamped, Unwinder},
+    unwind::{Fresh, Published, Served, Stamped, Unwinder},
 };
 
 mod snapshots;
@@ -230,17 +230,7 @@ impl ProcessWatch {
     ) -> Result<Vec<u32>, KernelError> {
         let mut published = Vec::new();
         if rang.mappings() {
-            let Anew {
-                snapshots,
-                known,
-                walked,
-            } = &mut self.anew;
-            let served = self.unwinder.serve_rung(
-                kernel,
-                publisher(walked),
-                snapshotter(known, snapshots),
-            )?;
-            published = served.published;
+            published = self.serve_mappings(kernel, true)?.published;
         }
         if rang.runtimes() {
             let walked = &mut self.anew.walked;
@@ -256,16 +246,7 @@ impl ProcessWatch {
     /// # Errors
     /// When the kernel maps cannot be read or written.
     pub fn serve(&mut self, kernel: &mut impl WatchMaps) -> Result<Vec<u32>, KernelError> {
-        let Anew {
-            snapshots,
-            known,
-            walked,
-        } = &mut self.anew;
-        let served = self.unwinder.serve_requests(
-            kernel,
-            publisher(walked),
-            snapshotter(known, snapshots),
-        )?;
+        let served = self.serve_mappings(kernel, false)?;
         let walked = &mut self.anew.walked;
         timed(Step::Requests, || walked.serve(kernel))?;
         let unwinder = &mut self.unwinder;
@@ -276,6 +257,26 @@ impl ProcessWatch {
             timed(Step::Records, || events.read());
         }
         Ok(served.published)
+    }
+
+    /// Serves the kernel's mapping requests: when it `rang` (the unchanged
+    /// ones put back), or at the poll.
+    fn serve_mappings(
+        &mut self,
+        kernel: &mut impl WatchMaps,
+        rang: bool,
+    ) -> Result<Served, KernelError> {
+        let Anew {
+            snapshots,
+            known,
+            walked,
+        } = &mut self.anew;
+        let (read, on_read) = (publisher(walked), snapshotter(known, snapshots));
+        if rang {
+            self.unwinder.serve_rung(kernel, read, on_read)
+        } else {
+            self.unwinder.serve_requests(kernel, read, on_read)
+        }
     }
 
     /// The snapshots taken since the last call, for the next chunk.
