@@ -93,10 +93,11 @@ impl Unwinder {
     }
 
     /// Serves the requests: the pids published, and those left unchanged.
-    /// Every process asked for is read before any table is built. A
-    /// process already gone is neither: put back, its request would be
+    /// A process already gone is neither: put back, its request would be
     /// read again at every ring until the poll (under `--all`, hundreds of
     /// short processes' requests, each failing its `/proc` read anew).
+    /// Every process asked for is read, and `on_read` told, before any
+    /// table is built.
     fn serve<M: UnwindMaps>(
         &mut self,
         maps: &mut M,
