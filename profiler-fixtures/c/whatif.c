@@ -14,7 +14,10 @@
  *
  * a_work and b_work take argv[4] microseconds of CPU each, c_compute
  * argv[3] (all measured on the thread's CPU clock, so a busy machine
- * stretches them alike).
+ * stretches them alike), on average: each round's work varies within
+ * +-25%, as requests do. Rounds all alike fall into step with a sampler's
+ * fixed period (five 2.02 ms rounds to one period of 99 Hz held c's
+ * samples on its hand-off to b, 7% of them for a whole run).
  *
  * Protocol (as the Rust fixtures): "ready pid=P", wait for "go", start the
  * threads (named a, b, c) and run for argv[1] seconds, print
@@ -61,9 +64,19 @@ static uint64_t spin(uint64_t cpu_ns) {
     return x;
 }
 
-__attribute__((noinline)) void c_compute(void) { sink += spin(c_ns); }
-__attribute__((noinline)) void b_work(void) { sink ^= spin(ab_ns); }
-__attribute__((noinline)) void a_work(void) { sink -= spin(ab_ns); }
+/* A round's work, as requests vary: uniform within +-25% of `mean_ns`
+ * (a per-thread generator, so the shape's rounds draw alike). */
+static uint64_t varied(uint64_t mean_ns) {
+    static __thread uint64_t state = 88172645463325252u;
+    state ^= state << 13;
+    state ^= state >> 7;
+    state ^= state << 17;
+    return mean_ns / 4 * 3 + state % (mean_ns / 2 + 1);
+}
+
+__attribute__((noinline)) void c_compute(void) { sink += spin(varied(c_ns)); }
+__attribute__((noinline)) void b_work(void) { sink ^= spin(varied(ab_ns)); }
+__attribute__((noinline)) void a_work(void) { sink -= spin(varied(ab_ns)); }
 
 /* Names the calling thread `what` and notes its id in `tid`. */
 static void name(const char *what, pid_t *tid) {
