@@ -87,6 +87,18 @@ pub(super) fn binary_id(
     Some(BinaryId::File { stamp, build_id })
 }
 
+/// Each of `vmas` with the stamp of the file behind it, its id being
+/// `ids`' entry at its index (none for anonymous memory, the vDSO and
+/// mappings past the kernel's limit, which `ids` stops short of).
+pub(super) fn stamped<'a>(
+    vmas: &'a [Vma],
+    ids: &'a [Option<BinaryId>],
+) -> impl Iterator<Item = (&'a Vma, Option<FileStamp>)> + 'a {
+    vmas.iter()
+        .enumerate()
+        .map(|(i, vma)| (vma, ids.get(i).and_then(|id| id.as_ref()?.stamp())))
+}
+
 /// The bytes of the binary behind `vma`: the file (through map_files, so
 /// deleted and containerised files work), or for the vDSO our own copy,
 /// which is the same image in every process.

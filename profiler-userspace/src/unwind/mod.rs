@@ -25,7 +25,7 @@ mod waiting;
 
 use std::{
     collections::{HashMap, HashSet},
-    time::Instant,
+    time::{Duration, Instant},
 };
 
 use profiler_common::{
@@ -99,6 +99,33 @@ pub enum Published {
 /// What is told of the processes the kernel asks about.
 type Notice = Box<dyn FnMut(&[u32]) + Send>;
 
+/// A binary's table as built from its file, before it is placed.
+struct Built {
+    /// `None` when the file could not be read through the mapping.
+    info: Option<ElfUnwindInfo>,
+    took: Duration,
+}
+
+impl Built {
+    /// Nothing built.
+    fn none() -> Self {
+        Self {
+            info: None,
+            took: Duration::ZERO,
+        }
+    }
+
+    /// Reads the binary behind `vma` and builds its table; on any thread.
+    fn read(pid: u32, vma: &Vma, id: &BinaryId) -> Self {
+        let started = Instant::now();
+        let info = read_binary(pid, vma, id).map(|data| table::build(&data).unwrap_or_default());
+        Self {
+            info,
+            took: started.elapsed(),
+        }
+    }
+}
+
 pub struct Unwinder {
     /// Whether tables are built (else mappings are published bare).
     tables: bool,
@@ -111,6 +138,9 @@ pub struct Unwinder {
     /// Told of the processes the kernel asks about, before any of their
     /// tables is built (a large binary's takes most of a second).
     on_requests: Option<Notice>,
+    /// How long a batch of requests publishes before it takes the
+    /// requests made meanwhile (`serving.rs`).
+    intake_every: Duration,
     waiting: Waiting,
     stats: UnwindStats,
 }
@@ -127,6 +157,7 @@ impl Unwinder {
             stamps: Stamps::default(),
             processes: HashMap::new(),
             on_requests: None,
+            intake_every: serving::INTAKE_EVERY,
             waiting: Waiting::new(false),
             stats: UnwindStats::default(),
         }
@@ -177,10 +208,7 @@ impl Unwinder {
         pid: u32,
     ) -> Option<impl Iterator<Item = (&Vma, Option<FileStamp>)>> {
         let process = self.processes.get(&pid)?;
-        Some(process.vmas.iter().enumerate().map(|(i, vma)| {
-            let stamp = process.ids.get(i).and_then(|id| id.as_ref()?.stamp());
-            (vma, stamp)
-        }))
+        Some(binary::stamped(&process.vmas, &process.ids))
     }
 
     #[must_use]
@@ -235,15 +263,23 @@ impl Unwinder {
         vma: &Vma,
         id: &BinaryId,
     ) -> Result<(), M::Error> {
-        let started = Instant::now();
-        let Some(data) = read_binary(pid, vma, id) else {
+        self.keep_built(maps, id, Built::read(pid, vma, id))
+    }
+
+    /// Places a table [`Built`] in the kernel's array and keeps its binary
+    /// ([`Unwinder::add_binary`]).
+    fn keep_built<M: UnwindMaps>(
+        &mut self,
+        maps: &mut M,
+        id: &BinaryId,
+        built: Built,
+    ) -> Result<(), M::Error> {
+        let Some(mut info) = built.info else {
             self.stats.binaries_unreadable += 1;
             return Ok(());
         };
-        let mut info = table::build(&data).unwrap_or_default();
-        drop(data);
         self.stats.tables_built += 1;
-        self.stats.table_build_time += started.elapsed();
+        self.stats.table_build_time += built.took;
         if info.table.rows.is_empty() {
             self.stats.binaries_without_table += 1;
         }

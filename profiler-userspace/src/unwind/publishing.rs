@@ -10,7 +10,7 @@ use profiler_common::unwind::{MAX_MAPPINGS, ProcessMappings, UnwindMapping};
 
 use super::{
     Process, Published, Stamped, Unwinder,
-    binary::{BinaryId, binary_id},
+    binary::{BinaryId, binary_id, stamped},
 };
 use crate::{
     bpf::UnwindMaps,
@@ -29,11 +29,15 @@ impl Reading {
     /// Its mappings, each with the stamp of the file behind it.
     #[must_use]
     pub fn stamped(&self) -> Vec<(&Vma, Option<FileStamp>)> {
+        stamped(&self.vmas, &self.ids).collect()
+    }
+
+    /// Each mapping with a binary behind it, and that binary.
+    pub(super) fn files(&self) -> impl Iterator<Item = (&Vma, &BinaryId)> {
         self.vmas
             .iter()
-            .enumerate()
-            .map(|(i, vma)| (vma, self.ids.get(i).and_then(|id| id.as_ref()?.stamp())))
-            .collect()
+            .zip(&self.ids)
+            .filter_map(|(vma, id)| Some((vma, id.as_ref()?)))
     }
 }
 
@@ -144,12 +148,7 @@ impl Unwinder {
         maps.set_mappings(pid, &mappings)?;
         laps.lap(Step::MappingsPublish);
         self.stats.mapping_publishes += 1;
-        let stamped: Vec<_> = vmas
-            .iter()
-            .zip(&ids)
-            .map(|(vma, id)| (vma, id.as_ref().and_then(BinaryId::stamp)))
-            .collect();
-        let plain = read(maps, pid, &stamped)?;
+        let plain = read(maps, pid, &stamped(&vmas, &ids).collect::<Vec<_>>())?;
         let plain = ids
             .iter()
             .zip(plain)

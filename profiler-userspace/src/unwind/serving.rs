@@ -1,14 +1,11 @@
 //! Serving the kernel's requests for mappings: when it rings, at each
-//! poll, and forgetting the processes that have exited.
+//! poll (one serve's batch: `serving/batch.rs`), and forgetting the
+//! processes that have exited.
 use std::time::Instant;
 
 use profiler_common::process::ProcessSeen;
 
-use super::{
-    Stamped, Unwinder,
-    publishing::{Read, Reading},
-    waiting::Wait,
-};
+use super::{Stamped, Unwinder, waiting::Wait};
 use crate::{
     bpf::UnwindMaps,
     cpu_time::{self, Step},
@@ -17,6 +14,10 @@ use crate::{
         procfs, roots,
     },
 };
+
+mod batch;
+
+pub(super) use batch::INTAKE_EVERY;
 
 /// What serving the kernel's requests did.
 #[derive(Debug, Default)]
@@ -47,14 +48,6 @@ pub struct Fresh<'a> {
 pub trait OnRead<M>: FnMut(&mut M, &[Fresh<'_>], &[(u32, ProcessSeen)]) {}
 
 impl<M, F: FnMut(&mut M, &[Fresh<'_>], &[(u32, ProcessSeen)])> OnRead<M> for F {}
-
-/// A request due now, read.
-struct DueRead {
-    pid: u32,
-    seen: ProcessSeen,
-    waited: bool,
-    reading: Reading,
-}
 
 impl Unwinder {
     /// Publishes the processes the kernel asked for (at each poll); `read`
@@ -90,153 +83,6 @@ impl Unwinder {
             unchanged.into_iter().try_for_each(|pid| maps.request(pid))
         })?;
         Ok(served)
-    }
-
-    /// Serves the requests: the pids published, and those left unchanged.
-    /// A process already gone is neither: put back, its request would be
-    /// read again at every ring until the poll (under `--all`, hundreds of
-    /// short processes' requests, each failing its `/proc` read anew).
-    /// Every process asked for is read, and `on_read` told, before any
-    /// table is built.
-    fn serve<M: UnwindMaps>(
-        &mut self,
-        maps: &mut M,
-        read: &mut impl FnMut(&mut M, u32, &Stamped<'_>) -> Result<Vec<bool>, M::Error>,
-        on_read: &mut impl OnRead<M>,
-    ) -> Result<(Served, Vec<u32>), M::Error> {
-        let started = Instant::now();
-        let (mut served, mut unchanged) = (Served::default(), Vec::new());
-        let taken = cpu_time::timed(Step::Requests, || maps.take_requests())?;
-        let now_due = cpu_time::timed(Step::Requests, || {
-            self.put_back_waiting(maps, taken, &mut served)
-        })?;
-        let requests: Vec<u32> = now_due.iter().map(|&(pid, ..)| pid).collect();
-        if let Some(notice) = &mut self.on_requests {
-            notice(&requests);
-        }
-        let (fresh, again) = self.read_due(now_due, &mut unchanged);
-        self.tell_read(maps, &fresh, &again, &served.waiting, on_read);
-        served.published.extend(again);
-        for DueRead {
-            pid,
-            seen,
-            waited,
-            reading,
-        } in fresh
-        {
-            // A full mappings map (more processes than it holds under
-            // --all) costs that process its table walk, not the daemon.
-            match self.publish_read(maps, pid, reading, read) {
-                Ok(()) => {
-                    self.saw(pid, seen);
-                    served.published.push(pid);
-                    self.stats.waited_then_read += u64::from(waited);
-                }
-                Err(_) => self.stats.publish_failures += 1,
-            }
-        }
-        if !requests.is_empty() || !served.waiting.is_empty() {
-            tracing::debug!(
-                requests = requests.len(),
-                published = served.published.len(),
-                waiting = served.waiting.len(),
-                took_us = started.elapsed().as_micros(),
-                "served the kernel's mapping requests"
-            );
-        }
-        Ok((served, unchanged))
-    }
-
-    /// Reads every process due: those read anew, and those whose mappings
-    /// did not change but that the kernel saw otherwise (it exec'd between
-    /// the ask and the read, the read saw the new program, and it asked
-    /// again: snapshotted again). The rest go in `unchanged`.
-    fn read_due(
-        &mut self,
-        now_due: Vec<(u32, ProcessSeen, bool)>,
-        unchanged: &mut Vec<u32>,
-    ) -> (Vec<DueRead>, Vec<u32>) {
-        let (mut fresh, mut again) = (Vec::with_capacity(now_due.len()), Vec::new());
-        for (pid, seen, waited) in now_due {
-            // What the kernel saw of the process, not how it asked.
-            let seen = ProcessSeen {
-                deferrable: 0,
-                exited: 0,
-                ..seen
-            };
-            match self.read_anew(pid) {
-                Read::Anew(reading) => fresh.push(DueRead {
-                    pid,
-                    seen,
-                    waited,
-                    reading,
-                }),
-                Read::Unchanged if self.saw_anew(pid, seen) => again.push(pid),
-                Read::Unchanged => unchanged.push(pid),
-                Read::Gone => {}
-            }
-        }
-        (fresh, again)
-    }
-
-    /// Tells `on_read` what was read: `fresh` and `again`, and `waiting`.
-    fn tell_read<M>(
-        &self,
-        maps: &mut M,
-        fresh: &[DueRead],
-        again: &[u32],
-        waiting: &[(u32, ProcessSeen)],
-        on_read: &mut impl OnRead<M>,
-    ) {
-        let fresh_seen = |due: &DueRead| {
-            if due.seen == ProcessSeen::default() {
-                self.seen(due.pid)
-            } else {
-                due.seen
-            }
-        };
-        let told: Vec<Fresh<'_>> = fresh
-            .iter()
-            .map(|due| Fresh {
-                pid: due.pid,
-                seen: fresh_seen(due),
-                mappings: due.reading.stamped(),
-            })
-            .chain(again.iter().filter_map(|&pid| {
-                Some(Fresh {
-                    pid,
-                    seen: self.seen(pid),
-                    mappings: self.stamped_mappings(pid)?.collect(),
-                })
-            }))
-            .collect();
-        if !told.is_empty() || !waiting.is_empty() {
-            on_read(maps, &told, waiting);
-        }
-    }
-
-    /// Keeps what the kernel saw of `pid`, just published at its request
-    /// (a request put back carries nothing: what was seen before stays).
-    fn saw(&mut self, pid: u32, seen: ProcessSeen) {
-        if let Some(process) = self.processes.get_mut(&pid)
-            && seen != ProcessSeen::default()
-        {
-            process.seen = seen;
-        }
-    }
-
-    /// Keeps what the kernel saw of `pid`, whose mappings did not change,
-    /// when it saw something new (not a request put back, which carries
-    /// nothing); whether it did.
-    fn saw_anew(&mut self, pid: u32, seen: ProcessSeen) -> bool {
-        let Some(process) = self.processes.get_mut(&pid) else {
-            return false;
-        };
-        let anew = seen != ProcessSeen::default() && seen != process.seen;
-        if anew {
-            process.seen = seen;
-        }
-        anew
     }
 
     /// Processes whose requests wait now.
@@ -303,3 +149,6 @@ impl Unwinder {
         Ok(gone)
     }
 }
+
+#[cfg(test)]
+mod tests;

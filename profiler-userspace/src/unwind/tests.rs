@@ -14,7 +14,7 @@ use crate::{bpf::in_memory::MemoryKernel, process::stamps::Stamps};
 pub(super) fn untold<M>(_: &mut M, _: &[Fresh<'_>], _: &[(u32, ProcessSeen)]) {}
 
 /// The kernel maps, in memory, with an array of `rows`.
-fn maps(rows: u32) -> MemoryKernel {
+pub(super) fn maps(rows: u32) -> MemoryKernel {
     let mut maps = MemoryKernel::default();
     maps.rows = vec![UnwindRow::default(); rows as usize];
     maps
@@ -32,45 +32,6 @@ fn mapping_of(maps: &MemoryKernel, pid: u32, pc: u64) -> profiler_common::unwind
         .iter()
         .find(|m| m.start <= pc && pc < m.end)
         .expect("a published mapping holds the pc")
-}
-
-/// A batch's processes are all read, and told, before any table is built
-/// or any mapping published: a large binary's table takes most of a
-/// second, and a process read after it may be gone by then (a program in
-/// a container, whose files are then unreadable by their paths).
-#[test]
-fn a_batch_is_read_and_told_before_any_process_is_published() {
-    let mut child = std::process::Command::new("sleep")
-        .arg("10")
-        .spawn()
-        .unwrap();
-    let pids = [std::process::id(), child.id()];
-    let mut maps = maps(8 << 20);
-    let mut unwinder = Unwinder::new(8 << 20);
-    maps.requests.extend(pids);
-    let mut told = Vec::new();
-    let served = unwinder
-        .serve_requests(
-            &mut maps,
-            |_, _, _| Ok(Vec::new()),
-            |maps: &mut MemoryKernel, fresh: &[Fresh<'_>], _: &[(u32, ProcessSeen)]| {
-                assert!(maps.mappings.is_empty() && maps.files.is_empty());
-                told.extend(fresh.iter().map(|f| (f.pid, f.mappings.len())));
-            },
-        )
-        .unwrap();
-    child.kill().unwrap();
-    child.wait().unwrap();
-    told.sort_unstable();
-    let mut expected = pids;
-    expected.sort_unstable();
-    assert_eq!(
-        told.iter().map(|&(pid, _)| pid).collect::<Vec<_>>(),
-        expected
-    );
-    assert!(told.iter().all(|&(_, mappings)| mappings > 1), "{told:?}");
-    assert_eq!(served.published.len(), 2);
-    assert!(pids.iter().all(|pid| maps.mappings.contains_key(pid)));
 }
 
 #[test]
