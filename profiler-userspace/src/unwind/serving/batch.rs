@@ -93,8 +93,8 @@ impl Unwinder {
     /// short processes' requests, each failing its `/proc` read anew).
     /// Every process asked for is read, and `on_read` told, before any
     /// table is built; while the batch builds and publishes, the requests
-    /// made meanwhile are taken and read every [`INTAKE_EVERY`] (after a
-    /// table, after a process), and published after it.
+    /// made meanwhile are taken and read every [`INTAKE_EVERY`] (during a
+    /// table's build, after it, after a process), and published after it.
     pub(super) fn serve<M: UnwindMaps>(
         &mut self,
         maps: &mut M,
@@ -234,15 +234,16 @@ impl Unwinder {
             if spawned.is_err() {
                 return Ok(cpu_time::timed(Step::Tables, || Built::read(pid, vma, id)));
             }
-            loop {
+            // A build that panicked sends nothing: the scope's end raises it.
+            while batch.taking_in() {
                 let wait = self.intake_every.saturating_sub(batch.taken_at.elapsed());
                 match built.recv_timeout(wait) {
                     Ok(built) => return Ok(built),
                     Err(RecvTimeoutError::Timeout) => self.take_in_if_due(maps, batch, on_read)?,
-                    // The build panicked: the scope's end raises it.
                     Err(RecvTimeoutError::Disconnected) => return Ok(Built::none()),
                 }
             }
+            Ok(built.recv().unwrap_or_else(|_| Built::none()))
         })
     }
 
