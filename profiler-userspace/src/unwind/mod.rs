@@ -138,8 +138,8 @@ pub struct Unwinder {
     /// Told of the processes the kernel asks about, before any of their
     /// tables is built (a large binary's takes most of a second).
     on_requests: Option<Notice>,
-    /// How long a batch of requests publishes before it takes the
-    /// requests made meanwhile (`serving.rs`).
+    /// How long a batch of requests builds and publishes before it takes
+    /// the requests made meanwhile (`serving/batch.rs`).
     intake_every: Duration,
     waiting: Waiting,
     stats: UnwindStats,

@@ -42,8 +42,9 @@ pub struct Fresh<'a> {
 }
 
 /// What is told of each batch of requests once every process in it is
-/// read, before any table is built: the processes read anew, and those
-/// whose requests wait from now or that exited before any was read
+/// read, before any table is built, and of each intake of the requests
+/// made while it builds: the processes read anew, and those whose
+/// requests wait from now or that exited before any was read
 /// ([`Served::waiting`]).
 pub trait OnRead<M>: FnMut(&mut M, &[Fresh<'_>], &[(u32, ProcessSeen)]) {}
 
