@@ -54,10 +54,19 @@ pub fn build_release_with_fixtures() -> anyhow::Result<()> {
 
 /// Sends SIGINT to process `pid` (a tool or the profiler, to stop it).
 pub fn interrupt(pid: u32) -> anyhow::Result<()> {
+    signal(pid, libc::SIGINT, "SIGINT")
+}
+
+/// Sends SIGHUP to the profiler `pid`: it ends its window at once.
+pub fn hang_up(pid: u32) -> anyhow::Result<()> {
+    signal(pid, libc::SIGHUP, "SIGHUP")
+}
+
+fn signal(pid: u32, signal: libc::c_int, name: &str) -> anyhow::Result<()> {
     let pid = libc::pid_t::try_from(pid).context("process id out of range")?;
     // SAFETY: kill takes a pid and a signal number and touches no memory.
-    if unsafe { libc::kill(pid, libc::SIGINT) } != 0 {
-        return Err(std::io::Error::last_os_error()).context(format!("SIGINT to {pid}"));
+    if unsafe { libc::kill(pid, signal) } != 0 {
+        return Err(std::io::Error::last_os_error()).context(format!("{name} to {pid}"));
     }
     Ok(())
 }

@@ -95,8 +95,10 @@ pub(super) fn churn(report: &mut String) -> anyhow::Result<Churn> {
          generated C project ({SOURCES} files, gcc -O2), {BUILDS} builds with the daemon \
          and {BUILDS} without, alternated. Each churn is measured on a daemon that has run \
          it before and written its first window (a build host's daemon runs for weeks): \
-         the loop after {WARM_SECS} s of it, each build after another; the cold rows are \
-         those first runs, from the daemon's start (its first tables, `/proc/kallsyms`). \
+         the loop after {WARM_SECS} s of it, each build after another, from a window's end \
+         (SIGHUP) to the end of the window that holds its samples (their symbolization \
+         counted); the cold rows are those first runs, from the daemon's start (its first \
+         tables, `/proc/kallsyms`) to 0.5 s after. \
          Processes counted from `/proc/stat`'s forks; \
          the daemon's CPU from its `/proc/PID/stat`, by step from its \
          `profiler_cpu_seconds_total{{step}}` (the rest: the daemon's loop and wake-ups, HTTP); \
@@ -322,29 +324,40 @@ fn under_daemon(
     let pid = attached.child.id();
     // Started, and its first look at every process done.
     std::thread::sleep(Duration::from_secs(2));
-    let first = measured(pid, &metrics, cold)?;
+    // What the cold run left to the daemon: its last processes' reads.
+    let settle = || {
+        std::thread::sleep(Duration::from_millis(500));
+        Ok(())
+    };
+    let first = measured(pid, &metrics, cold, settle)?;
     metrics.wait_first_window()?;
+    // The churn is measured from a window's end to the end of the window
+    // that holds its samples: its windows' symbolization counted, and
+    // none of the cold run's (a window's end at 5 s intervals fell
+    // within a build or not, by a few tenths of a second).
+    metrics.end_window(pid)?;
     // The cold run's peak is the start's and the first windows'; the
     // churn's, its own.
     reset_peak_rss(pid)?;
-    let steady = measured(pid, &metrics, churn)?;
+    let steady = measured(pid, &metrics, churn, || metrics.end_window(pid))?;
     let log = attached.stop()?;
     Ok((first, steady, log))
 }
 
-/// Runs `churn` and what daemon `pid` spent on it.
+/// Runs `churn`, then `settle` (what it left to the daemon), and what
+/// daemon `pid` spent on both; the run's seconds are the churn's.
 fn measured(
     pid: u32,
     metrics: &Metrics,
     churn: impl FnOnce() -> anyhow::Result<()>,
+    settle: impl FnOnce() -> anyhow::Result<()>,
 ) -> anyhow::Result<Run> {
     let (before, ticks0, forks0) = (steps(&metrics.scrape()?)?, cpu_ticks(pid)?, forks()?);
     let started = Instant::now();
     churn()?;
     let secs = started.elapsed().as_secs_f64();
     let processes = forks()? - forks0;
-    // What the churn left to the daemon (its last processes' reads).
-    std::thread::sleep(Duration::from_millis(500));
+    settle()?;
     let ticks = cpu_ticks(pid)? - ticks0;
     let after = steps(&metrics.scrape()?)?;
     let hwm_kb = status_field(pid, "VmHWM")?;

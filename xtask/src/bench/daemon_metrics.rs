@@ -41,6 +41,23 @@ impl Metrics {
         Ok(())
     }
 
+    /// Ends the window of the daemon `pid` now (SIGHUP) and waits (up to
+    /// 30 s) until it is written: every sample taken before is then
+    /// symbolized, and its cost counted.
+    pub(super) fn end_window(&self, pid: u32) -> anyhow::Result<()> {
+        let written = self.scrape()?.windows_written()?;
+        crate::workspace::hang_up(pid)?;
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        while self.scrape()?.windows_written()? <= written {
+            if std::time::Instant::now() > deadline {
+                bail!("the daemon wrote no window in 30 s after SIGHUP");
+            }
+            // A scrape costs the daemon about 0.4 ms.
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+        Ok(())
+    }
+
     /// `GET /metrics` now.
     pub(super) fn scrape(&self) -> anyhow::Result<Scrape> {
         let url = format!("http://127.0.0.1:{}/metrics", self.port);
