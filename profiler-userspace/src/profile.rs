@@ -4,7 +4,10 @@ use std::{sync::Arc, time::SystemTime};
 
 use profiler_common::sample::ThreadState;
 
-use crate::{process::cgroup::Placement, sample::RowLabels};
+use crate::{
+    process::{cgroup::Placement, maps::FileId},
+    sample::RowLabels,
+};
 
 /// A mapped object a location belongs to.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -16,6 +19,10 @@ pub struct Mapping {
     pub file: Arc<str>,
     /// Hex build id, empty when unknown.
     pub build_id: Arc<str>,
+    /// The file's device and inode as it was mapped (not written out):
+    /// what tells apart files without a build id at one path, such as
+    /// two containers' `/app` or a Go program deployed again by rename.
+    pub file_id: Option<FileId>,
 }
 
 /// One source-level frame.

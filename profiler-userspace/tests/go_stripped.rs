@@ -4,9 +4,13 @@
 //! Debian's Go 1.19 and the newer toolchains `cargo xtask setup` installs.
 mod support;
 
-use std::{collections::BTreeMap, path::PathBuf, process::Command};
+use std::{
+    collections::BTreeMap,
+    path::{Path, PathBuf},
+    process::Command,
+};
 
-use support::{Fixture, go, profile_fixture, require_root, share, weight_under};
+use support::{Fixture, Profiler, go, profile_fixture, require_root, share, weight_under};
 
 /// Frames as the profile gives them: (function, file, line), innermost
 /// first.
@@ -72,6 +76,27 @@ fn sampled_frames(
     (samples, named_leaf, frames)
 }
 
+/// Each of `frames` (sampled PCs of `bin`, built by `toolchain`) named as
+/// `go tool addr2line` names it: the outermost function and the innermost
+/// file and line; at least three distinct PCs.
+fn named_as_addr2line(toolchain: &Path, bin: &Path, frames: &BTreeMap<u64, Frames>) {
+    let version = go::version(toolchain);
+    let pcs: Vec<u64> = frames.keys().copied().collect();
+    let reference = go::addr2line(toolchain, bin, &pcs);
+    for ((pc, ours), at) in frames.iter().zip(&reference) {
+        let (Some(outer), Some(inner)) = (ours.last(), ours.first()) else {
+            panic!("{version} {pc:#x}: unnamed, addr2line {at:?}");
+        };
+        assert_eq!(outer.0, at.function, "{version} {pc:#x}: {ours:?}");
+        assert_eq!(
+            (inner.1.as_str(), inner.2),
+            (at.file.as_str(), at.line),
+            "{version} {pc:#x}: {ours:?}"
+        );
+    }
+    assert!(pcs.len() >= 3, "{version}: only {} distinct PCs", pcs.len());
+}
+
 #[test]
 fn a_stripped_go_program_is_named_and_unwound_by_its_gopclntab() {
     require_root();
@@ -94,20 +119,7 @@ fn a_stripped_go_program_is_named_and_unwound_by_its_gopclntab() {
             named_leaf * 100 >= samples * 95,
             "{version}: {named_leaf} of {samples} samples have a named leaf"
         );
-        let pcs: Vec<u64> = frames.keys().copied().collect();
-        let reference = go::addr2line(&toolchain, &bin, &pcs);
-        for ((pc, ours), at) in frames.iter().zip(&reference) {
-            let (Some(outer), Some(inner)) = (ours.last(), ours.first()) else {
-                panic!("{version} {pc:#x}: unnamed, addr2line {at:?}");
-            };
-            assert_eq!(outer.0, at.function, "{version} {pc:#x}: {ours:?}");
-            assert_eq!(
-                (inner.1.as_str(), inner.2),
-                (at.file.as_str(), at.line),
-                "{version} {pc:#x}: {ours:?}"
-            );
-        }
-        assert!(pcs.len() >= 3, "{version}: only {} distinct PCs", pcs.len());
+        named_as_addr2line(&toolchain, &bin, &frames);
 
         // Unwound by its .gopclntab (no .eh_frame, no .debug_frame), the
         // frameless main.spin keeps its caller: the split between
@@ -144,7 +156,79 @@ fn a_stripped_go_program_is_named_and_unwound_by_its_gopclntab() {
         );
         eprintln!(
             "{version}: {named_leaf}/{samples} samples with a named leaf, {} PCs as addr2line, main.heavy {ours:.1}% (timed: {timed:.1}%, Go's own profile: {go_share:.1}%)",
-            pcs.len()
+            frames.len()
+        );
+    }
+}
+
+/// A Go program has no GNU build id: the symbolizer knows its binary by
+/// path and file, not by path alone. Built anew by a newer toolchain and
+/// renamed over the old one (a deploy) while the old process still runs,
+/// each process's frames are named from its own build, the new one's in
+/// a window after the old one's: by path alone, the new build's PCs were
+/// named from the old one's table and its results.
+#[test]
+fn a_go_program_deployed_anew_at_its_path_is_named_from_each_build() {
+    require_root();
+    let toolchains = go::toolchains();
+    let dir = tempfile::tempdir().unwrap();
+    let app = dir.path().join("app");
+    let out = dir.path().join("profiles");
+    let running = Profiler::start(&[
+        "--comm",
+        "app",
+        "--wait",
+        "--output-dir",
+        out.to_str().unwrap(),
+        "--interval",
+        "1s",
+        "--frequency",
+        "499",
+    ]);
+    let mut runs = Vec::new();
+    // Debian's Go 1.19 and the oldest newer one: from Go 1.26 on, `go
+    // build` writes a GNU build id too.
+    for (i, toolchain) in toolchains[..2].iter().enumerate() {
+        // Each build stays reachable under its own name, for addr2line.
+        let build = go::build_split(toolchain, dir.path(), &format!("build{i}"), true);
+        let notes = Command::new("readelf")
+            .arg("-n")
+            .arg(&build)
+            .output()
+            .unwrap();
+        assert!(
+            !String::from_utf8_lossy(&notes.stdout).contains("NT_GNU_BUILD_ID"),
+            "{}: its build has a GNU build id",
+            go::version(toolchain)
+        );
+        let staged = dir.path().join("app.new");
+        std::fs::hard_link(&build, &staged).unwrap();
+        std::fs::rename(&staged, &app).unwrap();
+        let mut command = Command::new(&app);
+        command
+            .arg("3")
+            .arg(dir.path().join(format!("go-cpu{i}.pb.gz")));
+        let mut fixture = Fixture::spawn_command(command);
+        fixture.go();
+        fixture.results();
+        // It lingers, its mappings readable, until the window is written.
+        runs.push((toolchain, build, fixture));
+    }
+    running.stop();
+    let profiles = support::profiles(&out);
+    let app_path = app.to_str().unwrap();
+    for (toolchain, build, fixture) in &runs {
+        let (samples, named_leaf, frames) = sampled_frames(&profiles, fixture.pid(), app_path);
+        let version = go::version(toolchain);
+        assert!(samples > 500, "{version}: {samples} samples");
+        assert!(
+            named_leaf * 100 >= samples * 95,
+            "{version}: {named_leaf} of {samples} samples have a named leaf"
+        );
+        named_as_addr2line(toolchain, build, &frames);
+        eprintln!(
+            "{version}: {named_leaf}/{samples} samples with a named leaf, {} PCs as addr2line",
+            frames.len()
         );
     }
 }

@@ -26,7 +26,7 @@ pub struct Vma {
 }
 
 /// A file's device and inode: which file a path named when it was mapped.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct FileId {
     /// `makedev(major, minor)`, as `stat` reports it.
     pub dev: u64,

@@ -8,7 +8,7 @@ use profiler_common::frames::{self, UserFrame};
 use super::debug_files::ElfFacts;
 use crate::{
     gopclntab::GoTable,
-    process::maps::{self, Vma},
+    process::maps::{self, FileId, Vma},
     profile::{Line, Location, Mapping},
     sample::Stack,
 };
@@ -23,11 +23,14 @@ pub const TRUNCATED: &str = "[truncated]";
 /// Pseudo file name of the kernel mapping, as perf names it.
 pub const KERNEL_MAPPING: &str = "[kernel.kallsyms]";
 
-/// Identity of a binary for the symbol cache.
+/// Identity of a binary for the symbol cache: its build id, else its
+/// path and which file was there (a path alone would give one binary's
+/// names to another: a Go program, which has no GNU build id, built anew
+/// and renamed over the old, or another container's program at `/app`).
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub(super) enum BinaryKey {
     BuildId(Arc<str>),
-    Path(Arc<str>),
+    File { path: Arc<str>, id: Option<FileId> },
 }
 /// Locations of a captured stack, leaf first; `captured` maps its
 /// captured frames to locations.
@@ -92,7 +95,10 @@ pub(super) fn find_vma(vmas: &[(Vma, Arc<Mapping>)], addr: u64) -> Option<&(Vma,
 
 pub(super) fn binary_key(mapping: &Mapping) -> BinaryKey {
     if mapping.build_id.is_empty() {
-        BinaryKey::Path(mapping.file.clone())
+        BinaryKey::File {
+            path: mapping.file.clone(),
+            id: mapping.file_id,
+        }
     } else {
         BinaryKey::BuildId(mapping.build_id.clone())
     }
@@ -106,6 +112,7 @@ pub(super) fn new_mapping(vma: &Vma, build_id: Arc<str>) -> Mapping {
         file_offset: vma.offset,
         file: vma.path.clone(),
         build_id,
+        file_id: vma.file,
     }
 }
 

@@ -220,7 +220,10 @@ fn mapped_after_windows(reads: &[Option<u64>]) -> Vec<usize> {
     };
     let mut blaze = blazesym::symbolize::Symbolizer::new();
     let mut binaries = Binaries::new(Vec::new(), None, None);
-    let key = BinaryKey::Path(copy.display().to_string().into());
+    let key = BinaryKey::File {
+        path: copy.display().to_string().into(),
+        id: None,
+    };
     let mut counts = Vec::new();
     for (window, offset) in (1..).zip(reads) {
         if let Some(offset) = offset {
@@ -291,7 +294,10 @@ fn a_window_of_many_new_binaries_keeps_a_bounded_number_parsed() {
             dir: None,
             offsets: vec![0x1000],
         };
-        let key = BinaryKey::Path(copy.display().to_string().into());
+        let key = BinaryKey::File {
+            path: copy.display().to_string().into(),
+            id: None,
+        };
         binaries.symbolize(&mut blaze, key, &todo, 1);
     }
     let maps = std::fs::read_to_string("/proc/self/maps").expect("own maps");

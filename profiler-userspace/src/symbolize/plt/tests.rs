@@ -194,7 +194,10 @@ fn the_symbol_cache_names_a_stub_as_the_stub() {
         dir: None,
         offsets: vec![offset + 6],
     };
-    let key = BinaryKey::Path(binary.display().to_string().into());
+    let key = BinaryKey::File {
+        path: binary.display().to_string().into(),
+        id: None,
+    };
     assert_eq!(cache.symbolize(&mut blaze, key.clone(), &todo, 1), (1, 0));
     let lines = cache.lines(&key, offset + 6).unwrap();
     let names: Vec<&str> = lines.iter().map(|l| l.function.as_str()).collect();
