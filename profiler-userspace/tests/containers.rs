@@ -347,3 +347,79 @@ fn a_binary_replaced_in_the_upper_layer_after_exit_never_names_frames() {
     let (share, _) = named_leaves(profile, "replaced_app");
     eprintln!("{share:.1}% of {samples} samples with a named leaf");
 }
+
+/// The host pids of the processes named `comm` now.
+fn pids_named(comm: &str) -> HashSet<u32> {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
+        .filter(|pid| {
+            std::fs::read_to_string(format!("/proc/{pid}/comm")).is_ok_and(|c| c.trim() == comm)
+        })
+        .collect()
+}
+
+/// Two containers of two images, each with its own Go program at `/app`
+/// (no GNU build id: Go before 1.26), running at once, their roots
+/// mounted at one place (each in its own mount namespace), so the host
+/// sees both programs at one path: each one's frames are named from its
+/// own binary, as `go tool addr2line` names them. By path alone, the two
+/// programs' PCs were looked up in one of them.
+#[test]
+fn two_containers_programs_at_one_path_are_each_named_from_their_own() {
+    require_root();
+    let toolchains = go::toolchains();
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("profiles");
+    let profiler = Profiler::start(&[
+        "--all",
+        "--output-dir",
+        out.to_str().unwrap(),
+        "--interval",
+        "5m",
+        "--frequency",
+        "499",
+    ]);
+    let root = dir.path().join("root");
+    let mut running = Vec::new();
+    for (i, toolchain) in toolchains[..2].iter().enumerate() {
+        let bin = go::build_split(toolchain, dir.path(), &format!("split{i}"), true);
+        let container = Container::mounted_at(&dir.path().join(format!("image{i}")), &root);
+        container.add(&bin, "app");
+        std::fs::create_dir_all(container.lower.join("tmp")).unwrap();
+        let before = pids_named("app");
+        let mut app = container.spawn(&["/app".into(), "2".into(), "/tmp/cpu.pb.gz".into()]);
+        let mut stdout = BufReader::new(app.stdout.take().unwrap());
+        let mut line = String::new();
+        stdout.read_line(&mut line).unwrap();
+        assert!(line.starts_with("ready"), "{line:?}");
+        let pid = *pids_named("app")
+            .difference(&before)
+            .next()
+            .expect("the container's app on the host");
+        let mut stdin = app.stdin.take().unwrap();
+        writeln!(stdin, "go").unwrap();
+        line.clear();
+        stdout.read_line(&mut line).unwrap();
+        assert!(line.contains("heavy_ns="), "{line:?}");
+        // Both linger, their stdin open, until the window is written.
+        running.push((toolchain, bin, pid, app, stdin));
+    }
+    profiler.stop();
+    let files = profiles(&out);
+    for (toolchain, bin, pid, ..) in &running {
+        let app = root.join("app");
+        let (samples, named_leaf, frames) = go::sampled_frames(&files, *pid, app.to_str().unwrap());
+        let version = go::version(toolchain);
+        assert!(samples > 500, "{version}: {samples} samples");
+        assert!(
+            named_leaf * 100 >= samples * 95,
+            "{version}: {named_leaf} of {samples} samples have a named leaf"
+        );
+        go::named_as_addr2line(toolchain, bin, &frames);
+    }
+    for (.., mut app, stdin) in running {
+        drop(stdin);
+        app.wait().unwrap();
+    }
+}

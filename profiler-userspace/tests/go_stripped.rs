@@ -4,98 +4,13 @@
 //! Debian's Go 1.19 and the newer toolchains `cargo xtask setup` installs.
 mod support;
 
-use std::{
-    collections::BTreeMap,
-    path::{Path, PathBuf},
-    process::Command,
+use std::process::Command;
+
+use support::{
+    Fixture, Profiler,
+    go::{self, named_as_addr2line, sampled_frames},
+    profile_fixture, require_root, share, weight_under,
 };
-
-use support::{Fixture, Profiler, go, profile_fixture, require_root, share, weight_under};
-
-/// Frames as the profile gives them: (function, file, line), innermost
-/// first.
-type Frames = Vec<(String, String, i64)>;
-
-/// The on-CPU samples of `pid`, those with a named leaf, and each sampled
-/// PC of `bin_path` (a caller's as its call, PC - 1) with its frames.
-fn sampled_frames(
-    profiles: &[(PathBuf, support::Profile)],
-    pid: u32,
-    bin_path: &str,
-) -> (i64, i64, BTreeMap<u64, Frames>) {
-    let (mut samples, mut named_leaf) = (0, 0);
-    // Each sampled PC of the binary (a caller's as its call, PC - 1),
-    // with the frames it was given.
-    let mut frames: BTreeMap<u64, Frames> = BTreeMap::new();
-    for (_, p) in profiles {
-        for s in p.samples_of(pid) {
-            let weight = p.value(s, "samples");
-            if weight == 0 {
-                continue;
-            }
-            samples += weight;
-            let file_of = |l: &profiler_userspace::output::pprof::proto::Location| {
-                let mapping = p.0.mapping.iter().find(|m| m.id == l.mapping_id);
-                p.string(mapping.map_or(0, |m| m.filename)).to_owned()
-            };
-            // The user part of the stack, leaf first: the symbolizer
-            // looks a caller up at its call (PC - 1).
-            let user: Vec<_> = s
-                .location_id
-                .iter()
-                .map(|&id| &p.0.location[usize::try_from(id - 1).unwrap()])
-                .filter(|&l| file_of(l) != "[kernel.kallsyms]")
-                .collect();
-            let Some(leaf) = user.first() else { continue };
-            named_leaf += if leaf.line.is_empty() { 0 } else { weight };
-            for (i, location) in user.iter().enumerate() {
-                if file_of(location) != bin_path {
-                    continue;
-                }
-                let pc = if i == 0 {
-                    location.address
-                } else {
-                    location.address - 1
-                };
-                let lines = location
-                    .line
-                    .iter()
-                    .map(|line| {
-                        let f = &p.0.function[usize::try_from(line.function_id - 1).unwrap()];
-                        (
-                            p.string(f.name).to_owned(),
-                            p.string(f.filename).to_owned(),
-                            line.line,
-                        )
-                    })
-                    .collect();
-                frames.insert(pc, lines);
-            }
-        }
-    }
-    (samples, named_leaf, frames)
-}
-
-/// Each of `frames` (sampled PCs of `bin`, built by `toolchain`) named as
-/// `go tool addr2line` names it: the outermost function and the innermost
-/// file and line; at least three distinct PCs.
-fn named_as_addr2line(toolchain: &Path, bin: &Path, frames: &BTreeMap<u64, Frames>) {
-    let version = go::version(toolchain);
-    let pcs: Vec<u64> = frames.keys().copied().collect();
-    let reference = go::addr2line(toolchain, bin, &pcs);
-    for ((pc, ours), at) in frames.iter().zip(&reference) {
-        let (Some(outer), Some(inner)) = (ours.last(), ours.first()) else {
-            panic!("{version} {pc:#x}: unnamed, addr2line {at:?}");
-        };
-        assert_eq!(outer.0, at.function, "{version} {pc:#x}: {ours:?}");
-        assert_eq!(
-            (inner.1.as_str(), inner.2),
-            (at.file.as_str(), at.line),
-            "{version} {pc:#x}: {ours:?}"
-        );
-    }
-    assert!(pcs.len() >= 3, "{version}: only {} distinct PCs", pcs.len());
-}
 
 #[test]
 fn a_stripped_go_program_is_named_and_unwound_by_its_gopclntab() {

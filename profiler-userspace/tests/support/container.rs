@@ -18,8 +18,15 @@ pub struct Container {
 
 impl Container {
     pub fn new(dir: &Path) -> Self {
-        let [lower, upper, work, merged] =
-            ["lower", "upper", "work", "merged"].map(|d| dir.join(d));
+        Self::mounted_at(dir, &dir.join("merged"))
+    }
+
+    /// A container whose root each run mounts at `merged` (in its own
+    /// mount namespace): the host sees its files' paths under `merged`,
+    /// as those of any other container mounted there.
+    pub fn mounted_at(dir: &Path, merged: &Path) -> Self {
+        let [lower, upper, work] = ["lower", "upper", "work"].map(|d| dir.join(d));
+        let merged = merged.to_owned();
         for d in [&lower, &upper, &work, &merged] {
             std::fs::create_dir_all(d).unwrap();
         }
