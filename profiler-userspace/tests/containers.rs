@@ -423,3 +423,48 @@ fn two_containers_programs_at_one_path_are_each_named_from_their_own() {
         app.wait().unwrap();
     }
 }
+
+/// Each run of a container of one image maps the image's Go program
+/// (Debian's gofmt: no GNU build id) through a mount of its own, whose
+/// device the file's stamp carries: the runs share one unwind table, the
+/// file the maps name being the image's below the overlay.
+#[test]
+fn runs_of_one_image_share_its_go_programs_unwind_table() {
+    const RUNS: usize = 4;
+    require_root();
+    let dir = tempfile::tempdir().unwrap();
+    let container = Container::new(dir.path());
+    container.add(Path::new(GOFMT), "bin/shared_fmt");
+    container.add(Path::new(SOURCE), "src/a.go");
+    let out = dir.path().join("profiles");
+    let profiler = Profiler::start(&[
+        "--comm",
+        "shared_fmt",
+        "--wait",
+        "--output-dir",
+        out.to_str().unwrap(),
+        "--interval",
+        "5m",
+    ]);
+    for _ in 0..RUNS {
+        container.run_for(Duration::ZERO, |_| {
+            vec![
+                "/bin/shared_fmt".into(),
+                "/src/a.go".into(),
+                "/src/a.go".into(),
+            ]
+        });
+        // Past the daemon's memory of the file's stamp (1 s): the next
+        // run's is read through its own mount.
+        std::thread::sleep(Duration::from_millis(1500));
+    }
+    let log = profiler.stop();
+    let files = profiles(&out);
+    let profile = &files[0].1;
+    let built = profile.comment_value("unwind_tables_built_total");
+    let (share, samples) = named_leaves(profile, "shared_fmt");
+    eprintln!("{RUNS} runs: {built} tables built, {share:.1}% of {samples} samples named");
+    assert!(samples >= 20, "{samples} samples\n{log}");
+    // Its table, and the vDSO's.
+    assert!(built <= 2, "{built} tables built for {RUNS} runs\n{log}");
+}

@@ -4,18 +4,20 @@
 use std::{collections::HashMap, sync::Arc};
 
 use super::{
-    files::read_build_id,
+    files::{read_build_id, read_digest},
     maps::{FileStamp, Vma},
 };
 
 /// Most files remembered; past it, the memory starts over.
 const MAX_KNOWN: usize = profiler_common::bound::MEMO_ENTRIES;
 
-/// The build ids read so far, by file stamp.
+/// The build ids read so far, by file stamp, and the digests of files
+/// without one ([`read_digest`]).
 #[derive(Default)]
 pub struct BuildIds {
     /// Shared by every process's mappings of the file.
     known: HashMap<FileStamp, Arc<str>>,
+    digests: HashMap<FileStamp, u128>,
     /// Files read, ever (the others came from memory).
     reads: u64,
 }
@@ -43,6 +45,22 @@ impl BuildIds {
             self.known.insert(stamp, id.clone());
         }
         id
+    }
+
+    /// The digest ([`read_digest`]) of the file `pid` maps at `vma`, which
+    /// was `stamp` when its mappings were read: from memory when that file
+    /// was read before, else read now (8 KiB); `None` when it cannot be
+    /// read.
+    pub fn digest_of(&mut self, pid: u32, vma: &Vma, stamp: FileStamp) -> Option<u128> {
+        if let Some(&known) = self.digests.get(&stamp) {
+            return Some(known);
+        }
+        let digest = read_digest(pid, vma)?;
+        if self.digests.len() >= MAX_KNOWN {
+            self.digests.clear();
+        }
+        self.digests.insert(stamp, digest);
+        Some(digest)
     }
 
     /// Files read so far.

@@ -105,6 +105,34 @@ pub(crate) fn read_build_id(pid: u32, vma: &Vma) -> Option<String> {
     Some(id.map(|id| hex(&id)).unwrap_or_default())
 }
 
+/// The bytes at each end of a file that [`read_digest`] reads.
+const DIGEST_ENDS: u64 = 4096;
+
+/// A digest of the file `pid` maps at `vma`: its size and its first and
+/// last 4 KiB, as the OpenTelemetry profiler's file ids. It tells copies
+/// of a file without a build id (an image's Go program through each
+/// container's mount, each its own device) from other files: a Go
+/// program's own build id note is in its first page, an ELF file's
+/// section headers at its end. `None` when it cannot be read.
+pub(crate) fn read_digest(pid: u32, vma: &Vma) -> Option<u128> {
+    digest(&open_mapped(pid, vma).ok()?)
+}
+
+/// [`read_digest`] of an open file.
+fn digest(file: &File) -> Option<u128> {
+    use std::os::unix::fs::FileExt as _;
+    let size = file.metadata().ok()?.len();
+    let head = size.min(DIGEST_ENDS);
+    let tail = (size - head).min(DIGEST_ENDS);
+    let mut bytes = size.to_le_bytes().to_vec();
+    let start = bytes.len();
+    bytes.resize(start + usize::try_from(head + tail).ok()?, 0);
+    let (head_bytes, tail_bytes) = bytes[start..].split_at_mut(usize::try_from(head).ok()?);
+    file.read_exact_at(head_bytes, 0).ok()?;
+    file.read_exact_at(tail_bytes, size - tail).ok()?;
+    Some(twox_hash::XxHash3_128::oneshot(&bytes))
+}
+
 /// The build id of the ELF file at `path`, in hex.
 pub(crate) fn build_id(path: &Path) -> Option<String> {
     let id = blazesym::helper::read_elf_build_id(path).ok()??;
@@ -119,4 +147,35 @@ pub(crate) fn hex(id: &[u8]) -> String {
         let _ = write!(out, "{b:02x}");
         out
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A copy of a file has its digest; a change at either end, or of
+    /// the size alone, makes another; a file smaller than both ends is
+    /// read whole.
+    #[test]
+    fn a_digest_tells_copies_from_other_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let of = |name: &str, bytes: &[u8]| {
+            let path = dir.path().join(name);
+            std::fs::write(&path, bytes).unwrap();
+            digest(&File::open(&path).unwrap()).unwrap()
+        };
+        let original: Vec<u8> = (0..20_000u32).map(|i| (i * 7 % 251) as u8).collect();
+        let first = of("a", &original);
+        assert_eq!(of("copy", &original), first);
+        let mut head = original.clone();
+        head[100] ^= 1;
+        assert_ne!(of("head", &head), first);
+        let mut tail = original.clone();
+        tail[19_990] ^= 1;
+        assert_ne!(of("tail", &tail), first);
+        let mut longer = original.clone();
+        longer.insert(10_000, 0);
+        assert_ne!(of("longer", &longer), first);
+        assert_ne!(of("small", b"elf"), of("smaller", b"el"));
+    }
 }

@@ -10,13 +10,17 @@ use crate::process::{
 
 /// How a binary is recognised across processes: by its GNU build id where
 /// it has one (the same code in every copy: a container image's libc seen
-/// through each new overlay mount, a program copied), else by its file as
-/// stamped. Two ids are the same binary when their build ids are equal,
+/// through each new overlay mount, a program copied), else by its digest
+/// (its size and both ends: an image's Go program through each mount,
+/// whose device and so stamp differ), else by its file as stamped. Two
+/// ids are the same binary when their build ids, or digests, are equal,
 /// whatever their stamps.
 #[derive(Clone, Debug)]
 pub(super) enum BinaryId {
     File {
         stamp: FileStamp,
+        /// Read only without a build id.
+        digest: Option<u128>,
         build_id: Option<Arc<str>>,
     },
     Vdso,
@@ -26,6 +30,7 @@ pub(super) enum BinaryId {
 #[derive(PartialEq, Eq, Hash)]
 enum Key<'a> {
     BuildId(&'a str),
+    Digest(u128),
     Stamp(&'a FileStamp),
     Vdso,
 }
@@ -44,6 +49,10 @@ impl BinaryId {
             Self::File {
                 build_id: Some(id), ..
             } => Key::BuildId(id),
+            Self::File {
+                digest: Some(digest),
+                ..
+            } => Key::Digest(*digest),
             Self::File { stamp, .. } => Key::Stamp(stamp),
             Self::Vdso => Key::Vdso,
         }
@@ -66,8 +75,8 @@ impl std::hash::Hash for BinaryId {
 
 /// The identity of the binary behind `vma` (its stamp from `stamps`);
 /// `None` for anonymous memory (JIT code) and files that cannot be
-/// opened. Its build id is looked up only with `build_ids` (by stamp, so
-/// once per file).
+/// opened. Its build id, or without one its digest, is looked up only
+/// with `build_ids` (by stamp, so once per file).
 pub(super) fn binary_id(
     pid: u32,
     vma: &Vma,
@@ -81,10 +90,18 @@ pub(super) fn binary_id(
         return None;
     }
     let stamp = stamps.of(pid, vma)?;
-    let build_id = build_ids
-        .map(|ids| ids.of(pid, vma, Some(stamp)))
-        .filter(|id| !id.is_empty());
-    Some(BinaryId::File { stamp, build_id })
+    let (mut build_id, mut digest) = (None, None);
+    if let Some(ids) = build_ids {
+        build_id = Some(ids.of(pid, vma, Some(stamp))).filter(|id| !id.is_empty());
+        if build_id.is_none() {
+            digest = ids.digest_of(pid, vma, stamp);
+        }
+    }
+    Some(BinaryId::File {
+        stamp,
+        digest,
+        build_id,
+    })
 }
 
 /// Each of `vmas` with the stamp of the file behind it, its id being

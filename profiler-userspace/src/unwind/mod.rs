@@ -12,7 +12,8 @@
 //! kept while unused until their space is needed, and built at most once;
 //! a file with a GNU build id shares its table with every copy of it (a
 //! container image's libc, seen through each new overlay mount, is one
-//! table, not one per container).
+//! table, not one per container), and one without, with every copy of the
+//! same digest (`binary.rs`).
 mod binary;
 mod by_file;
 mod placing;

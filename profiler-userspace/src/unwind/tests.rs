@@ -244,7 +244,10 @@ fn copies_of_a_binary_with_one_build_id_share_one_table() {
     let mut build_ids = crate::process::build_ids::BuildIds::default();
     let id =
         super::binary::binary_id(pid, vma, &mut Stamps::default(), Some(&mut build_ids)).unwrap();
-    let super::binary::BinaryId::File { stamp, build_id } = id.clone() else {
+    let super::binary::BinaryId::File {
+        stamp, build_id, ..
+    } = id.clone()
+    else {
         panic!("a file: {id:?}");
     };
     assert!(build_id.is_some(), "Rust binaries carry a build id");
@@ -253,14 +256,26 @@ fn copies_of_a_binary_with_one_build_id_share_one_table() {
             dev: stamp.dev + 1,
             ..stamp
         },
+        digest: None,
         build_id: build_id.clone(),
     };
     let without = super::binary::BinaryId::File {
         stamp: copy.stamp().unwrap(),
+        digest: None,
         build_id: None,
     };
     assert_eq!(id, copy);
     assert_ne!(id, without, "known by its stamp alone, it is another file");
+    // Without a build id, one digest is one binary through every mount
+    // (another stamp device), another digest another binary.
+    let digest = crate::process::files::read_digest(pid, vma).expect("our own code is read");
+    let mounted = |dev, digest| super::binary::BinaryId::File {
+        stamp: crate::process::maps::FileStamp { dev, ..stamp },
+        digest: Some(digest),
+        build_id: None,
+    };
+    assert_eq!(mounted(1, digest), mounted(2, digest));
+    assert_ne!(mounted(1, digest), mounted(1, digest ^ 1));
 
     let mut maps = maps(8 << 20);
     let mut unwinder = Unwinder::new(8 << 20);
