@@ -350,9 +350,8 @@ fn a_binary_replaced_in_the_upper_layer_after_exit_never_names_frames() {
 
 /// The host pids of the processes named `comm` now.
 fn pids_named(comm: &str) -> HashSet<u32> {
-    std::fs::read_dir("/proc")
-        .unwrap()
-        .filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
+    support::procfs_pids()
+        .into_iter()
         .filter(|pid| {
             std::fs::read_to_string(format!("/proc/{pid}/comm")).is_ok_and(|c| c.trim() == comm)
         })

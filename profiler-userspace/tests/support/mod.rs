@@ -148,7 +148,7 @@ impl Fixture {
 }
 
 /// The processes of the host.
-fn procfs_pids() -> Vec<u32> {
+pub fn procfs_pids() -> Vec<u32> {
     std::fs::read_dir("/proc")
         .unwrap()
         .filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
