@@ -19,9 +19,14 @@ pub struct Mapping {
     pub file: Arc<str>,
     /// Hex build id, empty when unknown.
     pub build_id: Arc<str>,
-    /// The file's device and inode as it was mapped (not written out):
-    /// what tells apart files without a build id at one path, such as
-    /// two containers' `/app` or a Go program deployed again by rename.
+    /// For a file without a build id, what the symbolizer knows it by
+    /// (neither is written out): its digest (`process/files.rs`: its size
+    /// and both ends), the same for an image's file through every
+    /// container's mount, where it was read while the process lived;
+    /// else its device and inode as mapped. Either tells apart files at
+    /// one path: two containers' `/app`, a Go program deployed anew by
+    /// rename.
+    pub digest: Option<u128>,
     pub file_id: Option<FileId>,
 }
 

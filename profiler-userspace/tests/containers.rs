@@ -461,8 +461,12 @@ fn runs_of_one_image_share_its_go_programs_unwind_table() {
     let files = profiles(&out);
     let profile = &files[0].1;
     let built = profile.comment_value("unwind_tables_built_total");
+    let looked_up = profile.comment_value("addresses_symbolized");
     let (share, samples) = named_leaves(profile, "shared_fmt");
-    eprintln!("{RUNS} runs: {built} tables built, {share:.1}% of {samples} samples named");
+    eprintln!(
+        "{RUNS} runs: {built} tables built, {looked_up} addresses looked up, \
+         {share:.1}% of {samples} samples named"
+    );
     assert!(samples >= 20, "{samples} samples\n{log}");
     // Its table, and the vDSO's.
     assert!(built <= 2, "{built} tables built for {RUNS} runs\n{log}");

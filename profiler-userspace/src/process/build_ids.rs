@@ -11,6 +11,29 @@ use super::{
 /// Most files remembered; past it, the memory starts over.
 const MAX_KNOWN: usize = profiler_common::bound::MEMO_ENTRIES;
 
+/// What names a mapped file's contents: its GNU build id (hex; empty for
+/// none), and for a file without one, its digest ([`read_digest`]) where
+/// it was read.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct FileIds {
+    pub build_id: Arc<str>,
+    pub digest: Option<u128>,
+}
+
+impl FileIds {
+    /// The ids of the file `pid` maps at `vma`, read now (a process whose
+    /// mappings are read at a window's end); `None` when its build id
+    /// cannot be read (the process is gone).
+    #[must_use]
+    pub fn read(pid: u32, vma: &Vma) -> Option<Self> {
+        let build_id: Arc<str> = read_build_id(pid, vma)?.into();
+        let digest = (build_id.is_empty() && vma.is_file())
+            .then(|| read_digest(pid, vma))
+            .flatten();
+        Some(Self { build_id, digest })
+    }
+}
+
 /// The build ids read so far, by file stamp, and the digests of files
 /// without one ([`read_digest`]).
 #[derive(Default)]
@@ -61,6 +84,17 @@ impl BuildIds {
         }
         self.digests.insert(stamp, digest);
         Some(digest)
+    }
+
+    /// The build id of the file `pid` maps at `vma` ([`BuildIds::of`]),
+    /// and without one its digest ([`BuildIds::digest_of`]) when it has a
+    /// stamp.
+    pub fn ids_of(&mut self, pid: u32, vma: &Vma, stamp: Option<FileStamp>) -> FileIds {
+        let build_id = self.of(pid, vma, stamp);
+        let digest = stamp
+            .filter(|_| build_id.is_empty() && vma.is_file())
+            .and_then(|stamp| self.digest_of(pid, vma, stamp));
+        FileIds { build_id, digest }
     }
 
     /// Files read so far.

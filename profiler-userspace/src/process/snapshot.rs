@@ -7,7 +7,7 @@ use std::{os::unix::fs::MetadataExt as _, path::PathBuf, sync::Arc};
 use profiler_common::{process::ProcessSeen, sample::comm_str};
 
 use super::{
-    build_ids::BuildIds,
+    build_ids::{BuildIds, FileIds},
     cgroup::Placement,
     maps::{FileStamp, Vma},
     placements::Placements,
@@ -22,8 +22,8 @@ pub struct ProcessSnapshot {
     pub comm: Option<Arc<str>>,
     pub placement: Option<Arc<Placement>>,
     /// Its executable mappings, each with its file's build id (empty for
-    /// none).
-    pub vmas: Vec<(Vma, Arc<str>)>,
+    /// none), or digest.
+    pub vmas: Vec<(Vma, FileIds)>,
     /// Whether it saw files at the paths we see (see [`same_mount_ns`]).
     pub same_mount_ns: bool,
     /// Its root, held open, when it is not ours; then each of `vmas`'
@@ -66,8 +66,8 @@ impl ProcessSnapshot {
         };
         let (vmas, stamps) = mappings
             .map(|(vma, stamp)| {
-                let build_id = build_ids.of(pid, vma, stamp);
-                ((vma.clone(), build_id), root.as_ref().and(stamp))
+                let ids = build_ids.ids_of(pid, vma, stamp);
+                ((vma.clone(), ids), root.as_ref().and(stamp))
             })
             .unzip();
         let comm = match comm_str(&seen.comm) {

@@ -2,9 +2,9 @@
 //! (`debug_files.rs`, `debuginfod.rs`, and `gopclntab` for stripped Go
 //! binaries).
 //!
-//! Binaries are keyed by build id, else path and file (device and inode as
-//! mapped: another file at the path is another binary), so every process
-//! that maps a binary shares its results. A binary whose only names are
+//! Binaries are keyed by build id, else digest, else path and file (device
+//! and inode as mapped: another file at the path is another binary), so
+//! every process that maps a binary shares its results. A binary whose only names are
 //! `.dynsym` while debuginfod looks for its debug file is symbolized
 //! again, from scratch, once the file arrives.
 use std::{

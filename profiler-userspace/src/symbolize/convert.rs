@@ -8,7 +8,10 @@ use profiler_common::frames::{self, UserFrame};
 use super::debug_files::ElfFacts;
 use crate::{
     gopclntab::GoTable,
-    process::maps::{self, FileId, Vma},
+    process::{
+        build_ids::FileIds,
+        maps::{self, FileId, Vma},
+    },
     profile::{Line, Location, Mapping},
     sample::Stack,
 };
@@ -24,12 +27,14 @@ pub const TRUNCATED: &str = "[truncated]";
 pub const KERNEL_MAPPING: &str = "[kernel.kallsyms]";
 
 /// Identity of a binary for the symbol cache: its build id, else its
-/// path and which file was there (a path alone would give one binary's
-/// names to another: a Go program, which has no GNU build id, built anew
-/// and renamed over the old, or another container's program at `/app`).
+/// digest, else its path and which file was there (a path alone would
+/// give one binary's names to another: a Go program, which has no GNU
+/// build id, built anew and renamed over the old, or another container's
+/// program at `/app`).
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub(super) enum BinaryKey {
     BuildId(Arc<str>),
+    Digest(u128),
     File { path: Arc<str>, id: Option<FileId> },
 }
 /// Locations of a captured stack, leaf first; `captured` maps its
@@ -94,24 +99,27 @@ pub(super) fn find_vma(vmas: &[(Vma, Arc<Mapping>)], addr: u64) -> Option<&(Vma,
 }
 
 pub(super) fn binary_key(mapping: &Mapping) -> BinaryKey {
-    if mapping.build_id.is_empty() {
+    if !mapping.build_id.is_empty() {
+        BinaryKey::BuildId(mapping.build_id.clone())
+    } else if let Some(digest) = mapping.digest {
+        BinaryKey::Digest(digest)
+    } else {
         BinaryKey::File {
             path: mapping.file.clone(),
             id: mapping.file_id,
         }
-    } else {
-        BinaryKey::BuildId(mapping.build_id.clone())
     }
 }
 
-/// `vma` as a pprof mapping of the file with `build_id`.
-pub(super) fn new_mapping(vma: &Vma, build_id: Arc<str>) -> Mapping {
+/// `vma` as a pprof mapping of the file with `ids`.
+pub(super) fn new_mapping(vma: &Vma, ids: FileIds) -> Mapping {
     Mapping {
         start: vma.start,
         limit: vma.end,
         file_offset: vma.offset,
         file: vma.path.clone(),
-        build_id,
+        build_id: ids.build_id,
+        digest: ids.digest,
         file_id: vma.file,
     }
 }

@@ -1,9 +1,9 @@
 //! Addresses → functions, files and lines, with blazesym.
 //!
 //! User addresses are turned into file offsets with the process's mappings
-//! (`process/maps.rs`) and symbolized per binary (`binaries.rs`), so results are
-//! cached per binary (keyed by build id, else path and file) and shared by every
-//! process that maps it. Names come from the binary, a separate debug file
+//! (`process/maps.rs`) and symbolized per binary (`binaries.rs`), so
+//! results are cached per binary (keyed by build id, else digest, else
+//! path and file) and shared by every process that maps it. Names come from the binary, a separate debug file
 //! or debuginfod (`debug_files.rs`, `debuginfod.rs`); a debug file with
 //! compressed sections is read through a plain copy (`inflated.rs`).
 //! Addresses outside any file (JIT code, the vDSO) go through the
@@ -177,6 +177,7 @@ impl Symbolizer {
                 file_offset: 0,
                 file: Arc::from(KERNEL_MAPPING),
                 build_id: Arc::default(),
+                digest: None,
                 file_id: None,
             }),
             python: python::PythonNames::default(),

@@ -15,6 +15,45 @@ fn return_addresses_are_looked_up_one_byte_back() {
     );
 }
 
+/// A file without a build id is one binary wherever its digest is known
+/// (an image's Go program through each container's mount: another device
+/// each time), else one per path and file: never one per path alone.
+#[test]
+fn a_file_without_a_build_id_is_known_by_its_digest_else_its_path_and_file() {
+    use crate::process::maps::FileId;
+    let mapping = |file: &str, dev, digest| Mapping {
+        start: 0x1000,
+        limit: 0x2000,
+        file_offset: 0,
+        file: file.into(),
+        build_id: Arc::default(),
+        digest,
+        file_id: FileId::new(0, dev, 7),
+    };
+    let key = |m: &Mapping| binary_key(m);
+    assert_eq!(
+        key(&mapping("/app", 40, Some(1))),
+        key(&mapping("/srv/app", 42, Some(1)))
+    );
+    assert_ne!(
+        key(&mapping("/app", 40, Some(1))),
+        key(&mapping("/app", 40, Some(2)))
+    );
+    assert_ne!(
+        key(&mapping("/app", 40, None)),
+        key(&mapping("/app", 42, None))
+    );
+    assert_eq!(
+        key(&mapping("/app", 40, None)),
+        key(&mapping("/app", 40, None))
+    );
+    let with_build_id = Mapping {
+        build_id: "ab".into(),
+        ..mapping("/app", 40, Some(1))
+    };
+    assert_eq!(key(&with_build_id), BinaryKey::BuildId("ab".into()));
+}
+
 /// A window of one on-CPU sample of `pid` at user address `addr`.
 fn one_sample(pid: u32, addr: u64, kernel_stack: Stack) -> RawWindow {
     RawWindow::of_samples(vec![RawSample {

@@ -5,7 +5,8 @@ use std::{path::PathBuf, sync::Arc};
 
 use crate::{
     process::{
-        files::{Seen, mapped_file_path, read_build_id},
+        build_ids::FileIds,
+        files::{Seen, mapped_file_path},
         maps::{FileStamp, Vma},
         recorded::RecordedImage,
         roots::{Root, Roots, Unheld},
@@ -54,7 +55,7 @@ impl Generation {
                 let mapping = reused.unwrap_or_else(|| {
                     Arc::new(new_mapping(
                         &vma,
-                        read_build_id(pid, &vma).map_or_else(Arc::default, Arc::from),
+                        FileIds::read(pid, &vma).unwrap_or_default(),
                     ))
                 });
                 (vma, mapping)
@@ -90,8 +91,12 @@ impl Generation {
         let vmas = image
             .vmas()
             .map(|(vma, build_id)| {
-                let mapping = new_mapping(&vma, build_id);
-                (vma, Arc::new(mapping))
+                let ids = FileIds {
+                    build_id,
+                    digest: None,
+                };
+                let mapping = Arc::new(new_mapping(&vma, ids));
+                (vma, mapping)
             })
             .collect();
         Self {
@@ -107,7 +112,7 @@ impl Generation {
         let vmas = snapshot
             .vmas
             .iter()
-            .map(|(vma, build_id)| (vma.clone(), Arc::new(new_mapping(vma, build_id.clone()))))
+            .map(|(vma, ids)| (vma.clone(), Arc::new(new_mapping(vma, ids.clone()))))
             .collect();
         Self {
             vmas,
@@ -201,16 +206,17 @@ fn fill_root(to: &mut Generation, from: &Generation) {
     }
 }
 
-/// Gives the file mappings of `to` without a build id the one `from` has
-/// for the same file at the same place.
+/// Gives the file mappings of `to` without a build id (or digest) the one
+/// `from` has for the same file at the same place.
 fn fill_build_ids(to: &mut Generation, from: &Generation) {
+    let unknown = |m: &Mapping| m.build_id.is_empty() && m.digest.is_none();
     for (vma, mapping) in to
         .vmas
         .iter_mut()
-        .filter(|(v, m)| v.is_file() && m.build_id.is_empty())
+        .filter(|(v, m)| v.is_file() && unknown(m))
     {
         let same = from.vmas.iter().find(|(v, m)| {
-            !m.build_id.is_empty()
+            !unknown(m)
                 && (v.start, v.end, v.offset, &v.path)
                     == (vma.start, vma.end, vma.offset, &vma.path)
                 && (v.file.is_none() || vma.file.is_none() || v.file == vma.file)

@@ -21,6 +21,7 @@ fn generation(ranges: &[(u64, u64)]) -> Generation {
                 file_offset: 0,
                 file: vma.path.clone(),
                 build_id: Arc::default(),
+                digest: None,
                 file_id: None,
             });
             (vma, mapping)

@@ -21,6 +21,7 @@ fn fixture() -> Profile {
         file_offset: 0,
         file: "/usr/bin/app".into(),
         build_id: "abcd".into(),
+        digest: None,
         file_id: None,
     });
     let hot = Location {

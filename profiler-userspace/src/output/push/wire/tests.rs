@@ -26,6 +26,7 @@ pub(super) fn row(
         file_offset: 0,
         file: format!("/usr/bin/{comm}").into(),
         build_id: "abcd".into(),
+        digest: None,
         file_id: None,
     });
     Sample {
