@@ -76,8 +76,9 @@ fn a_stripped_go_program_is_named_and_unwound_by_its_gopclntab() {
     }
 }
 
-/// A Go program has no GNU build id: the symbolizer knows its binary by
-/// path and file, not by path alone. Built anew by a newer toolchain and
+/// A Go program before Go 1.26 has no GNU build id: the symbolizer knows
+/// its binary by its digest (else its path and file), never by its path
+/// alone. Built anew by a newer toolchain and
 /// renamed over the old one (a deploy) while the old process still runs,
 /// each process's frames are named from its own build, the new one's in
 /// a window after the old one's: by path alone, the new build's PCs were
