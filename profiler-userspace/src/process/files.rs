@@ -46,9 +46,10 @@ pub(crate) struct Seen<'a> {
 /// now. Otherwise the path is used through the process's root held open,
 /// or as it is if the process shared our root (or the mapping was
 /// recorded), if the file there is still the one mapped: the same stamp
-/// through a root (the device and inode of `/proc/PID/maps` are those of
-/// the file below an overlay, not of the file seen through it), else the
-/// same build id, or without one, the same device and inode.
+/// through a root (for a file under an overlay, the device and inode
+/// `/proc/PID/maps` shows need not be what a stat through the root reads:
+/// on 6.18 they are the overlay's device and the lower file's inode), else
+/// the same build id, or without one, the same device and inode.
 pub(crate) fn mapped_file_path(
     pid: u32,
     vma: &Vma,

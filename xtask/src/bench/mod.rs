@@ -138,7 +138,7 @@ pub fn run() -> anyhow::Result<()> {
             walk: &later.walk,
             storm_percent: later.storm_percent,
             churn: &later.churn,
-            distinct_rss: later.distinct_rss,
+            distinct_rss: &later.distinct_rss,
             wakers: &wakers,
         }),
     )?;
@@ -230,8 +230,7 @@ struct Later {
     /// The daemon's CPU in the fork/exec storm, percent of a core.
     storm_percent: f64,
     churn: churn::Churn,
-    /// The daemon's RSS after 5,000 distinct programs over after 500.
-    distinct_rss: f64,
+    distinct_rss: distinct::DistinctRss,
 }
 
 /// Sections 6 to 16: the stack walk, the unwind tables, the cost to

@@ -3,8 +3,8 @@
 use std::fmt::Write as _;
 
 use super::{
-    churn::Churn, daemon_cost::DaemonCost, floor::FloorPairs, kernel_cost::SwitchCosts,
-    overhead::Measured, unwinding::WalkCosts, wakers::WakersCost,
+    churn::Churn, daemon_cost::DaemonCost, distinct::DistinctRss, floor::FloorPairs,
+    kernel_cost::SwitchCosts, overhead::Measured, unwinding::WalkCosts, wakers::WakersCost,
 };
 
 /// What one run measured, for the goals.
@@ -21,8 +21,7 @@ pub(super) struct Measurements<'a> {
     pub(super) walk: &'a WalkCosts,
     pub(super) storm_percent: f64,
     pub(super) churn: &'a Churn,
-    /// The daemon's RSS after 5,000 distinct programs over after 500.
-    pub(super) distinct_rss: f64,
+    pub(super) distinct_rss: &'a DistinctRss,
     pub(super) wakers: &'a WakersCost,
 }
 
@@ -131,7 +130,7 @@ pub(super) fn goals(m: &Measurements<'_>) -> Vec<(&'static str, f64, f64, &'stat
 }
 
 /// The goals of processes that start all the time (sections 10c, 15, 16).
-fn churn_goals(m: &Measurements<'_>) -> [(&'static str, f64, f64, &'static str); 7] {
+fn churn_goals(m: &Measurements<'_>) -> [(&'static str, f64, f64, &'static str); 8] {
     let churn = m.churn;
     [
         (
@@ -172,8 +171,14 @@ fn churn_goals(m: &Measurements<'_>) -> [(&'static str, f64, f64, &'static str);
         ),
         (
             "daemon RSS after 5,000 distinct programs over after the first 500, each once their window is written (16)",
-            m.distinct_rss,
+            m.distinct_rss.goal,
             1.2,
+            "x",
+        ),
+        (
+            "daemon RSS after 20,000 distinct programs over after 10,000, each once their window is written (16)",
+            m.distinct_rss.level,
+            1.05,
             "x",
         ),
     ]

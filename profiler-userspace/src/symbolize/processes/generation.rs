@@ -28,8 +28,8 @@ pub(in crate::symbolize) struct Generation {
     /// Its root, held open, when it is not ours (another mount namespace,
     /// a chroot): its files are read through it once it is gone, and then
     /// must match the stamp each had as the process saw it (`stamps`, by
-    /// `vmas`' index; the device and inode of `/proc/PID/maps` are those
-    /// of the file below an overlay, not of the file seen through it).
+    /// `vmas`' index, read through `map_files`: the device and inode of
+    /// `/proc/PID/maps` need not be a stat's of the file under an overlay).
     root: Option<Arc<Root>>,
     stamps: Vec<Option<FileStamp>>,
 }
