@@ -1,5 +1,6 @@
-//! A CPU-bound workload: one thread pinned to CPU 0 runs a fixed loop for
-//! the given number of seconds and reports its rate.
+//! A CPU-bound workload: one thread pinned to CPU 0 (or to `PIN_CPU`, for
+//! one copy per CPU) runs a fixed loop for the given number of seconds and
+//! reports its rate.
 //!
 //! Protocol (see `run_protocol`): `ready pid=P`, then after "go"
 //! `loops_per_sec=N`.
@@ -19,7 +20,9 @@ fn work() -> u64 {
 fn main() {
     let run_time = run_time_from_args();
     run_protocol("", || {
-        pin_to_cpu(0);
+        pin_to_cpu(
+            std::env::var("PIN_CPU").map_or(0, |cpu| cpu.parse().expect("PIN_CPU: a CPU number")),
+        );
         let start = Instant::now();
         let mut loops: u64 = 0;
         while start.elapsed() < run_time {

@@ -50,7 +50,7 @@ pub(super) fn kernel_costs(report: &mut String) -> anyhow::Result<WalkCosts> {
     )?;
     writeln!(
         report,
-        "run_time_ns / run_cnt (bpf_stats) of the programs that walk user stacks, for each `--unwind` mode in turn, with one copy of the fixture per CPU (every CPU's sampling event then fires in a target; with one copy, the runs on the other CPUs, which stop at the target check, halved the average): `on_cpu_sample` under `cpu_bound` at 999 Hz (`--no-off-cpu`), and the off-CPU programs under `blockers` with `--off-cpu-rate 0` (every interval keeps a stack; as without task work, so that the walk runs at `rseq_update`, which bpf_stats sees). Frames per stack from the daemon's counters. The fixtures are release Rust without frame pointers, so frame pointers walk fewer frames, and wrong ones. The last rows are `on_cpu_sample` with tables on `deep.c` (plain `cc -O2` C) at two depths, and on the compiler proper of Debian's gcc (`cc1`, 25 MB of code, its table in cache no more than a build's is), one compile per CPU of a generated C file, from the compiles' start (their first samples walked before the daemon reads them).\n"
+        "run_time_ns / run_cnt (bpf_stats) of the programs that walk user stacks, for each `--unwind` mode in turn, with one copy of the fixture per CPU, a fixture that pins itself (`cpu_bound`) pinned to that CPU (every CPU's sampling event then fires in a target; with one copy, or two on one CPU, the runs on the other CPU, which stop at the target check, halved the average): `on_cpu_sample` under `cpu_bound` at 999 Hz (`--no-off-cpu`), and the off-CPU programs under `blockers` with `--off-cpu-rate 0` (every interval keeps a stack; as without task work, so that the walk runs at `rseq_update`, which bpf_stats sees). Frames per stack from the daemon's counters. The fixtures are release Rust without frame pointers, so frame pointers walk fewer frames, and wrong ones. The last rows are `on_cpu_sample` with tables on `deep.c` (plain `cc -O2` C) at two depths, and on the compiler proper of Debian's gcc (`cc1`, 25 MB of code, its table in cache no more than a build's is), one compile per CPU of a generated C file, from the compiles' start (their first samples walked before the daemon reads them).\n"
     )?;
     writeln!(
         report,
@@ -175,8 +175,15 @@ pub(super) fn walk_cost_with_runtime(
     runtime_frames: &str,
 ) -> anyhow::Result<(PerRun, f64, f64)> {
     let copies = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
+    // Each copy is told its CPU, for a fixture that pins itself
+    // (`cpu_bound`): pinned to one, the other CPU's samples would find no
+    // target and stop at the target check.
     let mut workloads = (0..copies)
-        .map(|_| Fixture::spawn(copy_of(fixture)).context("starting the fixture"))
+        .map(|cpu| {
+            let mut copy = copy_of(fixture);
+            copy.env("PIN_CPU", cpu.to_string());
+            Fixture::spawn(copy).context("starting the fixture")
+        })
         .collect::<anyhow::Result<Vec<_>>>()?;
     let metrics = Metrics::new()?;
     let pids: Vec<String> = workloads.iter().map(|w| w.pid().to_string()).collect();
