@@ -12,7 +12,10 @@ use super::{
     daemon_metrics::Metrics,
     tools::{attach, profiler},
 };
-use crate::{procfs::status_field, workspace::workspace_root};
+use crate::{
+    procfs::{cpu_ticks, status_field},
+    workspace::workspace_root,
+};
 
 /// Programs run, two at a time, each computing this many ms.
 const PROGRAMS: usize = 20_000;
@@ -49,6 +52,25 @@ struct Marks {
     written_anon: Vec<f64>,
     /// `written`'s file pages (the daemon's own code and data).
     written_file: Vec<f64>,
+    /// The daemon's CPU ticks and its symbolization's CPU seconds, at the
+    /// first mark and at the last.
+    cpu: Vec<(u64, f64)>,
+}
+
+impl Marks {
+    /// The daemon's CPU per program from the first mark to the last, in
+    /// µs: all of it, and its symbolization's.
+    #[expect(clippy::cast_precision_loss, reason = "an average")]
+    fn cpu_per_program_us(&self) -> (f64, f64) {
+        let [(ticks0, symbolize0), .., (ticks1, symbolize1)] = self.cpu[..] else {
+            return (f64::NAN, f64::NAN);
+        };
+        let programs = (MARKS[MARKS.len() - 1] - MARKS[0]) as f64;
+        (
+            (ticks1 - ticks0) as f64 * 1e4 / programs,
+            (symbolize1 - symbolize0) * 1e6 / programs,
+        )
+    }
 }
 
 /// Writes section 16.
@@ -89,6 +111,8 @@ pub(super) fn distinct(report: &mut String) -> anyhow::Result<DistinctRss> {
             marks.written.push(mb("VmRSS")?);
             marks.written_anon.push(mb("RssAnon")?);
             marks.written_file.push(mb("RssFile")?);
+            let symbolize = metrics.scrape()?.cpu_seconds("symbolize")?;
+            marks.cpu.push((cpu_ticks(pid)?, symbolize));
         }
     }
     #[expect(clippy::cast_precision_loss, reason = "megabytes")]
@@ -134,5 +158,11 @@ fn write_section(
     writeln!(report, "{} |", row("their window written", &marks.written))?;
     writeln!(report, "{} |", row("of it anonymous", &marks.written_anon))?;
     writeln!(report, "{} |", row("of it file", &marks.written_file))?;
+    let (all_us, symbolize_us) = marks.cpu_per_program_us();
+    writeln!(
+        report,
+        "\nThe daemon's CPU per program from the first mark to the last (each a new binary): \
+         {all_us:.0} µs, of which symbolization {symbolize_us:.0} µs.\n"
+    )?;
     Ok(())
 }
