@@ -195,7 +195,7 @@ impl ProcessWatch {
                         .unwinder
                         .publish(kernel, pid, &mut publisher(&mut watch.anew.walked))?;
                 if published == Published::Anew
-                    && let Some(mappings) = watch.unwinder.stamped_mappings(pid)
+                    && let Some(mappings) = watch.unwinder.identified_mappings(pid)
                 {
                     let fresh = Fresh {
                         pid,

@@ -46,12 +46,14 @@ pub struct Known {
 impl ProcessSnapshot {
     /// Reads what the symbolizer needs of `pid`, whose executable mappings
     /// were just read from `/proc/PID/maps`, each with the stamp of the
-    /// file behind it, which names its build id; what the kernel `seen` of
-    /// it as it asked is taken rather than read again.
+    /// file behind it, which names its build id (or digest), and that
+    /// build id or digest where the reader looked it up (else it is read
+    /// here); what the kernel `seen` of it as it asked is taken rather
+    /// than read again.
     #[must_use]
     pub fn read<'a>(
         pid: u32,
-        mappings: impl Iterator<Item = (&'a Vma, Option<FileStamp>)>,
+        mappings: impl Iterator<Item = (&'a Vma, Option<FileStamp>, Option<FileIds>)>,
         seen: &ProcessSeen,
         known: &mut Known,
     ) -> Self {
@@ -65,8 +67,8 @@ impl ProcessSnapshot {
             Err(cause) => (None, Some(cause)),
         };
         let (vmas, stamps) = mappings
-            .map(|(vma, stamp)| {
-                let ids = build_ids.ids_of(pid, vma, stamp);
+            .map(|(vma, stamp, ids)| {
+                let ids = ids.unwrap_or_else(|| build_ids.ids_of(pid, vma, stamp));
                 ((vma.clone(), ids), root.as_ref().and(stamp))
             })
             .unzip();
@@ -106,4 +108,38 @@ pub(crate) fn same_mount_ns(pid: u32) -> bool {
     let ours = OURS.get_or_init(|| std::fs::read_link("/proc/self/ns/mnt").ok());
     let theirs = std::fs::read_link(format!("/proc/{pid}/ns/mnt")).ok();
     ours.is_some() && theirs == *ours
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::process::{files::read_build_id, maps};
+
+    #[test]
+    fn ids_the_reader_looked_up_are_kept_and_the_others_read() {
+        let pid = std::process::id();
+        let vmas = maps::read(pid).unwrap();
+        let own = std::fs::read_link("/proc/self/exe").unwrap();
+        let vma = vmas
+            .iter()
+            .find(|v| std::path::Path::new(&*v.path) == own)
+            .unwrap();
+        let stamp = FileStamp::of_mapping(pid, vma);
+        let seen = ProcessSeen::default();
+        let mut known = Known::default();
+        let given = FileIds {
+            build_id: Arc::from("0123"),
+            digest: None,
+        };
+        let mappings = [(vma, stamp, Some(given.clone()))];
+        let snapshot = ProcessSnapshot::read(pid, mappings.into_iter(), &seen, &mut known);
+        assert_eq!(snapshot.vmas[0].1, given);
+        assert_eq!(known.build_ids.reads(), 0, "nothing read again");
+
+        let snapshot =
+            ProcessSnapshot::read(pid, [(vma, stamp, None)].into_iter(), &seen, &mut known);
+        assert_eq!(known.build_ids.reads(), 1);
+        let read = read_build_id(pid, vma).unwrap();
+        assert_eq!(&*snapshot.vmas[0].1.build_id, read.as_str());
+    }
 }

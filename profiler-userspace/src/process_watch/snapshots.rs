@@ -38,7 +38,7 @@ pub(super) fn snapshot_all(
         known.placements.begin(moves());
         let mut taken = Vec::with_capacity(fresh.len() + waiting.len());
         for process in fresh {
-            let mappings = process.mappings.iter().copied();
+            let mappings = process.mappings.iter().cloned();
             taken.push(ProcessSnapshot::read(
                 process.pid,
                 mappings,

@@ -2,8 +2,9 @@
 //! for building its unwind table.
 use std::sync::Arc;
 
+use super::Identified;
 use crate::process::{
-    build_ids::BuildIds,
+    build_ids::{BuildIds, FileIds},
     maps::{FileStamp, Vma},
     stamps::Stamps,
 };
@@ -36,6 +37,20 @@ enum Key<'a> {
 }
 
 impl BinaryId {
+    /// What identifies the file, as the snapshots keep it (the vDSO's
+    /// none: it is no file).
+    fn file_ids(&self) -> FileIds {
+        match self {
+            Self::File {
+                digest, build_id, ..
+            } => FileIds {
+                build_id: build_id.clone().unwrap_or_default(),
+                digest: *digest,
+            },
+            Self::Vdso => FileIds::default(),
+        }
+    }
+
     /// The file's stamp (none for the vDSO).
     pub(super) fn stamp(&self) -> Option<FileStamp> {
         match self {
@@ -114,6 +129,24 @@ pub(super) fn stamped<'a>(
     vmas.iter()
         .enumerate()
         .map(|(i, vma)| (vma, ids.get(i).and_then(|id| id.as_ref()?.stamp())))
+}
+
+/// As [`stamped`], with the build id or digest of each mapping's file
+/// where `ids` hold them (`looked_up`: the unwinder looks them up only to
+/// build tables), so that the snapshots read neither again.
+pub(super) fn identified<'a>(
+    vmas: &'a [Vma],
+    ids: &'a [Option<BinaryId>],
+    looked_up: bool,
+) -> impl Iterator<Item = Identified<'a>> + 'a {
+    vmas.iter().enumerate().map(move |(i, vma)| {
+        let id = ids.get(i).and_then(Option::as_ref);
+        (
+            vma,
+            id.and_then(BinaryId::stamp),
+            id.filter(|_| looked_up).map(BinaryId::file_ids),
+        )
+    })
 }
 
 /// The bytes of the binary behind `vma`: the file (through map_files, so

@@ -37,12 +37,12 @@ use profiler_common::{
 use crate::{
     bpf::UnwindMaps,
     process::{
-        build_ids::BuildIds,
+        build_ids::{BuildIds, FileIds},
         maps::{FileStamp, Vma},
         stamps::Stamps,
     },
 };
-use binary::{BinaryId, read_binary};
+use binary::{BinaryId, identified, read_binary};
 pub use publishing::Reading;
 pub use serving::{Fresh, OnRead, Served};
 pub use stats::UnwindStats;
@@ -85,6 +85,10 @@ struct Process {
 /// A process's executable mappings as read, each with its file's stamp
 /// (none for anonymous memory and the vDSO).
 pub type Stamped<'a> = [(&'a Vma, Option<FileStamp>)];
+
+/// A mapping as read, with its file's stamp and, where the unwinder looked
+/// them up, the file's build id or digest.
+pub type Identified<'a> = (&'a Vma, Option<FileStamp>, Option<FileIds>);
 
 /// What [`Unwinder::publish`] did with a process.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -202,14 +206,12 @@ impl Unwinder {
 
     /// `pid`'s executable mappings as last published, each with the stamp
     /// of the file behind it then (none for anonymous memory, the vDSO
-    /// and mappings past the kernel's limit).
+    /// and mappings past the kernel's limit) and its ids where they were
+    /// looked up.
     #[must_use]
-    pub fn stamped_mappings(
-        &self,
-        pid: u32,
-    ) -> Option<impl Iterator<Item = (&Vma, Option<FileStamp>)>> {
+    pub fn identified_mappings(&self, pid: u32) -> Option<impl Iterator<Item = Identified<'_>>> {
         let process = self.processes.get(&pid)?;
-        Some(binary::stamped(&process.vmas, &process.ids))
+        Some(identified(&process.vmas, &process.ids, self.tables))
     }
 
     #[must_use]

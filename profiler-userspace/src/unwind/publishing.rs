@@ -9,13 +9,13 @@ use std::collections::HashSet;
 use profiler_common::unwind::{MAX_MAPPINGS, ProcessMappings, UnwindMapping};
 
 use super::{
-    Process, Published, Stamped, Unwinder,
-    binary::{BinaryId, binary_id, stamped},
+    Identified, Process, Published, Stamped, Unwinder,
+    binary::{BinaryId, binary_id, identified, stamped},
 };
 use crate::{
     bpf::UnwindMaps,
     cpu_time::{Laps, Step},
-    process::maps::{self, FileStamp, Vma},
+    process::maps::{self, Vma},
 };
 
 /// A process's executable mappings as just read, with the binary behind
@@ -26,10 +26,11 @@ pub struct Reading {
 }
 
 impl Reading {
-    /// Its mappings, each with the stamp of the file behind it.
+    /// Its mappings, each with the stamp of the file behind it, and its
+    /// ids where they were `looked_up`.
     #[must_use]
-    pub fn stamped(&self) -> Vec<(&Vma, Option<FileStamp>)> {
-        stamped(&self.vmas, &self.ids).collect()
+    pub fn identified(&self, looked_up: bool) -> Vec<Identified<'_>> {
+        identified(&self.vmas, &self.ids, looked_up).collect()
     }
 
     /// Each mapping with a binary behind it, and that binary.

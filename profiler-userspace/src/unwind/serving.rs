@@ -5,14 +5,11 @@ use std::time::Instant;
 
 use profiler_common::process::ProcessSeen;
 
-use super::{Stamped, Unwinder, waiting::Wait};
+use super::{Identified, Stamped, Unwinder, waiting::Wait};
 use crate::{
     bpf::UnwindMaps,
     cpu_time::{self, Step},
-    process::{
-        maps::{FileStamp, Vma},
-        procfs, roots,
-    },
+    process::{procfs, roots},
 };
 
 mod batch;
@@ -38,7 +35,7 @@ pub struct Fresh<'a> {
     /// What the kernel saw of it when it asked (what was seen before, for
     /// a request put back).
     pub seen: ProcessSeen,
-    pub mappings: Vec<(&'a Vma, Option<FileStamp>)>,
+    pub mappings: Vec<Identified<'a>>,
 }
 
 /// What is told of each batch of requests once every process in it is

@@ -153,7 +153,7 @@ fn an_exited_process_is_forgotten_and_a_live_one_kept() {
     unwinder.forget_exited(&mut maps).unwrap();
     assert!(maps.mappings.contains_key(&live));
     assert!(!maps.mappings.contains_key(&exited));
-    assert!(unwinder.stamped_mappings(exited).is_none());
+    assert!(unwinder.identified_mappings(exited).is_none());
 }
 
 #[test]

@@ -326,13 +326,13 @@ impl Unwinder {
             .map(|due| Fresh {
                 pid: due.pid,
                 seen: fresh_seen(due),
-                mappings: due.reading.stamped(),
+                mappings: due.reading.identified(self.tables),
             })
             .chain(again.iter().filter_map(|&pid| {
                 Some(Fresh {
                     pid,
                     seen: self.seen(pid),
-                    mappings: self.stamped_mappings(pid)?.collect(),
+                    mappings: self.identified_mappings(pid)?.collect(),
                 })
             }))
             .collect();
