@@ -77,10 +77,7 @@ pub(super) fn estimates(samples: &[Sample], times: &ThreadTimes, what_if: &WhatI
         .map(|(&key, t)| (key, shares_of(t, &in_function)))
         .collect();
     let cut = f64::from(what_if.faster_pct) / 100.0;
-    let names: HashMap<Unit, &str> = samples
-        .iter()
-        .map(|s| (Unit::Thread(s.pid, s.tid), s.thread.as_str()))
-        .collect();
+    let names = thread_names(samples);
     let mut found: Vec<(f64, String)> = shares
         .keys()
         .filter_map(|&progress| {
@@ -120,6 +117,32 @@ pub(super) fn estimates(samples: &[Sample], times: &ThreadTimes, what_if: &WhatI
             }),
     );
     lines
+}
+
+/// Each thread's name: the one most of its rows carry. A thread that
+/// names itself in its first lines (`pthread_setname_np`) carries the name
+/// it was created with in the rows before; whichever row came last named
+/// it before, so a run could print `whatif:TID` for thread `a`.
+fn thread_names(samples: &[Sample]) -> HashMap<Unit, &str> {
+    let mut rows: HashMap<(Unit, &str), usize> = HashMap::new();
+    for s in samples {
+        *rows
+            .entry((Unit::Thread(s.pid, s.tid), s.thread.as_str()))
+            .or_default() += 1;
+    }
+    let mut names: HashMap<Unit, (usize, &str)> = HashMap::new();
+    for ((unit, name), count) in rows {
+        let best = names.entry(unit).or_insert((count, name));
+        // More rows first, then the name first in order: the same name
+        // whatever the map's order.
+        if (count, std::cmp::Reverse(name)) > (best.0, std::cmp::Reverse(best.1)) {
+            *best = (count, name);
+        }
+    }
+    names
+        .into_iter()
+        .map(|(unit, (_, name))| (unit, name))
+        .collect()
 }
 
 /// `time`'s shares.

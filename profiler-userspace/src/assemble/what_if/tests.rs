@@ -216,3 +216,29 @@ fn goroutines_are_estimated_through_their_own_wakers() {
         ]
     );
 }
+
+#[test]
+fn a_thread_is_named_as_most_of_its_rows_name_it() {
+    // Thread 1 named itself `a` after its first row, as `inherited`.
+    let (mut samples, woken) = window(
+        &[(1, "a_work", 10), (1, "a_work", 10), (2, "c_compute", 40)],
+        &[(1, by(2), 40), (2, by(1), 20)],
+    );
+    for s in &mut samples {
+        s.thread = if s.tid == 1 { "a" } else { "c" }.to_owned();
+    }
+    let mut first = samples[0].clone();
+    first.thread = "inherited".to_owned();
+    first.stack.clear();
+    for order in [0, samples.len()] {
+        let mut rows = samples.clone();
+        rows.insert(order, first.clone());
+        let woken: Vec<_> = woken
+            .iter()
+            .map(|(i, w)| (i + usize::from(*i >= order), w.clone()))
+            .collect();
+        let lines = estimate(&rows, &woken, &c_compute(50));
+        assert!(lines.iter().any(|l| l.contains("=a:1 ")), "{lines:?}");
+        assert!(!lines.iter().any(|l| l.contains("inherited")), "{lines:?}");
+    }
+}
